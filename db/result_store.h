@@ -1,0 +1,133 @@
+// The tuning database: one SQLite file (./tiletune.db by default) that records GPUs, template
+// versions, configurations, shapes and every evaluation's result, and answers "what is the fastest
+// correct configuration for this GPU and shape".
+//
+// A GPU is identified by what survives a driver update (name, compute capability, SM count,
+// memory); the driver and NVRTC versions are kept with each result. A template is identified by
+// its name and the hash of its source: results of any other version than the current one (the one
+// most recently registered under that name) are never served as best.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tuner/gemm_shape.h"
+
+struct sqlite3;
+
+namespace tiletune {
+
+// Cannot open, create or write the database; the message names the path and SQLite's reason.
+class DatabaseError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct GpuRecord {
+  std::string name;  // "NVIDIA H200"
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int clock_khz = 0;
+  std::uint64_t memory_bytes = 0;
+  int driver_version = 0;  // as cuDriverGetVersion reports it, e.g. 13000
+  std::string nvrtc_version;  // "13.0"
+  std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
+};
+
+struct TemplateRecord {
+  std::string name;
+  std::string source_hash;
+  std::string path;    // where it was read from, for the user's information
+  std::string source;  // kept so that a recorded winner can be rebuilt without the file
+};
+
+enum class ResultStatus {
+  ok,
+  compile_error,
+  wrong_result,   // detail: the minimal counterexample
+  launch_error,   // detail: the CUDA error
+  device_limit,   // skipped: block size, shared memory or registers beyond the device
+};
+const char* to_string(ResultStatus status);  // "ok", "compile_error", ...
+ResultStatus parse_result_status(const std::string& text);  // throws std::invalid_argument
+
+struct ResultRecord {
+  // Keys.
+  std::string template_name;
+  std::string template_hash;
+  std::string config;  // Configuration::to_string()
+  GemmShape shape;
+  // Outcome.
+  ResultStatus status = ResultStatus::ok;
+  std::string detail;  // NVRTC log, counterexample, CUDA error or the limit that was hit
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  int runs = 0;
+  double tflops = 0;
+  int registers = 0;
+  int static_shared_bytes = 0;
+  int dynamic_shared_bytes = 0;
+  int spill_bytes = 0;  // spill stores + spill loads from the ptxas report
+  std::string recorded_at;  // filled by the store, UTC "YYYY-MM-DD HH:MM:SS"
+};
+
+// A row of `tiletune list`: what is recorded, grouped by GPU, template version and shape.
+struct ResultSummary {
+  std::string gpu_name;
+  std::string template_name;
+  std::string template_hash;
+  bool template_current = false;
+  GemmShape shape;
+  int results = 0;
+  int ok = 0;
+  std::optional<double> best_tflops;
+};
+
+class ResultStore {
+ public:
+  // Opens or creates the database (schema created or checked). Throws DatabaseError with the path
+  // and SQLite's message when the file cannot be opened or written, or is not a tiletune database.
+  explicit ResultStore(const std::filesystem::path& path);
+  ~ResultStore();
+  ResultStore(const ResultStore&) = delete;
+  ResultStore& operator=(const ResultStore&) = delete;
+
+  // Insert or update (driver/NVRTC versions, clock) and return the GPU's row id.
+  std::int64_t register_gpu(const GpuRecord& gpu);
+  // Insert if new and mark this version as the current one of its name.
+  void register_template(const TemplateRecord& tmpl);
+
+  // Records one evaluation (replacing an earlier result for the same GPU, template version,
+  // configuration and shape). Written in its own transaction: nothing recorded is lost if the
+  // process dies afterwards.
+  void record_result(std::int64_t gpu_id, const GpuRecord& gpu, const ResultRecord& result);
+
+  // Whether a result exists for these keys (so that a resumed tune measures nothing twice).
+  bool has_result(std::int64_t gpu_id, const std::string& template_hash, const std::string& config,
+                  const GemmShape& shape) const;
+
+  // The fastest ok result for the GPU (matched by name) and shape among current template
+  // versions, optionally only of one template name.
+  std::optional<ResultRecord> best(const std::string& gpu_name, const GemmShape& shape,
+                                   const std::optional<std::string>& template_name = {}) const;
+  // Every ok result for the GPU and shape, fastest first (current template versions only).
+  std::vector<ResultRecord> ranking(const std::string& gpu_name, const GemmShape& shape,
+                                    const std::optional<std::string>& template_name = {}) const;
+  // Shapes that have an ok result for the GPU (current versions), for a nearest-shape answer.
+  std::vector<GemmShape> shapes_with_results(const std::string& gpu_name,
+                                             const std::optional<std::string>& template_name = {}) const;
+  // The templates recorded, the current version's source included.
+  std::vector<TemplateRecord> templates(bool current_only = true) const;
+  std::vector<GpuRecord> gpus() const;
+  std::vector<ResultSummary> summary() const;
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::filesystem::path path_;
+};
+
+}  // namespace tiletune

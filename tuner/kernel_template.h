@@ -1,0 +1,99 @@
+// A kernel template: one CUDA C++ file with its tuning declarations in comment lines.
+//
+//   // tiletune: name tiled                     (optional; default: the file name's stem)
+//   // tiletune: entry tiled_gemm               (the extern "C" __global__ entry point)
+//   // tiletune: param TILE 8 16 32             (a tunable parameter and its candidate values)
+//   // tiletune: require !(PAD && SWIZZLE)      (a constraint; every one must be non-zero)
+//   // tiletune: block TILE, TILE               (block size x[, y[, z]]; missing ones are 1)
+//   // tiletune: grid ceil_div(N, TILE), ceil_div(M, TILE)
+//   // tiletune: shared 0                       (dynamic shared memory in bytes; default 0)
+//
+// Parameters reach the source as macros with the prefix TT_ (TILE becomes -DTT_TILE=16): a bare
+// macro named T would break NVRTC's own headers. Expressions (expression.h) may use every
+// parameter and the problem sizes M, N, K.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tuner/expression.h"
+#include "tuner/gemm_shape.h"
+
+namespace tiletune {
+
+inline constexpr const char* kParameterMacroPrefix = "TT_";
+
+// A bad declaration, with "origin:line: " in front of the message.
+class TemplateError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Parameter {
+  std::string name;
+  std::vector<std::int64_t> values;  // in declared order, no duplicates
+};
+
+// One point of a template's search space: a value for every parameter, in declared order.
+struct Configuration {
+  std::vector<std::pair<std::string, std::int64_t>> values;
+
+  std::int64_t at(std::string_view name) const;  // throws std::out_of_range
+  std::string to_string() const;                 // "TILE=16,PAD=1,SWIZZLE=0"
+  friend bool operator==(const Configuration&, const Configuration&) = default;
+};
+
+struct LaunchGeometry {
+  std::array<std::uint32_t, 3> grid{1, 1, 1};
+  std::array<std::uint32_t, 3> block{1, 1, 1};
+  std::uint32_t dynamic_shared_bytes = 0;
+  std::uint64_t threads_per_block() const {
+    return std::uint64_t(block[0]) * block[1] * block[2];
+  }
+};
+
+struct KernelTemplate {
+  std::string name;
+  std::string entry;
+  std::filesystem::path path;  // empty when parsed from a string
+  std::string source;          // the whole file, compiled unchanged
+  std::string source_hash;     // 16 hex digits of a 64-bit FNV-1a over the source bytes
+  std::vector<Parameter> parameters;
+  std::vector<Expression> requirements;
+  std::array<Expression, 3> block;
+  std::array<Expression, 3> grid;
+  Expression dynamic_shared_bytes;
+
+  // The -D options for one configuration: {"-DTT_TILE=16", "-DTT_PAD=1", ...}.
+  std::vector<std::string> macro_definitions(const Configuration& config) const;
+
+  // Parameters bound to the configuration, plus M, N, K when a shape is given.
+  Bindings bindings(const Configuration& config, const GemmShape* shape = nullptr) const;
+
+  // Whether every requirement holds. Requirements that read M, N or K are only checked when a
+  // shape is given (so that compiling needs no shape).
+  bool satisfies_requirements(const Configuration& config, const GemmShape* shape = nullptr) const;
+
+  // Evaluates block, grid and shared memory; throws TemplateError when a value is < 0 (or < 1
+  // for a dimension) or does not fit in 32 bits.
+  LaunchGeometry launch_geometry(const Configuration& config, const GemmShape& shape) const;
+
+  // Parses "TILE=16,PAD=1,SWIZZLE=0" (every parameter once, in any order, each value one of the
+  // declared candidates); throws TemplateError naming what is wrong.
+  Configuration parse_configuration(std::string_view text) const;
+};
+
+// Reads and parses a template file; throws TemplateError ("path:line: why") on a bad declaration
+// and std::runtime_error when the file cannot be read.
+KernelTemplate load_template(const std::filesystem::path& path);
+KernelTemplate parse_template(std::string source, const std::string& origin);
+
+std::string fnv1a_hex(std::string_view bytes);
+
+}  // namespace tiletune

@@ -1,0 +1,16 @@
+// The configurations of a template worth compiling: the cartesian product of the parameters'
+// candidate values, filtered by the template's requirements.
+#pragma once
+
+#include <vector>
+
+#include "tuner/kernel_template.h"
+
+namespace tiletune {
+
+// In a stable order: the first parameter varies slowest, values in declared order.
+// With a shape, requirements that read M, N or K are applied too.
+std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
+                                                    const GemmShape* shape = nullptr);
+
+}  // namespace tiletune
