@@ -1,0 +1,41 @@
+// Where a configuration runs: on the GPU (JIT-compiled with NVRTC) or on the CPU (the same source
+// compiled by the host compiler, each CUDA thread a fiber). The fuzzer's properties and oracles
+// only see this interface.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "fuzz/gemm_case.h"
+#include "fuzz/gemm_operands.h"
+#include "tuner/kernel_template.h"
+
+namespace tiletune {
+
+// The kernel could not run (launch failure, illegal address, trap, timeout). Unlike a wrong
+// result, this is a finding of its own kind.
+class LaunchError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The template uses something this backend cannot run: "not supported on the CPU backend: <what>".
+class UnsupportedOnBackend : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class GemmExecutor {
+ public:
+  virtual ~GemmExecutor() = default;
+
+  // Launches the configuration once for the case's problem: reads operands.a and operands.b and
+  // writes operands.c (guards and padding included, as the kernel left them). Throws LaunchError.
+  virtual void run(const GemmCase& gemm_case, GemmOperands& operands) = 0;
+
+  // "gpu NVIDIA H200" or "cpu (4 workers)": for reports.
+  virtual std::string backend_name() const = 0;
+};
+
+}  // namespace tiletune

@@ -1,0 +1,40 @@
+// The host side of one launch: A, B and C as strided matrices inside guard bands.
+//
+// Every buffer is laid out as [guard | rows x ld | guard]. The guards and the padding columns
+// between a matrix's width and its leading dimension are poisoned with NaN before the launch:
+// a kernel that reads them gets NaN into its result, and one that writes them is caught by
+// comparing them afterwards. C's own region is poisoned too, so an element left unwritten stays
+// NaN and fails.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fuzz/gemm_case.h"
+
+namespace tiletune {
+
+inline constexpr std::size_t kGuardElements = 64;
+
+struct GuardedMatrix {
+  std::int64_t rows = 0, cols = 0, ld = 0;
+  std::vector<float> storage;  // guard + rows * ld + guard
+
+  GuardedMatrix() = default;
+  GuardedMatrix(std::int64_t rows, std::int64_t cols, std::int64_t ld);  // all NaN
+
+  float* data() { return storage.data() + kGuardElements; }  // element (0, 0)
+  const float* data() const { return storage.data() + kGuardElements; }
+  float& at(std::int64_t r, std::int64_t c) { return data()[r * ld + c]; }
+  float at(std::int64_t r, std::int64_t c) const { return data()[r * ld + c]; }
+};
+
+struct GemmOperands {
+  GuardedMatrix a, b, c;
+};
+
+// A and B filled from the case's data seed (padding and guards NaN), C entirely NaN.
+GemmOperands make_operands(const GemmCase& gemm_case);
+
+}  // namespace tiletune
