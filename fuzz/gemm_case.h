@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "tuner/gemm_shape.h"
 
@@ -21,8 +22,11 @@ struct GemmCase {
   std::uint64_t data_seed = 0;      // the values of A and B
   std::uint64_t schedule_seed = 0;  // the CPU backend's thread order between barriers
 
-  // The arguments of `tiletune fuzz` that replay exactly this case.
-  std::string replay_arguments() const;
+  // "37x29x45 lda=50 ldb=31 ldc=29 inputs=small_integers data=12 schedule=7": what
+  // `tiletune fuzz --case` takes to replay exactly this case.
+  std::string to_string() const;
+  // Throws std::invalid_argument naming the part it cannot read.
+  static GemmCase parse(std::string_view text);
 };
 
 }  // namespace tiletune

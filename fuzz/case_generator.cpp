@@ -1,0 +1,57 @@
+#include "fuzz/case_generator.h"
+
+#include <algorithm>
+
+namespace tiletune {
+
+std::vector<std::int64_t> remainder_moduli(const Configuration& config) {
+  std::vector<std::int64_t> moduli;
+  for (const auto& [name, value] : config.values) {
+    if (value >= 2 && std::find(moduli.begin(), moduli.end(), value) == moduli.end()) {
+      moduli.push_back(value);
+    }
+  }
+  if (moduli.empty()) moduli = {16, 32};
+  return moduli;
+}
+
+rc::Gen<std::int64_t> gen_dimension(const std::vector<std::int64_t>& moduli,
+                                    std::int64_t max_whole_tiles) {
+  auto partial_tile = rc::gen::exec([moduli, max_whole_tiles] {
+    const std::int64_t tile = *rc::gen::elementOf(moduli);
+    const std::int64_t whole = *rc::gen::inRange<std::int64_t>(0, max_whole_tiles + 1);
+    const std::int64_t rest = *rc::gen::inRange<std::int64_t>(1, tile);
+    return whole * tile + rest;
+  });
+  return rc::gen::weightedOneOf<std::int64_t>({
+      {6, partial_tile},
+      {1, rc::gen::just<std::int64_t>(1)},
+      {2, rc::gen::inRange<std::int64_t>(1, 70)},
+  });
+}
+
+rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const CaseLimits& limits) {
+  return rc::gen::exec([moduli, limits] {
+    GemmCase c;
+    GemmShape& s = c.problem.shape;
+    s.m = *gen_dimension(moduli, limits.max_whole_tiles);
+    s.n = *gen_dimension(moduli, limits.max_whole_tiles);
+    s.k = *rc::gen::weightedOneOf<std::int64_t>({
+        {8, gen_dimension(moduli, limits.max_whole_tiles)},
+        {1, rc::gen::inRange<std::int64_t>(1, limits.max_long_k + 1)},
+    });
+    auto extra = rc::gen::weightedOneOf<std::int64_t>({
+        {3, rc::gen::just<std::int64_t>(0)},
+        {2, rc::gen::inRange<std::int64_t>(1, limits.max_extra_ld + 1)},
+    });
+    c.problem.lda = s.k + *extra;
+    c.problem.ldb = s.n + *extra;
+    c.problem.ldc = s.n + *extra;
+    c.inputs = *rc::gen::element(InputKind::small_integers, InputKind::real);
+    c.data_seed = *rc::gen::inRange<std::uint64_t>(0, 1u << 30);
+    c.schedule_seed = *rc::gen::inRange<std::uint64_t>(0, 1u << 30);
+    return c;
+  });
+}
+
+}  // namespace tiletune

@@ -1,0 +1,55 @@
+#include "fuzz/gemm_case.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace tiletune {
+
+const char* to_string(InputKind kind) {
+  return kind == InputKind::small_integers ? "small_integers" : "real";
+}
+
+std::string GemmCase::to_string() const {
+  return fmt::format("{} lda={} ldb={} ldc={} inputs={} data={} schedule={}",
+                     problem.shape.to_string(), problem.lda, problem.ldb, problem.ldc,
+                     tiletune::to_string(inputs), data_seed, schedule_seed);
+}
+
+GemmCase GemmCase::parse(std::string_view text) {
+  std::istringstream words{std::string(text)};
+  std::string shape;
+  if (!(words >> shape)) throw std::invalid_argument("empty case: expected 'MxNxK lda=.. ...'");
+  GemmCase result;
+  result.problem = GemmProblem::packed(GemmShape::parse(shape));
+  std::string word;
+  while (words >> word) {
+    const auto equals = word.find('=');
+    if (equals == std::string::npos) {
+      throw std::invalid_argument(fmt::format("case item '{}' is not key=value", word));
+    }
+    const std::string key = word.substr(0, equals), value = word.substr(equals + 1);
+    try {
+      if (key == "lda") result.problem.lda = std::stoll(value);
+      else if (key == "ldb") result.problem.ldb = std::stoll(value);
+      else if (key == "ldc") result.problem.ldc = std::stoll(value);
+      else if (key == "data") result.data_seed = std::stoull(value);
+      else if (key == "schedule") result.schedule_seed = std::stoull(value);
+      else if (key == "inputs" && value == "small_integers") result.inputs = InputKind::small_integers;
+      else if (key == "inputs" && value == "real") result.inputs = InputKind::real;
+      else throw std::invalid_argument("unknown");
+    } catch (const std::exception&) {
+      throw std::invalid_argument(fmt::format(
+          "case item '{}' not understood (keys: lda, ldb, ldc, inputs=small_integers|real, "
+          "data, schedule)", word));
+    }
+  }
+  if (!result.problem.valid()) {
+    throw std::invalid_argument(fmt::format("case '{}': leading dimensions must be lda >= K, "
+                                            "ldb >= N, ldc >= N", text));
+  }
+  return result;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,36 @@
+#include "fuzz/gemm_operands.h"
+
+#include <bit>
+#include <limits>
+#include <random>
+
+#include "fuzz/poison.h"
+
+namespace tiletune {
+
+GuardedMatrix::GuardedMatrix(std::int64_t rows, std::int64_t cols, std::int64_t ld)
+    : rows(rows), cols(cols), ld(ld),
+      storage(2 * kGuardElements + std::size_t(rows) * std::size_t(ld), poison_value()) {}
+
+GemmOperands make_operands(const GemmCase& gemm_case) {
+  const GemmProblem& p = gemm_case.problem;
+  GemmOperands operands{GuardedMatrix(p.shape.m, p.shape.k, p.lda),
+                        GuardedMatrix(p.shape.k, p.shape.n, p.ldb),
+                        GuardedMatrix(p.shape.m, p.shape.n, p.ldc)};
+
+  std::mt19937_64 random(gemm_case.data_seed);
+  std::uniform_int_distribution<int> small_integer(-8, 8);
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  auto draw = [&]() -> float {
+    return gemm_case.inputs == InputKind::small_integers ? float(small_integer(random))
+                                                         : real(random);
+  };
+  for (GuardedMatrix* matrix : {&operands.a, &operands.b}) {
+    for (std::int64_t r = 0; r < matrix->rows; ++r) {
+      for (std::int64_t c = 0; c < matrix->cols; ++c) matrix->at(r, c) = draw();
+    }
+  }
+  return operands;
+}
+
+}  // namespace tiletune

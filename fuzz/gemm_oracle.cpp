@@ -1,0 +1,101 @@
+#include "fuzz/gemm_oracle.h"
+
+#include <bit>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "fuzz/poison.h"
+
+namespace tiletune {
+namespace {
+
+constexpr double kUnitRoundoff = 1.0 / (1 << 24);
+
+double gamma(std::int64_t k) {
+  const double ku = double(k) * kUnitRoundoff;
+  return ku / (1.0 - ku);
+}
+
+// Where in a guarded buffer an index falls, for the message.
+std::string place(const GuardedMatrix& m, std::size_t index) {
+  if (index < kGuardElements) return "the guard before it";
+  const std::size_t offset = index - kGuardElements;
+  if (offset >= std::size_t(m.rows) * std::size_t(m.ld)) return "the guard after it";
+  return fmt::format("padding at row {} column {} (width {}, leading dimension {})",
+                     offset / m.ld, offset % m.ld, m.cols, m.ld);
+}
+
+bool inside_region(const GuardedMatrix& m, std::size_t index) {
+  if (index < kGuardElements) return false;
+  const std::size_t offset = index - kGuardElements;
+  return offset < std::size_t(m.rows) * std::size_t(m.ld) && std::int64_t(offset % m.ld) < m.cols;
+}
+
+std::optional<Finding> first_change(const GuardedMatrix& before, const GuardedMatrix& after,
+                                    const char* name, bool skip_region) {
+  for (std::size_t i = 0; i < before.storage.size(); ++i) {
+    if (skip_region && inside_region(before, i)) continue;
+    if (std::bit_cast<std::uint32_t>(before.storage[i]) !=
+        std::bit_cast<std::uint32_t>(after.storage[i])) {
+      Finding finding;
+      finding.what = skip_region ? fmt::format("write outside C: {}", place(before, i))
+                                 : fmt::format("input {} overwritten at {}", name,
+                                               inside_region(before, i) ? "an element"
+                                                                        : place(before, i));
+      finding.got = after.storage[i];
+      return finding;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string Finding::to_string() const {
+  if (row < 0) return what;
+  std::string text = fmt::format("{} at C[{}][{}]: got {}, expected {}", what, row, col, got, expected);
+  if (bound > 0) text += fmt::format(" (allowed error {:.3g})", bound);
+  if (wrong_elements > 1) text += fmt::format("; {} elements wrong in all", wrong_elements);
+  return text;
+}
+
+ReferenceElement reference_element(const GemmOperands& inputs, InputKind kind, std::int64_t row,
+                                   std::int64_t col) {
+  double sum = 0, magnitude = 0;
+  for (std::int64_t k = 0; k < inputs.a.cols; ++k) {
+    const double product = double(inputs.a.at(row, k)) * double(inputs.b.at(k, col));
+    sum += product;
+    magnitude += std::fabs(product);
+  }
+  const double bound = kind == InputKind::small_integers ? 0.0 : gamma(inputs.a.cols) * magnitude;
+  return {sum, bound};
+}
+
+std::optional<Finding> judge_launch(const GemmCase& gemm_case, const GemmOperands& before,
+                                    const GemmOperands& after) {
+  if (auto finding = first_change(before.c, after.c, "C", /*skip_region=*/true)) return finding;
+  if (auto finding = first_change(before.a, after.a, "A", false)) return finding;
+  if (auto finding = first_change(before.b, after.b, "B", false)) return finding;
+
+  std::optional<Finding> first;
+  std::int64_t wrong = 0;
+  for (std::int64_t r = 0; r < after.c.rows; ++r) {
+    for (std::int64_t c = 0; c < after.c.cols; ++c) {
+      const float got = after.c.at(r, c);
+      const ReferenceElement ref = reference_element(before, gemm_case.inputs, r, c);
+      const char* what = nullptr;
+      if (is_poison(got)) what = "element never written";
+      else if (std::isnan(got)) what = "NaN in C";
+      else if (std::isinf(got)) what = "Inf in C";
+      else if (std::fabs(double(got) - ref.value) > ref.bound) what = "wrong element";
+      if (what == nullptr) continue;
+      ++wrong;
+      if (!first) first = Finding{what, r, c, got, ref.value, ref.bound, 0};
+    }
+  }
+  if (first) first->wrong_elements = wrong;
+  return first;
+}
+
+}  // namespace tiletune

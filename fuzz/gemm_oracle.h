@@ -1,0 +1,44 @@
+// Judges one launch: did the kernel compute C = A * B, and write nothing but C's region?
+//
+// The reference is computed in double. With small-integer inputs every partial sum is an integer
+// below 2^24, exact in FP32 whatever the summation order, so C must match bit for bit. With real
+// inputs each element must satisfy |c - ref| <= gamma_K * sum_k |a_ik| |b_kj|, the classical bound
+// for a dot product of length K in any order, gamma_K = K u / (1 - K u), u = 2^-24. NaN or Inf in
+// C always fails, and so does any change to the guards, to the padding between N and ldc, or to
+// A and B.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "fuzz/gemm_case.h"
+#include "fuzz/gemm_operands.h"
+
+namespace tiletune {
+
+struct Finding {
+  std::string what;  // "wrong element", "NaN in C", "write outside C", "input overwritten", ...
+  std::int64_t row = -1, col = -1;  // first offending element of C, when there is one
+  float got = 0;
+  double expected = 0;
+  double bound = 0;                 // allowed |got - expected|
+  std::int64_t wrong_elements = 0;  // how many elements of C are wrong in all
+
+  std::string to_string() const;  // one line
+};
+
+// `before` holds the inputs as they were given to the kernel, `after` the three matrices as the
+// kernel left them.
+std::optional<Finding> judge_launch(const GemmCase& gemm_case, const GemmOperands& before,
+                                    const GemmOperands& after);
+
+// The double-precision reference value and the error bound of element (row, col).
+struct ReferenceElement {
+  double value = 0;
+  double bound = 0;
+};
+ReferenceElement reference_element(const GemmOperands& inputs, InputKind kind, std::int64_t row,
+                                   std::int64_t col);
+
+}  // namespace tiletune

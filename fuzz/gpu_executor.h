@@ -1,0 +1,34 @@
+// The GPU backend of the fuzzer: one configuration, compiled by NVRTC, run on the case's operands
+// copied to the device as they are, guards and poisoned padding included, and copied back whole.
+#pragma once
+
+#include <memory>
+
+#include "fuzz/gemm_executor.h"
+#include "tuner/gpu_device.h"
+#include "tuner/gpu_kernel.h"
+
+namespace tiletune {
+
+class GpuExecutor : public GemmExecutor {
+ public:
+  GpuExecutor(const GpuDevice& device, const KernelTemplate& tmpl, const Configuration& config,
+              const CompiledKernelImage& image);
+
+  void run(const GemmCase& gemm_case, GemmOperands& operands) override;
+  std::string backend_name() const override;
+
+  // After an illegal address or a trap the CUDA context is unusable: nothing more can run in this
+  // process.
+  bool context_lost() const { return context_lost_; }
+
+ private:
+  const GpuDevice& device_;
+  const KernelTemplate& template_;
+  Configuration config_;
+  PtxasReport report_;
+  GpuKernel kernel_;
+  bool context_lost_ = false;
+};
+
+}  // namespace tiletune

@@ -1,0 +1,78 @@
+#include "tuner/gpu_kernel.h"
+
+#include <fmt/format.h>
+
+namespace tiletune {
+
+std::optional<std::string> exceeds_device_limits(const LaunchGeometry& geometry,
+                                                 const PtxasReport& report,
+                                                 const DeviceProperties& device) {
+  const std::uint64_t threads = geometry.threads_per_block();
+  if (threads > std::uint64_t(device.max_threads_per_block)) {
+    return fmt::format("{} threads per block exceed the device's {}", threads,
+                       device.max_threads_per_block);
+  }
+  static const char axes[] = {'x', 'y', 'z'};
+  for (int i = 0; i < 3; ++i) {
+    if (geometry.block[i] > std::uint32_t(device.max_block_dim[i])) {
+      return fmt::format("block {} = {} exceeds the device's {}", axes[i], geometry.block[i],
+                         device.max_block_dim[i]);
+    }
+    if (geometry.grid[i] > std::uint32_t(device.max_grid_dim[i])) {
+      return fmt::format("grid {} = {} exceeds the device's {}", axes[i], geometry.grid[i],
+                         device.max_grid_dim[i]);
+    }
+  }
+  const std::uint64_t shared = std::uint64_t(report.static_shared_bytes) + geometry.dynamic_shared_bytes;
+  if (shared > std::uint64_t(device.max_shared_bytes_per_block_optin)) {
+    return fmt::format("{} bytes of shared memory per block exceed the device's {}", shared,
+                       device.max_shared_bytes_per_block_optin);
+  }
+  if (std::uint64_t(report.registers) * threads > std::uint64_t(device.max_registers_per_block)) {
+    return fmt::format("{} registers x {} threads exceed the device's {} registers per block",
+                       report.registers, threads, device.max_registers_per_block);
+  }
+  return std::nullopt;
+}
+
+GpuKernel::GpuKernel(const CompiledKernelImage& image, const std::string& entry) {
+  const CudaDriver& cu = cuda_driver();
+  check_cuda(cu.cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData");
+  const CUresult found = cu.cuModuleGetFunction(&function_, module_, entry.c_str());
+  if (found != CUDA_SUCCESS) {
+    cu.cuModuleUnload(module_);
+    module_ = nullptr;
+    check_cuda(found, fmt::format("cuModuleGetFunction('{}')", entry).c_str());
+  }
+}
+
+GpuKernel::~GpuKernel() {
+  if (module_ != nullptr) cuda_driver().cuModuleUnload(module_);
+}
+
+int GpuKernel::registers() const {
+  int value = 0;
+  check_cuda(cuda_driver().cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, function_),
+             "cuFuncGetAttribute(NUM_REGS)");
+  return value;
+}
+
+void GpuKernel::launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
+                       const GemmProblem& problem, CUstream stream) const {
+  const CudaDriver& cu = cuda_driver();
+  if (int(geometry.dynamic_shared_bytes) > dynamic_shared_limit_) {
+    check_cuda(cu.cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     int(geometry.dynamic_shared_bytes)),
+               "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+    dynamic_shared_limit_ = int(geometry.dynamic_shared_bytes);
+  }
+  int m = int(problem.shape.m), n = int(problem.shape.n), k = int(problem.shape.k);
+  int lda = int(problem.lda), ldb = int(problem.ldb), ldc = int(problem.ldc);
+  void* arguments[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc};
+  check_cuda(cu.cuLaunchKernel(function_, geometry.grid[0], geometry.grid[1], geometry.grid[2],
+                               geometry.block[0], geometry.block[1], geometry.block[2],
+                               geometry.dynamic_shared_bytes, stream, arguments, nullptr),
+             "cuLaunchKernel");
+}
+
+}  // namespace tiletune

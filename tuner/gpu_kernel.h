@@ -1,0 +1,43 @@
+// One compiled configuration loaded on the GPU, launched as the SGEMM entry signature
+// (A, B, C, M, N, K, lda, ldb, ldc).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "tuner/cuda_driver.h"
+#include "tuner/gpu_device.h"
+#include "tuner/kernel_template.h"
+#include "tuner/nvrtc_compiler.h"
+
+namespace tiletune {
+
+// Why a launch of this geometry cannot run on the device (threads, block or grid dimensions,
+// shared memory, registers), or nothing when it can.
+std::optional<std::string> exceeds_device_limits(const LaunchGeometry& geometry,
+                                                 const PtxasReport& report,
+                                                 const DeviceProperties& device);
+
+class GpuKernel {
+ public:
+  // Loads the cubin and finds the entry point; raises the dynamic shared memory limit when the
+  // template asks for more than the default. Throws CudaError.
+  GpuKernel(const CompiledKernelImage& image, const std::string& entry);
+  ~GpuKernel();
+  GpuKernel(const GpuKernel&) = delete;
+  GpuKernel& operator=(const GpuKernel&) = delete;
+
+  // Enqueues one launch on `stream` (0: the default stream). Throws CudaError when the launch is
+  // rejected; errors inside the kernel surface at the next synchronisation.
+  void launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
+              const GemmProblem& problem, CUstream stream = nullptr) const;
+
+  int registers() const;
+
+ private:
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+  mutable int dynamic_shared_limit_ = 48 * 1024;
+};
+
+}  // namespace tiletune

@@ -1,0 +1,166 @@
+#include "tuner/nvrtc_compiler.h"
+
+#include <dlfcn.h>
+#include <nvrtc.h>
+
+#include <mutex>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace tiletune {
+namespace {
+
+struct NvrtcLibrary {
+#define TILETUNE_NVRTC_FUNCTIONS(X)                                                     \
+  X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) \
+  X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcDestroyProgram)     \
+  X(nvrtcGetErrorString)
+#define TILETUNE_DECLARE_POINTER(fn) decltype(&::fn) fn = nullptr;
+  TILETUNE_NVRTC_FUNCTIONS(TILETUNE_DECLARE_POINTER)
+#undef TILETUNE_DECLARE_POINTER
+};
+
+NvrtcLibrary load_nvrtc() {
+  void* library = nullptr;
+  std::string reasons;
+  for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
+    library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (library != nullptr) break;
+    const char* why = dlerror();
+    reasons += fmt::format("\n  {}: {}", name, why ? why : "not found");
+  }
+  if (library == nullptr) {
+    throw NvrtcError("cannot load NVRTC (install the CUDA toolkit or add its lib64 folder to "
+                     "LD_LIBRARY_PATH):" + reasons);
+  }
+  NvrtcLibrary nvrtc;
+#define TILETUNE_RESOLVE(fn)                                                          \
+  nvrtc.fn = reinterpret_cast<decltype(nvrtc.fn)>(dlsym(library, #fn));               \
+  if (nvrtc.fn == nullptr) throw NvrtcError("the NVRTC library found lacks " #fn);
+  TILETUNE_NVRTC_FUNCTIONS(TILETUNE_RESOLVE)
+#undef TILETUNE_RESOLVE
+  return nvrtc;
+}
+
+const NvrtcLibrary& nvrtc() {
+  static std::once_flag once;
+  static NvrtcLibrary library;
+  static std::string failure;
+  std::call_once(once, [] {
+    try {
+      library = load_nvrtc();
+    } catch (const NvrtcError& e) {
+      failure = e.what();
+    }
+  });
+  if (!failure.empty()) throw NvrtcError(failure);
+  return library;
+}
+
+void check_nvrtc(nvrtcResult result, const char* what) {
+  if (result != NVRTC_SUCCESS) {
+    throw NvrtcError(fmt::format("{}: {}", what, nvrtc().nvrtcGetErrorString(result)));
+  }
+}
+
+// Owns an nvrtcProgram.
+class Program {
+ public:
+  Program(const std::string& source, const std::string& name) {
+    check_nvrtc(nvrtc().nvrtcCreateProgram(&program_, source.c_str(), name.c_str(), 0, nullptr,
+                                           nullptr),
+                "nvrtcCreateProgram");
+  }
+  ~Program() { nvrtc().nvrtcDestroyProgram(&program_); }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  nvrtcProgram get() const { return program_; }
+
+  std::string log() const {
+    std::size_t size = 0;
+    check_nvrtc(nvrtc().nvrtcGetProgramLogSize(program_, &size), "nvrtcGetProgramLogSize");
+    std::string text(size, '\0');
+    check_nvrtc(nvrtc().nvrtcGetProgramLog(program_, text.data()), "nvrtcGetProgramLog");
+    while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
+    return text;
+  }
+
+ private:
+  nvrtcProgram program_ = nullptr;
+};
+
+int to_int(const std::string& digits) { return std::stoi(digits); }
+
+}  // namespace
+
+PtxasReport parse_ptxas_report(const std::string& log, const std::string& entry) {
+  static const std::regex entry_line(R"(Compiling entry function '([^']+)')");
+  static const std::regex frame_line(
+      R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex used_line(R"(Used (\d+) registers)");
+  static const std::regex smem_field(R"((\d+) bytes smem)");
+
+  PtxasReport report;
+  bool in_entry = false;
+  std::istringstream lines(log);
+  std::string line;
+  std::smatch match;
+  while (std::getline(lines, line)) {
+    if (std::regex_search(line, match, entry_line)) {
+      in_entry = match[1] == entry;
+      continue;
+    }
+    if (!in_entry) continue;
+    if (std::regex_search(line, match, frame_line)) {
+      report.stack_frame_bytes = to_int(match[1]);
+      report.spill_store_bytes = to_int(match[2]);
+      report.spill_load_bytes = to_int(match[3]);
+    } else if (std::regex_search(line, match, used_line)) {
+      report.registers = to_int(match[1]);
+      if (std::regex_search(line, match, smem_field)) report.static_shared_bytes = to_int(match[1]);
+    }
+  }
+  return report;
+}
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  check_nvrtc(nvrtc().nvrtcVersion(&major, &minor), "nvrtcVersion");
+  return fmt::format("{}.{}", major, minor);
+}
+
+CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Configuration& config,
+                                          const std::string& arch) {
+  const std::string file_name = tmpl.path.empty() ? tmpl.name + ".cu" : tmpl.path.filename().string();
+  Program program(tmpl.source, file_name);
+
+  std::vector<std::string> options = {"-arch=" + arch, "--std=c++17", "-lineinfo",
+                                      "--ptxas-options=-v"};
+  for (std::string& macro : tmpl.macro_definitions(config)) options.push_back(std::move(macro));
+  std::vector<const char*> option_pointers;
+  for (const std::string& option : options) option_pointers.push_back(option.c_str());
+
+  const nvrtcResult result = nvrtc().nvrtcCompileProgram(
+      program.get(), static_cast<int>(option_pointers.size()), option_pointers.data());
+  CompiledKernelImage image;
+  image.arch = arch;
+  image.log = program.log();
+  if (result == NVRTC_ERROR_COMPILATION) {
+    throw CompileError(fmt::format("{} [{}] does not compile for {}", tmpl.name,
+                                   config.to_string(), arch),
+                       image.log);
+  }
+  check_nvrtc(result, "nvrtcCompileProgram");
+
+  std::size_t size = 0;
+  check_nvrtc(nvrtc().nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
+  image.cubin.resize(size);
+  check_nvrtc(nvrtc().nvrtcGetCUBIN(program.get(), image.cubin.data()), "nvrtcGetCUBIN");
+  image.report = parse_ptxas_report(image.log, tmpl.entry);
+  return image;
+}
+
+}  // namespace tiletune

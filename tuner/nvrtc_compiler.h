@@ -1,0 +1,60 @@
+// NVRTC, opened at run time: compiles one configuration of a template to a cubin for one GPU
+// architecture and keeps ptxas's resource report (registers, shared memory, spills).
+//
+// Like the driver, libnvrtc is opened on first use rather than linked, so that commands which do
+// not compile (query, list) run on machines without a CUDA toolkit.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tuner/kernel_template.h"
+
+namespace tiletune {
+
+// NVRTC cannot be loaded, or an NVRTC call failed outside compilation itself.
+class NvrtcError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The source did not compile for this configuration: the NVRTC log says why.
+class CompileError : public std::runtime_error {
+ public:
+  CompileError(const std::string& message, std::string log)
+      : std::runtime_error(message), log_(std::move(log)) {}
+  const std::string& log() const { return log_; }
+
+ private:
+  std::string log_;
+};
+
+// What ptxas said about the entry point ("Used 40 registers, ... 8448 bytes smem").
+struct PtxasReport {
+  int registers = 0;
+  int static_shared_bytes = 0;
+  int stack_frame_bytes = 0;
+  int spill_store_bytes = 0;
+  int spill_load_bytes = 0;
+  int spill_bytes() const { return spill_store_bytes + spill_load_bytes; }
+};
+
+// Extracts the report for `entry` from an NVRTC log compiled with ptxas -v.
+PtxasReport parse_ptxas_report(const std::string& log, const std::string& entry);
+
+struct CompiledKernelImage {
+  std::string arch;          // "sm_90"
+  std::vector<char> cubin;
+  std::string log;           // NVRTC's whole log (warnings and the ptxas report)
+  PtxasReport report;
+};
+
+// "13.0": the version of the NVRTC library found. Throws NvrtcError when there is none.
+std::string nvrtc_version();
+
+// Compiles the configuration for arch ("sm_90", "sm_80", ...). Throws CompileError with NVRTC's
+// log when the source does not compile, NvrtcError when NVRTC itself fails.
+CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Configuration& config,
+                                          const std::string& arch);
+
+}  // namespace tiletune
