@@ -1,0 +1,442 @@
+#include "db/result_store.h"
+
+#include <sqlite3.h>
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "db/schema_sql.h"
+
+namespace tiletune {
+namespace {
+
+// The user_version that db/schema.sql sets; a file with any other is refused.
+constexpr int kSchemaVersion = 1;
+// How long a writer waits for another process's transaction before giving up.
+constexpr int kBusyTimeoutMs = 10'000;
+
+constexpr std::array<std::pair<ResultStatus, const char*>, 5> kStatusNames{{
+    {ResultStatus::ok, "ok"},
+    {ResultStatus::compile_error, "compile_error"},
+    {ResultStatus::wrong_result, "wrong_result"},
+    {ResultStatus::launch_error, "launch_error"},
+    {ResultStatus::device_limit, "device_limit"},
+}};
+
+[[noreturn]] void fail(sqlite3* db, const std::filesystem::path& path, std::string_view doing) {
+  throw DatabaseError(path.string() + ": " + std::string(doing) + ": " +
+                      (db ? sqlite3_errmsg(db) : "out of memory"));
+}
+
+void exec(sqlite3* db, const std::filesystem::path& path, const char* sql, std::string_view doing) {
+  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(db, path, doing);
+}
+
+// One prepared statement: parameters bound by position, every call checked, finalized on scope
+// exit. `doing` names the operation in error messages.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::filesystem::path& path, std::string doing, const char* sql)
+      : db_(db), path_(path), doing_(std::move(doing)) {
+    if (sqlite3_prepare_v2(db_, sql, -1, &stmt_, nullptr) != SQLITE_OK) fail(db_, path_, doing_);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  template <class... Args>
+  Statement& bind(const Args&... args) {
+    int index = 0;
+    (bind_one(++index, args), ...);
+    return *this;
+  }
+
+  // Steps once: true when a row is available.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail(db_, path_, doing_);
+  }
+  void run() {
+    while (step()) {
+    }
+  }
+
+  std::int64_t int64(int column) const { return sqlite3_column_int64(stmt_, column); }
+  int integer(int column) const { return sqlite3_column_int(stmt_, column); }
+  double real(int column) const { return sqlite3_column_double(stmt_, column); }
+  bool is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  std::string text(int column) const {
+    const auto* data = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+    return data ? std::string(data, sqlite3_column_bytes(stmt_, column)) : std::string();
+  }
+
+ private:
+  void check(int rc) {
+    if (rc != SQLITE_OK) fail(db_, path_, doing_);
+  }
+  void bind_one(int index, std::int64_t value) { check(sqlite3_bind_int64(stmt_, index, value)); }
+  void bind_one(int index, int value) { check(sqlite3_bind_int(stmt_, index, value)); }
+  void bind_one(int index, double value) { check(sqlite3_bind_double(stmt_, index, value)); }
+  void bind_one(int index, const std::string& value) {
+    check(sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
+                            SQLITE_TRANSIENT));
+  }
+  void bind_one(int index, const char* value) { bind_one(index, std::string(value)); }
+  // An absent optional binds NULL: queries read "?N IS NULL" as "no filter".
+  void bind_one(int index, const std::optional<std::string>& value) {
+    if (value) {
+      bind_one(index, *value);
+    } else {
+      check(sqlite3_bind_null(stmt_, index));
+    }
+  }
+
+  sqlite3* db_;
+  const std::filesystem::path& path_;
+  std::string doing_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// BEGIN IMMEDIATE takes the write lock up front, so a concurrent writer waits in the busy
+// handler instead of failing when it upgrades a read lock. Rolls back unless committed.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, const std::filesystem::path& path, std::string doing)
+      : db_(db), path_(path), doing_(std::move(doing)) {
+    exec(db_, path_, "BEGIN IMMEDIATE", doing_);
+  }
+  ~Transaction() {
+    if (!committed_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  void commit() {
+    exec(db_, path_, "COMMIT", doing_);
+    committed_ = true;
+  }
+
+ private:
+  sqlite3* db_;
+  const std::filesystem::path& path_;
+  std::string doing_;
+  bool committed_ = false;
+};
+
+int schema_version(sqlite3* db, const std::filesystem::path& path) {
+  Statement query(db, path, "reading the schema version", "PRAGMA user_version");
+  query.step();
+  return query.integer(0);
+}
+
+// Creates the schema in a new or empty file and refuses files of any other schema.
+void create_or_check_schema(sqlite3* db, const std::filesystem::path& path) {
+  if (schema_version(db, path) == 0) {
+    Transaction transaction(db, path, "creating the schema");
+    // Another process may have created it while this one waited for the lock.
+    if (schema_version(db, path) == 0) {
+      Statement objects(db, path, "creating the schema", "SELECT count(*) FROM sqlite_schema");
+      objects.step();
+      if (objects.int64(0) != 0) {
+        throw DatabaseError(path.string() +
+                            ": not a tiletune database (it has tables but no schema version)");
+      }
+      exec(db, path, kSchemaSql, "creating the schema");
+      transaction.commit();
+    }
+  }
+  const int version = schema_version(db, path);
+  if (version != kSchemaVersion) {
+    throw DatabaseError(path.string() + ": unsupported schema version " + std::to_string(version) +
+                        " (this tiletune reads version " + std::to_string(kSchemaVersion) + ")");
+  }
+}
+
+// WAL lets one tuner read while another writes; this first read also rejects non-SQLite files.
+void enable_wal(sqlite3* db, const std::filesystem::path& path) {
+  // Switching a new file needs an exclusive lock. When several processes open it at once, SQLite
+  // answers BUSY at once to some of them rather than wait (that could deadlock): retry instead.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  auto keep_mode = [](void* mode, int, char** values, char**) {
+    *static_cast<std::string*>(mode) = values[0] ? values[0] : "";
+    return 0;
+  };
+  std::string mode;
+  int rc;
+  while ((rc = sqlite3_exec(db, "PRAGMA journal_mode = WAL", keep_mode, &mode, nullptr)) ==
+             SQLITE_BUSY &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (rc != SQLITE_OK) fail(db, path, "switching to WAL mode");
+  if (mode != "wal") {
+    throw DatabaseError(path.string() + ": switching to WAL mode: journal mode stays " + mode);
+  }
+}
+
+sqlite3* open_database(const std::filesystem::path& path) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                                 nullptr);
+  std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)> db(raw, &sqlite3_close_v2);
+  if (rc != SQLITE_OK) fail(db.get(), path, "opening");
+  // SQLite silently falls back to read-only when the file is write-protected.
+  if (sqlite3_db_readonly(db.get(), "main") == 1) {
+    throw DatabaseError(path.string() + ": opening: the file is read-only");
+  }
+  if (sqlite3_busy_timeout(db.get(), kBusyTimeoutMs) != SQLITE_OK) {
+    fail(db.get(), path, "setting the busy timeout");
+  }
+  enable_wal(db.get(), path);
+  exec(db.get(), path, "PRAGMA foreign_keys = ON", "enabling foreign keys");
+  create_or_check_schema(db.get(), path);
+  return db.release();
+}
+
+// A row of the ranking query's columns, in their order.
+ResultRecord read_result(const Statement& row) {
+  ResultRecord result;
+  result.template_name = row.text(0);
+  result.template_hash = row.text(1);
+  result.config = row.text(2);
+  result.shape = {row.int64(3), row.int64(4), row.int64(5)};
+  result.status = parse_result_status(row.text(6));
+  result.detail = row.text(7);
+  result.median_ms = row.real(8);
+  result.min_ms = row.real(9);
+  result.max_ms = row.real(10);
+  result.runs = row.integer(11);
+  result.tflops = row.real(12);
+  result.registers = row.integer(13);
+  result.static_shared_bytes = row.integer(14);
+  result.dynamic_shared_bytes = row.integer(15);
+  result.spill_bytes = row.integer(16);
+  result.recorded_at = row.text(17);
+  return result;
+}
+
+}  // namespace
+
+const char* to_string(ResultStatus status) {
+  for (const auto& [value, name] : kStatusNames) {
+    if (value == status) return name;
+  }
+  throw std::invalid_argument("invalid ResultStatus " + std::to_string(static_cast<int>(status)));
+}
+
+ResultStatus parse_result_status(const std::string& text) {
+  for (const auto& [value, name] : kStatusNames) {
+    if (text == name) return value;
+  }
+  throw std::invalid_argument("unknown result status '" + text + "'");
+}
+
+ResultStore::ResultStore(const std::filesystem::path& path)
+    : db_(open_database(path)), path_(path) {}
+
+ResultStore::~ResultStore() { sqlite3_close_v2(db_); }
+
+std::int64_t ResultStore::register_gpu(const GpuRecord& gpu) {
+  Statement upsert(db_, path_, "registering GPU " + gpu.name, R"sql(
+      INSERT INTO gpus (name, cc_major, cc_minor, sm_count, memory_bytes, clock_khz,
+                        driver_version, nvrtc_version)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+      ON CONFLICT (name, cc_major, cc_minor, sm_count, memory_bytes) DO UPDATE SET
+        clock_khz = excluded.clock_khz,
+        driver_version = excluded.driver_version,
+        nvrtc_version = excluded.nvrtc_version
+      RETURNING id)sql");
+  upsert.bind(gpu.name, gpu.cc_major, gpu.cc_minor, gpu.sm_count,
+              static_cast<std::int64_t>(gpu.memory_bytes), gpu.clock_khz, gpu.driver_version,
+              gpu.nvrtc_version);
+  upsert.step();
+  const std::int64_t id = upsert.int64(0);
+  upsert.run();  // RETURNING rows are only final once the statement has run to completion
+  return id;
+}
+
+void ResultStore::register_template(const TemplateRecord& tmpl) {
+  // One statement, so that taking the next sequence number and storing it is atomic.
+  Statement upsert(db_, path_, "registering template " + tmpl.name, R"sql(
+      INSERT INTO templates (name, source_hash, path, source, registered_seq)
+      VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(registered_seq), 0) + 1 FROM templates))
+      ON CONFLICT (name, source_hash) DO UPDATE SET
+        path = excluded.path,
+        source = excluded.source,
+        registered_seq = excluded.registered_seq)sql");
+  upsert.bind(tmpl.name, tmpl.source_hash, tmpl.path, tmpl.source).run();
+}
+
+void ResultStore::record_result(std::int64_t gpu_id, const GpuRecord& gpu,
+                                const ResultRecord& result) {
+  const std::string doing = "recording a result of " + result.template_name;
+  Transaction transaction(db_, path_, doing);
+
+  Statement find_template(db_, path_, doing,
+                          "SELECT id FROM templates WHERE name = ?1 AND source_hash = ?2");
+  if (!find_template.bind(result.template_name, result.template_hash).step()) {
+    throw DatabaseError(path_.string() + ": " + doing + ": template version " +
+                        result.template_hash + " is not registered");
+  }
+  const std::int64_t template_id = find_template.int64(0);
+
+  Statement add_shape(db_, path_, doing,
+                      "INSERT INTO shapes (m, n, k) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING");
+  add_shape.bind(result.shape.m, result.shape.n, result.shape.k).run();
+
+  Statement upsert(db_, path_, doing, R"sql(
+      INSERT INTO results (gpu_id, template_id, config, shape_id, status, detail, median_ms,
+                           min_ms, max_ms, runs, tflops, registers, static_shared_bytes,
+                           dynamic_shared_bytes, spill_bytes, driver_version, nvrtc_version,
+                           recorded_at)
+      VALUES (?1, ?2, ?3, (SELECT id FROM shapes WHERE m = ?4 AND n = ?5 AND k = ?6), ?7, ?8, ?9,
+              ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, datetime('now'))
+      ON CONFLICT (gpu_id, template_id, config, shape_id) DO UPDATE SET
+        status = excluded.status,
+        detail = excluded.detail,
+        median_ms = excluded.median_ms,
+        min_ms = excluded.min_ms,
+        max_ms = excluded.max_ms,
+        runs = excluded.runs,
+        tflops = excluded.tflops,
+        registers = excluded.registers,
+        static_shared_bytes = excluded.static_shared_bytes,
+        dynamic_shared_bytes = excluded.dynamic_shared_bytes,
+        spill_bytes = excluded.spill_bytes,
+        driver_version = excluded.driver_version,
+        nvrtc_version = excluded.nvrtc_version,
+        recorded_at = excluded.recorded_at)sql");
+  upsert
+      .bind(gpu_id, template_id, result.config, result.shape.m, result.shape.n, result.shape.k,
+            to_string(result.status), result.detail, result.median_ms, result.min_ms,
+            result.max_ms, result.runs, result.tflops, result.registers,
+            result.static_shared_bytes, result.dynamic_shared_bytes, result.spill_bytes,
+            gpu.driver_version, gpu.nvrtc_version)
+      .run();
+  transaction.commit();
+}
+
+bool ResultStore::has_result(std::int64_t gpu_id, const std::string& template_hash,
+                             const std::string& config, const GemmShape& shape) const {
+  Statement query(db_, path_, "looking up a result", R"sql(
+      SELECT 1 FROM results r
+      JOIN templates t ON t.id = r.template_id
+      JOIN shapes s ON s.id = r.shape_id
+      WHERE r.gpu_id = ?1 AND t.source_hash = ?2 AND r.config = ?3
+        AND s.m = ?4 AND s.n = ?5 AND s.k = ?6
+      LIMIT 1)sql");
+  return query.bind(gpu_id, template_hash, config, shape.m, shape.n, shape.k).step();
+}
+
+std::optional<ResultRecord> ResultStore::best(const std::string& gpu_name, const GemmShape& shape,
+                                              const std::optional<std::string>& template_name) const {
+  auto ranked = ranking(gpu_name, shape, template_name);
+  if (ranked.empty()) return std::nullopt;
+  return std::move(ranked.front());
+}
+
+std::vector<ResultRecord> ResultStore::ranking(const std::string& gpu_name, const GemmShape& shape,
+                                               const std::optional<std::string>& template_name) const {
+  Statement query(db_, path_, "ranking results for " + gpu_name, R"sql(
+      SELECT t.name, t.source_hash, r.config, s.m, s.n, s.k, r.status, r.detail, r.median_ms,
+             r.min_ms, r.max_ms, r.runs, r.tflops, r.registers, r.static_shared_bytes,
+             r.dynamic_shared_bytes, r.spill_bytes, r.recorded_at
+      FROM results r
+      JOIN gpus g ON g.id = r.gpu_id
+      JOIN template_versions t ON t.id = r.template_id
+      JOIN shapes s ON s.id = r.shape_id
+      WHERE g.name = ?1 AND s.m = ?2 AND s.n = ?3 AND s.k = ?4
+        AND r.status = 'ok' AND t.is_current AND (?5 IS NULL OR t.name = ?5)
+      ORDER BY r.median_ms, r.id)sql");
+  query.bind(gpu_name, shape.m, shape.n, shape.k, template_name);
+  std::vector<ResultRecord> results;
+  while (query.step()) results.push_back(read_result(query));
+  return results;
+}
+
+std::vector<GemmShape> ResultStore::shapes_with_results(
+    const std::string& gpu_name, const std::optional<std::string>& template_name) const {
+  Statement query(db_, path_, "listing the shapes with results for " + gpu_name, R"sql(
+      SELECT DISTINCT s.m, s.n, s.k
+      FROM results r
+      JOIN gpus g ON g.id = r.gpu_id
+      JOIN template_versions t ON t.id = r.template_id
+      JOIN shapes s ON s.id = r.shape_id
+      WHERE g.name = ?1 AND r.status = 'ok' AND t.is_current AND (?2 IS NULL OR t.name = ?2)
+      ORDER BY s.m, s.n, s.k)sql");
+  query.bind(gpu_name, template_name);
+  std::vector<GemmShape> shapes;
+  while (query.step()) shapes.push_back({query.int64(0), query.int64(1), query.int64(2)});
+  return shapes;
+}
+
+std::vector<TemplateRecord> ResultStore::templates(bool current_only) const {
+  Statement query(db_, path_, "listing the templates", R"sql(
+      SELECT name, source_hash, path, source FROM template_versions
+      WHERE is_current OR NOT ?1
+      ORDER BY name, registered_seq DESC)sql");
+  query.bind(current_only ? 1 : 0);
+  std::vector<TemplateRecord> records;
+  while (query.step()) {
+    records.push_back({query.text(0), query.text(1), query.text(2), query.text(3)});
+  }
+  return records;
+}
+
+std::vector<GpuRecord> ResultStore::gpus() const {
+  Statement query(db_, path_, "listing the GPUs", R"sql(
+      SELECT name, cc_major, cc_minor, sm_count, clock_khz, memory_bytes, driver_version,
+             nvrtc_version
+      FROM gpus ORDER BY id)sql");
+  std::vector<GpuRecord> records;
+  while (query.step()) {
+    GpuRecord gpu;
+    gpu.name = query.text(0);
+    gpu.cc_major = query.integer(1);
+    gpu.cc_minor = query.integer(2);
+    gpu.sm_count = query.integer(3);
+    gpu.clock_khz = query.integer(4);
+    gpu.memory_bytes = static_cast<std::uint64_t>(query.int64(5));
+    gpu.driver_version = query.integer(6);
+    gpu.nvrtc_version = query.text(7);
+    records.push_back(std::move(gpu));
+  }
+  return records;
+}
+
+std::vector<ResultSummary> ResultStore::summary() const {
+  // GPU rows that share a name (one model, several memory sizes or hosts) count as one GPU, as
+  // they do in best().
+  Statement query(db_, path_, "summarizing the results", R"sql(
+      SELECT g.name, t.name, t.source_hash, t.is_current, s.m, s.n, s.k, count(*),
+             sum(r.status = 'ok'), max(CASE WHEN r.status = 'ok' THEN r.tflops END)
+      FROM results r
+      JOIN gpus g ON g.id = r.gpu_id
+      JOIN template_versions t ON t.id = r.template_id
+      JOIN shapes s ON s.id = r.shape_id
+      GROUP BY g.name, t.id, s.id
+      ORDER BY g.name, t.name, t.registered_seq DESC, s.m, s.n, s.k)sql");
+  std::vector<ResultSummary> rows;
+  while (query.step()) {
+    ResultSummary row;
+    row.gpu_name = query.text(0);
+    row.template_name = query.text(1);
+    row.template_hash = query.text(2);
+    row.template_current = query.integer(3) != 0;
+    row.shape = {query.int64(4), query.int64(5), query.int64(6)};
+    row.results = query.integer(7);
+    row.ok = query.integer(8);
+    if (!query.is_null(9)) row.best_tflops = query.real(9);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,77 @@
+-- The tiletune database, schema version 1 (kept in PRAGMA user_version; ResultStore refuses any
+-- other). Created in one transaction when ResultStore opens a new or empty file.
+
+-- A GPU as identified across driver updates; the other columns hold what was last registered.
+CREATE TABLE gpus (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  cc_major INTEGER NOT NULL,
+  cc_minor INTEGER NOT NULL,
+  sm_count INTEGER NOT NULL,
+  memory_bytes INTEGER NOT NULL,
+  clock_khz INTEGER NOT NULL,
+  driver_version INTEGER NOT NULL,
+  nvrtc_version TEXT NOT NULL,
+  UNIQUE (name, cc_major, cc_minor, sm_count, memory_bytes)
+) STRICT;
+
+-- One row per version (source hash) of a kernel template. Each registration gives the version the
+-- next registered_seq: the version of a name with the highest one is the current version.
+CREATE TABLE templates (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  source_hash TEXT NOT NULL,
+  path TEXT NOT NULL,
+  source TEXT NOT NULL,
+  registered_seq INTEGER NOT NULL,
+  UNIQUE (name, source_hash)
+) STRICT;
+
+-- templates with is_current: whether the row is the current version of its name.
+CREATE VIEW template_versions AS
+SELECT t.*,
+       t.registered_seq = (SELECT max(v.registered_seq) FROM templates v WHERE v.name = t.name)
+         AS is_current
+FROM templates t;
+
+-- Problem sizes, row-major C[m x n] = A[m x k] * B[k x n].
+CREATE TABLE shapes (
+  id INTEGER PRIMARY KEY,
+  m INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  k INTEGER NOT NULL,
+  UNIQUE (m, n, k)
+) STRICT;
+
+-- One evaluation of a configuration (Configuration::to_string(), kept inline) of a template
+-- version on a GPU and shape; a new evaluation of the same four keys replaces the row. Timings,
+-- tflops and resources are 0 where the status did not get that far. driver_version and
+-- nvrtc_version are those of the evaluation; recorded_at is UTC "YYYY-MM-DD HH:MM:SS".
+CREATE TABLE results (
+  id INTEGER PRIMARY KEY,
+  gpu_id INTEGER NOT NULL REFERENCES gpus (id),
+  template_id INTEGER NOT NULL REFERENCES templates (id),
+  config TEXT NOT NULL,
+  shape_id INTEGER NOT NULL REFERENCES shapes (id),
+  status TEXT NOT NULL
+    CHECK (status IN ('ok', 'compile_error', 'wrong_result', 'launch_error', 'device_limit')),
+  detail TEXT NOT NULL,
+  median_ms REAL NOT NULL,
+  min_ms REAL NOT NULL,
+  max_ms REAL NOT NULL,
+  runs INTEGER NOT NULL,
+  tflops REAL NOT NULL,
+  registers INTEGER NOT NULL,
+  static_shared_bytes INTEGER NOT NULL,
+  dynamic_shared_bytes INTEGER NOT NULL,
+  spill_bytes INTEGER NOT NULL,
+  driver_version INTEGER NOT NULL,
+  nvrtc_version TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  UNIQUE (gpu_id, template_id, config, shape_id)
+) STRICT;
+
+-- best/ranking look results up by shape, then filter on GPU name and template version.
+CREATE INDEX results_by_shape ON results (shape_id, status, median_ms);
+
+PRAGMA user_version = 1;

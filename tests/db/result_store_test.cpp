@@ -1,0 +1,529 @@
+#include "db/result_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tiletune {
+namespace {
+
+namespace fs = std::filesystem;
+
+const GemmShape kSquare{1024, 1024, 1024};
+const GemmShape kTall{4096, 256, 512};
+
+GpuRecord h200() {
+  GpuRecord gpu;
+  gpu.name = "NVIDIA H200";
+  gpu.cc_major = 9;
+  gpu.cc_minor = 0;
+  gpu.sm_count = 132;
+  gpu.clock_khz = 1980000;
+  gpu.memory_bytes = 150'000'000'000ULL;  // beyond 32 bits on purpose
+  gpu.driver_version = 13000;
+  gpu.nvrtc_version = "13.0";
+  return gpu;
+}
+
+TemplateRecord make_template(const std::string& name, const std::string& hash) {
+  return {name, hash, "kernels_src/" + name + ".cu", "// " + name + " " + hash + "\n"};
+}
+
+ResultRecord make_result(const std::string& name, const std::string& hash, const std::string& config,
+                         GemmShape shape, ResultStatus status, double median_ms) {
+  ResultRecord result;
+  result.template_name = name;
+  result.template_hash = hash;
+  result.config = config;
+  result.shape = shape;
+  result.status = status;
+  result.median_ms = median_ms;
+  result.min_ms = median_ms * 0.9;
+  result.max_ms = median_ms * 1.2;
+  result.runs = 20;
+  result.tflops = shape.flops() / (median_ms * 1e-3) / 1e12;
+  return result;
+}
+
+void expect_same_result(const ResultRecord& actual, const ResultRecord& expected) {
+  EXPECT_EQ(actual.template_name, expected.template_name);
+  EXPECT_EQ(actual.template_hash, expected.template_hash);
+  EXPECT_EQ(actual.config, expected.config);
+  EXPECT_EQ(actual.shape, expected.shape);
+  EXPECT_EQ(actual.status, expected.status);
+  EXPECT_EQ(actual.detail, expected.detail);
+  EXPECT_DOUBLE_EQ(actual.median_ms, expected.median_ms);
+  EXPECT_DOUBLE_EQ(actual.min_ms, expected.min_ms);
+  EXPECT_DOUBLE_EQ(actual.max_ms, expected.max_ms);
+  EXPECT_EQ(actual.runs, expected.runs);
+  EXPECT_DOUBLE_EQ(actual.tflops, expected.tflops);
+  EXPECT_EQ(actual.registers, expected.registers);
+  EXPECT_EQ(actual.static_shared_bytes, expected.static_shared_bytes);
+  EXPECT_EQ(actual.dynamic_shared_bytes, expected.dynamic_shared_bytes);
+  EXPECT_EQ(actual.spill_bytes, expected.spill_bytes);
+}
+
+// Runs one statement on the file with SQLite directly and returns the first column of its first
+// row as text ("" when there is none).
+std::string query_file(const fs::path& path, const char* sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  std::string value;
+  const int rc = sqlite3_step(stmt);
+  EXPECT_TRUE(rc == SQLITE_ROW || rc == SQLITE_DONE) << sqlite3_errmsg(db);
+  if (rc == SQLITE_ROW && sqlite3_column_text(stmt, 0)) {
+    value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return value;
+}
+
+// Each test gets a fresh directory for its database, removed afterwards.
+class ResultStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::random_device random;
+    dir_ = fs::temp_directory_path() /
+           ("tiletune-db-test-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(random()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+
+  fs::path db_path() const { return dir_ / "tiletune.db"; }
+
+  fs::path dir_;
+};
+
+TEST(ResultStoreStatusTest, TextRoundTrip) {
+  for (const auto status : {ResultStatus::ok, ResultStatus::compile_error, ResultStatus::wrong_result,
+                            ResultStatus::launch_error, ResultStatus::device_limit}) {
+    EXPECT_EQ(parse_result_status(to_string(status)), status);
+  }
+  EXPECT_STREQ(to_string(ResultStatus::wrong_result), "wrong_result");
+  EXPECT_THROW(parse_result_status("OK"), std::invalid_argument);
+  EXPECT_THROW(parse_result_status(""), std::invalid_argument);
+}
+
+TEST_F(ResultStoreTest, GpuRoundTripAndUpdateOnRegister) {
+  ResultStore store(db_path());
+  GpuRecord gpu = h200();
+  const std::int64_t id = store.register_gpu(gpu);
+
+  auto gpus = store.gpus();
+  ASSERT_EQ(gpus.size(), 1u);
+  EXPECT_EQ(gpus[0].name, gpu.name);
+  EXPECT_EQ(gpus[0].cc_major, 9);
+  EXPECT_EQ(gpus[0].cc_minor, 0);
+  EXPECT_EQ(gpus[0].sm_count, 132);
+  EXPECT_EQ(gpus[0].clock_khz, 1980000);
+  EXPECT_EQ(gpus[0].memory_bytes, 150'000'000'000ULL);
+  EXPECT_EQ(gpus[0].driver_version, 13000);
+  EXPECT_EQ(gpus[0].nvrtc_version, "13.0");
+  EXPECT_EQ(gpus[0].arch(), "sm_90");
+
+  // A driver update is the same GPU, with its new versions and clock.
+  gpu.driver_version = 13010;
+  gpu.nvrtc_version = "13.1";
+  gpu.clock_khz = 1755000;
+  EXPECT_EQ(store.register_gpu(gpu), id);
+  gpus = store.gpus();
+  ASSERT_EQ(gpus.size(), 1u);
+  EXPECT_EQ(gpus[0].driver_version, 13010);
+  EXPECT_EQ(gpus[0].nvrtc_version, "13.1");
+  EXPECT_EQ(gpus[0].clock_khz, 1755000);
+
+  // Another memory size is another GPU.
+  gpu.memory_bytes = 80'000'000'000ULL;
+  EXPECT_NE(store.register_gpu(gpu), id);
+  EXPECT_EQ(store.gpus().size(), 2u);
+}
+
+TEST_F(ResultStoreTest, TemplateRoundTripAndCurrentVersion) {
+  ResultStore store(db_path());
+  const TemplateRecord v1 = make_template("tiled", "hash1");
+  TemplateRecord v2 = make_template("tiled", "hash2");
+  v2.source = "// a source with 'quotes', \"double quotes\" and a\nnewline\n";
+  store.register_template(v1);
+  store.register_template(v2);
+  store.register_template(make_template("naive", "n1"));
+
+  const auto current = store.templates();
+  ASSERT_EQ(current.size(), 2u);
+  EXPECT_EQ(current[0].name, "naive");
+  EXPECT_EQ(current[1].name, v2.name);
+  EXPECT_EQ(current[1].source_hash, v2.source_hash);
+  EXPECT_EQ(current[1].path, v2.path);
+  EXPECT_EQ(current[1].source, v2.source);
+
+  const auto all = store.templates(/*current_only=*/false);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[1].source_hash, "hash2");  // most recently registered first
+  EXPECT_EQ(all[2].source_hash, "hash1");
+  EXPECT_EQ(all[2].source, v1.source);
+
+  // Registering an older version again makes it current again.
+  store.register_template(v1);
+  ASSERT_EQ(store.templates().size(), 2u);
+  EXPECT_EQ(store.templates()[1].source_hash, "hash1");
+}
+
+TEST_F(ResultStoreTest, ResultRoundTripOfEveryField) {
+  ResultStore store(db_path());
+  const GpuRecord gpu = h200();
+  const auto gpu_id = store.register_gpu(gpu);
+  store.register_template(make_template("tiled", "h1"));
+
+  ResultRecord result = make_result("tiled", "h1", "BM=64,BN=64,BK=16", kTall, ResultStatus::ok, 0.25);
+  result.detail = "note: 'quoted' detail";
+  result.registers = 96;
+  result.static_shared_bytes = 8192;
+  result.dynamic_shared_bytes = 16384;
+  result.spill_bytes = 24;
+  result.recorded_at = "ignored: the store fills it";
+  store.record_result(gpu_id, gpu, result);
+
+  const auto best = store.best(gpu.name, kTall);
+  ASSERT_TRUE(best.has_value());
+  expect_same_result(*best, result);
+  EXPECT_TRUE(std::regex_match(best->recorded_at,
+                               std::regex(R"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")))
+      << best->recorded_at;
+  EXPECT_EQ(query_file(db_path(), "SELECT driver_version || ' ' || nvrtc_version FROM results"),
+            "13000 13.0");
+}
+
+TEST_F(ResultStoreTest, BestIsTheFastestOkResult) {
+  ResultStore store(db_path());
+  const GpuRecord gpu = h200();
+  const auto gpu_id = store.register_gpu(gpu);
+  store.register_template(make_template("tiled", "h1"));
+  store.record_result(gpu_id, gpu, make_result("tiled", "h1", "slow", kSquare, ResultStatus::ok, 2.0));
+  store.record_result(gpu_id, gpu, make_result("tiled", "h1", "fast", kSquare, ResultStatus::ok, 1.0));
+  store.record_result(gpu_id, gpu,
+                      make_result("tiled", "h1", "wrong", kSquare, ResultStatus::wrong_result, 0.5));
+  store.record_result(gpu_id, gpu, make_result("tiled", "h1", "broken", kSquare,
+                                               ResultStatus::compile_error, 0.1));
+  store.record_result(gpu_id, gpu,
+                      make_result("tiled", "h1", "other_shape", kTall, ResultStatus::ok, 0.01));
+
+  const auto best = store.best(gpu.name, kSquare);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "fast");
+
+  const auto ranking = store.ranking(gpu.name, kSquare);
+  ASSERT_EQ(ranking.size(), 2u);
+  EXPECT_EQ(ranking[0].config, "fast");
+  EXPECT_EQ(ranking[1].config, "slow");
+
+  EXPECT_FALSE(store.best("NVIDIA H100", kSquare).has_value());
+  EXPECT_FALSE(store.best(gpu.name, GemmShape{7, 7, 7}).has_value());
+}
+
+TEST_F(ResultStoreTest, GpusAreMatchedByName) {
+  ResultStore store(db_path());
+  const GpuRecord big = h200();
+  GpuRecord small = h200();
+  small.memory_bytes = 80'000'000'000ULL;
+  const auto big_id = store.register_gpu(big);
+  const auto small_id = store.register_gpu(small);
+  store.register_template(make_template("tiled", "h1"));
+  store.record_result(big_id, big, make_result("tiled", "h1", "a", kSquare, ResultStatus::ok, 2.0));
+  store.record_result(small_id, small, make_result("tiled", "h1", "b", kSquare, ResultStatus::ok, 1.0));
+
+  EXPECT_EQ(store.ranking(big.name, kSquare).size(), 2u);
+  EXPECT_EQ(store.best(big.name, kSquare)->config, "b");
+}
+
+TEST_F(ResultStoreTest, TemplateVersionChangeHidesOldResults) {
+  ResultStore store(db_path());
+  const GpuRecord gpu = h200();
+  const auto gpu_id = store.register_gpu(gpu);
+  store.register_template(make_template("tiled", "v1"));
+  store.record_result(gpu_id, gpu, make_result("tiled", "v1", "c", kSquare, ResultStatus::ok, 1.0));
+  ASSERT_EQ(store.best(gpu.name, kSquare)->template_hash, "v1");
+
+  store.register_template(make_template("tiled", "v2"));
+  EXPECT_FALSE(store.best(gpu.name, kSquare).has_value());
+  EXPECT_TRUE(store.shapes_with_results(gpu.name).empty());
+
+  store.record_result(gpu_id, gpu, make_result("tiled", "v2", "c", kSquare, ResultStatus::ok, 3.0));
+  EXPECT_EQ(store.best(gpu.name, kSquare)->template_hash, "v2");
+  EXPECT_EQ(store.ranking(gpu.name, kSquare).size(), 1u);
+
+  store.register_template(make_template("tiled", "v1"));
+  const auto best = store.best(gpu.name, kSquare);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->template_hash, "v1");
+  EXPECT_DOUBLE_EQ(best->median_ms, 1.0);
+  EXPECT_EQ(store.ranking(gpu.name, kSquare).size(), 1u);
+}
+
+TEST_F(ResultStoreTest, TemplateNameFilter) {
+  ResultStore store(db_path());
+  const GpuRecord gpu = h200();
+  const auto gpu_id = store.register_gpu(gpu);
+  store.register_template(make_template("naive", "n1"));
+  store.register_template(make_template("tiled", "t1"));
+  store.record_result(gpu_id, gpu, make_result("naive", "n1", "c", kSquare, ResultStatus::ok, 9.0));
+  store.record_result(gpu_id, gpu, make_result("tiled", "t1", "c", kSquare, ResultStatus::ok, 1.0));
+  store.record_result(gpu_id, gpu, make_result("tiled", "t1", "c", kTall, ResultStatus::ok, 1.0));
+
+  EXPECT_EQ(store.best(gpu.name, kSquare)->template_name, "tiled");
+  EXPECT_EQ(store.best(gpu.name, kSquare, "naive")->template_name, "naive");
+  EXPECT_EQ(store.ranking(gpu.name, kSquare, "tiled").size(), 1u);
+  EXPECT_EQ(store.ranking(gpu.name, kSquare).size(), 2u);
+  EXPECT_FALSE(store.best(gpu.name, kSquare, "missing").has_value());
+
+  EXPECT_EQ(store.shapes_with_results(gpu.name), (std::vector<GemmShape>{kSquare, kTall}));
+  EXPECT_EQ(store.shapes_with_results(gpu.name, "naive"), std::vector<GemmShape>{kSquare});
+}
+
+TEST_F(ResultStoreTest, HasResult) {
+  ResultStore store(db_path());
+  const GpuRecord gpu = h200();
+  const auto gpu_id = store.register_gpu(gpu);
+  store.register_template(make_template("tiled", "h1"));
+  EXPECT_FALSE(store.has_result(gpu_id, "h1", "c", kSquare));
+
+  // Failures count: a resumed tune must not compile a broken configuration again.
+  store.record_result(gpu_id, gpu,
+                      make_result("tiled", "h1", "c", kSquare, ResultStatus::compile_error, 0));
+  EXPECT_TRUE(store.has_result(gpu_id, "h1", "c", kSquare));
+  EXPECT_FALSE(store.has_result(gpu_id, "h2", "c", kSquare));
+  EXPECT_FALSE(store.has_result(gpu_id, "h1", "d", kSquare));
+  EXPECT_FALSE(store.has_result(gpu_id, "h1", "c", kTall));
+  EXPECT_FALSE(store.has_result(gpu_id + 1, "h1", "c", kSquare));
+}
+
+TEST_F(ResultStoreTest, RecordingAgainReplacesTheResult) {
+  ResultStore store(db_path());
+  GpuRecord gpu = h200();
+  const auto gpu_id = store.register_gpu(gpu);
+  store.register_template(make_template("tiled", "h1"));
+  store.record_result(gpu_id, gpu, make_result("tiled", "h1", "c", kSquare, ResultStatus::ok, 1.0));
+
+  gpu.driver_version = 13010;
+  store.record_result(gpu_id, gpu, make_result("tiled", "h1", "c", kSquare, ResultStatus::ok, 2.0));
+  auto ranking = store.ranking(gpu.name, kSquare);
+  ASSERT_EQ(ranking.size(), 1u);
+  EXPECT_DOUBLE_EQ(ranking[0].median_ms, 2.0);
+  EXPECT_EQ(query_file(db_path(), "SELECT driver_version FROM results"), "13010");
+
+  ResultRecord wrong = make_result("tiled", "h1", "c", kSquare, ResultStatus::wrong_result, 0.5);
+  wrong.detail = "C[3,4] = 1 expected 2";
+  store.record_result(gpu_id, gpu, wrong);
+  EXPECT_FALSE(store.best(gpu.name, kSquare).has_value());
+  const auto summary = store.summary();
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_EQ(summary[0].results, 1);
+  EXPECT_EQ(summary[0].ok, 0);
+  EXPECT_EQ(query_file(db_path(), "SELECT detail FROM results"), wrong.detail);
+}
+
+TEST_F(ResultStoreTest, UnregisteredTemplateIsRefused) {
+  ResultStore store(db_path());
+  const GpuRecord gpu = h200();
+  const auto gpu_id = store.register_gpu(gpu);
+  EXPECT_THROW(store.record_result(gpu_id, gpu,
+                                   make_result("tiled", "h1", "c", kSquare, ResultStatus::ok, 1.0)),
+               DatabaseError);
+  store.register_template(make_template("tiled", "h1"));
+  // An unknown GPU id breaks the foreign key.
+  EXPECT_THROW(store.record_result(gpu_id + 1, gpu,
+                                   make_result("tiled", "h1", "c", kSquare, ResultStatus::ok, 1.0)),
+               DatabaseError);
+  EXPECT_TRUE(store.summary().empty());
+}
+
+TEST_F(ResultStoreTest, DataSurvivesReopening) {
+  const GpuRecord gpu = h200();
+  std::int64_t gpu_id = 0;
+  {
+    ResultStore store(db_path());
+    gpu_id = store.register_gpu(gpu);
+    store.register_template(make_template("tiled", "h1"));
+    store.record_result(gpu_id, gpu, make_result("tiled", "h1", "c", kSquare, ResultStatus::ok, 1.5));
+  }
+  ResultStore store(db_path());
+  EXPECT_EQ(store.register_gpu(gpu), gpu_id);
+  ASSERT_EQ(store.templates().size(), 1u);
+  const auto best = store.best(gpu.name, kSquare);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_DOUBLE_EQ(best->median_ms, 1.5);
+  EXPECT_TRUE(store.has_result(gpu_id, "h1", "c", kSquare));
+}
+
+TEST_F(ResultStoreTest, UsesWalModeAndRecordsTheSchemaVersion) {
+  { ResultStore store(db_path()); }
+  EXPECT_EQ(query_file(db_path(), "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "1");
+}
+
+TEST_F(ResultStoreTest, EmptyFileGetsTheSchema) {
+  std::ofstream(db_path()).close();
+  ResultStore store(db_path());
+  store.register_template(make_template("tiled", "h1"));
+  EXPECT_EQ(store.templates().size(), 1u);
+}
+
+TEST_F(ResultStoreTest, UnwritablePathThrowsNamingIt) {
+  for (const fs::path& path : {fs::path("/nonexistent/dir/x.db"), dir_}) {
+    try {
+      ResultStore store(path);
+      ADD_FAILURE() << "opened " << path;
+    } catch (const DatabaseError& error) {
+      EXPECT_NE(std::string(error.what()).find(path.string()), std::string::npos) << error.what();
+    }
+  }
+}
+
+TEST_F(ResultStoreTest, NonDatabaseFileThrows) {
+  {
+    std::ofstream garbage(db_path(), std::ios::binary);
+    std::mt19937 random(42);
+    for (int i = 0; i < 8192; ++i) garbage.put(static_cast<char>(random()));
+  }
+  try {
+    ResultStore store(db_path());
+    ADD_FAILURE() << "opened a file of garbage";
+  } catch (const DatabaseError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find(db_path().string()), std::string::npos) << message;
+    EXPECT_NE(message.find("not a database"), std::string::npos) << message;
+  }
+}
+
+TEST_F(ResultStoreTest, ForeignSchemaThrows) {
+  const fs::path other = dir_ / "other.db";
+  query_file(other, "CREATE TABLE notes (text TEXT)");
+  EXPECT_THROW(ResultStore{other}, DatabaseError);
+
+  { ResultStore store(db_path()); }
+  query_file(db_path(), "PRAGMA user_version = 99");
+  try {
+    ResultStore store(db_path());
+    ADD_FAILURE() << "opened schema version 99";
+  } catch (const DatabaseError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find(db_path().string()), std::string::npos) << message;
+    EXPECT_NE(message.find("99"), std::string::npos) << message;
+  }
+}
+
+TEST_F(ResultStoreTest, TwoStoresOnOneFileInterleave) {
+  ResultStore first(db_path());
+  ResultStore second(db_path());
+  const GpuRecord gpu = h200();
+  const auto gpu_id = first.register_gpu(gpu);
+  EXPECT_EQ(second.register_gpu(gpu), gpu_id);
+  first.register_template(make_template("tiled", "h1"));
+  for (int i = 0; i < 10; ++i) {
+    ResultStore& store = i % 2 == 0 ? first : second;
+    store.record_result(gpu_id, gpu, make_result("tiled", "h1", "c" + std::to_string(i), kSquare,
+                                                 ResultStatus::ok, 1.0 + i));
+  }
+  EXPECT_EQ(first.ranking(gpu.name, kSquare).size(), 10u);
+  EXPECT_EQ(second.ranking(gpu.name, kSquare).size(), 10u);
+  EXPECT_EQ(ResultStore(db_path()).ranking(gpu.name, kSquare).size(), 10u);
+}
+
+TEST_F(ResultStoreTest, ConcurrentWritersWaitForEachOther) {
+  { ResultStore store(db_path()); }
+  const GpuRecord gpu = h200();
+  auto writer = [&](const std::string& prefix) {
+    ResultStore store(db_path());
+    const auto gpu_id = store.register_gpu(gpu);
+    store.register_template(make_template("tiled", "h1"));
+    for (int i = 0; i < 50; ++i) {
+      store.record_result(gpu_id, gpu, make_result("tiled", "h1", prefix + std::to_string(i),
+                                                   kSquare, ResultStatus::ok, 1.0));
+    }
+  };
+  std::thread a(writer, "a");
+  std::thread b(writer, "b");
+  a.join();
+  b.join();
+  EXPECT_EQ(ResultStore(db_path()).ranking(gpu.name, kSquare).size(), 100u);
+}
+
+// Tuners started together on a new file all get it open, one of them creating the schema.
+TEST_F(ResultStoreTest, ConcurrentOpeningOfANewFile) {
+  for (int round = 0; round < 20; ++round) {
+    const fs::path path = dir_ / ("new-" + std::to_string(round) + ".db");
+    std::atomic<int> failures = 0;
+    std::vector<std::thread> openers;
+    for (int i = 0; i < 4; ++i) {
+      openers.emplace_back([&] {
+        try {
+          ResultStore store(path);
+          store.register_template(make_template("tiled", "h1"));
+        } catch (const DatabaseError& error) {
+          ADD_FAILURE() << error.what();
+          ++failures;
+        }
+      });
+    }
+    for (auto& opener : openers) opener.join();
+    ASSERT_EQ(failures, 0) << "round " << round;
+  }
+}
+
+TEST_F(ResultStoreTest, SummaryCounts) {
+  ResultStore store(db_path());
+  const GpuRecord gpu = h200();
+  const auto gpu_id = store.register_gpu(gpu);
+  store.register_template(make_template("tiled", "v1"));
+  ResultRecord a = make_result("tiled", "v1", "a", kSquare, ResultStatus::ok, 2.0);
+  ResultRecord b = make_result("tiled", "v1", "b", kSquare, ResultStatus::ok, 1.0);
+  store.record_result(gpu_id, gpu, a);
+  store.record_result(gpu_id, gpu, b);
+  store.record_result(gpu_id, gpu,
+                      make_result("tiled", "v1", "c", kSquare, ResultStatus::launch_error, 0));
+  store.record_result(gpu_id, gpu,
+                      make_result("tiled", "v1", "d", kTall, ResultStatus::device_limit, 0));
+  store.register_template(make_template("tiled", "v2"));
+  store.record_result(gpu_id, gpu, make_result("tiled", "v2", "a", kSquare, ResultStatus::ok, 4.0));
+
+  const auto rows = store.summary();
+  ASSERT_EQ(rows.size(), 3u);
+  // Current version first, then the older one by shape.
+  EXPECT_EQ(rows[0].gpu_name, gpu.name);
+  EXPECT_EQ(rows[0].template_name, "tiled");
+  EXPECT_EQ(rows[0].template_hash, "v2");
+  EXPECT_TRUE(rows[0].template_current);
+  EXPECT_EQ(rows[0].results, 1);
+  EXPECT_EQ(rows[0].ok, 1);
+
+  EXPECT_EQ(rows[1].template_hash, "v1");
+  EXPECT_FALSE(rows[1].template_current);
+  EXPECT_EQ(rows[1].shape, kSquare);
+  EXPECT_EQ(rows[1].results, 3);
+  EXPECT_EQ(rows[1].ok, 2);
+  ASSERT_TRUE(rows[1].best_tflops.has_value());
+  EXPECT_DOUBLE_EQ(*rows[1].best_tflops, b.tflops);
+
+  EXPECT_EQ(rows[2].template_hash, "v1");
+  EXPECT_EQ(rows[2].shape, kTall);
+  EXPECT_EQ(rows[2].results, 1);
+  EXPECT_EQ(rows[2].ok, 0);
+  EXPECT_FALSE(rows[2].best_tflops.has_value());
+}
+
+}  // namespace
+}  // namespace tiletune
