@@ -1,0 +1,397 @@
+#include "tuner/kernel_template.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "tuner/search_space.h"
+
+namespace tiletune {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+
+// A valid template: each test adds lines to it or replaces some.
+constexpr const char* kEntry = "// tiletune: entry k\n";
+constexpr const char* kParam = "// tiletune: param T 1 2\n";
+constexpr const char* kBlock = "// tiletune: block T\n";
+constexpr const char* kGrid = "// tiletune: grid 1\n";
+
+std::string template_error(const std::string& source) {
+  try {
+    parse_template(source, "t.cu");
+  } catch (const TemplateError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "parsed:\n" << source;
+  return {};
+}
+
+std::string configuration_error(const KernelTemplate& tmpl, std::string_view text) {
+  try {
+    tmpl.parse_configuration(text);
+  } catch (const TemplateError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "parsed configuration '" << text << "'";
+  return {};
+}
+
+std::string geometry_error(const KernelTemplate& tmpl, const Configuration& config,
+                           const GemmShape& shape) {
+  try {
+    tmpl.launch_geometry(config, shape);
+  } catch (const TemplateError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "accepted " << config.to_string() << " at " << shape.to_string();
+  return {};
+}
+
+TEST(KernelTemplate, ParsesDeclarationsAndDefaults) {
+  const std::string source = std::string("__global__ void k() {}\n") + kEntry +
+                             "  \t// tiletune: param T 4 -1 16\n" + kBlock + kGrid +
+                             "int x;  // tiletune: this is code, not a declaration\n";
+  const KernelTemplate tmpl = parse_template(source, "some/dir/foo.cu");
+  EXPECT_EQ(tmpl.name, "foo");  // the origin's stem
+  EXPECT_EQ(tmpl.entry, "k");
+  EXPECT_TRUE(tmpl.path.empty());
+  EXPECT_EQ(tmpl.source, source);
+  EXPECT_EQ(tmpl.source_hash, fnv1a_hex(source));
+  ASSERT_EQ(tmpl.parameters.size(), 1u);
+  EXPECT_EQ(tmpl.parameters[0].name, "T");
+  EXPECT_THAT(tmpl.parameters[0].values, ElementsAre(4, -1, 16));
+  EXPECT_TRUE(tmpl.requirements.empty());
+  EXPECT_EQ(tmpl.block[0].text(), "T");
+  EXPECT_EQ(tmpl.block[1].text(), "1");  // missing dimensions are 1
+  EXPECT_EQ(tmpl.block[2].text(), "1");
+  EXPECT_EQ(tmpl.dynamic_shared_bytes.text(), "0");
+}
+
+TEST(KernelTemplate, GeometrySplitsOnTopLevelCommasOnly) {
+  const KernelTemplate tmpl = parse_template(
+      std::string(kEntry) + kParam + "// tiletune: block max(T, 2), min(T, 3) , 4\n" +
+          "// tiletune: grid ceil_div(N, T), round_up(M, max(T, 2))\n" +
+          "// tiletune: shared T * 4 * (N > 0 ? 1 : 0)\n" + "// tiletune: name custom\n",
+      "t.cu");
+  EXPECT_EQ(tmpl.name, "custom");
+  EXPECT_EQ(tmpl.block[0].text(), "max(T, 2)");
+  EXPECT_EQ(tmpl.block[1].text(), "min(T, 3)");
+  EXPECT_EQ(tmpl.block[2].text(), "4");
+  EXPECT_EQ(tmpl.grid[0].text(), "ceil_div(N, T)");
+  EXPECT_EQ(tmpl.grid[1].text(), "round_up(M, max(T, 2))");
+  EXPECT_EQ(tmpl.grid[2].text(), "1");
+  EXPECT_EQ(tmpl.dynamic_shared_bytes.text(), "T * 4 * (N > 0 ? 1 : 0)");
+}
+
+TEST(KernelTemplate, NoDeclarations) {
+  EXPECT_EQ(template_error("__global__ void k() {}\n// tiletune is mentioned here\n"),
+            "t.cu: no '// tiletune:' declarations found");
+  EXPECT_EQ(template_error(""), "t.cu: no '// tiletune:' declarations found");
+}
+
+TEST(KernelTemplate, UnknownDirectiveSuggestsTheValidOnes) {
+  EXPECT_THAT(template_error(std::string(kEntry) + "// tiletune: blok T\n" + kGrid),
+              AllOf(StartsWith("t.cu:2: "), HasSubstr("unknown directive 'blok'"),
+                    HasSubstr("name, entry, param, require, block, grid, shared")));
+  EXPECT_THAT(template_error(std::string(kEntry) + "// tiletune:\n"),
+              AllOf(StartsWith("t.cu:2: "), HasSubstr("missing directive")));
+}
+
+TEST(KernelTemplate, MissingEntryBlockOrGrid) {
+  EXPECT_EQ(template_error(std::string(kParam) + kBlock + kGrid),
+            "t.cu: missing '// tiletune: entry' declaration");
+  EXPECT_EQ(template_error(std::string(kEntry) + kParam + kGrid),
+            "t.cu: missing '// tiletune: block' declaration");
+  EXPECT_EQ(template_error(std::string(kEntry) + kParam + kBlock),
+            "t.cu: missing '// tiletune: grid' declaration");
+}
+
+TEST(KernelTemplate, MissingArgument) {
+  EXPECT_THAT(
+      template_error(std::string(kEntry) + kParam + kBlock + kGrid + "// tiletune: require  \n"),
+      AllOf(StartsWith("t.cu:5: "), HasSubstr("'require' needs an argument")));
+}
+
+TEST(KernelTemplate, DuplicateDirectives) {
+  const std::string base = std::string("// tiletune: name a\n") + kEntry + kParam + kBlock + kGrid +
+                           "// tiletune: shared 0\n";
+  EXPECT_THAT(template_error(base + "// tiletune: name b\n"),
+              AllOf(StartsWith("t.cu:7: "), HasSubstr("duplicate 'name'"), HasSubstr("line 1")));
+  EXPECT_THAT(template_error(base + "// tiletune: entry k2\n"),
+              AllOf(StartsWith("t.cu:7: "), HasSubstr("duplicate 'entry'"), HasSubstr("line 2")));
+  EXPECT_THAT(template_error(base + "// tiletune: block 1\n"),
+              AllOf(StartsWith("t.cu:7: "), HasSubstr("duplicate 'block'"), HasSubstr("line 4")));
+  EXPECT_THAT(template_error(base + "// tiletune: grid 1\n"),
+              AllOf(StartsWith("t.cu:7: "), HasSubstr("duplicate 'grid'"), HasSubstr("line 5")));
+  EXPECT_THAT(template_error(base + "// tiletune: shared 4\n"),
+              AllOf(StartsWith("t.cu:7: "), HasSubstr("duplicate 'shared'"), HasSubstr("line 6")));
+}
+
+TEST(KernelTemplate, BadNameOrEntry) {
+  EXPECT_THAT(
+      template_error(std::string("// tiletune: name two words\n") + kEntry + kBlock + kGrid),
+      AllOf(StartsWith("t.cu:1: "), HasSubstr("single word")));
+  EXPECT_THAT(template_error(std::string("// tiletune: entry 9lives\n") + kBlock + kGrid),
+              AllOf(StartsWith("t.cu:1: "), HasSubstr("entry '9lives' is not a C identifier")));
+}
+
+TEST(KernelTemplate, BadParameters) {
+  const std::string head = std::string(kEntry) + kBlock + kGrid;  // parameters go on line 4
+  EXPECT_THAT(template_error(head + "// tiletune: param 1T 1\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("'1T' is not an identifier")));
+  EXPECT_THAT(template_error(head + "// tiletune: param T-1 1\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("'T-1' is not an identifier")));
+  EXPECT_THAT(template_error(head + "// tiletune: param M 1 2\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("'M' is reserved")));
+  EXPECT_THAT(template_error(head + "// tiletune: param K 1 2\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("'K' is reserved")));
+  EXPECT_THAT(template_error(head + "// tiletune: param T 1 x 3\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("bad value 'x' for parameter 'T'")));
+  EXPECT_THAT(template_error(head + "// tiletune: param T 1 2.5\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("bad value '2.5'")));
+  EXPECT_THAT(template_error(head + "// tiletune: param T 99999999999999999999\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("bad value")));
+  EXPECT_THAT(template_error(head + "// tiletune: param T 8 16 8\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("duplicate value 8 for parameter 'T'")));
+  EXPECT_THAT(template_error(head + "// tiletune: param T\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("parameter 'T' has no candidate values")));
+  EXPECT_THAT(
+      template_error(head + kParam + "// tiletune: param T 3\n"),
+      AllOf(StartsWith("t.cu:5: "), HasSubstr("duplicate parameter 'T'"), HasSubstr("line 4")));
+}
+
+TEST(KernelTemplate, ExpressionSyntaxErrors) {
+  const std::string head = std::string(kEntry) + kParam;  // the next line is line 3
+  EXPECT_THAT(template_error(head + "// tiletune: require T +\n" + kBlock + kGrid),
+              AllOf(StartsWith("t.cu:3: "), HasSubstr("'require'"), HasSubstr("'T +'"),
+                    HasSubstr("end of expression")));
+  EXPECT_THAT(template_error(head + "// tiletune: block T, floor(T)\n" + kGrid),
+              AllOf(StartsWith("t.cu:3: "), HasSubstr("unknown function 'floor'")));
+  EXPECT_THAT(template_error(head + kBlock + "// tiletune: grid min(T)\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("min() takes 2 arguments")));
+  EXPECT_THAT(template_error(head + kBlock + kGrid + "// tiletune: shared 1, 2\n"),
+              AllOf(StartsWith("t.cu:5: "), HasSubstr("'shared'"), HasSubstr("','")));
+  EXPECT_THAT(template_error(head + "// tiletune: block T, , 1\n" + kGrid),
+              AllOf(StartsWith("t.cu:3: "), HasSubstr("'block'")));
+}
+
+TEST(KernelTemplate, TooManyDimensions) {
+  EXPECT_THAT(
+      template_error(std::string(kEntry) + kParam + kBlock + "// tiletune: grid 1, 2, 3, 4\n"),
+      AllOf(StartsWith("t.cu:4: "), HasSubstr("1 to 3"), HasSubstr("got 4")));
+}
+
+TEST(KernelTemplate, ExpressionsMayReadOnlyParametersAndProblemSizes) {
+  const std::string head = std::string(kEntry) + kParam;
+  EXPECT_THAT(template_error(head + "// tiletune: require T < X\n" + kBlock + kGrid),
+              AllOf(StartsWith("t.cu:3: "), HasSubstr("'T < X'"), HasSubstr("reads 'X'"),
+                    HasSubstr("neither a parameter (T)")));
+  EXPECT_THAT(template_error(head + kBlock + "// tiletune: grid ceil_div(N, TILE)\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("reads 'TILE'")));
+  EXPECT_THAT(template_error(head + kBlock + kGrid + "// tiletune: shared bytes\n"),
+              AllOf(StartsWith("t.cu:5: "), HasSubstr("reads 'bytes'")));
+  // A parameter declared after the expression that reads it is fine.
+  EXPECT_NO_THROW(parse_template(std::string(kEntry) + "// tiletune: require U < M * N * K\n" +
+                                     kParam + "// tiletune: param U 1\n" + kBlock + kGrid,
+                                 "t.cu"));
+}
+
+TEST(KernelTemplate, ToleratesCarriageReturns) {
+  const KernelTemplate tmpl = parse_template(
+      "// tiletune: entry k\r\n// tiletune: param T 1 2\r\n// tiletune: block T\r\n"
+      "// tiletune: grid 1\r\n",
+      "t.cu");
+  EXPECT_EQ(tmpl.entry, "k");
+  EXPECT_THAT(tmpl.parameters[0].values, ElementsAre(1, 2));
+}
+
+TEST(KernelTemplate, Fnv1a) {
+  EXPECT_EQ(fnv1a_hex(""), "cbf29ce484222325");
+  EXPECT_EQ(fnv1a_hex("a"), "af63dc4c8601ec8c");
+  EXPECT_EQ(fnv1a_hex("foobar"), "85944171f73967e8");
+}
+
+TEST(KernelTemplate, ShippedTiledTemplate) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  EXPECT_EQ(tmpl.name, "tiled");
+  EXPECT_EQ(tmpl.entry, "tiled_gemm");
+  EXPECT_EQ(tmpl.path, kTemplates / "tiled.cu");
+  EXPECT_EQ(tmpl.source_hash, fnv1a_hex(tmpl.source));
+  ASSERT_EQ(tmpl.parameters.size(), 3u);
+  EXPECT_EQ(tmpl.parameters[0].name, "TILE");
+  EXPECT_THAT(tmpl.parameters[0].values, ElementsAre(8, 16, 32));
+  EXPECT_EQ(tmpl.parameters[1].name, "PAD");
+  EXPECT_EQ(tmpl.parameters[2].name, "SWIZZLE");
+  ASSERT_EQ(tmpl.requirements.size(), 1u);
+  EXPECT_EQ(tmpl.requirements[0].text(), "!(PAD && SWIZZLE)");
+}
+
+TEST(KernelTemplate, ShippedNaiveTemplate) {
+  const KernelTemplate tmpl = load_template(kTemplates / "naive.cu");
+  EXPECT_EQ(tmpl.name, "naive");
+  EXPECT_EQ(tmpl.entry, "naive_gemm");
+  ASSERT_EQ(tmpl.parameters.size(), 2u);
+  EXPECT_THAT(tmpl.parameters[0].values, ElementsAre(8, 16, 32, 64, 128));
+  EXPECT_THAT(tmpl.parameters[1].values, ElementsAre(1, 2, 4, 8, 16, 32));
+}
+
+TEST(KernelTemplate, LoadTemplateReportsUnreadableFiles) {
+  try {
+    load_template(kTemplates / "no_such_template.cu");
+    ADD_FAILURE() << "loaded a missing file";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), AllOf(StartsWith("cannot read "), HasSubstr("no_such_template.cu"),
+                                    HasSubstr("No such file")));
+  }
+  try {
+    load_template(kTemplates);
+    ADD_FAILURE() << "loaded a directory";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), AllOf(StartsWith("cannot read "), HasSubstr("directory")));
+  }
+}
+
+TEST(KernelTemplate, LoadTemplateErrorsNameThePath) {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     ("tiletune_bad_" + std::to_string(::getpid()) + ".cu");
+  {
+    std::ofstream file(path);
+    file << kEntry << kParam << "// tiletune: frobnicate\n";
+  }
+  try {
+    load_template(path);
+    ADD_FAILURE() << "loaded a bad template";
+  } catch (const TemplateError& error) {
+    EXPECT_THAT(error.what(), StartsWith(path.string() + ":3: unknown directive 'frobnicate'"));
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(KernelTemplate, TiledLaunchGeometry) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  const GemmShape shape{4095, 4097, 4093};
+  const LaunchGeometry geometry =
+      tmpl.launch_geometry(tmpl.parse_configuration("TILE=16,PAD=0,SWIZZLE=1"), shape);
+  EXPECT_THAT(geometry.grid, ElementsAre((4097u + 15) / 16, (4095u + 15) / 16, 1u));
+  EXPECT_THAT(geometry.grid, ElementsAre(257u, 256u, 1u));
+  EXPECT_THAT(geometry.block, ElementsAre(16u, 16u, 1u));
+  EXPECT_EQ(geometry.dynamic_shared_bytes, 0u);
+  EXPECT_EQ(geometry.threads_per_block(), 256u);
+}
+
+TEST(KernelTemplate, LaunchGeometryValidatesItsValues) {
+  const std::string head = std::string(kEntry) + "// tiletune: param T 0 1 -1\n";
+  const KernelTemplate tmpl = parse_template(
+      head +
+          "// tiletune: block T\n// tiletune: grid M * N * K\n// tiletune: shared T * 4\n"
+          "// tiletune: name geo\n",
+      "t.cu");
+  const auto config = [&](int t) { return tmpl.parse_configuration("T=" + std::to_string(t)); };
+  const GemmShape small{1, 1, 1};
+
+  EXPECT_EQ(tmpl.launch_geometry(config(1), small).dynamic_shared_bytes, 4u);
+  EXPECT_THAT(geometry_error(tmpl, config(0), small),
+              AllOf(StartsWith("geo: block x for T=0 at 1x1x1"), HasSubstr("'T' is 0")));
+  EXPECT_THAT(geometry_error(tmpl, config(-1), small), HasSubstr("block x"));
+  // 65536^3 = 2^48 does not fit in 32 bits; (2^31 - 1)^3 does not even fit in 64.
+  EXPECT_THAT(geometry_error(tmpl, config(1), GemmShape{65536, 65536, 65536}),
+              AllOf(HasSubstr("grid x"), HasSubstr("4294967295")));
+  EXPECT_THAT(geometry_error(tmpl, config(1), GemmShape{2147483647, 2147483647, 2147483647}),
+              AllOf(HasSubstr("grid x"), HasSubstr("overflow")));
+  EXPECT_EQ(tmpl.launch_geometry(config(1), GemmShape{4294967295, 1, 1}).grid[0], 4294967295u);
+
+  const KernelTemplate negative_shared = parse_template(
+      std::string(kEntry) + kParam + kBlock + kGrid + "// tiletune: shared T - 2\n", "neg.cu");
+  EXPECT_THAT(geometry_error(negative_shared, negative_shared.parse_configuration("T=1"), small),
+              AllOf(StartsWith("neg: shared for T=1"), HasSubstr("is -1")));
+}
+
+TEST(KernelTemplate, MacroDefinitions) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  EXPECT_THAT(tmpl.macro_definitions(tmpl.parse_configuration("TILE=16,PAD=1,SWIZZLE=0")),
+              ElementsAre("-DTT_TILE=16", "-DTT_PAD=1", "-DTT_SWIZZLE=0"));
+}
+
+TEST(KernelTemplate, BindingsAndRequirements) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  const Configuration both = tmpl.parse_configuration("TILE=8,PAD=1,SWIZZLE=1");
+  EXPECT_FALSE(tmpl.satisfies_requirements(both));
+  EXPECT_TRUE(tmpl.satisfies_requirements(tmpl.parse_configuration("TILE=8,PAD=1,SWIZZLE=0")));
+
+  const GemmShape shape{1, 2, 3};
+  const Bindings bindings = tmpl.bindings(both, &shape);
+  EXPECT_EQ(bindings.size(), 6u);
+  EXPECT_EQ(bindings.at("TILE"), 8);
+  EXPECT_EQ(bindings.at("M"), 1);
+  EXPECT_EQ(bindings.at("N"), 2);
+  EXPECT_EQ(bindings.at("K"), 3);
+  EXPECT_EQ(tmpl.bindings(both).size(), 3u);
+}
+
+TEST(KernelTemplate, ShapeRequirementsNeedAShape) {
+  const KernelTemplate tmpl = parse_template(
+      std::string(kEntry) + "// tiletune: param T 8 16\n// tiletune: require M % T == 0\n" +
+          kBlock + kGrid,
+      "t.cu");
+  const Configuration t16 = tmpl.parse_configuration("T=16");
+  const GemmShape divisible{32, 1, 1}, not_divisible{40, 1, 1};
+  EXPECT_TRUE(tmpl.satisfies_requirements(t16));  // skipped without a shape
+  EXPECT_TRUE(tmpl.satisfies_requirements(t16, &divisible));
+  EXPECT_FALSE(tmpl.satisfies_requirements(t16, &not_divisible));
+}
+
+TEST(KernelTemplate, ConfigurationToStringAndAt) {
+  const Configuration config{{{"TILE", 16}, {"PAD", 1}, {"SWIZZLE", 0}}};
+  EXPECT_EQ(config.to_string(), "TILE=16,PAD=1,SWIZZLE=0");
+  EXPECT_EQ(config.at("PAD"), 1);
+  EXPECT_THROW(config.at("WARP"), std::out_of_range);
+  EXPECT_EQ(Configuration{}.to_string(), "");
+}
+
+TEST(KernelTemplate, ParseConfigurationRoundTrips) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  for (const Configuration& config : enumerate_configurations(tmpl)) {
+    EXPECT_EQ(tmpl.parse_configuration(config.to_string()), config);
+  }
+  const Configuration expected{{{"TILE", 32}, {"PAD", 1}, {"SWIZZLE", 0}}};
+  EXPECT_EQ(tmpl.parse_configuration(" SWIZZLE = 0 , TILE=32,\tPAD=1 "), expected);
+}
+
+TEST(KernelTemplate, ParseConfigurationErrors) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  EXPECT_THAT(configuration_error(tmpl, "TILE=16,PAD=0,SWIZZLE=0,WARP=2"),
+              AllOf(StartsWith("tiled: invalid configuration 'TILE=16,PAD=0,SWIZZLE=0,WARP=2'"),
+                    HasSubstr("unknown parameter 'WARP'"), HasSubstr("TILE, PAD, SWIZZLE")));
+  EXPECT_THAT(configuration_error(tmpl, "TILE=16,PAD=0"), HasSubstr("missing parameter 'SWIZZLE'"));
+  EXPECT_THAT(configuration_error(tmpl, ""), HasSubstr("missing parameter 'TILE'"));
+  EXPECT_THAT(configuration_error(tmpl, "TILE=16,PAD=0,SWIZZLE=0,TILE=8"),
+              HasSubstr("parameter 'TILE' given twice"));
+  EXPECT_THAT(
+      configuration_error(tmpl, "TILE=12,PAD=0,SWIZZLE=0"),
+      AllOf(HasSubstr("12 is not a candidate of TILE"), HasSubstr("candidates: 8, 16, 32")));
+  EXPECT_THAT(configuration_error(tmpl, "TILE=16,PAD,SWIZZLE=0"),
+              HasSubstr("'PAD' is not NAME=VALUE"));
+  EXPECT_THAT(configuration_error(tmpl, "TILE=sixteen,PAD=0,SWIZZLE=0"),
+              HasSubstr("'sixteen' of TILE is not an integer"));
+  EXPECT_THAT(configuration_error(tmpl, "TILE=16,,PAD=0,SWIZZLE=0"), HasSubstr("NAME=VALUE"));
+}
+
+TEST(KernelTemplate, TemplateWithoutParameters) {
+  const KernelTemplate tmpl =
+      parse_template(std::string(kEntry) + "// tiletune: block 32\n" + kGrid, "t.cu");
+  EXPECT_EQ(tmpl.parse_configuration(""), Configuration{});
+  EXPECT_THAT(tmpl.launch_geometry(Configuration{}, GemmShape{1, 1, 1}).block,
+              ElementsAre(32u, 1u, 1u));
+}
+
+}  // namespace
+}  // namespace tiletune

@@ -1,0 +1,90 @@
+#include "tuner/search_space.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace tiletune {
+namespace {
+
+using ::testing::ElementsAre;
+
+const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+
+KernelTemplate with_declarations(const std::string& declarations) {
+  return parse_template(
+      "// tiletune: entry k\n// tiletune: block 1\n// tiletune: grid 1\n" + declarations,
+      "space.cu");
+}
+
+std::vector<std::string> strings(const std::vector<Configuration>& configurations) {
+  std::vector<std::string> result;
+  for (const Configuration& config : configurations) result.push_back(config.to_string());
+  return result;
+}
+
+TEST(SearchSpace, TiledHasNineConfigurations) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  const std::vector<Configuration> configurations = enumerate_configurations(tmpl);
+  // 3 tiles x 4 (PAD, SWIZZLE) pairs, less the 3 with both set.
+  EXPECT_THAT(
+      strings(configurations),
+      ElementsAre("TILE=8,PAD=0,SWIZZLE=0", "TILE=8,PAD=0,SWIZZLE=1", "TILE=8,PAD=1,SWIZZLE=0",
+                  "TILE=16,PAD=0,SWIZZLE=0", "TILE=16,PAD=0,SWIZZLE=1", "TILE=16,PAD=1,SWIZZLE=0",
+                  "TILE=32,PAD=0,SWIZZLE=0", "TILE=32,PAD=0,SWIZZLE=1", "TILE=32,PAD=1,SWIZZLE=0"));
+}
+
+TEST(SearchSpace, NaiveCountMatchesItsDeclarations) {
+  // BLOCK_X * BLOCK_Y in [64, 1024]: X=8 takes Y in {8,16,32} (3), X=16 {4..32} (4),
+  // X=32 {2..32} (5), X=64 {1..16} (5), X=128 {1..8} (4): 21 of the 30 pairs.
+  const KernelTemplate tmpl = load_template(kTemplates / "naive.cu");
+  const std::vector<Configuration> configurations = enumerate_configurations(tmpl);
+  EXPECT_EQ(configurations.size(), 21u);
+  EXPECT_EQ(configurations.front().to_string(), "BLOCK_X=8,BLOCK_Y=8");
+  EXPECT_EQ(configurations.back().to_string(), "BLOCK_X=128,BLOCK_Y=8");
+  for (const Configuration& config : configurations) {
+    const std::int64_t threads = config.at("BLOCK_X") * config.at("BLOCK_Y");
+    EXPECT_GE(threads, 64) << config.to_string();
+    EXPECT_LE(threads, 1024) << config.to_string();
+  }
+}
+
+TEST(SearchSpace, FirstParameterVariesSlowestInDeclaredOrder) {
+  const KernelTemplate tmpl =
+      with_declarations("// tiletune: param B 2 1\n// tiletune: param A 5 3 4\n");
+  EXPECT_THAT(strings(enumerate_configurations(tmpl)),
+              ElementsAre("B=2,A=5", "B=2,A=3", "B=2,A=4", "B=1,A=5", "B=1,A=3", "B=1,A=4"));
+}
+
+TEST(SearchSpace, ShapeRequirementsAreSkippedWithoutAShapeAndAppliedWithOne) {
+  const KernelTemplate tmpl = with_declarations(
+      "// tiletune: param T 8 16 32\n// tiletune: require M % T == 0 && K >= T\n"
+      "// tiletune: require T != 8\n");
+  EXPECT_THAT(strings(enumerate_configurations(tmpl)), ElementsAre("T=16", "T=32"));
+  const GemmShape shape{48, 1, 64};
+  EXPECT_THAT(strings(enumerate_configurations(tmpl, &shape)), ElementsAre("T=16"));
+  const GemmShape too_small{48, 1, 8};
+  EXPECT_TRUE(enumerate_configurations(tmpl, &too_small).empty());
+}
+
+TEST(SearchSpace, RequirementThatFailsToEvaluateIsNotSatisfied) {
+  // T=2 divides by zero, T=7 leaves a remainder: only T=3 remains.
+  const KernelTemplate tmpl =
+      with_declarations("// tiletune: param T 2 3 7\n// tiletune: require 12 % (T - 2) == 0\n");
+  EXPECT_THAT(strings(enumerate_configurations(tmpl)), ElementsAre("T=3"));
+}
+
+TEST(SearchSpace, NoParametersGiveOneEmptyConfiguration) {
+  EXPECT_THAT(enumerate_configurations(with_declarations("")), ElementsAre(Configuration{}));
+  EXPECT_TRUE(enumerate_configurations(with_declarations("// tiletune: require 0\n")).empty());
+}
+
+TEST(SearchSpace, EmptyCandidateListGivesNothing) {
+  KernelTemplate tmpl = with_declarations("");
+  tmpl.parameters.push_back({"T", {}});
+  EXPECT_TRUE(enumerate_configurations(tmpl).empty());
+}
+
+}  // namespace
+}  // namespace tiletune

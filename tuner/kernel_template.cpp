@@ -1,0 +1,394 @@
+#include "tuner/kernel_template.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+namespace tiletune {
+namespace {
+
+constexpr std::string_view kDirectivePrefix = "// tiletune:";
+constexpr std::string_view kDirectiveList = "name, entry, param, require, block, grid, shared";
+constexpr std::string_view kBlanks = " \t\r\f\v";
+constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
+
+std::string_view trim(std::string_view s) {
+  const std::size_t first = s.find_first_not_of(kBlanks);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(kBlanks) - first + 1);
+}
+
+// Splits off the first blank-separated word; the rest comes back trimmed.
+std::pair<std::string_view, std::string_view> split_word(std::string_view s) {
+  s = trim(s);
+  const std::size_t end = std::min(s.find_first_of(kBlanks), s.size());
+  return {s.substr(0, end), trim(s.substr(end))};
+}
+
+bool is_identifier(std::string_view s) {
+  const auto letter = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  };
+  return !s.empty() && letter(s.front()) && std::all_of(s.begin(), s.end(), [&](char c) {
+    return letter(c) || (c >= '0' && c <= '9');
+  });
+}
+
+bool is_problem_size(std::string_view name) {
+  return std::find(std::begin(kProblemSizes), std::end(kProblemSizes), name) !=
+         std::end(kProblemSizes);
+}
+
+std::optional<std::int64_t> parse_integer(std::string_view s) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (error != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+// Splits "ceil_div(N, T), M" into its items: commas inside parentheses separate function arguments.
+std::vector<std::string_view> split_top_level(std::string_view s) {
+  std::vector<std::string_view> items;
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '(') ++depth;
+    if (s[i] == ')') --depth;
+    if (s[i] == ',' && depth == 0) {
+      items.push_back(trim(s.substr(start, i - start)));
+      start = i + 1;
+    }
+  }
+  items.push_back(trim(s.substr(start)));
+  return items;
+}
+
+std::string join_names(const std::vector<Parameter>& parameters) {
+  std::string names;
+  for (const Parameter& p : parameters) names += (names.empty() ? "" : ", ") + p.name;
+  return names.empty() ? "none" : names;
+}
+
+class TemplateParser {
+ public:
+  TemplateParser(std::string source, const std::string& origin) : origin_(origin) {
+    tmpl_.source = std::move(source);
+    tmpl_.name = std::filesystem::path(origin).stem().string();
+  }
+
+  KernelTemplate parse() {
+    std::string_view rest = tmpl_.source;
+    bool any_declaration = false;
+    for (std::size_t line = 1; !rest.empty(); ++line) {
+      const std::size_t end = std::min(rest.find('\n'), rest.size());
+      std::string_view text = rest.substr(0, end);
+      rest.remove_prefix(std::min(end + 1, rest.size()));
+
+      text.remove_prefix(std::min(text.find_first_not_of(kBlanks), text.size()));
+      if (!text.starts_with(kDirectivePrefix)) continue;
+      any_declaration = true;
+      const auto [word, argument] = split_word(text.substr(kDirectivePrefix.size()));
+      directive(line, word, argument);
+    }
+
+    if (!any_declaration) fail("no '// tiletune:' declarations found");
+    check_names();
+    for (std::string_view required : {"entry", "block", "grid"}) {
+      if (!first_line_.contains(required)) {
+        fail(fmt::format("missing '// tiletune: {}' declaration", required));
+      }
+    }
+    if (!first_line_.contains("shared")) tmpl_.dynamic_shared_bytes = Expression::parse("0");
+    tmpl_.source_hash = fnv1a_hex(tmpl_.source);
+    return std::move(tmpl_);
+  }
+
+ private:
+  [[noreturn]] void fail(std::size_t line, std::string_view why) const {
+    throw TemplateError(fmt::format("{}:{}: {}", origin_, line, why));
+  }
+  [[noreturn]] void fail(std::string_view why) const {
+    throw TemplateError(fmt::format("{}: {}", origin_, why));
+  }
+
+  void directive(std::size_t line, std::string_view word, std::string_view argument) {
+    if (word.empty()) {
+      fail(line, fmt::format("missing directive (expected one of {})", kDirectiveList));
+    }
+    const bool known = word == "name" || word == "entry" || word == "param" || word == "require" ||
+                       word == "block" || word == "grid" || word == "shared";
+    if (!known) {
+      fail(line, fmt::format("unknown directive '{}' (expected one of {})", word, kDirectiveList));
+    }
+    if (argument.empty()) fail(line, fmt::format("'{}' needs an argument", word));
+
+    if (word == "param") {
+      parameter(line, argument);
+      return;
+    }
+    if (word == "require") {
+      tmpl_.requirements.push_back(expression(line, word, argument));
+      return;
+    }
+
+    // The rest may appear once each.
+    const auto [first, inserted] = first_line_.emplace(std::string(word), line);
+    if (!inserted) {
+      fail(line, fmt::format("duplicate '{}' (first declared on line {})", word, first->second));
+    }
+    if (word == "name") {
+      if (argument.find_first_of(kBlanks) != std::string_view::npos) {
+        fail(line, fmt::format("name '{}' must be a single word", argument));
+      }
+      tmpl_.name = std::string(argument);
+    } else if (word == "entry") {
+      if (!is_identifier(argument)) {
+        fail(line, fmt::format("entry '{}' is not a C identifier", argument));
+      }
+      tmpl_.entry = std::string(argument);
+    } else if (word == "shared") {
+      tmpl_.dynamic_shared_bytes = expression(line, word, argument);
+    } else {
+      dimensions(line, word, argument, word == "block" ? tmpl_.block : tmpl_.grid);
+    }
+  }
+
+  void parameter(std::size_t line, std::string_view argument) {
+    auto [name, values] = split_word(argument);
+    if (!is_identifier(name)) {
+      fail(line,
+           fmt::format("parameter name '{}' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", name));
+    }
+    if (is_problem_size(name)) {
+      fail(line, fmt::format("parameter name '{}' is reserved for the problem size", name));
+    }
+    const auto [first, inserted] = parameter_lines_.emplace(std::string(name), line);
+    if (!inserted) {
+      fail(line, fmt::format("duplicate parameter '{}' (first declared on line {})", name,
+                             first->second));
+    }
+    Parameter parameter{std::string(name), {}};
+    while (!values.empty()) {
+      const auto [word, rest] = split_word(values);
+      values = rest;
+      const std::optional<std::int64_t> value = parse_integer(word);
+      if (!value) {
+        fail(line,
+             fmt::format("bad value '{}' for parameter '{}' (expected an integer)", word, name));
+      }
+      if (std::find(parameter.values.begin(), parameter.values.end(), *value) !=
+          parameter.values.end()) {
+        fail(line, fmt::format("duplicate value {} for parameter '{}'", *value, name));
+      }
+      parameter.values.push_back(*value);
+    }
+    if (parameter.values.empty()) {
+      fail(line, fmt::format("parameter '{}' has no candidate values", name));
+    }
+    tmpl_.parameters.push_back(std::move(parameter));
+  }
+
+  void dimensions(std::size_t line, std::string_view word, std::string_view argument,
+                  std::array<Expression, 3>& out) {
+    const std::vector<std::string_view> items = split_top_level(argument);
+    if (items.size() > out.size()) {
+      fail(line, fmt::format("'{}' takes 1 to 3 comma-separated expressions, got {}", word,
+                             items.size()));
+    }
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = i < items.size() ? expression(line, word, items[i]) : Expression::parse("1");
+    }
+  }
+
+  // Parses now; the names it reads are checked once every parameter is known.
+  Expression expression(std::size_t line, std::string_view word, std::string_view text) {
+    try {
+      Expression parsed = Expression::parse(text);
+      expression_lines_.emplace_back(line, parsed);
+      return parsed;
+    } catch (const ExpressionError& error) {
+      fail(line, fmt::format("bad '{}' expression: {}", word, error.what()));
+    }
+  }
+
+  void check_names() const {
+    for (const auto& [line, expression] : expression_lines_) {
+      for (const std::string& name : expression.names()) {
+        if (!is_problem_size(name) && !parameter_lines_.contains(name)) {
+          fail(line, fmt::format("expression '{}' reads '{}', which is neither a parameter ({}) "
+                                 "nor a problem size (M, N, K)",
+                                 expression.text(), name, join_names(tmpl_.parameters)));
+        }
+      }
+    }
+  }
+
+  const std::string& origin_;
+  KernelTemplate tmpl_;
+  std::map<std::string, std::size_t, std::less<>> first_line_;       // once-only directives
+  std::map<std::string, std::size_t, std::less<>> parameter_lines_;  // parameter -> its line
+  std::vector<std::pair<std::size_t, Expression>> expression_lines_;
+};
+
+}  // namespace
+
+std::int64_t Configuration::at(std::string_view name) const {
+  for (const auto& [key, value] : values) {
+    if (key == name) return value;
+  }
+  throw std::out_of_range(
+      fmt::format("configuration '{}' has no parameter '{}'", to_string(), name));
+}
+
+std::string Configuration::to_string() const {
+  std::string text;
+  for (const auto& [name, value] : values) {
+    text += fmt::format("{}{}={}", text.empty() ? "" : ",", name, value);
+  }
+  return text;
+}
+
+std::vector<std::string> KernelTemplate::macro_definitions(const Configuration& config) const {
+  std::vector<std::string> definitions;
+  for (const auto& [name, value] : config.values) {
+    definitions.push_back(fmt::format("-D{}{}={}", kParameterMacroPrefix, name, value));
+  }
+  return definitions;
+}
+
+Bindings KernelTemplate::bindings(const Configuration& config, const GemmShape* shape) const {
+  Bindings result(config.values.begin(), config.values.end());
+  if (shape != nullptr) {
+    result["M"] = shape->m;
+    result["N"] = shape->n;
+    result["K"] = shape->k;
+  }
+  return result;
+}
+
+bool KernelTemplate::satisfies_requirements(const Configuration& config,
+                                            const GemmShape* shape) const {
+  const Bindings values = bindings(config, shape);
+  for (const Expression& requirement : requirements) {
+    const bool reads_shape =
+        std::any_of(std::begin(kProblemSizes), std::end(kProblemSizes),
+                    [&](std::string_view s) { return requirement.references(s); });
+    if (reads_shape && shape == nullptr) continue;
+    try {
+      if (requirement.evaluate(values) == 0) return false;
+    } catch (const ExpressionError&) {
+      return false;  // e.g. a division by zero for this configuration: not a usable point
+    }
+  }
+  return true;
+}
+
+LaunchGeometry KernelTemplate::launch_geometry(const Configuration& config,
+                                               const GemmShape& shape) const {
+  const Bindings values = bindings(config, &shape);
+  const auto evaluate = [&](const Expression& expression, std::string_view what,
+                            std::int64_t low) -> std::uint32_t {
+    constexpr std::int64_t kHigh = std::numeric_limits<std::uint32_t>::max();
+    const std::string context =
+        fmt::format("{}: {} for {} at {}", name, what, config.to_string(), shape.to_string());
+    std::int64_t value = 0;
+    try {
+      value = expression.evaluate(values);
+    } catch (const ExpressionError& error) {
+      throw TemplateError(fmt::format("{}: {}", context, error.what()));
+    }
+    if (value < low || value > kHigh) {
+      throw TemplateError(fmt::format("{}: '{}' is {}, outside [{}, {}]", context,
+                                      expression.text(), value, low, kHigh));
+    }
+    return static_cast<std::uint32_t>(value);
+  };
+
+  constexpr std::string_view kAxes[] = {"x", "y", "z"};
+  LaunchGeometry geometry;
+  for (std::size_t i = 0; i < 3; ++i) {
+    geometry.grid[i] = evaluate(grid[i], fmt::format("grid {}", kAxes[i]), 1);
+    geometry.block[i] = evaluate(block[i], fmt::format("block {}", kAxes[i]), 1);
+  }
+  geometry.dynamic_shared_bytes = evaluate(dynamic_shared_bytes, "shared", 0);
+  return geometry;
+}
+
+Configuration KernelTemplate::parse_configuration(std::string_view text) const {
+  const auto fail = [&](std::string_view why) {
+    throw TemplateError(fmt::format("{}: invalid configuration '{}': {}", name, text, why));
+  };
+  std::map<std::string, std::int64_t, std::less<>> given;
+  if (!trim(text).empty()) {
+    for (std::string_view item : split_top_level(text)) {
+      const std::size_t equals = item.find('=');
+      if (equals == std::string_view::npos) fail(fmt::format("'{}' is not NAME=VALUE", item));
+      const std::string_view key = trim(item.substr(0, equals));
+      const std::string_view value_text = trim(item.substr(equals + 1));
+
+      const auto parameter = std::find_if(parameters.begin(), parameters.end(),
+                                          [&](const Parameter& p) { return p.name == key; });
+      if (parameter == parameters.end()) {
+        fail(fmt::format("unknown parameter '{}' (parameters: {})", key, join_names(parameters)));
+      }
+      const std::optional<std::int64_t> value = parse_integer(value_text);
+      if (!value) fail(fmt::format("value '{}' of {} is not an integer", value_text, key));
+      if (std::find(parameter->values.begin(), parameter->values.end(), *value) ==
+          parameter->values.end()) {
+        fail(fmt::format("{} is not a candidate of {} (candidates: {})", *value, key,
+                         fmt::join(parameter->values, ", ")));
+      }
+      if (!given.emplace(std::string(key), *value).second) {
+        fail(fmt::format("parameter '{}' given twice", key));
+      }
+    }
+  }
+
+  Configuration config;
+  for (const Parameter& parameter : parameters) {
+    const auto found = given.find(parameter.name);
+    if (found == given.end()) fail(fmt::format("missing parameter '{}'", parameter.name));
+    config.values.emplace_back(parameter.name, found->second);
+  }
+  return config;
+}
+
+KernelTemplate parse_template(std::string source, const std::string& origin) {
+  return TemplateParser(std::move(source), origin).parse();
+}
+
+KernelTemplate load_template(const std::filesystem::path& path) {
+  const auto fail = [&](std::string_view reason) {
+    throw std::runtime_error(fmt::format("cannot read {}: {}", path.string(), reason));
+  };
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) fail("is a directory");
+  std::ifstream file(path, std::ios::binary);
+  if (!file) fail(std::strerror(errno));
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  if (file.bad()) fail("read error");
+
+  KernelTemplate tmpl = parse_template(std::move(contents).str(), path.string());
+  tmpl.path = path;
+  return tmpl;
+}
+
+std::string fnv1a_hex(std::string_view bytes) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;  // the 64-bit FNV offset basis
+  for (const unsigned char byte : bytes) {
+    hash ^= byte;
+    hash *= 0x100000001b3ULL;  // the 64-bit FNV prime
+  }
+  return fmt::format("{:016x}", hash);
+}
+
+}  // namespace tiletune
