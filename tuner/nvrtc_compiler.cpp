@@ -132,14 +132,14 @@ std::string nvrtc_version() {
   return fmt::format("{}.{}", major, minor);
 }
 
-CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Configuration& config,
-                                          const std::string& arch) {
-  const std::string file_name = tmpl.path.empty() ? tmpl.name + ".cu" : tmpl.path.filename().string();
-  Program program(tmpl.source, file_name);
-
+CompiledKernelImage compile_cuda_source(const std::string& source, const std::string& file_name,
+                                        const std::vector<std::string>& extra_options,
+                                        const std::string& arch, const std::string& entry,
+                                        const std::string& what) {
+  Program program(source, file_name);
   std::vector<std::string> options = {"-arch=" + arch, "--std=c++17", "-lineinfo",
                                       "--ptxas-options=-v"};
-  for (std::string& macro : tmpl.macro_definitions(config)) options.push_back(std::move(macro));
+  options.insert(options.end(), extra_options.begin(), extra_options.end());
   std::vector<const char*> option_pointers;
   for (const std::string& option : options) option_pointers.push_back(option.c_str());
 
@@ -149,18 +149,27 @@ CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Conf
   image.arch = arch;
   image.log = program.log();
   if (result == NVRTC_ERROR_COMPILATION) {
-    throw CompileError(fmt::format("{} [{}] does not compile for {}", tmpl.name,
-                                   config.to_string(), arch),
-                       image.log);
+    throw CompileError(fmt::format("{} does not compile for {}", what, arch), image.log);
   }
-  check_nvrtc(result, "nvrtcCompileProgram");
+  if (result != NVRTC_SUCCESS) {
+    throw NvrtcError(fmt::format("nvrtcCompileProgram ({}, {}): {}\n{}", what, arch,
+                                 nvrtc().nvrtcGetErrorString(result), image.log));
+  }
 
   std::size_t size = 0;
   check_nvrtc(nvrtc().nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
   image.cubin.resize(size);
   check_nvrtc(nvrtc().nvrtcGetCUBIN(program.get(), image.cubin.data()), "nvrtcGetCUBIN");
-  image.report = parse_ptxas_report(image.log, tmpl.entry);
+  image.report = parse_ptxas_report(image.log, entry);
   return image;
+}
+
+CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Configuration& config,
+                                          const std::string& arch) {
+  const std::string file_name =
+      tmpl.path.empty() ? tmpl.name + ".cu" : tmpl.path.filename().string();
+  return compile_cuda_source(tmpl.source, file_name, tmpl.macro_definitions(config), arch,
+                             tmpl.entry, fmt::format("{} [{}]", tmpl.name, config.to_string()));
 }
 
 }  // namespace tiletune

@@ -52,6 +52,13 @@ struct CompiledKernelImage {
 // "13.0": the version of the NVRTC library found. Throws NvrtcError when there is none.
 std::string nvrtc_version();
 
+// Compiles CUDA source for arch with extra NVRTC options; `entry` names the function whose ptxas
+// report is kept. Throws CompileError (message: `what` plus "does not compile") or NvrtcError.
+CompiledKernelImage compile_cuda_source(const std::string& source, const std::string& file_name,
+                                        const std::vector<std::string>& extra_options,
+                                        const std::string& arch, const std::string& entry,
+                                        const std::string& what);
+
 // Compiles the configuration for arch ("sm_90", "sm_80", ...). Throws CompileError with NVRTC's
 // log when the source does not compile, NvrtcError when NVRTC itself fails.
 CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Configuration& config,

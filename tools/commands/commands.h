@@ -1,0 +1,15 @@
+// The subcommands of `tiletune`. Each registers itself on the app; its callback stores the exit
+// code. Errors are exceptions that main() turns into one line and an exit code (command_line.h).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tiletune::cli {
+
+void add_tune_command(CLI::App& app, int& exit_code);
+void add_query_command(CLI::App& app, int& exit_code);
+void add_fuzz_command(CLI::App& app, int& exit_code);
+void add_compile_command(CLI::App& app, int& exit_code);
+void add_list_command(CLI::App& app, int& exit_code);
+
+}  // namespace tiletune::cli

@@ -1,0 +1,69 @@
+// tiletune compile KERNEL.cu... [--arch sm_90]: every configuration through NVRTC, no GPU needed;
+// prints ptxas's registers, shared memory and spills, and exits 1 if any configuration fails.
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "tools/commands/command_line.h"
+#include "tools/commands/commands.h"
+#include "tuner/gpu_device.h"
+#include "tuner/nvrtc_compiler.h"
+#include "tuner/search_space.h"
+
+namespace tiletune::cli {
+namespace {
+
+struct CompileOptions {
+  std::vector<std::string> kernels;
+  std::string arch;
+  bool verbose = false;
+};
+
+std::string default_arch() {
+  try {
+    return GpuDevice().properties().arch();
+  } catch (const GpuUnavailable&) {
+    return "sm_90";
+  }
+}
+
+int run(const CompileOptions& options) {
+  const std::vector<KernelTemplate> templates = load_templates(options.kernels);
+  const std::string arch = options.arch.empty() ? default_arch() : options.arch;
+  fmt::print("NVRTC {} for {}\n{:<12} {:<40} {:>5} {:>10} {:>7} {:>8}\n", nvrtc_version(), arch,
+             "template", "configuration", "regs", "smem B", "spill B", "ms");
+  int failures = 0, compiled = 0;
+  for (const KernelTemplate& tmpl : templates) {
+    for (const Configuration& config : enumerate_configurations(tmpl)) {
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        const CompiledKernelImage image = compile_configuration(tmpl, config, arch);
+        const double ms = std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - start).count();
+        fmt::print("{:<12} {:<40} {:>5} {:>10} {:>7} {:>8.1f}\n", tmpl.name, config.to_string(),
+                   image.report.registers, image.report.static_shared_bytes,
+                   image.report.spill_bytes(), ms);
+        if (options.verbose) fmt::print("{}\n", image.log);
+        ++compiled;
+      } catch (const CompileError& e) {
+        ++failures;
+        fmt::print("{:<12} {:<40} compile error\n{}\n", tmpl.name, config.to_string(), e.log());
+      }
+    }
+  }
+  fmt::print("{} configurations compiled for {}, {} failed\n", compiled, arch, failures);
+  return failures == 0 ? kSuccess : kFindings;
+}
+
+}  // namespace
+
+void add_compile_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<CompileOptions>();
+  CLI::App* command = app.add_subcommand("compile", "compile every configuration with NVRTC (no GPU needed)");
+  command->add_option("kernels", options->kernels, "kernel template files (.cu)")->required()->check(CLI::ExistingFile);
+  command->add_option("--arch", options->arch, "target, e.g. sm_90 (default: this GPU's, else sm_90)");
+  command->add_flag("-v,--verbose", options->verbose, "print NVRTC's whole log");
+  command->callback([options, &exit_code] { exit_code = run(*options); });
+}
+
+}  // namespace tiletune::cli

@@ -1,0 +1,106 @@
+// tiletune fuzz KERNEL.cu... [--cases N] [--seed S] [--config A=1,B=2] [--case '...']
+//
+// Runs the GEMM property on every configuration (or the one given), prints each failure with its
+// minimal case and the command that replays it, and exits 1 if anything failed.
+#include <fmt/format.h>
+
+#include "fuzz/gpu_executor.h"
+#include "fuzz/property_runner.h"
+#include "tools/commands/command_line.h"
+#include "tools/commands/commands.h"
+#include "tuner/gpu_device.h"
+#include "tuner/nvrtc_compiler.h"
+#include "tuner/search_space.h"
+
+namespace tiletune::cli {
+namespace {
+
+struct FuzzOptions {
+  std::vector<std::string> kernels;
+  int cases = 100;
+  std::uint64_t seed = 0;
+  std::string config;
+  std::string replay_case;
+  bool no_shrink = false;
+};
+
+std::string replay_command(const KernelTemplate& tmpl, const Configuration& config,
+                           const GemmCase& gemm_case) {
+  return fmt::format("tiletune fuzz {} --config {} --case '{}'", tmpl.path.string(),
+                     config.to_string(), gemm_case.to_string());
+}
+
+int run(const FuzzOptions& options) {
+  const std::vector<KernelTemplate> templates = load_templates(options.kernels);
+  if (!options.config.empty() && templates.size() != 1) {
+    throw UsageError("--config names one configuration: give exactly one template with it");
+  }
+  std::optional<GemmCase> replay;
+  if (!options.replay_case.empty()) {
+    try {
+      replay = GemmCase::parse(options.replay_case);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--case: ") + e.what());
+    }
+  }
+  GpuDevice device;
+  const std::string arch = device.properties().arch();
+  FuzzSettings settings;
+  settings.cases = options.cases;
+  settings.seed = options.seed;
+  settings.shrink = !options.no_shrink;
+
+  int failed = 0, passed = 0;
+  for (const KernelTemplate& tmpl : templates) {
+    const std::vector<Configuration> configs =
+        options.config.empty() ? enumerate_configurations(tmpl)
+                               : std::vector<Configuration>{tmpl.parse_configuration(options.config)};
+    for (const Configuration& config : configs) {
+      const std::string label = fmt::format("{} [{}]", tmpl.name, config.to_string());
+      progress_line(fmt::format("fuzz {} on {}", label, device.properties().name), false);
+      FuzzReport report;
+      try {
+        const CompiledKernelImage image = compile_configuration(tmpl, config, arch);
+        GpuExecutor executor(device, tmpl, config, image);
+        report = replay ? run_single_case(executor, *replay)
+                        : fuzz_configuration(executor, config, settings);
+      } catch (const CompileError& e) {
+        ++failed;
+        progress_line(fmt::format("FAIL {}: compile error\n{}", label, e.log()), true);
+        continue;
+      }
+      if (report.verdict == FuzzVerdict::passed) {
+        ++passed;
+        progress_line(fmt::format("pass {}: {} cases", label, report.cases_passed), true);
+        continue;
+      }
+      ++failed;
+      std::string text = fmt::format("FAIL {}: {}", label, report.finding);
+      if (report.counterexample) {
+        text += fmt::format("\n  minimal case ({} shrink steps, after {} passing cases): {}\n  replay: {}",
+                            report.shrink_steps, report.cases_passed,
+                            report.counterexample->problem.to_string(),
+                            replay_command(tmpl, config, *report.counterexample));
+      }
+      progress_line(text, true);
+    }
+  }
+  fmt::print("{} configurations passed, {} failed\n", passed, failed);
+  return failed == 0 ? kSuccess : kFindings;
+}
+
+}  // namespace
+
+void add_fuzz_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<FuzzOptions>();
+  CLI::App* command = app.add_subcommand("fuzz", "property-test every configuration on random awkward shapes");
+  command->add_option("kernels", options->kernels, "kernel template files (.cu)")->required()->check(CLI::ExistingFile);
+  command->add_option("--cases", options->cases, "cases per configuration")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--seed", options->seed, "RapidCheck seed")->capture_default_str();
+  command->add_option("--config", options->config, "only this configuration, e.g. TILE=16,PAD=0,SWIZZLE=1");
+  command->add_option("--case", options->replay_case, "replay one case as a failure report printed it");
+  command->add_flag("--no-shrink", options->no_shrink, "report the first failing case as found");
+  command->callback([options, &exit_code] { exit_code = run(*options); });
+}
+
+}  // namespace tiletune::cli

@@ -1,0 +1,132 @@
+#include "tuner/pipeline/shape_verifier.h"
+
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tuner/nvrtc_compiler.h"
+
+namespace tiletune {
+namespace {
+
+// The reference beside the fast code it checks: one thread per element, FP64 accumulation.
+constexpr const char* kReferenceSource = R"(
+extern "C" __global__ void reference_gemm(const float* A, const float* B, double* reference,
+                                          float* bound, int M, int N, int K, int lda, int ldb,
+                                          double gamma) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  const int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= M || col >= N) return;
+  double sum = 0.0, magnitude = 0.0;
+  for (int k = 0; k < K; ++k) {
+    const double product = (double)A[(size_t)row * lda + k] * (double)B[(size_t)k * ldb + col];
+    sum += product;
+    magnitude += fabs(product);
+  }
+  reference[(size_t)row * N + col] = sum;
+  bound[(size_t)row * N + col] = (float)(gamma * magnitude);
+}
+
+// verdict[0]: how many elements are wrong; verdict[1]: the smallest wrong index (row * N + col).
+extern "C" __global__ void compare_gemm(const float* C, int ldc, const double* reference,
+                                        const float* bound, int M, int N,
+                                        unsigned long long* verdict) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  const int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= M || col >= N) return;
+  const size_t index = (size_t)row * N + col;
+  const double got = C[(size_t)row * ldc + col];
+  if (!(fabs(got - reference[index]) <= (double)bound[index])) {  // NaN fails too
+    atomicAdd(&verdict[0], 1ull);
+    atomicMin(&verdict[1], (unsigned long long)index);
+  }
+}
+)";
+
+constexpr std::uint32_t kPoisonBits = 0x7fc0dead;
+
+std::vector<float> random_matrix(std::size_t elements, std::mt19937_64& random) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(elements);
+  for (float& v : values) v = uniform(random);
+  return values;
+}
+
+std::array<std::uint32_t, 3> grid_over(const GemmShape& s) {
+  return {std::uint32_t((s.n + 15) / 16), std::uint32_t((s.m + 15) / 16), 1};
+}
+
+}  // namespace
+
+ShapeVerifier::ShapeVerifier(const GpuDevice& device, const GemmProblem& problem,
+                             std::uint64_t seed)
+    : problem_(problem) {
+  const CudaDriver& cu = cuda_driver();
+  const GemmShape& s = problem.shape;
+  std::mt19937_64 random(seed);
+  a_ = DeviceBuffer::from(random_matrix(std::size_t(s.m) * problem.lda, random));
+  b_ = DeviceBuffer::from(random_matrix(std::size_t(s.k) * problem.ldb, random));
+  c_ = DeviceBuffer(std::size_t(s.m) * problem.ldc * sizeof(float));
+  reference_ = DeviceBuffer(std::size_t(s.m) * s.n * sizeof(double));
+  bound_ = DeviceBuffer(std::size_t(s.m) * s.n * sizeof(float));
+  verdict_ = DeviceBuffer(2 * sizeof(unsigned long long));
+
+  const CompiledKernelImage image = compile_cuda_source(
+      kReferenceSource, "tiletune_reference.cu", {}, device.properties().arch(), "reference_gemm",
+      "the GPU reference");
+  check_cuda(cu.cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData(reference)");
+  CUfunction reference = nullptr;
+  check_cuda(cu.cuModuleGetFunction(&reference, module_, "reference_gemm"), "reference_gemm");
+  check_cuda(cu.cuModuleGetFunction(&compare_, module_, "compare_gemm"), "compare_gemm");
+
+  const double unit = 1.0 / (1 << 24);
+  const double gamma = double(s.k) * unit / (1.0 - double(s.k) * unit);
+  CUdeviceptr a = a_.get(), b = b_.get(), ref = reference_.get(), bound = bound_.get();
+  int m = int(s.m), n = int(s.n), k = int(s.k), lda = int(problem.lda), ldb = int(problem.ldb);
+  double g = gamma;
+  void* arguments[] = {&a, &b, &ref, &bound, &m, &n, &k, &lda, &ldb, &g};
+  const auto grid = grid_over(s);
+  check_cuda(cu.cuLaunchKernel(reference, grid[0], grid[1], 1, 16, 16, 1, 0, nullptr, arguments,
+                               nullptr),
+             "cuLaunchKernel(reference_gemm)");
+  check_cuda(cu.cuCtxSynchronize(), "reference_gemm");
+}
+
+ShapeVerifier::~ShapeVerifier() {
+  if (module_ != nullptr) cuda_driver().cuModuleUnload(module_);
+}
+
+std::optional<std::string> ShapeVerifier::verify(const GpuKernel& kernel,
+                                                 const LaunchGeometry& geometry) {
+  const CudaDriver& cu = cuda_driver();
+  const GemmShape& s = problem_.shape;
+  check_cuda(cu.cuMemsetD32(c_.get(), kPoisonBits, c_.bytes() / sizeof(float)), "poison C");
+  const unsigned long long initial[2] = {0, std::numeric_limits<unsigned long long>::max()};
+  verdict_.upload(initial, sizeof initial);
+
+  kernel.launch(geometry, a_.get(), b_.get(), c_.get(), problem_);
+  check_cuda(cu.cuCtxSynchronize(), "kernel execution");
+
+  CUdeviceptr c = c_.get(), ref = reference_.get(), bound = bound_.get(), verdict = verdict_.get();
+  int m = int(s.m), n = int(s.n), ldc = int(problem_.ldc);
+  void* arguments[] = {&c, &ldc, &ref, &bound, &m, &n, &verdict};
+  const auto grid = grid_over(s);
+  check_cuda(cu.cuLaunchKernel(compare_, grid[0], grid[1], 1, 16, 16, 1, 0, nullptr, arguments,
+                               nullptr),
+             "cuLaunchKernel(compare_gemm)");
+  unsigned long long result[2] = {0, 0};
+  verdict_.download(result, sizeof result);
+  if (result[0] == 0) return std::nullopt;
+
+  const std::int64_t row = std::int64_t(result[1] / s.n), col = std::int64_t(result[1] % s.n);
+  float got = 0;
+  c_.download(&got, sizeof got, (std::size_t(row) * problem_.ldc + col) * sizeof(float));
+  double expected = 0;
+  reference_.download(&expected, sizeof expected, std::size_t(result[1]) * sizeof(double));
+  return fmt::format("at the full shape {}: {} elements wrong, the first C[{}][{}] = {} (expected {})",
+                     s.to_string(), result[0], row, col, got, expected);
+}
+
+}  // namespace tiletune

@@ -1,0 +1,44 @@
+// Checks a configuration at the full tuning shape, on the GPU, before it is timed.
+//
+// The fuzzer's properties run on small awkward shapes against a CPU reference; a bug that only
+// shows at scale (32-bit index overflow, a grid dimension limit) needs the real shape, where a CPU
+// reference would take minutes. So the reference lives on the GPU: a plain double-precision
+// kernel, computed once per shape together with each element's error bound
+// gamma_K * sum_k |a_ik||b_kj|, then compared with every configuration's output.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tuner/device_buffer.h"
+#include "tuner/gemm_shape.h"
+#include "tuner/gpu_device.h"
+#include "tuner/gpu_kernel.h"
+
+namespace tiletune {
+
+class ShapeVerifier {
+ public:
+  // Random inputs in [-1, 1] (never zeros) for the shape, uploaded, and the reference computed.
+  ShapeVerifier(const GpuDevice& device, const GemmProblem& problem, std::uint64_t seed);
+  ~ShapeVerifier();
+
+  CUdeviceptr a() const { return a_.get(); }
+  CUdeviceptr b() const { return b_.get(); }
+  CUdeviceptr c() const { return c_.get(); }
+  const GemmProblem& problem() const { return problem_; }
+
+  // Poisons C, launches once, and compares. Returns what is wrong, or nothing when C is right.
+  // Throws CudaError when the launch fails.
+  std::optional<std::string> verify(const GpuKernel& kernel, const LaunchGeometry& geometry);
+
+ private:
+  GemmProblem problem_;
+  DeviceBuffer a_, b_, c_;
+  DeviceBuffer reference_, bound_, verdict_;
+  CUmodule module_ = nullptr;
+  CUfunction compare_ = nullptr;
+};
+
+}  // namespace tiletune

@@ -1,0 +1,150 @@
+#include "tuner/pipeline/tuning_run.h"
+
+#include <fmt/format.h>
+
+#include "fuzz/gpu_executor.h"
+#include "tuner/nvrtc_compiler.h"
+#include "tuner/pipeline/shape_verifier.h"
+#include "tuner/search_space.h"
+
+namespace tiletune {
+namespace {
+
+std::string fuzz_detail(const FuzzReport& report) {
+  std::string detail = report.finding;
+  if (report.counterexample) {
+    detail += fmt::format("\nminimal case: {}\nreplay: --case '{}'",
+                          report.counterexample->problem.to_string(),
+                          report.counterexample->to_string());
+  }
+  return detail;
+}
+
+}  // namespace
+
+GpuRecord make_gpu_record(const DeviceProperties& device) {
+  GpuRecord gpu;
+  gpu.name = device.name;
+  gpu.cc_major = device.cc_major;
+  gpu.cc_minor = device.cc_minor;
+  gpu.sm_count = device.sm_count;
+  gpu.clock_khz = device.clock_khz;
+  gpu.memory_bytes = device.memory_bytes;
+  gpu.driver_version = device.driver_version;
+  gpu.nvrtc_version = nvrtc_version();
+  return gpu;
+}
+
+TuningRun::TuningRun(const GpuDevice& device, ResultStore& store, TuningSettings settings)
+    : device_(device), store_(store), settings_(std::move(settings)),
+      gpu_(make_gpu_record(device.properties())) {
+  gpu_id_ = store_.register_gpu(gpu_);
+}
+
+void TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape,
+                     const std::function<void(const TuningEvent&)>& on_event) {
+  store_.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source});
+  const std::vector<Configuration> configs = enumerate_configurations(tmpl, &shape);
+  std::unique_ptr<ShapeVerifier> verifier;  // built on first need: a resumed tune may need none
+
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    TuningEvent event{&tmpl, shape, &configs[i], int(i) + 1, int(configs.size()), "", nullptr};
+    if (!settings_.remeasure &&
+        store_.has_result(gpu_id_, tmpl.source_hash, configs[i].to_string(), shape)) {
+      event.stage = "recorded earlier";
+      on_event(event);
+      continue;
+    }
+    if (!verifier) {
+      event.stage = "reference";
+      on_event(event);
+      verifier = std::make_unique<ShapeVerifier>(device_, GemmProblem::packed(shape),
+                                                 settings_.data_seed);
+    }
+    const ResultRecord result = evaluate(tmpl, configs[i], shape, *verifier, [&](const std::string& stage) {
+      event.stage = stage;
+      on_event(event);
+    });
+    store_.record_result(gpu_id_, gpu_, result);
+    event.stage = "done";
+    event.result = &result;
+    on_event(event);
+  }
+}
+
+ResultRecord TuningRun::evaluate(const KernelTemplate& tmpl, const Configuration& config,
+                                 const GemmShape& shape, ShapeVerifier& verifier,
+                                 const std::function<void(const std::string&)>& stage) {
+  ResultRecord result;
+  result.template_name = tmpl.name;
+  result.template_hash = tmpl.source_hash;
+  result.config = config.to_string();
+  result.shape = shape;
+
+  stage("compile");
+  CompiledKernelImage image;
+  try {
+    image = compile_configuration(tmpl, config, device_.properties().arch());
+  } catch (const CompileError& e) {
+    result.status = ResultStatus::compile_error;
+    result.detail = e.log();
+    return result;
+  }
+  result.registers = image.report.registers;
+  result.static_shared_bytes = image.report.static_shared_bytes;
+  result.spill_bytes = image.report.spill_bytes();
+
+  const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
+  result.dynamic_shared_bytes = int(geometry.dynamic_shared_bytes);
+  if (auto limit = exceeds_device_limits(geometry, image.report, device_.properties())) {
+    result.status = ResultStatus::device_limit;
+    result.detail = *limit;
+    return result;
+  }
+
+  GpuExecutor executor(device_, tmpl, config, image);
+  stage("fuzz");
+  const FuzzReport fuzz = fuzz_configuration(executor, config, settings_.fuzz);
+  if (fuzz.verdict != FuzzVerdict::passed) {
+    result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
+                                                              : ResultStatus::launch_error;
+    result.detail = fuzz_detail(fuzz);
+    if (executor.context_lost()) {  // nothing more can run in this process: keep what we know
+      store_.record_result(gpu_id_, gpu_, result);
+      throw LaunchError(result.detail);
+    }
+    return result;
+  }
+
+  GpuKernel kernel(image, tmpl.entry);
+  stage("verify");
+  try {
+    if (auto wrong = verifier.verify(kernel, geometry)) {
+      result.status = ResultStatus::wrong_result;
+      result.detail = *wrong;
+      return result;
+    }
+    stage("time");
+    const Timing timing = time_launches(
+        [&](CUstream stream) {
+          kernel.launch(geometry, verifier.a(), verifier.b(), verifier.c(), verifier.problem(),
+                        stream);
+        },
+        nullptr, settings_.timing);
+    result.median_ms = timing.median_ms;
+    result.min_ms = timing.min_ms;
+    result.max_ms = timing.max_ms;
+    result.runs = timing.runs;
+    result.tflops = shape.flops() / (timing.median_ms * 1e-3) / 1e12;
+  } catch (const CudaError& e) {
+    result.status = ResultStatus::launch_error;
+    result.detail = e.what();
+    if (e.context_is_lost()) {
+      store_.record_result(gpu_id_, gpu_, result);
+      throw;
+    }
+  }
+  return result;
+}
+
+}  // namespace tiletune
