@@ -1,0 +1,80 @@
+// Runs thread blocks of a CPU kernel: each CUDA thread a fiber (Boost.Context) on a stack of its
+// own, all fibers of a block on the calling OS thread, resumed phase by phase.
+//
+// A phase resumes every fiber still running once; each runs until its next __syncthreads() or
+// until it returns. A thread that returned counts as arrived at every later barrier (as on the
+// GPU since Volta, and as `if (row >= M) return;` before a barrier needs). The order within a
+// phase is forward, reverse or a random permutation, chosen per block and per phase from the
+// schedule seed, so that a kernel missing a barrier computes something else for some seed.
+//
+// __shared__ arrays are thread_local variables of the kernel's shared object (cuda_on_cpu.h); an
+// OS thread runs one block at a time, so each block in flight has its own. At the start of every
+// block the object's whole thread-local block is filled with 0xff bytes (a NaN as a float), so a
+// read of shared memory the block never wrote shows in the result instead of seeing the previous
+// block's values.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#ifndef TT_CPU_BACKEND_HOST
+#define TT_CPU_BACKEND_HOST
+#endif
+#include "fuzz/cpu_backend/cuda_on_cpu.h"
+
+namespace tiletune {
+
+using GemmEntry = void (*)(const float* a, const float* b, float* c, int m, int n, int k, int lda,
+                           int ldb, int ldc);
+
+// What the scheduler needs of a loaded kernel object.
+struct KernelModule {
+  GemmEntry entry = nullptr;
+  void (*enter)(const tt_cpu_thread*) = nullptr;  // the object's tt_cpu_enter
+  void* handle = nullptr;                          // from dlopen: finds the thread-local block
+  std::size_t thread_local_bytes = 0;              // the object's PT_TLS size
+};
+
+struct GemmArguments {
+  const float* a;
+  const float* b;
+  float* c;
+  int m, n, k, lda, ldb, ldc;
+};
+
+struct BlockLaunch {
+  const KernelModule* kernel;
+  GemmArguments arguments;
+  std::array<std::uint32_t, 3> grid, block;
+  std::uint64_t schedule_seed;
+};
+
+// tiletune's side of the kernel interface, handed to every kernel object when it is loaded.
+const tt_cpu_host& cpu_host_functions();
+
+struct CudaThreadFiber;  // defined in block_scheduler.cpp
+
+// The fiber stacks and states of one OS thread, reused from block to block.
+class BlockRunner {
+ public:
+  BlockRunner();
+  ~BlockRunner();
+  BlockRunner(const BlockRunner&) = delete;
+  BlockRunner& operator=(const BlockRunner&) = delete;
+
+  // Runs block number `linear` of the grid (x varies fastest) on the calling thread. Throws
+  // LaunchError when a thread traps or the block's threads wait at different barriers.
+  void run(const BlockLaunch& launch, std::uint64_t linear);
+
+  static constexpr std::size_t kStackBytes = 64 * 1024;
+
+ private:
+  class Stack;
+  std::vector<Stack> stacks_;
+  std::vector<CudaThreadFiber> fibers_;
+  std::vector<std::uint32_t> order_;
+};
+
+}  // namespace tiletune

@@ -1,0 +1,120 @@
+#include "fuzz/cpu_backend/cpu_kernel.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "fuzz/cpu_backend/kernel_build.h"
+#include "fuzz/cpu_backend/worker_pool.h"
+#include "fuzz/gemm_executor.h"
+#include "tuner/nvrtc_compiler.h"
+
+namespace tiletune {
+namespace {
+
+// The size of the loaded object's thread-local block (its PT_TLS segment): the __shared__ arrays.
+std::size_t thread_local_bytes(void* handle) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0) return 0;
+  struct Search {
+    ElfW(Addr) base;
+    std::size_t bytes = 0;
+  } search{map->l_addr};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        if (info->dlpi_addr != s->base) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          if (info->dlpi_phdr[i].p_type == PT_TLS) s->bytes = info->dlpi_phdr[i].p_memsz;
+        }
+        return 1;
+      },
+      &search);
+  return search.bytes;
+}
+
+template <class Function>
+Function symbol(void* handle, const char* name) {
+  return reinterpret_cast<Function>(dlsym(handle, name));
+}
+
+// What CUDA rejects at launch, so that the CPU backend rejects it too.
+void check_geometry(const LaunchGeometry& g) {
+  const auto& [bx, by, bz] = g.block;
+  if (bx > 1024 || by > 1024 || bz > 64 || g.threads_per_block() > 1024) {
+    throw LaunchError(fmt::format("a block of {}x{}x{} threads: CUDA allows at most 1024 threads "
+                                  "(1024 in x and y, 64 in z)", bx, by, bz));
+  }
+  if (g.grid[0] > 0x7fffffffu || g.grid[1] > 65535 || g.grid[2] > 65535) {
+    throw LaunchError(fmt::format("a grid of {}x{}x{} blocks: CUDA allows at most 2^31-1 in x and "
+                                  "65535 in y and z", g.grid[0], g.grid[1], g.grid[2]));
+  }
+  if (g.dynamic_shared_bytes > kCpuDynamicSharedCapacity) {
+    throw UnsupportedOnBackend(fmt::format(
+        "not supported on the CPU backend: {} bytes of dynamic shared memory (at most {})",
+        g.dynamic_shared_bytes, kCpuDynamicSharedCapacity));
+  }
+}
+
+}  // namespace
+
+CpuKernel::CpuKernel(const KernelTemplate& tmpl, const Configuration& config,
+                     const CpuBackendOptions& options) {
+  // An instrumented object loaded into a process without AddressSanitizer's runtime ends the
+  // process, so it is refused beforehand.
+  if (options.sanitize && dlsym(RTLD_DEFAULT, "__asan_init") == nullptr) {
+    throw std::runtime_error(
+        "sanitized CPU kernels need AddressSanitizer's runtime loaded at start-up: run with "
+        "LD_PRELOAD=$(c++ -print-file-name=libasan.so)");
+  }
+  const KernelObject object = build_kernel_object(tmpl, config, options);
+  object_path_ = object.path;
+  from_cache_ = object.from_cache;
+
+  module_.handle = dlopen(object_path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (module_.handle == nullptr) {
+    throw std::runtime_error("cannot load " + object_path_.string() + ": " + dlerror());
+  }
+  const auto abi_version = symbol<unsigned int (*)()>(module_.handle, "tt_cpu_abi_version");
+  const auto bind = symbol<void (*)(const tt_cpu_host*)>(module_.handle, "tt_cpu_bind");
+  module_.enter = symbol<void (*)(const tt_cpu_thread*)>(module_.handle, "tt_cpu_enter");
+  module_.entry = symbol<GemmEntry>(module_.handle, tmpl.entry.c_str());
+  if (abi_version == nullptr || bind == nullptr || module_.enter == nullptr ||
+      abi_version() != TT_CPU_ABI_VERSION) {
+    dlclose(module_.handle);
+    throw std::runtime_error(object_path_.string() + " was not built against this tiletune's "
+                             "cuda_on_cpu.h");
+  }
+  if (module_.entry == nullptr) {
+    dlclose(module_.handle);
+    throw CompileError(
+        fmt::format("{} ({}) has no entry point {} for the CPU backend", tmpl.name,
+                    config.to_string(), tmpl.entry),
+        fmt::format("no extern \"C\" function named {} in {}", tmpl.entry, object_path_.string()));
+  }
+  bind(&cpu_host_functions());
+  module_.thread_local_bytes = thread_local_bytes(module_.handle);
+  pool_ = WorkerPool::shared(options.workers);
+}
+
+CpuKernel::~CpuKernel() { dlclose(module_.handle); }
+
+unsigned CpuKernel::workers() const { return pool_->workers(); }
+
+void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const float* b, float* c,
+                       int m, int n, int k, int lda, int ldb, int ldc,
+                       std::uint64_t schedule_seed) const {
+  check_geometry(geometry);
+  const BlockLaunch launch{&module_, {a, b, c, m, n, k, lda, ldb, ldc}, geometry.grid,
+                           geometry.block, schedule_seed};
+  const std::uint64_t blocks =
+      std::uint64_t(geometry.grid[0]) * geometry.grid[1] * geometry.grid[2];
+  pool_->run(blocks, [&launch](BlockRunner& runner, std::uint64_t block) {
+    runner.run(launch, block);
+  });
+}
+
+}  // namespace tiletune

@@ -1,0 +1,255 @@
+// The CUDA built-ins a kernel template uses, for the CPU backend: the template's source is
+// compiled unchanged by the host C++ compiler with this file force-included (-include) in front of
+// it, into a shared object that tiletune loads and runs, each CUDA thread a fiber.
+//
+// Part one is the interface between that shared object and tiletune; tiletune itself includes only
+// that part (TT_CPU_BACKEND_HOST). Part two emulates CUDA for the kernel and defines the functions
+// the shared object exports: it is meant for exactly one translation unit, the kernel's.
+//
+// What the CPU cannot emulate (inline assembly, warp-level primitives, asynchronous copies, tensor
+// core fragments, cooperative groups) is not declared here: tiletune rejects such a template by
+// scanning its preprocessed source before compiling (source_scan.cpp).
+#pragma once
+
+extern "C" {
+
+struct tt_cpu_dim3 {
+  unsigned int x, y, z;
+};
+
+// What the built-in variables of the running CUDA thread read.
+struct tt_cpu_thread {
+  tt_cpu_dim3 thread_idx, block_idx, block_dim, grid_dim;
+};
+
+// tiletune's functions that kernel code calls.
+struct tt_cpu_host {
+  // Suspends the calling fiber until every thread of its block has reached a barrier or returned;
+  // `line` tells the barriers apart, so that threads waiting at different ones are reported.
+  void (*syncthreads)(unsigned int line);
+  // Ends the kernel with an error; does not return (it unwinds the fiber by throwing).
+  void (*trap)(const char* what);
+};
+
+}  // extern "C"
+
+// Bumped whenever the structures above or the exported functions below change.
+#define TT_CPU_ABI_VERSION 1
+
+#ifndef TT_CPU_BACKEND_HOST
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+// ---- the shared object's exports ------------------------------------------------------------
+
+// The running fiber's CUDA thread. Every fiber of a block runs on the same OS thread, so the
+// scheduler sets this before each resume (tt_cpu_enter). It lives in the same thread-local block
+// as the __shared__ arrays, which tiletune poisons at the start of every block: the scheduler sets
+// it again afterwards.
+static thread_local const tt_cpu_thread* tt_cpu_current;
+static tt_cpu_host tt_cpu_host_functions;
+
+extern "C" unsigned int tt_cpu_abi_version(void) { return TT_CPU_ABI_VERSION; }
+extern "C" void tt_cpu_bind(const tt_cpu_host* host) { tt_cpu_host_functions = *host; }
+extern "C" void tt_cpu_enter(const tt_cpu_thread* thread) { tt_cpu_current = thread; }
+
+// ---- qualifiers -----------------------------------------------------------------------------
+
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __forceinline__ __attribute__((always_inline)) inline
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(...)
+// Block-scope thread_local implies static: one array per OS thread, and an OS thread runs one
+// block at a time, so each block in flight has its own. `extern __shared__` (dynamic shared
+// memory) becomes an extern thread_local array that tiletune defines after the kernel's source.
+#define __shared__ thread_local
+
+// ---- built-in variables ---------------------------------------------------------------------
+
+typedef tt_cpu_dim3 uint3;
+inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { return uint3{x, y, z}; }
+
+struct dim3 {
+  unsigned int x, y, z;
+  constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1)
+      : x(vx), y(vy), z(vz) {}
+  constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+  constexpr operator uint3() const { return uint3{x, y, z}; }
+};
+
+#define threadIdx (tt_cpu_current->thread_idx)
+#define blockIdx (tt_cpu_current->block_idx)
+#define blockDim (tt_cpu_current->block_dim)
+#define gridDim (tt_cpu_current->grid_dim)
+static const int warpSize = 32;
+
+// ---- vector types ---------------------------------------------------------------------------
+
+#define TT_CPU_VECTOR1(T, V)                                            \
+  struct __attribute__((aligned(sizeof(T)))) V##1 { T x; };             \
+  inline V##1 make_##V##1(T x) { return V##1{x}; }
+#define TT_CPU_VECTOR2(T, V)                                            \
+  struct __attribute__((aligned(2 * sizeof(T)))) V##2 { T x, y; };      \
+  inline V##2 make_##V##2(T x, T y) { return V##2{x, y}; }
+#define TT_CPU_VECTOR3(T, V)                                            \
+  struct V##3 { T x, y, z; };                                           \
+  inline V##3 make_##V##3(T x, T y, T z) { return V##3{x, y, z}; }
+#define TT_CPU_VECTOR4(T, V)                                                                 \
+  struct __attribute__((aligned(4 * sizeof(T) > 16 ? 16 : 4 * sizeof(T)))) V##4 { T x, y, z, w; }; \
+  inline V##4 make_##V##4(T x, T y, T z, T w) { return V##4{x, y, z, w}; }
+#define TT_CPU_VECTORS(T, V) TT_CPU_VECTOR1(T, V) TT_CPU_VECTOR2(T, V) TT_CPU_VECTOR3(T, V) \
+  TT_CPU_VECTOR4(T, V)
+
+TT_CPU_VECTORS(signed char, char)
+TT_CPU_VECTORS(unsigned char, uchar)
+TT_CPU_VECTORS(short, short)
+TT_CPU_VECTORS(unsigned short, ushort)
+TT_CPU_VECTORS(int, int)
+TT_CPU_VECTOR1(unsigned int, uint)  // uint3 is the built-in variables' type, above
+TT_CPU_VECTOR2(unsigned int, uint)
+TT_CPU_VECTOR4(unsigned int, uint)
+TT_CPU_VECTORS(long, long)
+TT_CPU_VECTORS(unsigned long, ulong)
+TT_CPU_VECTORS(long long, longlong)
+TT_CPU_VECTORS(unsigned long long, ulonglong)
+TT_CPU_VECTORS(float, float)
+TT_CPU_VECTORS(double, double)
+
+// ---- synchronisation ------------------------------------------------------------------------
+
+// The signal fences keep the compiler from moving shared-memory accesses across the switch to
+// other fibers.
+inline void __syncthreads(unsigned int line = __builtin_LINE()) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  tt_cpu_host_functions.syncthreads(line);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+[[noreturn]] inline void __trap() {
+  tt_cpu_host_functions.trap("__trap()");
+  __builtin_unreachable();
+}
+[[noreturn]] inline void __brkpt() {
+  tt_cpu_host_functions.trap("__brkpt()");
+  __builtin_unreachable();
+}
+
+// ---- atomics (blocks run on several OS threads at once) ----------------------------------------
+
+template <class T, class Update>
+inline T tt_cpu_atomic_update(T* address, Update update) {
+  T old;
+  __atomic_load(address, &old, __ATOMIC_RELAXED);
+  T desired = update(old);
+  while (!__atomic_compare_exchange(address, &old, &desired, true, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED)) {
+    desired = update(old);
+  }
+  return old;
+}
+
+#define TT_CPU_INTEGER_ATOMICS(T)                                                             \
+  inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }       \
+  inline T atomicSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }       \
+  inline T atomicExch(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }     \
+  inline T atomicAnd(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }       \
+  inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }         \
+  inline T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }       \
+  inline T atomicMin(T* p, T v) {                                                            \
+    return tt_cpu_atomic_update(p, [v](T old) { return old < v ? old : v; });                \
+  }                                                                                          \
+  inline T atomicMax(T* p, T v) {                                                            \
+    return tt_cpu_atomic_update(p, [v](T old) { return old > v ? old : v; });                \
+  }                                                                                          \
+  inline T atomicCAS(T* p, T compare, T v) {                                                 \
+    __atomic_compare_exchange_n(p, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);  \
+    return compare;                                                                          \
+  }
+
+TT_CPU_INTEGER_ATOMICS(int)
+TT_CPU_INTEGER_ATOMICS(unsigned int)
+TT_CPU_INTEGER_ATOMICS(unsigned long long)
+
+inline float atomicAdd(float* p, float v) {
+  return tt_cpu_atomic_update(p, [v](float old) { return old + v; });
+}
+inline double atomicAdd(double* p, double v) {
+  return tt_cpu_atomic_update(p, [v](double old) { return old + v; });
+}
+inline float atomicExch(float* p, float v) {
+  float old;
+  __atomic_exchange(p, &v, &old, __ATOMIC_RELAXED);
+  return old;
+}
+
+// ---- arithmetic -----------------------------------------------------------------------------
+
+#define TT_CPU_MIN_MAX(T)                                 \
+  inline T min(T a, T b) { return b < a ? b : a; }        \
+  inline T max(T a, T b) { return a < b ? b : a; }
+TT_CPU_MIN_MAX(int)
+TT_CPU_MIN_MAX(unsigned int)
+TT_CPU_MIN_MAX(long)
+TT_CPU_MIN_MAX(unsigned long)
+TT_CPU_MIN_MAX(long long)
+TT_CPU_MIN_MAX(unsigned long long)
+// Mixed signedness compares as unsigned, as CUDA's overloads do.
+inline unsigned int min(int a, unsigned int b) { return min((unsigned int)a, b); }
+inline unsigned int min(unsigned int a, int b) { return min(a, (unsigned int)b); }
+inline unsigned int max(int a, unsigned int b) { return max((unsigned int)a, b); }
+inline unsigned int max(unsigned int a, int b) { return max(a, (unsigned int)b); }
+inline float min(float a, float b) { return fminf(a, b); }
+inline float max(float a, float b) { return fmaxf(a, b); }
+inline double min(double a, double b) { return fmin(a, b); }
+inline double max(double a, double b) { return fmax(a, b); }
+
+template <class T>
+inline T __ldg(const T* p) { return *p; }
+
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __frcp_rn(float a) { return 1.0f / a; }
+inline float __fsqrt_rn(float a) { return sqrtf(a); }
+inline float rsqrtf(float a) { return 1.0f / sqrtf(a); }
+inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+inline float __expf(float a) { return expf(a); }
+inline float __logf(float a) { return logf(a); }
+inline float __sinf(float a) { return sinf(a); }
+inline float __cosf(float a) { return cosf(a); }
+inline float __powf(float a, float b) { return powf(a, b); }
+inline float __saturatef(float a) { return a < 0.0f ? 0.0f : (a > 1.0f ? 1.0f : a); }
+inline int __float2int_rn(float a) { return (int)nearbyintf(a); }
+inline int __float2int_rz(float a) { return (int)a; }
+inline float __int2float_rn(int a) { return (float)a; }
+inline int __float_as_int(float a) { int r; memcpy(&r, &a, sizeof r); return r; }
+inline unsigned int __float_as_uint(float a) { unsigned int r; memcpy(&r, &a, sizeof r); return r; }
+inline float __int_as_float(int a) { float r; memcpy(&r, &a, sizeof r); return r; }
+inline float __uint_as_float(unsigned int a) { float r; memcpy(&r, &a, sizeof r); return r; }
+inline int __popc(unsigned int a) { return __builtin_popcount(a); }
+inline int __popcll(unsigned long long a) { return __builtin_popcountll(a); }
+inline int __clz(int a) { return a == 0 ? 32 : __builtin_clz((unsigned int)a); }
+inline int __ffs(int a) { return __builtin_ffs(a); }
+inline unsigned int __brev(unsigned int a) {
+  unsigned int r = 0;
+  for (int i = 0; i < 32; ++i) r |= ((a >> i) & 1u) << (31 - i);
+  return r;
+}
+inline int __mul24(int a, int b) { return a * b; }
+inline unsigned int __umul24(unsigned int a, unsigned int b) { return a * b; }
+
+#endif  // TT_CPU_BACKEND_HOST

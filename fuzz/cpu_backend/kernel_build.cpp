@@ -1,0 +1,163 @@
+#include "fuzz/cpu_backend/kernel_build.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "fuzz/cpu_backend/host_compiler.h"
+#include "fuzz/cpu_backend/source_scan.h"
+#include "fuzz/gemm_executor.h"
+#include "tuner/nvrtc_compiler.h"
+
+namespace tiletune {
+namespace fs = std::filesystem;
+
+namespace {
+
+// A file in the cache folder under a name no other process or thread uses, removed unless kept.
+class TemporaryFile {
+ public:
+  explicit TemporaryFile(const fs::path& final_path) {
+    static std::atomic<unsigned> counter{0};
+    path_ = final_path;
+    path_ += fmt::format(".tmp-{}-{}", getpid(), counter++);
+  }
+  ~TemporaryFile() {
+    std::error_code ignored;
+    fs::remove(path_, ignored);
+  }
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+
+  const fs::path& path() const { return path_; }
+
+  void write(std::string_view content) const {
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), std::streamsize(content.size()));
+    if (!out.flush()) throw std::runtime_error("cannot write " + path_.string());
+  }
+  std::string read() const {
+    std::ifstream in(path_, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  // Renames it into place: another process building the same key at the same time sees either
+  // no file or a whole one.
+  void publish(const fs::path& final_path) const { fs::rename(path_, final_path); }
+
+ private:
+  fs::path path_;
+};
+
+// The name the compiler's messages give the template's lines: its path, else its name.
+std::string origin_of(const KernelTemplate& tmpl) {
+  const std::string path = tmpl.path.string();
+  const bool plain = !path.empty() && path.find_first_of("\"\\\n") == std::string::npos;
+  return plain ? path : tmpl.name + ".cu";
+}
+
+// Storage for the `extern __shared__` arrays, appended after the kernel's source.
+std::string dynamic_shared_definitions(const std::vector<DynamicSharedArray>& arrays) {
+  std::string text = "#line 1 \"<tiletune: dynamic shared memory>\"\n";
+  for (const DynamicSharedArray& array : arrays) {
+    text += fmt::format("alignas(16) thread_local {} {}[{} / sizeof({})];\n", array.type,
+                        array.name, kCpuDynamicSharedCapacity, array.type);
+  }
+  return text;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string text;
+  for (const std::string& word : words) text += word + '\n';
+  return text;
+}
+
+}  // namespace
+
+fs::path default_cpu_cache_dir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && fs::path(xdg).is_absolute()) return fs::path(xdg) / "tiletune" / "cpu";
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home != '\0') return fs::path(home) / ".cache" / "tiletune" / "cpu";
+  return fs::temp_directory_path() / "tiletune-cpu";
+}
+
+KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration& config,
+                                 const CpuBackendOptions& options) {
+  const HostCompiler compiler(options.compiler);
+  const fs::path cache = options.cache_dir.empty() ? default_cpu_cache_dir() : options.cache_dir;
+  fs::create_directories(cache);
+
+  const std::string_view header = cuda_on_cpu_header_text();
+  const fs::path header_path = cache / fmt::format("cuda_on_cpu-{}.h", fnv1a_hex(header));
+  if (!fs::exists(header_path)) {
+    TemporaryFile file(header_path);
+    file.write(header);
+    file.publish(header_path);
+  }
+
+  // -fno-strict-aliasing: CUDA code reinterprets float arrays as float4 and the like.
+  std::vector<std::string> flags = {"-std=c++17", "-O2", "-fPIC", "-shared",
+                                    "-fno-strict-aliasing", "-Wno-unknown-pragmas"};
+  if (options.sanitize) {
+    flags.insert(flags.end(), {"-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                               "-fno-omit-frame-pointer"});
+  }
+  for (std::string& definition : tmpl.macro_definitions(config)) flags.push_back(definition);
+
+  // The line directive makes the compiler's messages name the template, at its own line numbers.
+  const std::string origin = origin_of(tmpl);
+  std::string unit = fmt::format("#line 1 \"{}\"\n{}\n", origin, tmpl.source);
+
+  // The dynamic shared memory definitions follow from the unit, given their capacity.
+  const std::string key =
+      fnv1a_hex(compiler.identity() + '\0' + joined(flags) + '\0' + std::string(header) + '\0' +
+                unit + '\0' + std::to_string(kCpuDynamicSharedCapacity));
+  const fs::path object_path = cache / fmt::format("{}-{}.so", tmpl.name, key);
+  if (fs::exists(object_path)) return {object_path, true};
+
+  std::vector<std::string> common = flags;
+  common.insert(common.end(), {"-x", "c++", "-include", header_path.string()});
+  const std::string what = fmt::format("{} ({})", tmpl.name, config.to_string());
+  const TemporaryFile source_file(cache / fmt::format("{}-{}.cpp", tmpl.name, key));
+  source_file.write(unit);
+
+  const TemporaryFile preprocessed(cache / fmt::format("{}-{}.ii", tmpl.name, key));
+  std::vector<std::string> preprocess = common;
+  preprocess.insert(preprocess.end(), {"-E", "-o", preprocessed.path().string(),
+                                       source_file.path().string()});
+  const HostCompiler::Result expanded = compiler.run(preprocess);
+  if (expanded.exit_code != 0) {
+    if (auto missing = unsupported_in_compiler_log(expanded.output)) {
+      throw UnsupportedOnBackend("not supported on the CPU backend: " + *missing);
+    }
+    throw CompileError(what + " does not compile for the CPU backend", expanded.output);
+  }
+  const KernelSourceScan scan = scan_preprocessed_kernel(preprocessed.read(), origin);
+  if (scan.unsupported) {
+    throw UnsupportedOnBackend("not supported on the CPU backend: " + *scan.unsupported);
+  }
+  if (!scan.dynamic_shared.empty()) {
+    unit += dynamic_shared_definitions(scan.dynamic_shared);
+    source_file.write(unit);
+  }
+
+  const TemporaryFile object(object_path);
+  std::vector<std::string> compile = common;
+  compile.insert(compile.end(), {"-o", object.path().string(), source_file.path().string()});
+  const HostCompiler::Result compiled = compiler.run(compile);
+  if (compiled.exit_code != 0) {
+    throw CompileError(what + " does not compile for the CPU backend", compiled.output);
+  }
+  object.publish(object_path);
+  return {object_path, false};
+}
+
+}  // namespace tiletune

@@ -1,0 +1,39 @@
+// Builds one configuration of a kernel template into a shared object with the host compiler, or
+// finds it already built in the cache folder.
+//
+// The key of a build is a hash of everything that decides the object: the compiler's identity
+// (its --version), the flags and macro definitions, the text of cuda_on_cpu.h and the source, so a
+// second fuzz run, or a second executor for the same configuration, does not compile again.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string_view>
+
+#include "fuzz/cpu_backend/cpu_backend_options.h"
+#include "tuner/kernel_template.h"
+
+namespace tiletune {
+
+// Each `extern __shared__` array gets this many bytes: the most dynamic shared memory a block may
+// have on an H100 or H200, so the CPU backend runs whatever the GPU can.
+inline constexpr std::size_t kCpuDynamicSharedCapacity = 227 * 1024;
+
+struct KernelObject {
+  std::filesystem::path path;  // the shared object, in the cache folder
+  bool from_cache = false;     // found there rather than compiled now
+};
+
+// $XDG_CACHE_HOME/tiletune/cpu, else ~/.cache/tiletune/cpu.
+std::filesystem::path default_cpu_cache_dir();
+
+// The text of cuda_on_cpu.h, embedded in the binary at build time.
+std::string_view cuda_on_cpu_header_text();
+
+// Throws UnsupportedOnBackend when the source uses what the CPU cannot emulate, CompileError
+// (tuner/nvrtc_compiler.h) with the compiler's log when it does not compile, and
+// std::runtime_error when the compiler cannot be run or the cache folder cannot be written.
+KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration& config,
+                                 const CpuBackendOptions& options);
+
+}  // namespace tiletune

@@ -1,0 +1,465 @@
+// The CPU backend: the shipped templates compute correct results through it, the bugs it exists
+// to catch (a missing barrier, a read of unwritten shared memory, a trap, divergent barriers) are
+// caught, and what it cannot run is refused cleanly.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include <unistd.h>
+
+#include "fuzz/cpu_backend/cpu_executor.h"
+#include "fuzz/cpu_backend/cpu_kernel.h"
+#include "fuzz/gemm_executor.h"
+#include "tuner/kernel_template.h"
+#include "tuner/nvrtc_compiler.h"
+#include "tuner/search_space.h"
+
+namespace tiletune {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::uint32_t kTestPoisonBits = 0x7fc0beef;
+float test_poison() { return std::bit_cast<float>(kTestPoisonBits); }
+bool is_test_poison(float v) { return std::bit_cast<std::uint32_t>(v) == kTestPoisonBits; }
+
+// Kept in the build folder between runs, like a user's cache between fuzz runs; the build key
+// changes with the source, the flags and cuda_on_cpu.h.
+fs::path test_cache_dir() { return fs::path(TILETUNE_BINARY_DIR) / "cpu-backend-test-cache"; }
+
+// A cache folder of one test's own, removed afterwards.
+class ScratchCache {
+ public:
+  explicit ScratchCache(const std::string& name)
+      : path_(test_cache_dir() / (name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path_);
+  }
+  ~ScratchCache() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+CpuBackendOptions test_options(unsigned workers = 2) {
+  CpuBackendOptions options;
+  options.cache_dir = test_cache_dir();
+  options.workers = workers;
+  return options;
+}
+
+KernelTemplate shipped(const std::string& name) {
+  return load_template(fs::path(TILETUNE_SOURCE_DIR) / "kernels_src" / (name + ".cu"));
+}
+
+// Poisoned guards and padding around each matrix, as the fuzzer lays them out; filled without the
+// fuzz library so that these tests depend on the backend alone.
+GuardedMatrix guarded(std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  GuardedMatrix m;
+  m.rows = rows;
+  m.cols = cols;
+  m.ld = ld;
+  m.storage.assign(2 * kGuardElements + std::size_t(rows * ld), test_poison());
+  return m;
+}
+
+struct Problem {
+  GemmCase gemm_case;
+  GemmOperands operands;
+};
+
+Problem make_problem(int m, int n, int k, int lda, int ldb, int ldc, std::uint64_t seed = 1) {
+  Problem p;
+  p.gemm_case.problem = {{m, n, k}, lda, ldb, ldc};
+  p.gemm_case.data_seed = seed;
+  p.operands = {guarded(m, k, lda), guarded(k, n, ldb), guarded(m, n, ldc)};
+  std::mt19937_64 random(seed);
+  std::uniform_int_distribution<int> value(-8, 8);
+  for (GuardedMatrix* x : {&p.operands.a, &p.operands.b}) {
+    for (std::int64_t r = 0; r < x->rows; ++r) {
+      for (std::int64_t c = 0; c < x->cols; ++c) x->at(r, c) = float(value(random));
+    }
+  }
+  return p;
+}
+
+// Exact for small integers. Empty when C holds A*B in its region and poison everywhere else.
+std::string check_result(const Problem& p) {
+  const GuardedMatrix& a = p.operands.a;
+  const GuardedMatrix& b = p.operands.b;
+  const GuardedMatrix& c = p.operands.c;
+  int wrong = 0;
+  std::string first;
+  for (std::int64_t r = 0; r < c.rows; ++r) {
+    for (std::int64_t col = 0; col < c.cols; ++col) {
+      double expected = 0;
+      for (std::int64_t i = 0; i < a.cols; ++i) expected += double(a.at(r, i)) * b.at(i, col);
+      if (c.at(r, col) != float(expected)) {
+        if (wrong++ == 0) {
+          first = "C(" + std::to_string(r) + "," + std::to_string(col) + ") = " +
+                  std::to_string(c.at(r, col)) + ", expected " + std::to_string(expected);
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < c.storage.size(); ++i) {
+    const std::int64_t offset = std::int64_t(i) - std::int64_t(kGuardElements);
+    const bool inside = offset >= 0 && offset < c.rows * c.ld && offset % c.ld < c.cols;
+    if (!inside && !is_test_poison(c.storage[i])) {
+      return "C's storage element " + std::to_string(i) + " outside the matrix was written";
+    }
+  }
+  if (wrong > 0) return std::to_string(wrong) + " wrong elements, first " + first;
+  return {};
+}
+
+std::string run_and_check(CpuExecutor& executor, int m, int n, int k, int lda, int ldb, int ldc,
+                          std::uint64_t schedule_seed) {
+  Problem p = make_problem(m, n, k, lda, ldb, ldc, schedule_seed + 7);
+  p.gemm_case.schedule_seed = schedule_seed;
+  executor.run(p.gemm_case, p.operands);
+  return check_result(p);
+}
+
+struct Shape {
+  int m, n, k, lda, ldb, ldc;
+};
+const Shape kAwkwardShapes[] = {
+    {37, 29, 45, 50, 33, 31}, {1, 1, 1, 1, 1, 1}, {64, 64, 64, 64, 64, 64}, {5, 70, 3, 9, 71, 80},
+    {33, 17, 100, 100, 17, 17},
+};
+
+void expect_correct(const KernelTemplate& tmpl, const std::string& config_text) {
+  CpuExecutor executor(tmpl, tmpl.parse_configuration(config_text), test_options());
+  for (const Shape& s : kAwkwardShapes) {
+    for (std::uint64_t seed = 0; seed < 3; ++seed) {
+      EXPECT_EQ(run_and_check(executor, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, seed), "")
+          << tmpl.name << " " << config_text << " on " << s.m << "x" << s.n << "x" << s.k
+          << " seed " << seed;
+    }
+  }
+}
+
+TEST(CpuBackend, NaiveIsCorrectOnAwkwardShapes) {
+  const KernelTemplate naive = shipped("naive");
+  for (const char* config : {"BLOCK_X=8,BLOCK_Y=8", "BLOCK_X=32,BLOCK_Y=4", "BLOCK_X=64,BLOCK_Y=16",
+                             "BLOCK_X=128,BLOCK_Y=1"}) {
+    expect_correct(naive, config);
+  }
+}
+
+TEST(CpuBackend, TiledIsCorrectOnAwkwardShapes) {
+  const KernelTemplate tiled = shipped("tiled");
+  for (const char* config : {"TILE=8,PAD=0,SWIZZLE=1", "TILE=32,PAD=1,SWIZZLE=0",
+                             "TILE=16,PAD=0,SWIZZLE=0", "TILE=16,PAD=1,SWIZZLE=0"}) {
+    expect_correct(tiled, config);
+  }
+}
+
+TEST(CpuBackend, EveryShippedConfigurationRuns) {
+  for (const char* name : {"naive", "tiled"}) {
+    const KernelTemplate tmpl = shipped(name);
+    for (const Configuration& config : enumerate_configurations(tmpl)) {
+      CpuExecutor executor(tmpl, config, test_options());
+      EXPECT_EQ(run_and_check(executor, 37, 29, 45, 50, 33, 31, 5), "")
+          << name << " " << config.to_string();
+    }
+  }
+}
+
+TEST(CpuBackend, ResultDoesNotDependOnWorkerCount) {
+  const KernelTemplate tiled = shipped("tiled");
+  const Configuration config = tiled.parse_configuration("TILE=8,PAD=1,SWIZZLE=0");
+  for (unsigned workers : {1u, 3u, 8u}) {
+    CpuExecutor executor(tiled, config, test_options(workers));
+    EXPECT_EQ(executor.backend_name(), "cpu (" + std::to_string(workers) + " workers)");
+    EXPECT_EQ(run_and_check(executor, 70, 45, 33, 40, 50, 45, 9), "") << workers << " workers";
+  }
+}
+
+// tiled with one of its two barriers deleted.
+KernelTemplate tiled_without_barrier(bool first) {
+  std::string source = shipped("tiled").source;
+  const std::string barrier = "__syncthreads();";
+  const std::size_t at = first ? source.find(barrier) : source.rfind(barrier);
+  EXPECT_NE(at, std::string::npos);
+  source.replace(at, barrier.size(), "");
+  return parse_template(source, "tiled_mutant.cu");
+}
+
+// How many of the schedule seeds 0..seeds-1 give a wrong result on a shape with several K tiles.
+int wrong_seeds(const KernelTemplate& tmpl, const std::string& config, int seeds) {
+  CpuExecutor executor(tmpl, tmpl.parse_configuration(config), test_options());
+  int wrong = 0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    wrong += run_and_check(executor, 24, 24, 64, 64, 24, 24, std::uint64_t(seed)).empty() ? 0 : 1;
+  }
+  return wrong;
+}
+
+TEST(CpuBackend, MissingSecondBarrierIsCaught) {
+  EXPECT_GT(wrong_seeds(tiled_without_barrier(false), "TILE=8,PAD=0,SWIZZLE=0", 8), 0);
+  EXPECT_GT(wrong_seeds(tiled_without_barrier(false), "TILE=16,PAD=1,SWIZZLE=0", 8), 0);
+}
+
+TEST(CpuBackend, MissingFirstBarrierIsCaught) {
+  EXPECT_GT(wrong_seeds(tiled_without_barrier(true), "TILE=8,PAD=0,SWIZZLE=1", 8), 0);
+  EXPECT_GT(wrong_seeds(tiled_without_barrier(true), "TILE=32,PAD=0,SWIZZLE=0", 8), 0);
+}
+
+TEST(CpuBackend, IntactTiledIsRightForEverySeed) {
+  EXPECT_EQ(wrong_seeds(shipped("tiled"), "TILE=8,PAD=0,SWIZZLE=0", 32), 0);
+}
+
+// A one-parameter template around `body`, one thread per element of C, 8x8 blocks.
+KernelTemplate custom(const std::string& name, const std::string& body,
+                      const std::string& shared = "0") {
+  return parse_template(
+      "// tiletune: entry custom_gemm\n"
+      "// tiletune: param TILE 8\n"
+      "// tiletune: block TILE, TILE\n"
+      "// tiletune: grid ceil_div(N, TILE), ceil_div(M, TILE)\n"
+      "// tiletune: shared " + shared + "\n"
+      "extern \"C\" __global__ void custom_gemm(const float* A, const float* B, float* C, int M,\n"
+      "                                        int N, int K, int lda, int ldb, int ldc) {\n"
+      "  const int row = blockIdx.y * TT_TILE + threadIdx.y;\n"
+      "  const int col = blockIdx.x * TT_TILE + threadIdx.x;\n" +
+          body + "}\n",
+      name + ".cu");
+}
+
+void expect_unsupported(const KernelTemplate& tmpl, const std::string& what) {
+  try {
+    CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
+    ADD_FAILURE() << tmpl.name << " was accepted";
+  } catch (const UnsupportedOnBackend& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind("not supported on the CPU backend: ", 0), 0u) << message;
+    EXPECT_NE(message.find(what), std::string::npos) << message;
+  }
+}
+
+TEST(CpuBackend, WarpShuffleIsUnsupported) {
+  expect_unsupported(custom("shuffle", "  float v = __shfl_down_sync(0xffffffffu, 1.0f, 1);\n"
+                                       "  if (row < M && col < N) C[row * ldc + col] = v;\n"),
+                     "__shfl_down_sync");
+}
+
+TEST(CpuBackend, InlineAssemblyIsUnsupported) {
+  expect_unsupported(custom("ptx", "  unsigned lane;\n"
+                                   "  asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(lane));\n"),
+                     "inline assembly");
+}
+
+TEST(CpuBackend, UnsupportedFeatureHiddenInAMacroIsFound) {
+  expect_unsupported(custom("macro", "#define TT_REDUCE(v) __shfl_xor_sync(~0u, v, 1)\n"
+                                     "  float v = TT_REDUCE(1.0f);\n"
+                                     "  (void)v;\n"),
+                     "__shfl_xor_sync");
+}
+
+TEST(CpuBackend, CudaHeaderIsUnsupported) {
+  expect_unsupported(custom("wmma", "#include <mma.h>\n"), "<mma.h>");
+}
+
+TEST(CpuBackend, FeaturesInCommentsAndDisabledBranchesAreIgnored) {
+  const KernelTemplate tmpl = custom("quiet",
+                                     "  // asm volatile(\"trap;\"); __shfl_down_sync\n"
+                                     "  /* __syncwarp(); */\n"
+                                     "#if 0\n"
+                                     "  asm(\"trap;\");\n"
+                                     "#endif\n"
+                                     "  const char* text = \"asm __shfl_sync\"; (void)text;\n"
+                                     "  if (row >= M || col >= N) return;\n"
+                                     "  float acc = 0.0f;\n"
+                                     "  for (int k = 0; k < K; ++k) acc += A[row * lda + k] * B[k * ldb + col];\n"
+                                     "  C[row * ldc + col] = acc;\n");
+  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
+  EXPECT_EQ(run_and_check(executor, 20, 9, 13, 13, 9, 9, 0), "");
+}
+
+TEST(CpuBackend, CompileErrorCarriesTheCompilersMessage) {
+  const KernelTemplate broken = custom("broken", "  int x = undeclared_name + 1;\n");
+  try {
+    CpuExecutor executor(broken, broken.parse_configuration("TILE=8"), test_options());
+    ADD_FAILURE() << "a broken template compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not compile"), std::string::npos) << e.what();
+    EXPECT_NE(e.log().find("undeclared_name"), std::string::npos) << e.log();
+    // The log names the template and the line in it.
+    EXPECT_NE(e.log().find("broken.cu:10"), std::string::npos) << e.log();
+  }
+}
+
+TEST(CpuBackend, SecondBuildComesFromTheCache) {
+  const KernelTemplate naive = shipped("naive");
+  const Configuration config = naive.parse_configuration("BLOCK_X=16,BLOCK_Y=16");
+  const ScratchCache cache("cache-test");
+  CpuBackendOptions options = test_options();
+  options.cache_dir = cache.path();
+  const auto start = std::chrono::steady_clock::now();
+  const CpuKernel first(naive, config, options);
+  const auto middle = std::chrono::steady_clock::now();
+  const CpuKernel second(naive, config, options);
+  const auto end = std::chrono::steady_clock::now();
+  EXPECT_FALSE(first.from_cache());
+  EXPECT_TRUE(second.from_cache());
+  EXPECT_EQ(first.object_path(), second.object_path());
+  EXPECT_LT(end - middle, (middle - start) / 2);
+
+  // Another configuration, or another compiler flag, is another object.
+  const CpuKernel other(naive, naive.parse_configuration("BLOCK_X=16,BLOCK_Y=8"), options);
+  EXPECT_FALSE(other.from_cache());
+  EXPECT_NE(other.object_path(), first.object_path());
+}
+
+TEST(CpuBackend, TrapIsALaunchError) {
+  const KernelTemplate tmpl = custom("trapping",
+                                     "  if (M == 16 && row == 3 && col == 2) __trap();\n"
+                                     "  if (row < M && col < N) C[row * ldc + col] = 0;\n");
+  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
+  Problem p = make_problem(16, 16, 4, 4, 16, 16);
+  try {
+    executor.run(p.gemm_case, p.operands);
+    ADD_FAILURE() << "the trap went unnoticed";
+  } catch (const LaunchError& e) {
+    EXPECT_NE(std::string(e.what()).find("__trap() in block (0, 0, 0), thread (2, 3, 0)"),
+              std::string::npos)
+        << e.what();
+  }
+  // The other fibers were unwound and the workers go on: the next launch runs normally.
+  Problem q = make_problem(8, 8, 4, 4, 8, 8);
+  executor.run(q.gemm_case, q.operands);
+  EXPECT_EQ(q.operands.c.at(7, 7), 0.0f);
+}
+
+TEST(CpuBackend, DivergentBarriersAreALaunchError) {
+  const KernelTemplate tmpl = custom("divergent", "  if (threadIdx.x == 0) {\n"
+                                                  "    __syncthreads();\n"
+                                                  "  } else {\n"
+                                                  "    __syncthreads();\n"
+                                                  "  }\n");
+  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
+  Problem p = make_problem(8, 8, 1, 1, 8, 8);
+  try {
+    executor.run(p.gemm_case, p.operands);
+    ADD_FAILURE() << "divergent barriers went unnoticed";
+  } catch (const LaunchError& e) {
+    EXPECT_NE(std::string(e.what()).find("barrier divergence"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuBackend, ThreadsThatReturnedDoNotBlockABarrier) {
+  // Half the threads leave before a barrier the others meet at twice.
+  const KernelTemplate tmpl = custom("early_exit",
+                                     "  __shared__ float cell[TT_TILE][TT_TILE];\n"
+                                     "  if (threadIdx.x % 2 == 1) return;\n"
+                                     "  cell[threadIdx.y][threadIdx.x] = 1.0f;\n"
+                                     "  __syncthreads();\n"
+                                     "  cell[threadIdx.y][threadIdx.x] += 1.0f;\n"
+                                     "  __syncthreads();\n"
+                                     "  if (row < M && col < N) C[row * ldc + col] = cell[threadIdx.y][threadIdx.x];\n");
+  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
+  Problem p = make_problem(8, 8, 1, 1, 8, 8);
+  executor.run(p.gemm_case, p.operands);
+  for (int r = 0; r < 8; ++r) {
+    for (int c = 0; c < 8; ++c) {
+      if (c % 2 == 0) {
+        EXPECT_EQ(p.operands.c.at(r, c), 2.0f);
+      } else {
+        EXPECT_TRUE(is_test_poison(p.operands.c.at(r, c)));
+      }
+    }
+  }
+}
+
+TEST(CpuBackend, UnwrittenSharedMemoryReadsAsNaN) {
+  // Every block reads a shared cell no thread wrote, after the previous block on the same worker
+  // wrote all of them.
+  const KernelTemplate tmpl = custom("stale_shared",
+                                     "  __shared__ float cell[TT_TILE * TT_TILE];\n"
+                                     "  const int me = threadIdx.y * TT_TILE + threadIdx.x;\n"
+                                     "  if (blockIdx.x % 2 == 0) cell[me] = 5.0f;\n"
+                                     "  __syncthreads();\n"
+                                     "  if (row < M && col < N) C[row * ldc + col] = cell[me];\n");
+  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options(1));
+  Problem p = make_problem(8, 32, 1, 1, 32, 32);
+  executor.run(p.gemm_case, p.operands);
+  for (int c = 0; c < 32; ++c) {
+    if ((c / 8) % 2 == 0) {
+      EXPECT_EQ(p.operands.c.at(0, c), 5.0f) << c;
+    } else {
+      EXPECT_TRUE(std::isnan(p.operands.c.at(0, c))) << c << ": " << p.operands.c.at(0, c);
+    }
+  }
+}
+
+TEST(CpuBackend, DynamicSharedMemoryWorks) {
+  // tiled with its two tiles in dynamic shared memory.
+  const KernelTemplate tmpl = custom("dynamic_tiled",
+                                     "  extern __shared__ __align__(16) float tiles[];\n"
+                                     "  float* As = tiles;\n"
+                                     "  float* Bs = tiles + TT_TILE * TT_TILE;\n"
+                                     "  const int tx = threadIdx.x, ty = threadIdx.y;\n"
+                                     "  float acc = 0.0f;\n"
+                                     "  for (int k0 = 0; k0 < K; k0 += TT_TILE) {\n"
+                                     "    As[ty * TT_TILE + tx] = (row < M && k0 + tx < K) ? A[row * lda + k0 + tx] : 0.0f;\n"
+                                     "    Bs[ty * TT_TILE + tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * ldb + col] : 0.0f;\n"
+                                     "    __syncthreads();\n"
+                                     "    for (int k = 0; k < TT_TILE; ++k) acc += As[ty * TT_TILE + k] * Bs[k * TT_TILE + tx];\n"
+                                     "    __syncthreads();\n"
+                                     "  }\n"
+                                     "  if (row < M && col < N) C[row * ldc + col] = acc;\n",
+                                     "2 * TILE * TILE * 4");
+  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
+  for (const Shape& s : kAwkwardShapes) {
+    EXPECT_EQ(run_and_check(executor, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, 3), "");
+  }
+}
+
+TEST(CpuBackend, TooMuchDynamicSharedMemoryIsUnsupported) {
+  const KernelTemplate tmpl = custom("greedy", "", "300000");
+  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
+  Problem p = make_problem(8, 8, 1, 1, 8, 8);
+  EXPECT_THROW(executor.run(p.gemm_case, p.operands), UnsupportedOnBackend);
+}
+
+TEST(CpuBackend, BlockTooLargeForCudaIsALaunchError) {
+  const KernelTemplate naive = shipped("naive");
+  CpuKernel kernel(naive, naive.parse_configuration("BLOCK_X=8,BLOCK_Y=8"), test_options());
+  LaunchGeometry geometry;
+  geometry.block = {64, 32, 1};
+  EXPECT_THROW(kernel.launch(geometry, nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 1, 0), LaunchError);
+}
+
+TEST(CpuBackend, AtomicsAreEmulated) {
+  // Every thread adds its element's products into C(0, 0) one by one.
+  const KernelTemplate tmpl = custom("atomic",
+                                     "  if (row >= M || col >= N) return;\n"
+                                     "  if (row == 0 && col == 0) C[0] = 0.0f;\n"
+                                     "  __syncthreads();\n"
+                                     "  atomicAdd(&C[0], 1.0f);\n");
+  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
+  Problem p = make_problem(8, 8, 1, 1, 8, 8);
+  executor.run(p.gemm_case, p.operands);
+  EXPECT_EQ(p.operands.c.at(0, 0), 64.0f);
+}
+
+TEST(CpuBackend, MissingCompilerIsReported) {
+  const KernelTemplate naive = shipped("naive");
+  CpuBackendOptions options = test_options();
+  options.compiler = "/nonexistent/c++";
+  const ScratchCache cache("no-compiler");
+  options.cache_dir = cache.path();
+  EXPECT_THROW(CpuKernel(naive, naive.parse_configuration("BLOCK_X=8,BLOCK_Y=8"), options),
+               std::runtime_error);
+}
+
+}  // namespace
+}  // namespace tiletune
