@@ -8,8 +8,8 @@ namespace tiletune {
 
 GpuExecutor::GpuExecutor(const GpuDevice& device, const KernelTemplate& tmpl,
                          const Configuration& config, const CompiledKernelImage& image)
-    : device_(device), template_(tmpl), config_(config), report_(image.report),
-      kernel_(image, tmpl.entry) {}
+    : device_(device), template_(tmpl), config_(config), kernel_(image, tmpl.entry),
+      report_(kernel_.resource_usage(image.report)) {}
 
 std::string GpuExecutor::backend_name() const { return "gpu " + device_.properties().name; }
 

@@ -21,13 +21,14 @@ class GpuExecutor : public GemmExecutor {
   // After an illegal address or a trap the CUDA context is unusable: nothing more can run in this
   // process.
   bool context_lost() const { return context_lost_; }
+  const PtxasReport& resources() const { return report_; }
 
  private:
   const GpuDevice& device_;
   const KernelTemplate& template_;
   Configuration config_;
-  PtxasReport report_;
   GpuKernel kernel_;
+  PtxasReport report_;
   bool context_lost_ = false;
 };
 

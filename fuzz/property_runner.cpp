@@ -1,5 +1,9 @@
 #include "fuzz/property_runner.h"
 
+#include <iostream>
+#include <sstream>
+
+#include <rapidcheck/detail/Configuration.h>
 #include <rapidcheck/detail/Property.h>
 #include <rapidcheck/detail/TestListener.h>
 
@@ -18,6 +22,19 @@ class CountingListener : public rc::detail::TestListener {
   void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
   int accepted_shrinks = 0;
 };
+
+// RapidCheck announces its global configuration on stderr the first time it is read; our reports
+// carry their own seed, so that line is swallowed.
+void load_rapidcheck_configuration_quietly() {
+  static const bool loaded = [] {
+    std::ostringstream sink;
+    std::streambuf* saved = std::cerr.rdbuf(sink.rdbuf());
+    rc::detail::configuration();
+    std::cerr.rdbuf(saved);
+    return true;
+  }();
+  (void)loaded;
+}
 
 // One case: returns the finding, or nothing when the kernel got it right.
 std::optional<std::string> evaluate(GemmExecutor& executor, const GemmCase& gemm_case,
@@ -41,6 +58,7 @@ std::optional<std::string> evaluate(GemmExecutor& executor, const GemmCase& gemm
 
 FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& config,
                               const FuzzSettings& settings) {
+  load_rapidcheck_configuration_quietly();
   const std::vector<std::int64_t> moduli = remainder_moduli(config);
   FuzzReport report;
   bool launches_broken = false;

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   cli::add_fuzz_command(app, exit_code);
   cli::add_compile_command(app, exit_code);
   cli::add_list_command(app, exit_code);
+  cli::add_bench_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

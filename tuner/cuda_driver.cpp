@@ -16,27 +16,18 @@ CudaDriver load_driver() {
     throw GpuUnavailable(fmt::format("no CUDA driver: cannot load libcuda.so.1 ({})",
                                      why ? why : "unknown reason"));
   }
-  using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
-                                      CUdriverProcAddressQueryResult*);
-  auto get_proc = reinterpret_cast<GetProcAddress>(dlsym(library, "cuGetProcAddress_v2"));
-  if (get_proc == nullptr) {
-    throw GpuUnavailable("the CUDA driver is too old: libcuda.so.1 has no cuGetProcAddress_v2 "
-                         "(CUDA 12 or later is required)");
-  }
-
   CudaDriver driver;
-  // #fn is the base name ("cuMemAlloc"); decltype(&::fn) is the versioned type our headers use.
-#define TILETUNE_RESOLVE(fn)                                                                 \
-  {                                                                                          \
-    void* address = nullptr;                                                                 \
-    CUdriverProcAddressQueryResult found{};                                                  \
-    if (get_proc(#fn, &address, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found) !=        \
-            CUDA_SUCCESS ||                                                                  \
-        address == nullptr) {                                                                \
-      throw GpuUnavailable(fmt::format("the CUDA driver lacks {} (CUDA {}.{} required)", #fn, \
-                                       CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10));      \
-    }                                                                                        \
-    driver.fn = reinterpret_cast<decltype(driver.fn)>(address);                              \
+  // Resolve each symbol under the name our headers map it to (cuMemAlloc is cuMemAlloc_v2 there),
+  // so the pointer's type and the function behind it always agree. cuGetProcAddress with our
+  // CUDA_VERSION would not: it hands out cuCtxSynchronize_v2, which takes an argument.
+#define TILETUNE_SYMBOL_NAME(fn) #fn
+#define TILETUNE_EXPANDED_NAME(fn) TILETUNE_SYMBOL_NAME(fn)
+#define TILETUNE_RESOLVE(fn)                                                                  \
+  driver.fn = reinterpret_cast<decltype(driver.fn)>(dlsym(library, TILETUNE_EXPANDED_NAME(fn))); \
+  if (driver.fn == nullptr) {                                                                 \
+    throw GpuUnavailable(fmt::format("the CUDA driver is too old: it lacks {} (CUDA {}.{} required)", \
+                                     TILETUNE_EXPANDED_NAME(fn), CUDA_VERSION / 1000,         \
+                                     CUDA_VERSION % 1000 / 10));                              \
   }
   TILETUNE_CUDA_DRIVER_FUNCTIONS(TILETUNE_RESOLVE)
 #undef TILETUNE_RESOLVE

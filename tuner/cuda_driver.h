@@ -2,8 +2,7 @@
 //
 // tiletune never links libcuda: it opens libcuda.so.1 on first use, so that on a machine without
 // a driver or a GPU every command still starts, and those that need a GPU say why they cannot run.
-// Entry points are resolved through cuGetProcAddress for the CUDA version of our headers, which
-// picks the right versioned symbol (cuMemAlloc_v2 and so on) for us.
+// Entry points are resolved by the versioned names the headers give them (cuMemAlloc_v2, ...).
 #pragma once
 
 #include <cuda.h>

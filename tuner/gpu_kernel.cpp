@@ -50,11 +50,14 @@ GpuKernel::~GpuKernel() {
   if (module_ != nullptr) cuda_driver().cuModuleUnload(module_);
 }
 
-int GpuKernel::registers() const {
-  int value = 0;
-  check_cuda(cuda_driver().cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, function_),
+PtxasReport GpuKernel::resource_usage(const PtxasReport& from_log) const {
+  PtxasReport report = from_log;
+  check_cuda(cuda_driver().cuFuncGetAttribute(&report.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, function_),
              "cuFuncGetAttribute(NUM_REGS)");
-  return value;
+  check_cuda(cuda_driver().cuFuncGetAttribute(&report.static_shared_bytes,
+                                              CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function_),
+             "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
+  return report;
 }
 
 void GpuKernel::launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,

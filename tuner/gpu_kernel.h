@@ -32,7 +32,9 @@ class GpuKernel {
   void launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
               const GemmProblem& problem, CUstream stream = nullptr) const;
 
-  int registers() const;
+  // Registers and static shared memory as the loaded function reports them, spills from the
+  // compile log where ptxas printed one (a cached NVRTC compile may print none).
+  PtxasReport resource_usage(const PtxasReport& from_log) const;
 
  private:
   CUmodule module_ = nullptr;

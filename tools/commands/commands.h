@@ -11,5 +11,6 @@ void add_query_command(CLI::App& app, int& exit_code);
 void add_fuzz_command(CLI::App& app, int& exit_code);
 void add_compile_command(CLI::App& app, int& exit_code);
 void add_list_command(CLI::App& app, int& exit_code);
+void add_bench_command(CLI::App& app, int& exit_code);
 
 }  // namespace tiletune::cli

@@ -50,7 +50,7 @@ int run(const FuzzOptions& options) {
   settings.seed = options.seed;
   settings.shrink = !options.no_shrink;
 
-  int failed = 0, passed = 0;
+  int failed = 0, passed = 0, skipped = 0;
   for (const KernelTemplate& tmpl : templates) {
     const std::vector<Configuration> configs =
         options.config.empty() ? enumerate_configurations(tmpl)
@@ -62,6 +62,13 @@ int run(const FuzzOptions& options) {
       try {
         const CompiledKernelImage image = compile_configuration(tmpl, config, arch);
         GpuExecutor executor(device, tmpl, config, image);
+        const GemmShape probe = replay ? replay->problem.shape : GemmShape{64, 64, 64};
+        if (auto limit = exceeds_device_limits(tmpl.launch_geometry(config, probe),
+                                               executor.resources(), device.properties())) {
+          ++skipped;
+          progress_line(fmt::format("skip {}: beyond this device: {}", label, *limit), true);
+          continue;
+        }
         report = replay ? run_single_case(executor, *replay)
                         : fuzz_configuration(executor, config, settings);
       } catch (const CompileError& e) {
@@ -85,7 +92,7 @@ int run(const FuzzOptions& options) {
       progress_line(text, true);
     }
   }
-  fmt::print("{} configurations passed, {} failed\n", passed, failed);
+  fmt::print("{} configurations passed, {} failed, {} beyond this device\n", passed, failed, skipped);
   return failed == 0 ? kSuccess : kFindings;
 }
 

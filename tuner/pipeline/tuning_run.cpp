@@ -90,19 +90,20 @@ ResultRecord TuningRun::evaluate(const KernelTemplate& tmpl, const Configuration
     result.detail = e.log();
     return result;
   }
-  result.registers = image.report.registers;
-  result.static_shared_bytes = image.report.static_shared_bytes;
-  result.spill_bytes = image.report.spill_bytes();
+  GpuExecutor executor(device_, tmpl, config, image);
+  const PtxasReport& resources = executor.resources();
+  result.registers = resources.registers;
+  result.static_shared_bytes = resources.static_shared_bytes;
+  result.spill_bytes = resources.spill_bytes();
 
   const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
   result.dynamic_shared_bytes = int(geometry.dynamic_shared_bytes);
-  if (auto limit = exceeds_device_limits(geometry, image.report, device_.properties())) {
+  if (auto limit = exceeds_device_limits(geometry, resources, device_.properties())) {
     result.status = ResultStatus::device_limit;
     result.detail = *limit;
     return result;
   }
 
-  GpuExecutor executor(device_, tmpl, config, image);
   stage("fuzz");
   const FuzzReport fuzz = fuzz_configuration(executor, config, settings_.fuzz);
   if (fuzz.verdict != FuzzVerdict::passed) {

@@ -1,0 +1,122 @@
+// tiletune bench [KERNEL.cu...] [--shape MxNxK ...] [--kernel NAME] [--db PATH]
+//
+// For each shape: the best recorded configuration (tuning the given templates first where the
+// database has none), rebuilt from the template source the database keeps, verified at the full
+// shape, then timed side by side with cuBLAS SGEMM on the same inputs in the same run.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "tools/bench/cublas_sgemm.h"
+#include "tools/commands/command_line.h"
+#include "tools/commands/commands.h"
+#include "tuner/nvrtc_compiler.h"
+#include "tuner/pipeline/shape_verifier.h"
+#include "tuner/pipeline/tuning_run.h"
+
+namespace tiletune::cli {
+namespace {
+
+const char* const kDefaultSuite[] = {
+    "1024x1024x1024", "2048x2048x2048", "4096x4096x4096", "8192x8192x8192", "1000x1000x1000",
+    "4095x4097x4093", "3001x2999x1537", "8191x8191x8191", "64x4096x4096",   "4096x64x4096",
+    "4096x4096x64",   "127x129x8191",   "17x33x65"};
+
+struct BenchOptions {
+  std::vector<std::string> kernels;
+  std::vector<std::string> shapes;
+  std::string kernel_name;
+  std::string db = "tiletune.db";
+};
+
+KernelTemplate recorded_template(const ResultStore& store, const ResultRecord& best) {
+  for (const TemplateRecord& t : store.templates()) {
+    if (t.name == best.template_name && t.source_hash == best.template_hash) {
+      return parse_template(t.source, t.path.empty() ? t.name : t.path);
+    }
+  }
+  throw std::runtime_error(fmt::format("the database lacks the source of {} {}", best.template_name,
+                                       best.template_hash));
+}
+
+int run(const BenchOptions& options) {
+  const std::vector<KernelTemplate> templates = load_templates(options.kernels);
+  std::vector<std::string> shape_texts = options.shapes;
+  if (shape_texts.empty()) shape_texts.assign(std::begin(kDefaultSuite), std::end(kDefaultSuite));
+  const std::vector<GemmShape> shapes = parse_shapes(shape_texts);
+  GpuDevice device;
+  ResultStore store(options.db);
+  TuningRun tuning(device, store, TuningSettings{});
+  const DeviceProperties& gpu = device.properties();
+  const std::optional<std::string> only =
+      options.kernel_name.empty() ? std::nullopt : std::optional(options.kernel_name);
+  CublasSgemm cublas;
+  const TimingSettings timing;
+
+  fmt::print("{} ({} SMs, {:.0f} MHz, FP32 peak {:.1f} TFLOP/s), cuBLAS SGEMM in the same run\n",
+             gpu.name, gpu.sm_count, gpu.clock_khz / 1e3, gpu.fp32_peak_tflops());
+  fmt::print("{:<16} {:<8} {:<44} {:>8} {:>8} {:>6} {:>6}\n", "shape", "template", "config",
+             "TFLOP/s", "cuBLAS", "ratio", "%peak");
+  double log_ratio_sum = 0;
+  int measured = 0, missing = 0;
+  for (const GemmShape& shape : shapes) {
+    std::optional<ResultRecord> best = store.best(gpu.name, shape, only);
+    if (!best) {
+      for (const KernelTemplate& tmpl : templates) {
+        tuning.tune(tmpl, shape, [&](const TuningEvent& e) {
+          progress_line(fmt::format("tuning {} {} [{}/{}] {}", tmpl.name, shape.to_string(),
+                                    e.index, e.total, e.stage), false);
+        });
+      }
+      progress_line("", false);
+      best = store.best(gpu.name, shape, only);
+    }
+    if (!best) {
+      ++missing;
+      fmt::print("{:<16} no correct configuration recorded (give templates to tune)\n", shape.to_string());
+      continue;
+    }
+    const KernelTemplate tmpl = recorded_template(store, *best);
+    const Configuration config = tmpl.parse_configuration(best->config);
+    const GpuKernel kernel(compile_configuration(tmpl, config, gpu.arch()), tmpl.entry);
+    const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
+    ShapeVerifier verifier(device, GemmProblem::packed(shape), 7);
+    if (auto wrong = verifier.verify(kernel, geometry)) {
+      throw std::runtime_error(fmt::format("{} [{}] is wrong: {}", tmpl.name, best->config, *wrong));
+    }
+    const GemmProblem& problem = verifier.problem();
+    const Timing ours = time_launches(
+        [&](CUstream s) { kernel.launch(geometry, verifier.a(), verifier.b(), verifier.c(), problem, s); },
+        nullptr, timing);
+    const Timing theirs = time_launches(
+        [&](CUstream s) { cublas.run(problem, verifier.a(), verifier.b(), verifier.c(), s); },
+        nullptr, timing);
+    const double our_tflops = shape.flops() / (ours.median_ms * 1e-3) / 1e12;
+    const double cublas_tflops = shape.flops() / (theirs.median_ms * 1e-3) / 1e12;
+    const double ratio = our_tflops / cublas_tflops;
+    log_ratio_sum += std::log(ratio);
+    ++measured;
+    fmt::print("{:<16} {:<8} {:<44} {:>8.2f} {:>8.2f} {:>6.3f} {:>5.1f}%\n", shape.to_string(),
+               tmpl.name, best->config, our_tflops, cublas_tflops, ratio,
+               100.0 * our_tflops / gpu.fp32_peak_tflops());
+  }
+  if (measured > 0) {
+    fmt::print("geometric mean of ratios over {} shapes: {:.3f}\n", measured,
+               std::exp(log_ratio_sum / measured));
+  }
+  return missing == 0 ? kSuccess : kFindings;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<BenchOptions>();
+  CLI::App* command = app.add_subcommand("bench", "time the best recorded configurations against cuBLAS SGEMM");
+  command->add_option("kernels", options->kernels, "templates to tune where the database has no result")->check(CLI::ExistingFile);
+  command->add_option("--shape", options->shapes, "problem sizes MxNxK (default: the standard suite)");
+  command->add_option("--kernel", options->kernel_name, "only this template (by name)");
+  command->add_option("--db", options->db, "SQLite database file")->capture_default_str();
+  command->callback([options, &exit_code] { exit_code = run(*options); });
+}
+
+}  // namespace tiletune::cli
