@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <new>
 #include <numeric>
 #include <utility>
 
@@ -93,6 +93,22 @@ void poison_shared_memory(const KernelModule& kernel) {
   }
 }
 
+// The life of one CUDA thread on its fiber: the kernel, then back to the scheduler for good.
+context::fiber run_thread(CudaThreadFiber& fiber, const BlockLaunch& launch,
+                          context::fiber&& scheduler) {
+  using State = CudaThreadFiber::State;
+  fiber.scheduler = std::move(scheduler);
+  try {
+    const GemmArguments& g = launch.arguments;
+    launch.kernel->entry(g.a, g.b, g.c, g.m, g.n, g.k, g.lda, g.ldb, g.ldc);
+    fiber.state = State::returned;
+  } catch (const KernelTrap& trap) {
+    fiber.state = State::trapped;
+    fiber.trap = trap.what;
+  }
+  return std::move(fiber.scheduler);
+}
+
 std::string coordinates(const tt_cpu_dim3& d) { return fmt::format("({}, {}, {})", d.x, d.y, d.z); }
 
 }  // namespace
@@ -108,8 +124,15 @@ class BlockRunner::Stack {
   Stack() : mapped_(kStackBytes + std::size_t(sysconf(_SC_PAGESIZE))) {
     base_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
                  -1, 0);
-    if (base_ == MAP_FAILED) throw std::bad_alloc();
-    mprotect(base_, mapped_ - kStackBytes, PROT_NONE);
+    if (base_ == MAP_FAILED || mprotect(base_, mapped_ - kStackBytes, PROT_NONE) != 0) {
+      const int error = errno;
+      if (base_ != MAP_FAILED) munmap(base_, mapped_);
+      base_ = nullptr;
+      throw LaunchError(
+          fmt::format("cannot map a fiber stack: {} (each stack takes two of the "
+                      "process's memory mappings, see vm.max_map_count)",
+                      std::strerror(error)));
+    }
   }
   ~Stack() {
     if (base_ != nullptr) munmap(base_, mapped_);
@@ -123,6 +146,17 @@ class BlockRunner::Stack {
     stack.size = kStackBytes;
     stack.sp = static_cast<char*>(base_) + mapped_;
     return stack;
+  }
+
+  // With AddressSanitizer in the process: the redzones of frames that an exception unwound stay
+  // poisoned (the sanitizer does not know where a fiber's stack lies), and would be reported
+  // against whatever frames the next kernel lays there.
+  void forget_poison() const {
+    using Unpoison = void (*)(const volatile void*, std::size_t);
+    static const auto unpoison =
+        reinterpret_cast<Unpoison>(dlsym(RTLD_DEFAULT, "__asan_unpoison_memory_region"));
+    if (unpoison != nullptr)
+      unpoison(static_cast<char*>(base_) + mapped_ - kStackBytes, kStackBytes);
   }
 
  private:
@@ -148,32 +182,26 @@ void BlockRunner::run(const BlockLaunch& launch, std::uint64_t linear) {
     CudaThreadFiber& fiber = fibers_[i];
     fiber.thread = {{i % bx, i / bx % by, i / bx / by}, block_idx, {bx, by, bz}, {gx, gy, gz}};
     fiber.state = State::ready;
-    fiber.suspended = context::fiber(
-        std::allocator_arg, BorrowedStack{stacks_[i].top()},
-        [&fiber, &launch](context::fiber&& scheduler) {
-          fiber.scheduler = std::move(scheduler);
-          try {
-            const GemmArguments& g = launch.arguments;
-            launch.kernel->entry(g.a, g.b, g.c, g.m, g.n, g.k, g.lda, g.ldb, g.ldc);
-            fiber.state = State::returned;
-          } catch (const KernelTrap& trap) {
-            fiber.state = State::trapped;
-            fiber.trap = trap.what;
-          }
-          return std::move(fiber.scheduler);
-        });
+    fiber.suspended = context::fiber(std::allocator_arg, BorrowedStack{stacks_[i].top()},
+                                     [&fiber, &launch](context::fiber&& scheduler) {
+                                       return run_thread(fiber, launch, std::move(scheduler));
+                                     });
   }
-  // After an error, the fibers still suspended at a barrier are unwound (Boost.Context throws
-  // through their frames) before their stacks serve the next block.
-  struct UnwindLeftovers {
-    std::vector<CudaThreadFiber>& fibers;
-    std::uint32_t count;
-    ~UnwindLeftovers() {
-      for (std::uint32_t i = 0; i < count; ++i) fibers[i].suspended = context::fiber();
-      running_fiber = nullptr;
-    }
-  } unwind{fibers_, count};
+  try {
+    run_phases(launch, linear, count);
+  } catch (...) {
+    // Fibers still suspended at a barrier are unwound (Boost.Context throws through their frames)
+    // before their stacks serve the next block.
+    for (std::uint32_t i = 0; i < count; ++i) fibers_[i].suspended = context::fiber();
+    for (std::uint32_t i = 0; i < count; ++i) stacks_[i].forget_poison();
+    running_fiber = nullptr;
+    throw;
+  }
+  running_fiber = nullptr;
+}
 
+void BlockRunner::run_phases(const BlockLaunch& launch, std::uint64_t linear, std::uint32_t count) {
+  using State = CudaThreadFiber::State;
   for (std::uint64_t phase = 0;; ++phase) {
     choose_order(order_, count, launch.schedule_seed, linear, phase);
     for (const std::uint32_t i : order_) {
@@ -184,7 +212,8 @@ void BlockRunner::run(const BlockLaunch& launch, std::uint64_t linear) {
       fiber.suspended = std::move(fiber.suspended).resume();
       if (fiber.state == State::trapped) {
         throw LaunchError(fmt::format("{} in block {}, thread {}", fiber.trap,
-                                      coordinates(block_idx), coordinates(fiber.thread.thread_idx)));
+                                      coordinates(fiber.thread.block_idx),
+                                      coordinates(fiber.thread.thread_idx)));
       }
     }
     const CudaThreadFiber* first = nullptr;
@@ -197,8 +226,8 @@ void BlockRunner::run(const BlockLaunch& launch, std::uint64_t linear) {
         throw LaunchError(fmt::format(
             "barrier divergence in block {}: thread {} waits at the __syncthreads() of line {}, "
             "thread {} at the one of line {}",
-            coordinates(block_idx), coordinates(first->thread.thread_idx), first->barrier_line,
-            coordinates(fiber.thread.thread_idx), fiber.barrier_line));
+            coordinates(fiber.thread.block_idx), coordinates(first->thread.thread_idx),
+            first->barrier_line, coordinates(fiber.thread.thread_idx), fiber.barrier_line));
       }
       fiber.state = State::ready;
     }

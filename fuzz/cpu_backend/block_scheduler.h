@@ -33,8 +33,8 @@ using GemmEntry = void (*)(const float* a, const float* b, float* c, int m, int 
 struct KernelModule {
   GemmEntry entry = nullptr;
   void (*enter)(const tt_cpu_thread*) = nullptr;  // the object's tt_cpu_enter
-  void* handle = nullptr;                          // from dlopen: finds the thread-local block
-  std::size_t thread_local_bytes = 0;              // the object's PT_TLS size
+  void* handle = nullptr;                         // from dlopen: finds the thread-local block
+  std::size_t thread_local_bytes = 0;             // the object's PT_TLS size
 };
 
 struct GemmArguments {
@@ -72,6 +72,8 @@ class BlockRunner {
 
  private:
   class Stack;
+  void run_phases(const BlockLaunch& launch, std::uint64_t linear, std::uint32_t count);
+
   std::vector<Stack> stacks_;
   std::vector<CudaThreadFiber> fibers_;
   std::vector<std::uint32_t> order_;

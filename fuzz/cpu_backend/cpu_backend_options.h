@@ -15,7 +15,7 @@ struct CpuBackendOptions {
   // Builds with AddressSanitizer and UndefinedBehaviorSanitizer, every finding fatal. The process
   // must have AddressSanitizer's runtime loaded at start-up (LD_PRELOAD), or building throws.
   bool sanitize = false;
-  // OS threads that run blocks. 0: std::thread::hardware_concurrency().
+  // OS threads that run blocks. 0: std::thread::hardware_concurrency(), at most 16.
   unsigned workers = 0;
 };
 

@@ -45,12 +45,16 @@ Function symbol(void* handle, const char* name) {
 void check_geometry(const LaunchGeometry& g) {
   const auto& [bx, by, bz] = g.block;
   if (bx > 1024 || by > 1024 || bz > 64 || g.threads_per_block() > 1024) {
-    throw LaunchError(fmt::format("a block of {}x{}x{} threads: CUDA allows at most 1024 threads "
-                                  "(1024 in x and y, 64 in z)", bx, by, bz));
+    throw LaunchError(
+        fmt::format("a block of {}x{}x{} threads: CUDA allows at most 1024 threads "
+                    "(1024 in x and y, 64 in z)",
+                    bx, by, bz));
   }
   if (g.grid[0] > 0x7fffffffu || g.grid[1] > 65535 || g.grid[2] > 65535) {
-    throw LaunchError(fmt::format("a grid of {}x{}x{} blocks: CUDA allows at most 2^31-1 in x and "
-                                  "65535 in y and z", g.grid[0], g.grid[1], g.grid[2]));
+    throw LaunchError(
+        fmt::format("a grid of {}x{}x{} blocks: CUDA allows at most 2^31-1 in x and "
+                    "65535 in y and z",
+                    g.grid[0], g.grid[1], g.grid[2]));
   }
   if (g.dynamic_shared_bytes > kCpuDynamicSharedCapacity) {
     throw UnsupportedOnBackend(fmt::format(
@@ -85,7 +89,8 @@ CpuKernel::CpuKernel(const KernelTemplate& tmpl, const Configuration& config,
   if (abi_version == nullptr || bind == nullptr || module_.enter == nullptr ||
       abi_version() != TT_CPU_ABI_VERSION) {
     dlclose(module_.handle);
-    throw std::runtime_error(object_path_.string() + " was not built against this tiletune's "
+    throw std::runtime_error(object_path_.string() +
+                             " was not built against this tiletune's "
                              "cuda_on_cpu.h");
   }
   if (module_.entry == nullptr) {
@@ -108,13 +113,12 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
                        int m, int n, int k, int lda, int ldb, int ldc,
                        std::uint64_t schedule_seed) const {
   check_geometry(geometry);
-  const BlockLaunch launch{&module_, {a, b, c, m, n, k, lda, ldb, ldc}, geometry.grid,
-                           geometry.block, schedule_seed};
+  const BlockLaunch launch{
+      &module_, {a, b, c, m, n, k, lda, ldb, ldc}, geometry.grid, geometry.block, schedule_seed};
   const std::uint64_t blocks =
       std::uint64_t(geometry.grid[0]) * geometry.grid[1] * geometry.grid[2];
-  pool_->run(blocks, [&launch](BlockRunner& runner, std::uint64_t block) {
-    runner.run(launch, block);
-  });
+  pool_->run(blocks,
+             [&launch](BlockRunner& runner, std::uint64_t block) { runner.run(launch, block); });
 }
 
 }  // namespace tiletune

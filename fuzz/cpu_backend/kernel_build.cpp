@@ -104,11 +104,12 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
   }
 
   // -fno-strict-aliasing: CUDA code reinterprets float arrays as float4 and the like.
-  std::vector<std::string> flags = {"-std=c++17", "-O2", "-fPIC", "-shared",
-                                    "-fno-strict-aliasing", "-Wno-unknown-pragmas"};
+  std::vector<std::string> flags = {
+      "-std=c++17", "-O2", "-fPIC", "-shared", "-fno-strict-aliasing", "-Wno-unknown-pragmas"};
   if (options.sanitize) {
+    // -g: the reports then name the template's file and line.
     flags.insert(flags.end(), {"-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                               "-fno-omit-frame-pointer"});
+                               "-fno-omit-frame-pointer", "-g"});
   }
   for (std::string& definition : tmpl.macro_definitions(config)) flags.push_back(definition);
 
@@ -131,8 +132,8 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
 
   const TemporaryFile preprocessed(cache / fmt::format("{}-{}.ii", tmpl.name, key));
   std::vector<std::string> preprocess = common;
-  preprocess.insert(preprocess.end(), {"-E", "-o", preprocessed.path().string(),
-                                       source_file.path().string()});
+  preprocess.insert(preprocess.end(),
+                    {"-E", "-o", preprocessed.path().string(), source_file.path().string()});
   const HostCompiler::Result expanded = compiler.run(preprocess);
   if (expanded.exit_code != 0) {
     if (auto missing = unsupported_in_compiler_log(expanded.output)) {

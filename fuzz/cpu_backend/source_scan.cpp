@@ -94,20 +94,21 @@ std::vector<Token> tokenize(std::string_view text) {
       const std::size_t start = i;
       while (i < text.size() && identifier_char(text[i])) ++i;
       const std::string_view word = text.substr(start, i - start);
-      const bool raw_prefix = word == "R" || word == "LR" || word == "uR" || word == "UR" ||
-                              word == "u8R";
+      const bool raw_prefix =
+          word == "R" || word == "LR" || word == "uR" || word == "UR" || word == "u8R";
       if (i < text.size() && text[i] == '"') {
         i = raw_prefix ? skip_raw_string(text, i) : skip_quoted(text, i);
       } else {
         tokens.push_back({std::string(word), true});
       }
     } else if (std::isdigit(static_cast<unsigned char>(c)) ||
-               (c == '.' && i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1])))) {
+               (c == '.' && i + 1 < text.size() &&
+                std::isdigit(static_cast<unsigned char>(text[i + 1])))) {
       // A pp-number: digits, letters, '.', digit separators and exponent signs.
       ++i;
-      while (i < text.size() &&
-             (identifier_char(text[i]) || text[i] == '.' || text[i] == '\'' ||
-              ((text[i] == '+' || text[i] == '-') && std::strchr("eEpP", text[i - 1]) != nullptr))) {
+      while (i < text.size() && (identifier_char(text[i]) || text[i] == '.' || text[i] == '\'' ||
+                                 ((text[i] == '+' || text[i] == '-') &&
+                                  std::strchr("eEpP", text[i - 1]) != nullptr))) {
         ++i;
       }
     } else if (c == '"' || c == '\'') {
@@ -145,7 +146,8 @@ std::string lines_from(std::string_view preprocessed, std::string_view origin) {
   return kept;
 }
 
-// Removes the alignment and attribute groups from a declaration: __attribute__((...)), alignas(...).
+// Removes the alignment and attribute groups from a declaration: __attribute__((...)),
+// alignas(...).
 std::vector<Token> without_attributes(const std::vector<Token>& declaration) {
   std::vector<Token> kept;
   for (std::size_t i = 0; i < declaration.size(); ++i) {
@@ -193,8 +195,10 @@ KernelSourceScan scan_preprocessed_kernel(std::string_view preprocessed, std::st
           declaration[n - 1].text != "]") {
         std::string text = "extern __shared__";
         for (const Token& t : declaration) text += " " + t.text;
-        scan.unsupported = "a dynamic shared memory declaration of another form than "
-                           "`extern __shared__ T name[];` (" + text + ";)";
+        scan.unsupported =
+            "a dynamic shared memory declaration of another form than "
+            "`extern __shared__ T name[];` (" +
+            text + ";)";
         return scan;
       }
       DynamicSharedArray array;
@@ -202,8 +206,9 @@ KernelSourceScan scan_preprocessed_kernel(std::string_view preprocessed, std::st
         array.type += (k == 0 ? "" : " ") + declaration[k].text;
       }
       array.name = declaration[n - 3].text;
-      const bool known = std::any_of(scan.dynamic_shared.begin(), scan.dynamic_shared.end(),
-                                     [&](const DynamicSharedArray& a) { return a.name == array.name; });
+      const bool known =
+          std::any_of(scan.dynamic_shared.begin(), scan.dynamic_shared.end(),
+                      [&](const DynamicSharedArray& a) { return a.name == array.name; });
       if (!known) scan.dynamic_shared.push_back(array);
       i = end;
     }

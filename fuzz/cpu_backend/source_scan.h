@@ -20,7 +20,7 @@ struct DynamicSharedArray {
 };
 
 struct KernelSourceScan {
-  std::optional<std::string> unsupported;  // "warp shuffle (__shfl_down_sync)"
+  std::optional<std::string> unsupported;          // "warp shuffle (__shfl_down_sync)"
   std::vector<DynamicSharedArray> dynamic_shared;  // each name once
 };
 

@@ -1,5 +1,6 @@
 #include "fuzz/cpu_backend/worker_pool.h"
 
+#include <algorithm>
 #include <map>
 
 namespace tiletune {
@@ -66,7 +67,9 @@ void WorkerPool::work(BlockRunner& runner) {
 }
 
 std::shared_ptr<WorkerPool> WorkerPool::shared(unsigned workers) {
-  if (workers == 0) workers = std::max(std::thread::hardware_concurrency(), 1u);
+  if (workers == 0) {
+    workers = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxDefaultWorkers);
+  }
   static std::mutex mutex;
   static std::map<unsigned, std::shared_ptr<WorkerPool>> pools;
   std::lock_guard lock(mutex);

@@ -32,8 +32,11 @@ class WorkerPool {
   // Calls from several threads take turns.
   void run(std::uint64_t count, const Task& task);
 
-  // The process's pool with this many workers (0: hardware_concurrency()), created on first use.
+  // The process's pool with this many workers, created on first use. 0: hardware_concurrency(),
+  // at most kMaxDefaultWorkers: fuzz-sized problems gain little from more, and every worker may
+  // map up to 1024 fiber stacks of two memory mappings each (vm.max_map_count is 65530).
   static std::shared_ptr<WorkerPool> shared(unsigned workers);
+  static constexpr unsigned kMaxDefaultWorkers = 16;
 
  private:
   void work(BlockRunner& runner);

@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <vector>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include "fuzz/cpu_backend/cpu_executor.h"
@@ -102,8 +104,8 @@ std::string check_result(const Problem& p) {
       for (std::int64_t i = 0; i < a.cols; ++i) expected += double(a.at(r, i)) * b.at(i, col);
       if (c.at(r, col) != float(expected)) {
         if (wrong++ == 0) {
-          first = "C(" + std::to_string(r) + "," + std::to_string(col) + ") = " +
-                  std::to_string(c.at(r, col)) + ", expected " + std::to_string(expected);
+          first = "C(" + std::to_string(r) + "," + std::to_string(col) +
+                  ") = " + std::to_string(c.at(r, col)) + ", expected " + std::to_string(expected);
         }
       }
     }
@@ -131,8 +133,8 @@ struct Shape {
   int m, n, k, lda, ldb, ldc;
 };
 const Shape kAwkwardShapes[] = {
-    {37, 29, 45, 50, 33, 31}, {1, 1, 1, 1, 1, 1}, {64, 64, 64, 64, 64, 64}, {5, 70, 3, 9, 71, 80},
-    {33, 17, 100, 100, 17, 17},
+    {37, 29, 45, 50, 33, 31}, {1, 1, 1, 1, 1, 1},         {64, 64, 64, 64, 64, 64},
+    {5, 70, 3, 9, 71, 80},    {33, 17, 100, 100, 17, 17},
 };
 
 void expect_correct(const KernelTemplate& tmpl, const std::string& config_text) {
@@ -220,18 +222,18 @@ TEST(CpuBackend, IntactTiledIsRightForEverySeed) {
 // A one-parameter template around `body`, one thread per element of C, 8x8 blocks.
 KernelTemplate custom(const std::string& name, const std::string& body,
                       const std::string& shared = "0") {
-  return parse_template(
-      "// tiletune: entry custom_gemm\n"
-      "// tiletune: param TILE 8\n"
-      "// tiletune: block TILE, TILE\n"
-      "// tiletune: grid ceil_div(N, TILE), ceil_div(M, TILE)\n"
-      "// tiletune: shared " + shared + "\n"
-      "extern \"C\" __global__ void custom_gemm(const float* A, const float* B, float* C, int M,\n"
-      "                                        int N, int K, int lda, int ldb, int ldc) {\n"
-      "  const int row = blockIdx.y * TT_TILE + threadIdx.y;\n"
-      "  const int col = blockIdx.x * TT_TILE + threadIdx.x;\n" +
-          body + "}\n",
-      name + ".cu");
+  return parse_template(R"(// tiletune: entry custom_gemm
+// tiletune: param TILE 8
+// tiletune: block TILE, TILE
+// tiletune: grid ceil_div(N, TILE), ceil_div(M, TILE)
+// tiletune: shared )" + shared +
+                            R"(
+extern "C" __global__ void custom_gemm(const float* A, const float* B, float* C, int M, int N,
+                                       int K, int lda, int ldb, int ldc) {
+  const int row = blockIdx.y * TT_TILE + threadIdx.y;
+  const int col = blockIdx.x * TT_TILE + threadIdx.x;
+)" + body + "}\n",
+                        name + ".cu");
 }
 
 void expect_unsupported(const KernelTemplate& tmpl, const std::string& what) {
@@ -246,21 +248,27 @@ void expect_unsupported(const KernelTemplate& tmpl, const std::string& what) {
 }
 
 TEST(CpuBackend, WarpShuffleIsUnsupported) {
-  expect_unsupported(custom("shuffle", "  float v = __shfl_down_sync(0xffffffffu, 1.0f, 1);\n"
-                                       "  if (row < M && col < N) C[row * ldc + col] = v;\n"),
+  expect_unsupported(custom("shuffle", R"(
+  float v = __shfl_down_sync(0xffffffffu, 1.0f, 1);
+  if (row < M && col < N) C[row * ldc + col] = v;
+)"),
                      "__shfl_down_sync");
 }
 
 TEST(CpuBackend, InlineAssemblyIsUnsupported) {
-  expect_unsupported(custom("ptx", "  unsigned lane;\n"
-                                   "  asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(lane));\n"),
+  expect_unsupported(custom("ptx", R"(
+  unsigned lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+)"),
                      "inline assembly");
 }
 
 TEST(CpuBackend, UnsupportedFeatureHiddenInAMacroIsFound) {
-  expect_unsupported(custom("macro", "#define TT_REDUCE(v) __shfl_xor_sync(~0u, v, 1)\n"
-                                     "  float v = TT_REDUCE(1.0f);\n"
-                                     "  (void)v;\n"),
+  expect_unsupported(custom("macro", R"(
+#define TT_REDUCE(v) __shfl_xor_sync(~0u, v, 1)
+  float v = TT_REDUCE(1.0f);
+  (void)v;
+)"),
                      "__shfl_xor_sync");
 }
 
@@ -269,23 +277,27 @@ TEST(CpuBackend, CudaHeaderIsUnsupported) {
 }
 
 TEST(CpuBackend, FeaturesInCommentsAndDisabledBranchesAreIgnored) {
-  const KernelTemplate tmpl = custom("quiet",
-                                     "  // asm volatile(\"trap;\"); __shfl_down_sync\n"
-                                     "  /* __syncwarp(); */\n"
-                                     "#if 0\n"
-                                     "  asm(\"trap;\");\n"
-                                     "#endif\n"
-                                     "  const char* text = \"asm __shfl_sync\"; (void)text;\n"
-                                     "  if (row >= M || col >= N) return;\n"
-                                     "  float acc = 0.0f;\n"
-                                     "  for (int k = 0; k < K; ++k) acc += A[row * lda + k] * B[k * ldb + col];\n"
-                                     "  C[row * ldc + col] = acc;\n");
+  const KernelTemplate tmpl = custom("quiet", R"(
+  // asm volatile("trap;"); __shfl_down_sync
+  /* __syncwarp(); */
+#if 0
+  asm("trap;");
+#endif
+  const char* text = "asm __shfl_sync";
+  (void)text;
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[row * lda + k] * B[k * ldb + col];
+  C[row * ldc + col] = acc;
+)");
   CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
   EXPECT_EQ(run_and_check(executor, 20, 9, 13, 13, 9, 9, 0), "");
 }
 
 TEST(CpuBackend, CompileErrorCarriesTheCompilersMessage) {
-  const KernelTemplate broken = custom("broken", "  int x = undeclared_name + 1;\n");
+  const KernelTemplate broken = custom("broken", R"(
+  int x = undeclared_name + 1;
+)");
   try {
     CpuExecutor executor(broken, broken.parse_configuration("TILE=8"), test_options());
     ADD_FAILURE() << "a broken template compiled";
@@ -293,7 +305,7 @@ TEST(CpuBackend, CompileErrorCarriesTheCompilersMessage) {
     EXPECT_NE(std::string(e.what()).find("does not compile"), std::string::npos) << e.what();
     EXPECT_NE(e.log().find("undeclared_name"), std::string::npos) << e.log();
     // The log names the template and the line in it.
-    EXPECT_NE(e.log().find("broken.cu:10"), std::string::npos) << e.log();
+    EXPECT_NE(e.log().find("broken.cu:11"), std::string::npos) << e.log();
   }
 }
 
@@ -320,9 +332,10 @@ TEST(CpuBackend, SecondBuildComesFromTheCache) {
 }
 
 TEST(CpuBackend, TrapIsALaunchError) {
-  const KernelTemplate tmpl = custom("trapping",
-                                     "  if (M == 16 && row == 3 && col == 2) __trap();\n"
-                                     "  if (row < M && col < N) C[row * ldc + col] = 0;\n");
+  const KernelTemplate tmpl = custom("trapping", R"(
+  if (M == 16 && row == 3 && col == 2) __trap();
+  if (row < M && col < N) C[row * ldc + col] = 0;
+)");
   CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
   Problem p = make_problem(16, 16, 4, 4, 16, 16);
   try {
@@ -340,11 +353,13 @@ TEST(CpuBackend, TrapIsALaunchError) {
 }
 
 TEST(CpuBackend, DivergentBarriersAreALaunchError) {
-  const KernelTemplate tmpl = custom("divergent", "  if (threadIdx.x == 0) {\n"
-                                                  "    __syncthreads();\n"
-                                                  "  } else {\n"
-                                                  "    __syncthreads();\n"
-                                                  "  }\n");
+  const KernelTemplate tmpl = custom("divergent", R"(
+  if (threadIdx.x == 0) {
+    __syncthreads();
+  } else {
+    __syncthreads();
+  }
+)");
   CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
   Problem p = make_problem(8, 8, 1, 1, 8, 8);
   try {
@@ -357,14 +372,15 @@ TEST(CpuBackend, DivergentBarriersAreALaunchError) {
 
 TEST(CpuBackend, ThreadsThatReturnedDoNotBlockABarrier) {
   // Half the threads leave before a barrier the others meet at twice.
-  const KernelTemplate tmpl = custom("early_exit",
-                                     "  __shared__ float cell[TT_TILE][TT_TILE];\n"
-                                     "  if (threadIdx.x % 2 == 1) return;\n"
-                                     "  cell[threadIdx.y][threadIdx.x] = 1.0f;\n"
-                                     "  __syncthreads();\n"
-                                     "  cell[threadIdx.y][threadIdx.x] += 1.0f;\n"
-                                     "  __syncthreads();\n"
-                                     "  if (row < M && col < N) C[row * ldc + col] = cell[threadIdx.y][threadIdx.x];\n");
+  const KernelTemplate tmpl = custom("early_exit", R"(
+  __shared__ float cell[TT_TILE][TT_TILE];
+  if (threadIdx.x % 2 == 1) return;
+  cell[threadIdx.y][threadIdx.x] = 1.0f;
+  __syncthreads();
+  cell[threadIdx.y][threadIdx.x] += 1.0f;
+  __syncthreads();
+  if (row < M && col < N) C[row * ldc + col] = cell[threadIdx.y][threadIdx.x];
+)");
   CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
   Problem p = make_problem(8, 8, 1, 1, 8, 8);
   executor.run(p.gemm_case, p.operands);
@@ -382,12 +398,13 @@ TEST(CpuBackend, ThreadsThatReturnedDoNotBlockABarrier) {
 TEST(CpuBackend, UnwrittenSharedMemoryReadsAsNaN) {
   // Every block reads a shared cell no thread wrote, after the previous block on the same worker
   // wrote all of them.
-  const KernelTemplate tmpl = custom("stale_shared",
-                                     "  __shared__ float cell[TT_TILE * TT_TILE];\n"
-                                     "  const int me = threadIdx.y * TT_TILE + threadIdx.x;\n"
-                                     "  if (blockIdx.x % 2 == 0) cell[me] = 5.0f;\n"
-                                     "  __syncthreads();\n"
-                                     "  if (row < M && col < N) C[row * ldc + col] = cell[me];\n");
+  const KernelTemplate tmpl = custom("stale_shared", R"(
+  __shared__ float cell[TT_TILE * TT_TILE];
+  const int me = threadIdx.y * TT_TILE + threadIdx.x;
+  if (blockIdx.x % 2 == 0) cell[me] = 5.0f;
+  __syncthreads();
+  if (row < M && col < N) C[row * ldc + col] = cell[me];
+)");
   CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options(1));
   Problem p = make_problem(8, 32, 1, 1, 32, 32);
   executor.run(p.gemm_case, p.operands);
@@ -402,20 +419,21 @@ TEST(CpuBackend, UnwrittenSharedMemoryReadsAsNaN) {
 
 TEST(CpuBackend, DynamicSharedMemoryWorks) {
   // tiled with its two tiles in dynamic shared memory.
-  const KernelTemplate tmpl = custom("dynamic_tiled",
-                                     "  extern __shared__ __align__(16) float tiles[];\n"
-                                     "  float* As = tiles;\n"
-                                     "  float* Bs = tiles + TT_TILE * TT_TILE;\n"
-                                     "  const int tx = threadIdx.x, ty = threadIdx.y;\n"
-                                     "  float acc = 0.0f;\n"
-                                     "  for (int k0 = 0; k0 < K; k0 += TT_TILE) {\n"
-                                     "    As[ty * TT_TILE + tx] = (row < M && k0 + tx < K) ? A[row * lda + k0 + tx] : 0.0f;\n"
-                                     "    Bs[ty * TT_TILE + tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * ldb + col] : 0.0f;\n"
-                                     "    __syncthreads();\n"
-                                     "    for (int k = 0; k < TT_TILE; ++k) acc += As[ty * TT_TILE + k] * Bs[k * TT_TILE + tx];\n"
-                                     "    __syncthreads();\n"
-                                     "  }\n"
-                                     "  if (row < M && col < N) C[row * ldc + col] = acc;\n",
+  const KernelTemplate tmpl = custom("dynamic_tiled", R"(
+  extern __shared__ __align__(16) float tiles[];
+  float* As = tiles;
+  float* Bs = tiles + TT_TILE * TT_TILE;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += TT_TILE) {
+    As[ty * TT_TILE + tx] = (row < M && k0 + tx < K) ? A[row * lda + k0 + tx] : 0.0f;
+    Bs[ty * TT_TILE + tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * ldb + col] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < TT_TILE; ++k) acc += As[ty * TT_TILE + k] * Bs[k * TT_TILE + tx];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * ldc + col] = acc;
+)",
                                      "2 * TILE * TILE * 4");
   CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
   for (const Shape& s : kAwkwardShapes) {
@@ -435,16 +453,18 @@ TEST(CpuBackend, BlockTooLargeForCudaIsALaunchError) {
   CpuKernel kernel(naive, naive.parse_configuration("BLOCK_X=8,BLOCK_Y=8"), test_options());
   LaunchGeometry geometry;
   geometry.block = {64, 32, 1};
-  EXPECT_THROW(kernel.launch(geometry, nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 1, 0), LaunchError);
+  EXPECT_THROW(kernel.launch(geometry, nullptr, nullptr, nullptr, 1, 1, 1, 1, 1, 1, 0),
+               LaunchError);
 }
 
 TEST(CpuBackend, AtomicsAreEmulated) {
-  // Every thread adds its element's products into C(0, 0) one by one.
-  const KernelTemplate tmpl = custom("atomic",
-                                     "  if (row >= M || col >= N) return;\n"
-                                     "  if (row == 0 && col == 0) C[0] = 0.0f;\n"
-                                     "  __syncthreads();\n"
-                                     "  atomicAdd(&C[0], 1.0f);\n");
+  // Every thread of the block adds 1 to C(0, 0).
+  const KernelTemplate tmpl = custom("atomic", R"(
+  if (row >= M || col >= N) return;
+  if (row == 0 && col == 0) C[0] = 0.0f;
+  __syncthreads();
+  atomicAdd(&C[0], 1.0f);
+)");
   CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
   Problem p = make_problem(8, 8, 1, 1, 8, 8);
   executor.run(p.gemm_case, p.operands);
@@ -459,6 +479,65 @@ TEST(CpuBackend, MissingCompilerIsReported) {
   options.cache_dir = cache.path();
   EXPECT_THROW(CpuKernel(naive, naive.parse_configuration("BLOCK_X=8,BLOCK_Y=8"), options),
                std::runtime_error);
+}
+
+bool asan_runtime_loaded() { return dlsym(RTLD_DEFAULT, "__asan_init") != nullptr; }
+
+TEST(CpuBackend, SanitizingWithoutTheRuntimeIsRefused) {
+  if (asan_runtime_loaded()) GTEST_SKIP() << "AddressSanitizer's runtime is loaded";
+  const KernelTemplate naive = shipped("naive");
+  CpuBackendOptions options = test_options();
+  options.sanitize = true;
+  try {
+    CpuKernel kernel(naive, naive.parse_configuration("BLOCK_X=8,BLOCK_Y=8"), options);
+    ADD_FAILURE() << "an instrumented kernel was loaded without the runtime";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("LD_PRELOAD"), std::string::npos) << e.what();
+  }
+}
+
+// Registered a second time by CMakeLists.txt with AddressSanitizer's runtime preloaded.
+TEST(CpuBackendSanitized, CorrectKernelPassesAndOutOfBoundsWriteIsReported) {
+  if (!asan_runtime_loaded()) GTEST_SKIP() << "needs LD_PRELOAD of AddressSanitizer's runtime";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const KernelTemplate tiled = shipped("tiled");
+  CpuBackendOptions options = test_options();
+  options.sanitize = true;
+  CpuExecutor executor(tiled, tiled.parse_configuration("TILE=16,PAD=0,SWIZZLE=0"), options);
+  EXPECT_EQ(run_and_check(executor, 37, 29, 45, 50, 33, 31, 0), "");
+
+  // A trap unwinds the fibers waiting at the barrier. The redzones of their frames must not stay
+  // poisoned for the next kernel on the same stacks, whose frames are laid out differently.
+  const KernelTemplate trapping = custom("sanitized_trap", R"(
+  volatile float scratch[4];
+  scratch[threadIdx.x % 4] = 1.0f;
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0) __trap();
+  __syncthreads();
+  C[0] = scratch[0];
+)");
+  const KernelTemplate deep = custom("sanitized_deep", R"(
+  volatile float scratch[256];
+  for (int i = 0; i < 256; ++i) scratch[i] = float(i);
+  if (row < M && col < N) C[row * ldc + col] = scratch[(row + col) % 256];
+)");
+  options.workers = 1;  // both on the same stacks
+  CpuExecutor trapper(trapping, trapping.parse_configuration("TILE=8"), options);
+  CpuExecutor after(deep, deep.parse_configuration("TILE=8"), options);
+  Problem p = make_problem(8, 8, 1, 1, 8, 8);
+  EXPECT_THROW(trapper.run(p.gemm_case, p.operands), LaunchError);
+  Problem q = make_problem(8, 8, 1, 1, 8, 8);
+  after.run(q.gemm_case, q.operands);
+  EXPECT_EQ(q.operands.c.at(7, 7), 14.0f);
+
+  // C is 16 rows shorter than M says: the kernel writes past the end of its allocation.
+  const LaunchGeometry geometry = tiled.launch_geometry(
+      tiled.parse_configuration("TILE=16,PAD=0,SWIZZLE=0"), GemmShape{32, 32, 32});
+  const auto overflow = [&] {
+    std::vector<float> a(32 * 32, 1.0f), b(32 * 32, 1.0f), c(16 * 32);
+    executor.kernel().launch(geometry, a.data(), b.data(), c.data(), 32, 32, 32, 32, 32, 32, 0);
+  };
+  EXPECT_DEATH(overflow(), "heap-buffer-overflow");
 }
 
 }  // namespace
