@@ -1,9 +1,11 @@
-// tiletune fuzz KERNEL.cu... [--cases N] [--seed S] [--config A=1,B=2] [--case '...']
+// tiletune fuzz KERNEL.cu... [--backend gpu|cpu] [--cases N] [--seed S] [--config A=1,B=2]
+//               [--case '...']
 //
 // Runs the GEMM property on every configuration (or the one given), prints each failure with its
 // minimal case and the command that replays it, and exits 1 if anything failed.
 #include <fmt/format.h>
 
+#include "fuzz/cpu_backend/cpu_executor.h"
 #include "fuzz/gpu_executor.h"
 #include "fuzz/property_runner.h"
 #include "tools/commands/command_line.h"
@@ -22,12 +24,13 @@ struct FuzzOptions {
   std::string config;
   std::string replay_case;
   bool no_shrink = false;
+  std::string backend = "gpu";
 };
 
-std::string replay_command(const KernelTemplate& tmpl, const Configuration& config,
+std::string replay_command(const std::string& backend, const KernelTemplate& tmpl, const Configuration& config,
                            const GemmCase& gemm_case) {
-  return fmt::format("tiletune fuzz {} --config {} --case '{}'", tmpl.path.string(),
-                     config.to_string(), gemm_case.to_string());
+  return fmt::format("tiletune fuzz {} --backend {} --config {} --case '{}'", tmpl.path.string(),
+                     backend, config.to_string(), gemm_case.to_string());
 }
 
 int run(const FuzzOptions& options) {
@@ -43,8 +46,10 @@ int run(const FuzzOptions& options) {
       throw UsageError(std::string("--case: ") + e.what());
     }
   }
-  GpuDevice device;
-  const std::string arch = device.properties().arch();
+  // The GPU backend needs a device; the CPU backend runs the same source through the host compiler.
+  std::unique_ptr<GpuDevice> device;
+  if (options.backend == "gpu") device = std::make_unique<GpuDevice>();
+  const std::string where = device ? device->properties().name : "the CPU";
   FuzzSettings settings;
   settings.cases = options.cases;
   settings.seed = options.seed;
@@ -57,20 +62,30 @@ int run(const FuzzOptions& options) {
                                : std::vector<Configuration>{tmpl.parse_configuration(options.config)};
     for (const Configuration& config : configs) {
       const std::string label = fmt::format("{} [{}]", tmpl.name, config.to_string());
-      progress_line(fmt::format("fuzz {} on {}", label, device.properties().name), false);
+      progress_line(fmt::format("fuzz {} on {}", label, where), false);
       FuzzReport report;
       try {
-        const CompiledKernelImage image = compile_configuration(tmpl, config, arch);
-        GpuExecutor executor(device, tmpl, config, image);
-        const GemmShape probe = replay ? replay->problem.shape : GemmShape{64, 64, 64};
-        if (auto limit = exceeds_device_limits(tmpl.launch_geometry(config, probe),
-                                               executor.resources(), device.properties())) {
-          ++skipped;
-          progress_line(fmt::format("skip {}: beyond this device: {}", label, *limit), true);
-          continue;
+        std::unique_ptr<GemmExecutor> executor;
+        if (device) {
+          const CompiledKernelImage image = compile_configuration(tmpl, config, device->properties().arch());
+          auto gpu = std::make_unique<GpuExecutor>(*device, tmpl, config, image);
+          const GemmShape probe = replay ? replay->problem.shape : GemmShape{64, 64, 64};
+          if (auto limit = exceeds_device_limits(tmpl.launch_geometry(config, probe),
+                                                 gpu->resources(), device->properties())) {
+            ++skipped;
+            progress_line(fmt::format("skip {}: beyond this device: {}", label, *limit), true);
+            continue;
+          }
+          executor = std::move(gpu);
+        } else {
+          executor = std::make_unique<CpuExecutor>(tmpl, config);
         }
-        report = replay ? run_single_case(executor, *replay)
-                        : fuzz_configuration(executor, config, settings);
+        report = replay ? run_single_case(*executor, *replay)
+                        : fuzz_configuration(*executor, config, settings);
+      } catch (const UnsupportedOnBackend& e) {
+        ++skipped;
+        progress_line(fmt::format("skip {}: {}", label, e.what()), true);
+        continue;
       } catch (const CompileError& e) {
         ++failed;
         progress_line(fmt::format("FAIL {}: compile error\n{}", label, e.log()), true);
@@ -87,12 +102,12 @@ int run(const FuzzOptions& options) {
         text += fmt::format("\n  minimal case ({} shrink steps, after {} passing cases): {}\n  replay: {}",
                             report.shrink_steps, report.cases_passed,
                             report.counterexample->problem.to_string(),
-                            replay_command(tmpl, config, *report.counterexample));
+                            replay_command(options.backend, tmpl, config, *report.counterexample));
       }
       progress_line(text, true);
     }
   }
-  fmt::print("{} configurations passed, {} failed, {} beyond this device\n", passed, failed, skipped);
+  fmt::print("{} configurations passed, {} failed, {} skipped\n", passed, failed, skipped);
   return failed == 0 ? kSuccess : kFindings;
 }
 
@@ -106,6 +121,8 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
   command->add_option("--seed", options->seed, "RapidCheck seed")->capture_default_str();
   command->add_option("--config", options->config, "only this configuration, e.g. TILE=16,PAD=0,SWIZZLE=1");
   command->add_option("--case", options->replay_case, "replay one case as a failure report printed it");
+  command->add_option("--backend", options->backend, "gpu, or cpu: the same source on the host compiler, threads as fibers")
+      ->capture_default_str()->check(CLI::IsMember({"gpu", "cpu"}));
   command->add_flag("--no-shrink", options->no_shrink, "report the first failing case as found");
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
