@@ -88,9 +88,10 @@ void poison_shared_memory(const KernelModule& kernel) {
   if (kernel.thread_local_bytes == 0) return;
   kernel.enter(nullptr);  // touching a thread-local variable allocates the block on this thread
   void* block = nullptr;
-  if (dlinfo(kernel.handle, RTLD_DI_TLS_DATA, &block) == 0 && block != nullptr) {
-    std::memset(block, 0xff, kernel.thread_local_bytes);
+  if (dlinfo(kernel.handle, RTLD_DI_TLS_DATA, &block) != 0 || block == nullptr) {
+    throw LaunchError("cannot find the kernel's shared memory on this thread");
   }
+  std::memset(block, 0xff, kernel.thread_local_bytes);
 }
 
 // The life of one CUDA thread on its fiber: the kernel, then back to the scheduler for good.

@@ -2,10 +2,12 @@
 // own, all fibers of a block on the calling OS thread, resumed phase by phase.
 //
 // A phase resumes every fiber still running once; each runs until its next __syncthreads() or
-// until it returns. A thread that returned counts as arrived at every later barrier (as on the
-// GPU since Volta, and as `if (row >= M) return;` before a barrier needs). The order within a
+// until it returns. A thread that returned counts as arrived at every later barrier: that is what
+// `if (row >= M) return;` ahead of a barrier needs, and what GPUs do. The order within a
 // phase is forward, reverse or a random permutation, chosen per block and per phase from the
 // schedule seed, so that a kernel missing a barrier computes something else for some seed.
+// Threads of a block waiting at different __syncthreads() calls (told apart by their source line)
+// are barrier divergence, reported as a LaunchError.
 //
 // __shared__ arrays are thread_local variables of the kernel's shared object (cuda_on_cpu.h); an
 // OS thread runs one block at a time, so each block in flight has its own. At the start of every

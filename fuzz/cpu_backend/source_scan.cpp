@@ -218,10 +218,13 @@ KernelSourceScan scan_preprocessed_kernel(std::string_view preprocessed, std::st
 
 std::optional<std::string> unsupported_in_compiler_log(std::string_view log) {
   // NVRTC compiles templates with its built-in CUDA headers; the host compiler has none of them.
-  static const std::regex missing_header(R"(fatal error: ([^:\s]+): No such file or directory)");
+  // GCC: "fatal error: mma.h: No such file or directory"; Clang: "fatal error: 'mma.h' file not
+  // found".
+  static const std::regex missing_header(
+      R"(fatal error: (?:([^:\s]+): No such file or directory|'([^']+)' file not found))");
   std::match_results<std::string_view::const_iterator> match;
   if (std::regex_search(log.begin(), log.end(), match, missing_header)) {
-    return "the CUDA header <" + match[1].str() + ">";
+    return "the CUDA header <" + (match[1].matched ? match[1] : match[2]).str() + ">";
   }
   return std::nullopt;
 }
