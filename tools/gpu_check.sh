@@ -31,6 +31,8 @@ done
 
 "$BIN" fuzz kernels_src/naive.cu kernels_src/tiled.cu --cases 100 >"$OUT/fuzz.txt" 2>&1
 note "fuzz shipped: exit $? ($(tail -1 "$OUT/fuzz.txt"))"
+"$BIN" fuzz fuzz/mutants/*.cu --backend cpu --cases 100 >"$OUT/fuzz-cpu-mutants.txt" 2>&1
+note "fuzz mutants on the CPU backend: exit $? ($(tail -1 "$OUT/fuzz-cpu-mutants.txt"))"
 for mutant in fuzz/mutants/*.cu; do
   "$BIN" fuzz "$mutant" --cases 100 >"$OUT/fuzz-$(basename "$mutant" .cu).txt" 2>&1
   rc=$?
