@@ -1,11 +1,27 @@
 #include "fuzz/gemm_case.h"
 
+#include <charconv>
 #include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 namespace tiletune {
+
+namespace {
+
+// The whole text as a non-negative integer, or an exception (no sign, no trailing characters).
+template <typename Integer>
+Integer whole_number(const std::string& text) {
+  Integer value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
+    throw std::invalid_argument(text);
+  }
+  return value;
+}
+
+}  // namespace
 
 const char* to_string(InputKind kind) {
   return kind == InputKind::small_integers ? "small_integers" : "real";
@@ -31,11 +47,11 @@ GemmCase GemmCase::parse(std::string_view text) {
     }
     const std::string key = word.substr(0, equals), value = word.substr(equals + 1);
     try {
-      if (key == "lda") result.problem.lda = std::stoll(value);
-      else if (key == "ldb") result.problem.ldb = std::stoll(value);
-      else if (key == "ldc") result.problem.ldc = std::stoll(value);
-      else if (key == "data") result.data_seed = std::stoull(value);
-      else if (key == "schedule") result.schedule_seed = std::stoull(value);
+      if (key == "lda") result.problem.lda = whole_number<std::int64_t>(value);
+      else if (key == "ldb") result.problem.ldb = whole_number<std::int64_t>(value);
+      else if (key == "ldc") result.problem.ldc = whole_number<std::int64_t>(value);
+      else if (key == "data") result.data_seed = whole_number<std::uint64_t>(value);
+      else if (key == "schedule") result.schedule_seed = whole_number<std::uint64_t>(value);
       else if (key == "inputs" && value == "small_integers") result.inputs = InputKind::small_integers;
       else if (key == "inputs" && value == "real") result.inputs = InputKind::real;
       else throw std::invalid_argument("unknown");

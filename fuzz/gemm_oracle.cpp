@@ -85,7 +85,9 @@ std::optional<Finding> judge_launch(const GemmCase& gemm_case, const GemmOperand
       const float got = after.c.at(r, c);
       const ReferenceElement ref = reference_element(before, gemm_case.inputs, r, c);
       const char* what = nullptr;
-      if (is_poison(got)) what = "element never written";
+      // On the CPU a NaN keeps its payload through arithmetic, so poison in C's region is either
+      // never written or computed from poisoned padding or guards.
+      if (is_poison(got)) what = "element never written, or computed from poisoned memory";
       else if (std::isnan(got)) what = "NaN in C";
       else if (std::isinf(got)) what = "Inf in C";
       else if (std::fabs(double(got) - ref.value) > ref.bound) what = "wrong element";

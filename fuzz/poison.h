@@ -1,6 +1,7 @@
 // The value every byte a kernel must not touch is filled with: a quiet NaN with a payload of its
-// own, so a NaN that arithmetic produced (the canonical 0x7fffffff) is told apart from an untouched
-// poison value by its bits.
+// own. On the GPU arithmetic turns any NaN into the canonical 0x7fffffff, so poison bits in C mean
+// "never written"; on x86 a NaN keeps its payload through arithmetic, so there they may also mean
+// "computed from poisoned memory". Either way the element fails.
 #pragma once
 
 #include <bit>

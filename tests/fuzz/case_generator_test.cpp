@@ -1,0 +1,220 @@
+#include "fuzz/case_generator.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <vector>
+
+namespace tiletune {
+namespace {
+
+using ::testing::ElementsAre;
+
+constexpr int kSamples = 2000;
+
+// kSamples cases drawn at RapidCheck's nominal size (the full ranges), each from its own seed.
+std::vector<GemmCase> sample_cases(const std::vector<std::int64_t>& moduli,
+                                   const CaseLimits& limits = {}) {
+  const rc::Gen<GemmCase> gen = gen_gemm_case(moduli, limits);
+  std::vector<GemmCase> cases;
+  for (int i = 0; i < kSamples; ++i) cases.push_back(gen(rc::Random(std::uint64_t(i) + 1)).value());
+  return cases;
+}
+
+template <typename Predicate>
+double fraction(const std::vector<GemmCase>& cases, Predicate predicate) {
+  return double(std::count_if(cases.begin(), cases.end(), predicate)) / double(cases.size());
+}
+
+Configuration config(std::vector<std::pair<std::string, std::int64_t>> values) {
+  return Configuration{std::move(values)};
+}
+
+// --- remainder_moduli -----------------------------------------------------------------------
+
+TEST(RemainderModuli, TakesParameterValuesOfTwoOrMore) {
+  EXPECT_THAT(remainder_moduli(config({{"TILE", 16}, {"PAD", 1}, {"SWIZZLE", 0}})), ElementsAre(16));
+  EXPECT_THAT(remainder_moduli(config({{"BLOCK_X", 32}, {"BLOCK_Y", 2}})), ElementsAre(32, 2));
+  EXPECT_THAT(remainder_moduli(config({{"BM", 64}, {"BN", 64}, {"TM", 8}})), ElementsAre(64, 8))
+      << "each value once";
+}
+
+TEST(RemainderModuli, FallsBackTo16And32WhenNoValueIsTwoOrMore) {
+  EXPECT_THAT(remainder_moduli(config({})), ElementsAre(16, 32));
+  EXPECT_THAT(remainder_moduli(config({{"PAD", 0}, {"SWIZZLE", 1}})), ElementsAre(16, 32));
+  EXPECT_THAT(remainder_moduli(config({{"NEG", -4}})), ElementsAre(16, 32));
+}
+
+// --- gen_gemm_case --------------------------------------------------------------------------
+
+TEST(CaseGenerator, EveryCaseIsAValidProblemWithinTheLimits) {
+  const CaseLimits limits{3, 300, 10};
+  for (const std::vector<std::int64_t>& moduli :
+       {std::vector<std::int64_t>{16}, std::vector<std::int64_t>{8, 32}, std::vector<std::int64_t>{2}}) {
+    const std::int64_t largest = *std::max_element(moduli.begin(), moduli.end());
+    const std::int64_t max_dimension = std::max<std::int64_t>(limits.max_whole_tiles * largest + largest - 1, 69);
+    for (const GemmCase& c : sample_cases(moduli, limits)) {
+      const GemmProblem& p = c.problem;
+      ASSERT_TRUE(p.valid()) << c.to_string();
+      ASSERT_LE(p.shape.m, max_dimension) << c.to_string();
+      ASSERT_LE(p.shape.n, max_dimension) << c.to_string();
+      ASSERT_LE(p.shape.k, std::max(max_dimension, limits.max_long_k)) << c.to_string();
+      ASSERT_LE(p.lda - p.shape.k, limits.max_extra_ld) << c.to_string();
+      ASSERT_LE(p.ldb - p.shape.n, limits.max_extra_ld) << c.to_string();
+      ASSERT_LE(p.ldc - p.shape.n, limits.max_extra_ld) << c.to_string();
+      ASSERT_LT(c.data_seed, 1u << 30);
+      ASSERT_LT(c.schedule_seed, 1u << 30);
+    }
+  }
+}
+
+TEST(CaseGenerator, MostSizesLeaveAPartialTile) {
+  const std::vector<GemmCase> cases = sample_cases({16});
+  const double m_partial = fraction(cases, [](const GemmCase& c) { return c.problem.shape.m % 16 != 0; });
+  const double n_partial = fraction(cases, [](const GemmCase& c) { return c.problem.shape.n % 16 != 0; });
+  const double k_partial = fraction(cases, [](const GemmCase& c) { return c.problem.shape.k % 16 != 0; });
+  EXPECT_GT(m_partial, 0.75);
+  EXPECT_GT(n_partial, 0.75);
+  EXPECT_GT(k_partial, 0.6);
+  // ... and the sizes span several whole tiles, not just the first one.
+  EXPECT_GT(fraction(cases, [](const GemmCase& c) { return c.problem.shape.m > 3 * 16; }), 0.2);
+  EXPECT_GT(fraction(cases, [](const GemmCase& c) { return c.problem.shape.m == 1; }), 0.03);
+}
+
+TEST(CaseGenerator, RemaindersCoverEveryResidueOfTheTile) {
+  std::set<std::int64_t> residues;
+  for (const GemmCase& c : sample_cases({16})) residues.insert(c.problem.shape.m % 16);
+  for (std::int64_t r = 1; r < 16; ++r) EXPECT_TRUE(residues.count(r)) << "M % 16 == " << r;
+}
+
+TEST(CaseGenerator, EveryModulusIsUsed) {
+  // No whole tiles: a partial tile of 3 is 1 or 2, one of 1000 is 1..999. Sizes above 69 (the
+  // small arbitrary range) come from the tile of 1000 alone, sizes 1 and 2 mostly from the 3.
+  const std::vector<GemmCase> cases = sample_cases({3, 1000}, CaseLimits{0, 4, 1});
+  EXPECT_GT(fraction(cases, [](const GemmCase& c) { return c.problem.shape.m > 69; }), 0.2);
+  EXPECT_GT(fraction(cases, [](const GemmCase& c) { return c.problem.shape.m <= 2; }), 0.3);
+}
+
+TEST(CaseGenerator, LeadingDimensionsAreSometimesWiderThanTheMatrix) {
+  const std::vector<GemmCase> cases = sample_cases({16});
+  for (const auto& [name, wider] :
+       {std::pair<const char*, bool (*)(const GemmCase&)>{"lda", [](const GemmCase& c) { return c.problem.lda > c.problem.shape.k; }},
+        {"ldb", [](const GemmCase& c) { return c.problem.ldb > c.problem.shape.n; }},
+        {"ldc", [](const GemmCase& c) { return c.problem.ldc > c.problem.shape.n; }}}) {
+    const double share = fraction(cases, wider);
+    EXPECT_GT(share, 0.2) << name << " is wider in " << share * 100 << "% of cases";
+    EXPECT_LT(share, 0.8) << name << " is packed in only " << (1 - share) * 100 << "% of cases";
+  }
+}
+
+TEST(CaseGenerator, BothInputKindsAndLongKAppear) {
+  const std::vector<GemmCase> cases = sample_cases({16});
+  const double real = fraction(cases, [](const GemmCase& c) { return c.inputs == InputKind::real; });
+  EXPECT_GT(real, 0.3);
+  EXPECT_LT(real, 0.7);
+  // Without the long-K branch K is at most 4 * 16 + 15 = 79.
+  EXPECT_GT(fraction(cases, [](const GemmCase& c) { return c.problem.shape.k > 79; }), 0.02);
+}
+
+TEST(CaseGenerator, SeedsVary) {
+  std::set<std::uint64_t> data, schedule;
+  for (const GemmCase& c : sample_cases({16})) {
+    data.insert(c.data_seed);
+    schedule.insert(c.schedule_seed);
+  }
+  EXPECT_GT(data.size(), std::size_t(kSamples * 9 / 10));
+  EXPECT_GT(schedule.size(), std::size_t(kSamples * 9 / 10));
+}
+
+TEST(CaseGenerator, SameRandomGivesTheSameCase) {
+  const rc::Gen<GemmCase> gen = gen_gemm_case({16, 32});
+  for (std::uint64_t seed = 1; seed < 50; ++seed) {
+    EXPECT_EQ(gen(rc::Random(seed)).value().to_string(), gen(rc::Random(seed)).value().to_string());
+  }
+}
+
+// Accepting the first shrink each time walks the most direct way down.
+GemmCase shrink_all_the_way(const rc::Shrinkable<GemmCase>& start) {
+  rc::Shrinkable<GemmCase> current = start;
+  for (int steps = 0; steps < 10000; ++steps) {
+    auto next = current.shrinks().next();
+    if (!next) break;
+    current = *next;
+  }
+  return current.value();
+}
+
+TEST(CaseGenerator, ShrinksSizesToOneAndSeedsToZero) {
+  const rc::Gen<GemmCase> gen = gen_gemm_case({16, 32});
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const GemmCase start = gen(rc::Random(seed)).value();
+    const GemmCase smallest = shrink_all_the_way(gen(rc::Random(seed)));
+    EXPECT_EQ(smallest.problem.shape, (GemmShape{1, 1, 1})) << "from " << start.to_string();
+    EXPECT_EQ(smallest.data_seed, 0u) << "from " << start.to_string();
+    EXPECT_EQ(smallest.schedule_seed, 0u) << "from " << start.to_string();
+  }
+}
+
+TEST(CaseGenerator, ShrinksToPackedStrides) {
+  const rc::Gen<GemmCase> gen = gen_gemm_case({16});
+  int not_packed = 0;
+  std::string example;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const GemmCase smallest = shrink_all_the_way(gen(rc::Random(seed)));
+    if (!(smallest.problem == GemmProblem::packed(smallest.problem.shape))) {
+      ++not_packed;
+      example = gen(rc::Random(seed)).value().to_string() + " shrinks to " + smallest.to_string();
+    }
+  }
+  EXPECT_EQ(not_packed, 0) << not_packed << " of 40 cases never shrink to packed strides, e.g. "
+                           << example;
+}
+
+TEST(CaseGenerator, PackedOnlyLimitsGenerateOnlyPackedCases) {
+  CaseLimits packed_only;
+  packed_only.max_extra_ld = 0;
+  const rc::Gen<GemmCase> gen = gen_gemm_case({16}, packed_only);
+  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+    GemmCase c;
+    ASSERT_NO_THROW(c = gen(rc::Random(seed)).value()) << "seed " << seed;
+    EXPECT_EQ(c.problem, GemmProblem::packed(c.problem.shape)) << c.to_string();
+  }
+}
+
+TEST(CaseGenerator, EachShrinkIsAValidProblem) {
+  const rc::Gen<GemmCase> gen = gen_gemm_case({16, 32});
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    const rc::Shrinkable<GemmCase> root = gen(rc::Random(seed));
+    auto shrinks = root.shrinks();
+    int seen = 0;
+    while (auto shrink = shrinks.next()) {
+      ASSERT_TRUE(shrink->value().problem.valid()) << shrink->value().to_string();
+      if (++seen == 200) break;
+    }
+    EXPECT_GT(seen, 0) << root.value().to_string() << " has no shrinks";
+  }
+}
+
+TEST(GenDimension, SizesAreWholeTilesPlusARemainderOrSmall) {
+  const rc::Gen<std::int64_t> gen = gen_dimension({16}, 2);
+  int partial = 0;
+  for (std::uint64_t seed = 1; seed <= 3000; ++seed) {
+    const std::int64_t d = gen(rc::Random(seed)).value();
+    ASSERT_GE(d, 1);
+    ASSERT_LE(d, 69);  // max(2 * 16 + 15, the small range [1, 70))
+    if (d % 16 != 0) ++partial;
+  }
+  EXPECT_GT(partial, 3000 * 3 / 4);
+}
+
+TEST(GenDimension, AtSizeZeroOnlyTheSmallestSizesAppear) {
+  // RapidCheck starts a run at size 0: the first cases are the tiniest.
+  const rc::Gen<std::int64_t> gen = gen_dimension({16, 32}, 4);
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) EXPECT_EQ(gen(rc::Random(seed), 0).value(), 1);
+}
+
+}  // namespace
+}  // namespace tiletune

@@ -1,0 +1,176 @@
+// The fuzzer on the GPU: every shipped configuration passes, and mutants of tiled with the bugs
+// such kernels really have are caught with a counterexample. Skipped ("no GPU: <reason>") where
+// GpuDevice cannot open a GPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "fuzz/gpu_executor.h"
+#include "fuzz/property_runner.h"
+#include "tuner/nvrtc_compiler.h"
+#include "tuner/search_space.h"
+
+namespace tiletune {
+namespace {
+
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+
+// One GpuDevice for the whole process (ctest runs each test in a process of its own).
+class GpuFuzz : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::unique_ptr<GpuDevice> device;
+    static std::string unavailable;
+    if (!device && unavailable.empty()) {
+      try {
+        device = std::make_unique<GpuDevice>();
+      } catch (const GpuUnavailable& e) {
+        unavailable = e.what();
+      }
+    }
+    if (!device) GTEST_SKIP() << "no GPU: " << unavailable;
+    device_ = device.get();
+    device_->make_current();
+  }
+
+  std::string arch() const { return device_->properties().arch(); }
+
+  FuzzReport fuzz(const KernelTemplate& tmpl, const Configuration& config, int cases,
+                  std::uint64_t seed = 1) {
+    const CompiledKernelImage image = compile_configuration(tmpl, config, arch());
+    GpuExecutor executor(*device_, tmpl, config, image);
+    FuzzSettings settings;
+    settings.cases = cases;
+    settings.seed = seed;
+    const FuzzReport report = fuzz_configuration(executor, config, settings);
+    EXPECT_FALSE(executor.context_lost()) << tmpl.name << " [" << config.to_string() << "]";
+    return report;
+  }
+
+  GpuDevice* device_ = nullptr;
+};
+
+// tiled.cu with `from` replaced by `to` (the `occurrence`-th one, counting from 1).
+KernelTemplate tiled_mutant(const std::string& from, const std::string& to, int occurrence = 1) {
+  const KernelTemplate original = load_template(kTemplates / "tiled.cu");
+  std::string source = original.source;
+  std::size_t at = std::string::npos;
+  for (int i = 0; i < occurrence; ++i) {
+    at = source.find(from, at == std::string::npos ? 0 : at + from.size());
+    if (at == std::string::npos) {
+      ADD_FAILURE() << "tiled.cu no longer has " << occurrence << " x '" << from << "'";
+      return original;
+    }
+  }
+  source.replace(at, from.size(), to);
+  return parse_template(source, "tiled_mutant.cu");
+}
+
+void expect_replays(GemmExecutor& executor, const FuzzReport& report) {
+  ASSERT_TRUE(report.counterexample.has_value());
+  const FuzzReport replay = run_single_case(executor, *report.counterexample);
+  EXPECT_NE(replay.verdict, FuzzVerdict::passed) << "the counterexample "
+                                                 << report.counterexample->to_string()
+                                                 << " passes when replayed";
+}
+
+TEST_F(GpuFuzz, EveryShippedConfigurationPasses) {
+  for (const char* file : {"naive.cu", "tiled.cu"}) {
+    const KernelTemplate tmpl = load_template(kTemplates / file);
+    for (const Configuration& config : enumerate_configurations(tmpl)) {
+      const FuzzReport report = fuzz(tmpl, config, 30);
+      EXPECT_EQ(report.verdict, FuzzVerdict::passed)
+          << tmpl.name << " [" << config.to_string() << "]: " << report.finding << "\n  case: "
+          << (report.counterexample ? report.counterexample->to_string() : "-");
+      EXPECT_EQ(report.cases_passed, 30) << tmpl.name << " [" << config.to_string() << "]";
+    }
+  }
+}
+
+TEST_F(GpuFuzz, BackendNameIsTheGpu) {
+  const KernelTemplate tmpl = load_template(kTemplates / "naive.cu");
+  const Configuration config = enumerate_configurations(tmpl).front();
+  const CompiledKernelImage image = compile_configuration(tmpl, config, arch());
+  GpuExecutor executor(*device_, tmpl, config, image);
+  EXPECT_EQ(executor.backend_name(), "gpu " + device_->properties().name);
+}
+
+TEST_F(GpuFuzz, MutantLoadingAUnmaskedAlongKIsCaughtAtOneElement) {
+  // Without `a_col < K` the last K tile reads past the end of A's rows: into the poisoned padding
+  // or guard, and NaN * 0 from the masked B tile puts NaN into C.
+  const KernelTemplate mutant = tiled_mutant("(row < M && a_col < K)", "(row < M)");
+  for (const char* config_text : {"TILE=8,PAD=0,SWIZZLE=0", "TILE=16,PAD=1,SWIZZLE=0",
+                                  "TILE=32,PAD=0,SWIZZLE=1"}) {
+    SCOPED_TRACE(config_text);
+    const Configuration config = mutant.parse_configuration(config_text);
+    const CompiledKernelImage image = compile_configuration(mutant, config, arch());
+    GpuExecutor executor(*device_, mutant, config, image);
+    FuzzSettings settings;
+    settings.cases = 30;
+    const FuzzReport report = fuzz_configuration(executor, config, settings);
+    ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
+    ASSERT_TRUE(report.counterexample.has_value());
+    const GemmShape& s = report.counterexample->problem.shape;
+    EXPECT_EQ(s.m, 1) << report.counterexample->to_string();
+    EXPECT_EQ(s.n, 1) << report.counterexample->to_string();
+    EXPECT_NE(s.k % config.at("TILE"), 0) << "only a partial K tile reads past the row";
+    EXPECT_THAT(report.finding, StartsWith("NaN in C at C[0][0]"));
+    expect_replays(executor, report);
+    EXPECT_FALSE(executor.context_lost());
+  }
+}
+
+TEST_F(GpuFuzz, MutantWithoutTheSecondBarrierIsCaught) {
+  // Without the barrier after the multiply, a fast warp loads the next K tile over the one slower
+  // warps still read. A race, and one that small cases rarely show on a large GPU: the generated
+  // shapes (at most 4 whole tiles + a remainder a side) give each SM one block at most, and warps
+  // of a lone block stay nearly in step. So the random cases run first, and where none of them
+  // fails, one large case replayed with run_single_case (many blocks per SM) must.
+  const KernelTemplate mutant = tiled_mutant("__syncthreads();", "", 2);
+  ASSERT_EQ(mutant.source.find("__syncthreads();"), mutant.source.rfind("__syncthreads();"))
+      << "exactly one barrier is left";
+  const GemmCase large = GemmCase::parse("512x512x512 inputs=small_integers data=1");
+  for (const char* config_text : {"TILE=8,PAD=0,SWIZZLE=0", "TILE=16,PAD=0,SWIZZLE=0",
+                                  "TILE=32,PAD=1,SWIZZLE=0"}) {
+    SCOPED_TRACE(config_text);
+    const Configuration config = mutant.parse_configuration(config_text);
+    const CompiledKernelImage image = compile_configuration(mutant, config, arch());
+    GpuExecutor executor(*device_, mutant, config, image);
+    FuzzSettings settings;
+    settings.cases = 100;
+    FuzzReport report = fuzz_configuration(executor, config, settings);
+    const bool random_cases_caught_it = report.verdict != FuzzVerdict::passed;
+    if (!random_cases_caught_it) report = run_single_case(executor, large);
+    std::cout << "[ race     ] " << config_text << ": "
+              << (random_cases_caught_it ? "caught by the random cases" : "caught only by 512x512x512")
+              << ": " << report.finding << "\n";
+    ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
+    ASSERT_TRUE(report.counterexample.has_value());
+    EXPECT_GT(report.counterexample->problem.shape.k, config.at("TILE"))
+        << "a race between K tiles needs two of them: " << report.counterexample->to_string();
+    EXPECT_THAT(report.finding, StartsWith("wrong element at C["));
+    EXPECT_FALSE(executor.context_lost());
+  }
+}
+
+TEST_F(GpuFuzz, MutantIgnoringLdcIsCaught) {
+  const KernelTemplate mutant = tiled_mutant("C[(size_t)row * ldc + col]", "C[(size_t)row * N + col]");
+  const Configuration config = mutant.parse_configuration("TILE=16,PAD=0,SWIZZLE=0");
+  const FuzzReport report = fuzz(mutant, config, 30);
+  ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result);
+  ASSERT_TRUE(report.counterexample.has_value());
+  const GemmProblem& p = report.counterexample->problem;
+  EXPECT_GT(p.ldc, p.shape.n) << report.counterexample->to_string();
+  EXPECT_GE(p.shape.m, 2) << report.counterexample->to_string();
+}
+
+}  // namespace
+}  // namespace tiletune

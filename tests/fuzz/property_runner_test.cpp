@@ -1,0 +1,244 @@
+// The property runner with executors written here, on the CPU: a correct SGEMM, and SGEMMs with
+// the bugs tiled kernels really have, each of which must be found and shrunk to a small case.
+#include "fuzz/property_runner.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tiletune {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const Configuration kTile16{{{"TILE", 16}}};
+
+// A plain SGEMM in FP32 that writes C's region and nothing else; `k_end` lets a buggy subclass
+// stop early along K.
+class CpuSgemm : public GemmExecutor {
+ public:
+  void run(const GemmCase& gemm_case, GemmOperands& operands) override {
+    ++runs;
+    seen.push_back(gemm_case.to_string());
+    const GemmProblem& p = gemm_case.problem;
+    for (std::int64_t r = 0; r < p.shape.m; ++r) {
+      for (std::int64_t c = 0; c < p.shape.n; ++c) {
+        float acc = 0.0f;
+        for (std::int64_t k = 0; k < k_end(p.shape.k); ++k) {
+          acc += operands.a.data()[r * p.lda + k] * operands.b.data()[k * p.ldb + c];
+        }
+        operands.c.data()[r * store_stride(p) + c] = acc;
+      }
+    }
+  }
+  std::string backend_name() const override { return "cpu (test)"; }
+
+  int runs = 0;
+  std::vector<std::string> seen;  // every case run, in order
+
+ protected:
+  virtual std::int64_t k_end(std::int64_t k) const { return k; }
+  virtual std::int64_t store_stride(const GemmProblem& p) const { return p.ldc; }
+};
+
+// Walks K in tiles of 16 and forgets the last partial one: right only when K % 16 == 0.
+class DropsPartialKTile : public CpuSgemm {
+  std::int64_t k_end(std::int64_t k) const override { return k / 16 * 16; }
+};
+
+// Stores C as if it were packed (row stride N instead of ldc).
+class IgnoresLdc : public CpuSgemm {
+  std::int64_t store_stride(const GemmProblem& p) const override { return p.shape.n; }
+};
+
+// Every launch fails, as after an illegal address.
+class AlwaysFailsToLaunch : public GemmExecutor {
+ public:
+  void run(const GemmCase&, GemmOperands&) override {
+    ++runs;
+    throw LaunchError("cuCtxSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access)");
+  }
+  std::string backend_name() const override { return "broken"; }
+  int runs = 0;
+};
+
+FuzzSettings settings(int cases, std::uint64_t seed = 1) {
+  FuzzSettings s;
+  s.cases = cases;
+  s.seed = seed;
+  return s;
+}
+
+TEST(PropertyRunner, CorrectExecutorPassesEveryCase) {
+  CpuSgemm executor;
+  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100));
+  EXPECT_EQ(report.verdict, FuzzVerdict::passed) << report.finding;
+  EXPECT_EQ(report.cases_passed, 100);
+  EXPECT_EQ(executor.runs, 100);
+  EXPECT_FALSE(report.counterexample.has_value());
+  EXPECT_EQ(report.finding, "");
+  EXPECT_EQ(report.shrink_steps, 0);
+}
+
+TEST(PropertyRunner, DroppedPartialKTileIsFoundAndShrunkToOneElement) {
+  DropsPartialKTile executor;
+  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100));
+  ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
+  ASSERT_TRUE(report.counterexample.has_value());
+  const GemmShape& s = report.counterexample->problem.shape;
+  SCOPED_TRACE(report.counterexample->to_string());
+  EXPECT_EQ(s.m, 1);
+  EXPECT_EQ(s.n, 1);
+  EXPECT_GE(s.k % 16, 1) << "the bug needs a partial K tile";
+  EXPECT_LE(s.k, 15) << "no whole K tile is needed to show it";
+  EXPECT_THAT(report.finding, StartsWith("wrong element at C[0][0]: got 0, expected "));
+}
+
+TEST(PropertyRunner, BugAfterAWholeKTileIsShrunkToOneWholeTilePlusARemainder) {
+  // Drops the partial K tile only after at least one whole one: the first (tiny) cases pass, and
+  // the failing case RapidCheck finds later has to be shrunk.
+  class DropsPartialKTileAfterAWholeOne : public CpuSgemm {
+    std::int64_t k_end(std::int64_t k) const override { return k > 16 ? k / 16 * 16 : k; }
+  } executor;
+  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100, 9));
+  ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
+  ASSERT_TRUE(report.counterexample.has_value());
+  const GemmShape& s = report.counterexample->problem.shape;
+  SCOPED_TRACE(report.counterexample->to_string());
+  EXPECT_GT(report.cases_passed, 0);
+  EXPECT_GT(report.shrink_steps, 0);
+  // M and N may stop at 2: B's values are drawn after A's, so a smaller M redraws B, and with
+  // the data seed already at 0 the product that shows the bug can come out 0.
+  EXPECT_LE(s.m, 2);
+  EXPECT_LE(s.n, 2);
+  EXPECT_GE(s.k, 17);
+  EXPECT_LE(s.k, 31) << "one whole tile and a remainder are enough";
+  EXPECT_THAT(report.finding, StartsWith("wrong element at C[0][0]"));
+}
+
+TEST(PropertyRunner, IgnoredLdcIsFoundWithAStridedMinimalCase) {
+  IgnoresLdc executor;
+  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100));
+  ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
+  ASSERT_TRUE(report.counterexample.has_value());
+  const GemmProblem& p = report.counterexample->problem;
+  SCOPED_TRACE(report.counterexample->to_string());
+  // Two rows and one padding column are the least that shows it: row 1 lands in row 0's padding.
+  // Shrinking is local: a size drawn as q * 16 + r shrinks q and r downward, so it may stop at
+  // 17 (q = 1, r = 1) rather than reach 2 (q = 0, r = 2); anything above one tile is not minimal.
+  EXPECT_GE(p.shape.m, 2);
+  EXPECT_LE(p.shape.m, 17);
+  EXPECT_EQ(p.shape.n, 1);
+  EXPECT_EQ(p.ldc, 2);
+  EXPECT_THAT(report.finding, StartsWith("write outside C: padding at row 0 column 1"));
+}
+
+TEST(PropertyRunner, CounterexampleReplaysToTheSameFinding) {
+  DropsPartialKTile executor;
+  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100, 7));
+  ASSERT_TRUE(report.counterexample.has_value());
+
+  const FuzzReport replay = run_single_case(executor, *report.counterexample);
+  EXPECT_EQ(replay.verdict, FuzzVerdict::wrong_result);
+  EXPECT_EQ(replay.finding, report.finding);
+  ASSERT_TRUE(replay.counterexample.has_value());
+  EXPECT_EQ(replay.counterexample->to_string(), report.counterexample->to_string());
+  EXPECT_EQ(replay.cases_passed, 0);
+
+  // The text form replays too (what `tiletune fuzz --case` takes).
+  const GemmCase parsed = GemmCase::parse(report.counterexample->to_string());
+  EXPECT_EQ(run_single_case(executor, parsed).finding, report.finding);
+}
+
+TEST(PropertyRunner, SameSeedGivesTheSameCounterexample) {
+  DropsPartialKTile first, second;
+  const FuzzReport a = fuzz_configuration(first, kTile16, settings(100, 42));
+  const FuzzReport b = fuzz_configuration(second, kTile16, settings(100, 42));
+  ASSERT_TRUE(a.counterexample.has_value());
+  ASSERT_TRUE(b.counterexample.has_value());
+  EXPECT_EQ(a.counterexample->to_string(), b.counterexample->to_string());
+  EXPECT_EQ(a.finding, b.finding);
+  EXPECT_EQ(a.cases_passed, b.cases_passed);
+  EXPECT_EQ(first.runs, second.runs);
+}
+
+TEST(PropertyRunner, WithoutShrinkingTheFirstFailingCaseIsReported) {
+  DropsPartialKTile executor;
+  FuzzSettings s = settings(100, 3);
+  s.shrink = false;
+  const FuzzReport report = fuzz_configuration(executor, kTile16, s);
+  ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result);
+  ASSERT_TRUE(report.counterexample.has_value());
+  EXPECT_EQ(report.shrink_steps, 0);
+  ASSERT_GT(executor.seen.size(), std::size_t(report.cases_passed));
+  EXPECT_EQ(report.counterexample->to_string(), executor.seen[std::size_t(report.cases_passed)])
+      << "the first failing case";
+  // RapidCheck evaluates the failing case once more to describe it; no other case runs.
+  for (std::size_t i = std::size_t(report.cases_passed); i < executor.seen.size(); ++i) {
+    EXPECT_EQ(executor.seen[i], report.counterexample->to_string());
+  }
+  EXPECT_NE(report.counterexample->problem.shape.k % 16, 0);
+  EXPECT_THAT(report.finding, HasSubstr("wrong element"));
+}
+
+TEST(PropertyRunner, LaunchErrorIsItsOwnVerdictAndStopsLaunching) {
+  AlwaysFailsToLaunch executor;
+  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100));
+  EXPECT_EQ(report.verdict, FuzzVerdict::launch_error);
+  EXPECT_THAT(report.finding, StartsWith("launch failed: "));
+  EXPECT_THAT(report.finding, HasSubstr("CUDA_ERROR_ILLEGAL_ADDRESS"));
+  ASSERT_TRUE(report.counterexample.has_value());
+  EXPECT_EQ(report.cases_passed, 0);
+  EXPECT_EQ(executor.runs, 1) << "after a launch error the backend is not launched again";
+}
+
+TEST(PropertyRunner, RunSingleCaseJudgesOneCase) {
+  const GemmCase c = GemmCase::parse("5x7x19 lda=21 ldb=7 ldc=9 inputs=small_integers data=4 schedule=0");
+  {
+    CpuSgemm correct;
+    const FuzzReport report = run_single_case(correct, c);
+    EXPECT_EQ(report.verdict, FuzzVerdict::passed) << report.finding;
+    EXPECT_EQ(report.cases_passed, 1);
+    EXPECT_EQ(correct.runs, 1);
+    EXPECT_FALSE(report.counterexample.has_value());
+  }
+  {
+    DropsPartialKTile buggy;  // 19 = 16 + 3: the last 3 products are missing everywhere
+    const FuzzReport report = run_single_case(buggy, c);
+    EXPECT_EQ(report.verdict, FuzzVerdict::wrong_result);
+    EXPECT_EQ(report.cases_passed, 0);
+    EXPECT_THAT(report.finding, StartsWith("wrong element at C[0][0]"));
+    ASSERT_TRUE(report.counterexample.has_value());
+    EXPECT_EQ(report.counterexample->to_string(), c.to_string());
+  }
+  {
+    IgnoresLdc buggy;
+    EXPECT_THAT(run_single_case(buggy, c).finding, StartsWith("write outside C: padding at row 0"));
+  }
+  {
+    AlwaysFailsToLaunch broken;
+    const FuzzReport report = run_single_case(broken, c);
+    EXPECT_EQ(report.verdict, FuzzVerdict::launch_error);
+    EXPECT_THAT(report.finding, StartsWith("launch failed: "));
+  }
+}
+
+TEST(PropertyRunner, BugOnlyInLongCasesIsStillFound) {
+  // Wrong only when K > 200: only the occasional long-K case (or none at small sizes) shows it.
+  class WrongBeyondK200 : public CpuSgemm {
+    std::int64_t k_end(std::int64_t k) const override { return k > 200 ? k - 1 : k; }
+  } executor;
+  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(300, 5));
+  ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result);
+  ASSERT_TRUE(report.counterexample.has_value());
+  EXPECT_GT(report.counterexample->problem.shape.k, 200);
+  EXPECT_EQ(report.counterexample->problem.shape.m, 1);
+  EXPECT_EQ(report.counterexample->problem.shape.n, 1);
+}
+
+}  // namespace
+}  // namespace tiletune
