@@ -110,6 +110,21 @@ TEST(CaseGenerator, LeadingDimensionsAreSometimesWiderThanTheMatrix) {
   }
 }
 
+// A run starts at size 0 and spreads its cases over sizes 0..100: wider strides must not wait for
+// the largest sizes, or a 30-case run (what `tiletune tune` does per configuration) hardly tries
+// them. (620219d drew the choice with a size-scaled inRange: no wider stride below size ~74.)
+TEST(CaseGenerator, LeadingDimensionsAreWiderAtSmallSizesToo) {
+  const rc::Gen<GemmCase> gen = gen_gemm_case({16});
+  for (const int size : {10, 25, 50}) {
+    int wider = 0;
+    for (std::uint64_t seed = 1; seed <= 1000; ++seed) {
+      const GemmCase c = gen(rc::Random(seed), size).value();
+      if (c.problem.ldc > c.problem.shape.n) ++wider;
+    }
+    EXPECT_GT(wider, 200) << "at size " << size << " ldc is wider in " << wider << " of 1000 cases";
+  }
+}
+
 TEST(CaseGenerator, BothInputKindsAndLongKAppear) {
   const std::vector<GemmCase> cases = sample_cases({16});
   const double real = fraction(cases, [](const GemmCase& c) { return c.inputs == InputKind::real; });

@@ -137,6 +137,21 @@ TEST(PropertyRunner, IgnoredLdcIsFoundWithAStridedMinimalCase) {
   EXPECT_THAT(report.finding, StartsWith("write outside C: padding at row 0 column 1"));
 }
 
+// 30 cases, the number `tiletune tune` runs per configuration, are enough to catch a kernel that
+// ignores ldc, whatever the seed (see CaseGenerator.LeadingDimensionsAreWiderAtSmallSizesToo).
+TEST(PropertyRunner, IgnoredLdcIsCaughtInEveryThirtyCaseRun) {
+  int missed = 0;
+  std::string seeds;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    IgnoresLdc executor;
+    if (fuzz_configuration(executor, kTile16, settings(30, seed)).verdict == FuzzVerdict::passed) {
+      ++missed;
+      seeds += " " + std::to_string(seed);
+    }
+  }
+  EXPECT_EQ(missed, 0) << "the kernel ignoring ldc passed 30 cases with seeds" << seeds;
+}
+
 TEST(PropertyRunner, CounterexampleReplaysToTheSameFinding) {
   DropsPartialKTile executor;
   const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100, 7));

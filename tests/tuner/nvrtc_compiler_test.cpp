@@ -51,12 +51,15 @@ TEST(Nvrtc, VersionIsMajorDotMinor) {
 
 // --- every shipped configuration compiles ---------------------------------------------------
 
-// NVRTC 12.9 and later may serve a compile from its cache (on a machine with a driver), and then
-// ptxas does not run and prints nothing. A comment unique to this process makes every compile
-// here a real one; KnownBug_ReportOfACachedCompileIsEmpty below shows what a cache hit does.
+// NVRTC 12.9 and later may serve a compile from its cache (on a machine with a CUDA driver: keyed
+// by the code, not the comments), and then ptxas does not run and prints nothing. A device variable
+// unique to this process makes every compile here a real one; KnownBug_ReportOfACachedCompileIsEmpty
+// below shows what a cache hit does.
 KernelTemplate uncached(KernelTemplate tmpl) {
-  tmpl.source += "\n// nvrtc_compiler_test " + std::to_string(getpid()) + " " +
-                 std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
+  static int count = 0;
+  tmpl.source += "\nextern \"C\" __device__ int nvrtc_compiler_test_" + std::to_string(getpid()) + "_" +
+                 std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "_" +
+                 std::to_string(++count) + " = 1;\n";
   return tmpl;
 }
 
