@@ -20,18 +20,14 @@ struct TuneOptions {
 };
 
 std::string describe(const TuningEvent& e) {
-  std::string line = fmt::format("[{}/{}] {} {} {}: {}", e.index, e.total, e.tmpl->name,
-                                 e.shape.to_string(), e.config->to_string(), e.stage);
-  if (e.result != nullptr) {
-    line = fmt::format("[{}/{}] {} {} {}: {}", e.index, e.total, e.tmpl->name,
-                       e.shape.to_string(), e.config->to_string(), to_string(e.result->status));
-    if (e.result->status == ResultStatus::ok) {
-      line += fmt::format(" {:.3f} ms {:.2f} TFLOP/s", e.result->median_ms, e.result->tflops);
-    } else {
-      line += ": " + e.result->detail.substr(0, e.result->detail.find('\n'));
-    }
+  std::string line = fmt::format("[{}/{}] {} {} {}: ", e.index, e.total, e.tmpl->name,
+                                 e.shape.to_string(), e.config->to_string());
+  if (e.result == nullptr) return line + e.stage;
+  line += to_string(e.result->status);
+  if (e.result->status == ResultStatus::ok) {
+    return line + fmt::format(" {:.3f} ms {:.2f} TFLOP/s", e.result->median_ms, e.result->tflops);
   }
-  return line;
+  return line + ": " + e.result->detail.substr(0, e.result->detail.find('\n'));
 }
 
 int run(const TuneOptions& options) {
