@@ -34,11 +34,26 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
   return rc::gen::exec([moduli, limits] {
     GemmCase c;
     GemmShape& s = c.problem.shape;
-    s.m = *gen_dimension(moduli, limits.max_whole_tiles);
-    s.n = *gen_dimension(moduli, limits.max_whole_tiles);
+    const bool crowded =
+        limits.crowded_weight > 0 &&
+        *rc::gen::weightedElement<bool>({{9, false}, {std::size_t(limits.crowded_weight), true}});
+    if (crowded) {
+      const auto many_tiles = rc::gen::exec([&moduli, &limits] {
+        const std::int64_t tile = *rc::gen::elementOf(moduli);
+        const std::int64_t whole =
+            *rc::gen::inRange<std::int64_t>(limits.min_crowded_tiles, limits.max_crowded_tiles + 1);
+        return whole * tile + *rc::gen::inRange<std::int64_t>(1, tile);
+      });
+      s.m = *many_tiles;
+      s.n = *many_tiles;
+    } else {
+      s.m = *gen_dimension(moduli, limits.max_whole_tiles);
+      s.n = *gen_dimension(moduli, limits.max_whole_tiles);
+    }
+    // A crowded case keeps K short: its CPU reference costs M * N * K.
     s.k = *rc::gen::weightedOneOf<std::int64_t>({
         {8, gen_dimension(moduli, limits.max_whole_tiles)},
-        {1, rc::gen::inRange<std::int64_t>(1, limits.max_long_k + 1)},
+        {crowded ? 0 : 1, rc::gen::inRange<std::int64_t>(1, limits.max_long_k + 1)},
     });
     // Half the strides are wider than the matrix, from the first case on (inRange would favour
     // packed while RapidCheck's size is small). A bool shrinks to false, so failures shrink to

@@ -1,8 +1,9 @@
 // RapidCheck generators of property cases built to hit a kernel's edges: every size is either
 // q * T + r with T one of the configuration's tile sizes and r in [1, T) (a partial last tile),
 // a tiny size (1), a small arbitrary size, or for K now and then a long one; leading dimensions
-// are often wider than the matrix. Shrinking goes toward fewer whole tiles, smaller remainders,
-// packed strides and seed 0.
+// are often wider than the matrix. Where races can show (a GPU), some cases are crowded: M and N
+// of many tiles, so that many blocks share each SM and a missing barrier gets caught in the act.
+// Shrinking goes toward fewer whole tiles, smaller remainders, packed strides and seed 0.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,9 @@ struct CaseLimits {
   std::int64_t max_whole_tiles = 4;  // q in [0, max_whole_tiles]
   std::int64_t max_long_k = 2048;    // K of the occasional long case
   std::int64_t max_extra_ld = 40;    // lda - K, ldb - N, ldc - N
+  // Weight of crowded cases against 9 for the others; 0: none (the CPU finds races by reordering).
+  int crowded_weight = 0;
+  std::int64_t min_crowded_tiles = 8, max_crowded_tiles = 32;  // q of M and N in a crowded case
 };
 
 rc::Gen<std::int64_t> gen_dimension(const std::vector<std::int64_t>& moduli, std::int64_t max_whole_tiles);

@@ -1,5 +1,6 @@
 #include "fuzz/gemm_operands.h"
 
+#include <algorithm>
 #include <bit>
 #include <limits>
 #include <random>
@@ -8,9 +9,13 @@
 
 namespace tiletune {
 
+std::size_t guard_elements(std::int64_t ld) {
+  return std::max(kMinGuardElements, std::size_t(kMaxTileReach * (ld + 1)));
+}
+
 GuardedMatrix::GuardedMatrix(std::int64_t rows, std::int64_t cols, std::int64_t ld)
-    : rows(rows), cols(cols), ld(ld),
-      storage(2 * kGuardElements + std::size_t(rows) * std::size_t(ld), poison_value()) {}
+    : rows(rows), cols(cols), ld(ld), guard(guard_elements(ld)),
+      storage(2 * guard + std::size_t(rows) * std::size_t(ld), poison_value()) {}
 
 GemmOperands make_operands(const GemmCase& gemm_case) {
   const GemmProblem& p = gemm_case.problem;

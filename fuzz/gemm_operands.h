@@ -1,6 +1,6 @@
 // The host side of one launch: A, B and C as strided matrices inside guard bands.
 //
-// Every buffer is laid out as [guard | rows x ld | guard]. The guards and the padding columns
+// Every buffer is laid out as [guard | rows x ld | guard] (guard_elements(ld) wide). The guards and the padding columns
 // between a matrix's width and its leading dimension are poisoned with NaN before the launch:
 // a kernel that reads them gets NaN into its result, and one that writes them is caught by
 // comparing them afterwards. C's own region is poisoned too, so an element left unwritten stays
@@ -15,17 +15,23 @@
 
 namespace tiletune {
 
-inline constexpr std::size_t kGuardElements = 64;
+// A kernel that forgets a mask overruns its matrix by less than one block tile: at most
+// kMaxTileReach rows and columns. Guards that wide turn such a write into a finding instead of a
+// write into whatever lies beside the buffer (on the CPU backend: the fuzzer's own heap).
+inline constexpr std::int64_t kMaxTileReach = 256;
+inline constexpr std::size_t kMinGuardElements = 64;
+std::size_t guard_elements(std::int64_t ld);  // max(kMinGuardElements, kMaxTileReach * (ld + 1))
 
 struct GuardedMatrix {
   std::int64_t rows = 0, cols = 0, ld = 0;
+  std::size_t guard = 0;       // elements of each guard band
   std::vector<float> storage;  // guard + rows * ld + guard
 
   GuardedMatrix() = default;
   GuardedMatrix(std::int64_t rows, std::int64_t cols, std::int64_t ld);  // all NaN
 
-  float* data() { return storage.data() + kGuardElements; }  // element (0, 0)
-  const float* data() const { return storage.data() + kGuardElements; }
+  float* data() { return storage.data() + guard; }  // element (0, 0)
+  const float* data() const { return storage.data() + guard; }
   float& at(std::int64_t r, std::int64_t c) { return data()[r * ld + c]; }
   float at(std::int64_t r, std::int64_t c) const { return data()[r * ld + c]; }
 };

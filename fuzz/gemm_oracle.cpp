@@ -19,16 +19,16 @@ double gamma(std::int64_t k) {
 
 // Where in a guarded buffer an index falls, for the message.
 std::string place(const GuardedMatrix& m, std::size_t index) {
-  if (index < kGuardElements) return "the guard before it";
-  const std::size_t offset = index - kGuardElements;
+  if (index < m.guard) return "the guard before it";
+  const std::size_t offset = index - m.guard;
   if (offset >= std::size_t(m.rows) * std::size_t(m.ld)) return "the guard after it";
   return fmt::format("padding at row {} column {} (width {}, leading dimension {})",
                      offset / m.ld, offset % m.ld, m.cols, m.ld);
 }
 
 bool inside_region(const GuardedMatrix& m, std::size_t index) {
-  if (index < kGuardElements) return false;
-  const std::size_t offset = index - kGuardElements;
+  if (index < m.guard) return false;
+  const std::size_t offset = index - m.guard;
   return offset < std::size_t(m.rows) * std::size_t(m.ld) && std::int64_t(offset % m.ld) < m.cols;
 }
 

@@ -23,9 +23,9 @@ void GpuExecutor::run(const GemmCase& gemm_case, GemmOperands& operands) {
     DeviceBuffer a = DeviceBuffer::from(operands.a.storage);
     DeviceBuffer b = DeviceBuffer::from(operands.b.storage);
     DeviceBuffer c = DeviceBuffer::from(operands.c.storage);
-    const std::size_t origin = kGuardElements * sizeof(float);
-    kernel_.launch(geometry, a.get() + origin, b.get() + origin, c.get() + origin,
-                   gemm_case.problem);
+    const auto origin = [](const GuardedMatrix& m) { return m.guard * sizeof(float); };
+    kernel_.launch(geometry, a.get() + origin(operands.a), b.get() + origin(operands.b),
+                   c.get() + origin(operands.c), gemm_case.problem);
     check_cuda(cuda_driver().cuCtxSynchronize(), "kernel execution");
     a.download_into(operands.a.storage);
     b.download_into(operands.b.storage);

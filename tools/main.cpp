@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   cli::add_compile_command(app, exit_code);
   cli::add_list_command(app, exit_code);
   cli::add_bench_command(app, exit_code);
+  cli::add_mutants_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -120,7 +120,7 @@ TEST(GemmOracle, SmallIntegerInputsAreIntegersInRange) {
     EXPECT_TRUE(is_poison(launch.before.a.at(r, 7))) << "A's padding column is poisoned";
   }
   EXPECT_TRUE(saw_nonzero);
-  for (std::int64_t i = 0; i < std::int64_t(kGuardElements); ++i) {
+  for (std::int64_t i = 0; i < std::int64_t(launch.before.c.guard); ++i) {
     EXPECT_TRUE(is_poison(launch.before.c.storage[std::size_t(i)]));
   }
   EXPECT_TRUE(is_poison(launch.before.c.at(0, 0))) << "C starts poisoned";
@@ -265,7 +265,7 @@ TEST(GemmOracle, WriteIntoCsPaddingColumnIsAWriteOutsideC) {
 
 TEST(GemmOracle, WriteIntoTheGuardBeforeCIsAWriteOutsideC) {
   Launch launch(packed_case({4, 5, 3}, InputKind::small_integers));
-  launch.after.c.storage[kGuardElements - 1] = 1.0f;  // C[-1]
+  launch.after.c.storage[launch.after.c.guard - 1] = 1.0f;  // C[-1]
   const auto finding = launch.judge();
   ASSERT_TRUE(finding.has_value());
   EXPECT_EQ(finding->what, "write outside C: the guard before it");
@@ -273,7 +273,7 @@ TEST(GemmOracle, WriteIntoTheGuardBeforeCIsAWriteOutsideC) {
 
 TEST(GemmOracle, WriteIntoTheGuardAfterCIsAWriteOutsideC) {
   Launch launch(packed_case({4, 5, 3}, InputKind::small_integers));
-  launch.after.c.storage[kGuardElements + 4 * 5] = 1.0f;  // C[M * ldc], one past the end
+  launch.after.c.storage[launch.after.c.guard + 4 * 5] = 1.0f;  // C[M * ldc], one past the end
   const auto finding = launch.judge();
   ASSERT_TRUE(finding.has_value());
   EXPECT_EQ(finding->what, "write outside C: the guard after it");

@@ -12,5 +12,6 @@ void add_fuzz_command(CLI::App& app, int& exit_code);
 void add_compile_command(CLI::App& app, int& exit_code);
 void add_list_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
+void add_mutants_command(CLI::App& app, int& exit_code);
 
 }  // namespace tiletune::cli

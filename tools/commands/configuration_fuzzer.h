@@ -1,0 +1,54 @@
+// What `tiletune fuzz` and `tiletune mutants` share: the backend a run uses, and the fuzz (or the
+// replay of given cases) of one configuration on it, with its outcome and how long it took.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fuzz/cpu_backend/cpu_backend_options.h"
+#include "fuzz/property_runner.h"
+#include "tuner/gpu_device.h"
+#include "tuner/kernel_template.h"
+
+namespace tiletune::cli {
+
+class FuzzBackend {
+ public:
+  // "gpu" opens the device (GpuUnavailable without one); "cpu" needs only the host compiler.
+  FuzzBackend(const std::string& name, CpuBackendOptions cpu_options = {});
+
+  const std::string& name() const { return name_; }
+  const GpuDevice* device() const { return device_.get(); }
+  const CpuBackendOptions& cpu_options() const { return cpu_options_; }
+  std::string where() const;  // "NVIDIA H200" or "the CPU"
+  // The cases this backend draws: the GPU also gets crowded shapes, where barrier races show.
+  CaseLimits case_limits() const;
+
+ private:
+  std::string name_;
+  std::unique_ptr<GpuDevice> device_;
+  CpuBackendOptions cpu_options_;
+};
+
+struct ConfigurationOutcome {
+  enum class Kind { passed, failed, skipped, compile_error };
+  Kind kind = Kind::passed;
+  FuzzReport report;   // passed and failed
+  std::string detail;  // why it was skipped, or the compiler's log
+  double seconds = 0;  // compile, load and cases
+};
+
+// Fuzzes one configuration with `settings`, or when `replay` is not empty runs exactly those
+// cases. Never throws for what the configuration does; throws only for the environment.
+ConfigurationOutcome fuzz_configuration_on(const FuzzBackend& backend, const KernelTemplate& tmpl,
+                                           const Configuration& config,
+                                           const FuzzSettings& settings,
+                                           const std::vector<GemmCase>& replay = {});
+
+// "FAIL <label>: <finding>" with the minimal case and the replay command under it.
+std::string describe_failure(const std::string& label, const FuzzReport& report,
+                             const std::string& replay_command);
+
+}  // namespace tiletune::cli
