@@ -67,7 +67,8 @@ GuardedMatrix guarded(std::int64_t rows, std::int64_t cols, std::int64_t ld) {
   m.rows = rows;
   m.cols = cols;
   m.ld = ld;
-  m.storage.assign(2 * kGuardElements + std::size_t(rows * ld), test_poison());
+  m.guard = kMinGuardElements;
+  m.storage.assign(2 * m.guard + std::size_t(rows * ld), test_poison());
   return m;
 }
 
@@ -111,7 +112,7 @@ std::string check_result(const Problem& p) {
     }
   }
   for (std::size_t i = 0; i < c.storage.size(); ++i) {
-    const std::int64_t offset = std::int64_t(i) - std::int64_t(kGuardElements);
+    const std::int64_t offset = std::int64_t(i) - std::int64_t(c.guard);
     const bool inside = offset >= 0 && offset < c.rows * c.ld && offset % c.ld < c.cols;
     if (!inside && !is_test_poison(c.storage[i])) {
       return "C's storage element " + std::to_string(i) + " outside the matrix was written";
