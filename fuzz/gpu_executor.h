@@ -22,6 +22,7 @@ class GpuExecutor : public GemmExecutor {
   // process.
   bool context_lost() const { return context_lost_; }
   const PtxasReport& resources() const { return report_; }
+  const GpuKernel& kernel() const { return kernel_; }
 
  private:
   const GpuDevice& device_;

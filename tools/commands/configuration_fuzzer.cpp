@@ -1,10 +1,12 @@
 #include "tools/commands/configuration_fuzzer.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
 
 #include "fuzz/cpu_backend/cpu_executor.h"
+#include "fuzz/gemm_operands.h"
 #include "fuzz/gpu_executor.h"
 #include "tuner/nvrtc_compiler.h"
 
@@ -25,19 +27,56 @@ CaseLimits FuzzBackend::case_limits() const {
   return limits;
 }
 
+const LargeIndexProbe* FuzzBackend::large_index_probe() {
+  if (device_ && !probe_) probe_ = std::make_unique<LargeIndexProbe>(*device_);
+  return probe_.get();
+}
+
+void FuzzBackend::reopen_device() {
+  if (!device_) return;
+  probe_.reset();
+  device_.reset();  // the last reference to the primary context: the driver resets it
+  device_ = std::make_unique<GpuDevice>();
+}
+
 namespace {
+
+// Host copies of a case larger than this are refused: guards and padding are mirrored whole.
+constexpr std::size_t kMaxHostElements = std::size_t(1) << 29;
+
+std::size_t host_elements(const GemmProblem& p) {
+  const GemmShape& s = p.shape;
+  return 2 * (guard_elements(p.lda) + guard_elements(p.ldb) + guard_elements(p.ldc)) +
+         std::size_t(s.m * p.lda + s.k * p.ldb + s.m * p.ldc);
+}
+
+bool is_probe_problem(const GemmProblem& problem) {
+  const std::vector<GemmProblem> probes = LargeIndexProbe::problems();
+  return std::find(probes.begin(), probes.end(), problem) != probes.end();
+}
+
+void record_probe_finding(const LargeIndexFinding& finding, FuzzReport& report) {
+  report.verdict = finding.context_lost || finding.what.starts_with("launch failed")
+                       ? FuzzVerdict::launch_error
+                       : FuzzVerdict::wrong_result;
+  GemmCase gemm_case;
+  gemm_case.problem = finding.problem;
+  gemm_case.inputs = InputKind::small_integers;
+  report.counterexample = gemm_case;
+  report.finding = "at element offsets past 2^31 (large-index probe): " + finding.what;
+}
 
 std::unique_ptr<GemmExecutor> make_executor(const FuzzBackend& backend,
                                              const KernelTemplate& tmpl,
                                              const Configuration& config,
-                                             const GemmShape& probe, std::string& skip_reason) {
+                                             const GemmShape& typical, std::string& skip_reason) {
   if (backend.device() == nullptr) {
     return std::make_unique<CpuExecutor>(tmpl, config, backend.cpu_options());
   }
   const GpuDevice& device = *backend.device();
   const CompiledKernelImage image = compile_configuration(tmpl, config, device.properties().arch());
   auto gpu = std::make_unique<GpuExecutor>(device, tmpl, config, image);
-  if (auto limit = exceeds_device_limits(tmpl.launch_geometry(config, probe), gpu->resources(),
+  if (auto limit = exceeds_device_limits(tmpl.launch_geometry(config, typical), gpu->resources(),
                                          device.properties())) {
     skip_reason = "beyond this device: " + *limit;
     return nullptr;
@@ -47,25 +86,56 @@ std::unique_ptr<GemmExecutor> make_executor(const FuzzBackend& backend,
 
 }  // namespace
 
-ConfigurationOutcome fuzz_configuration_on(const FuzzBackend& backend, const KernelTemplate& tmpl,
+ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTemplate& tmpl,
                                            const Configuration& config,
                                            const FuzzSettings& settings,
                                            const std::vector<GemmCase>& replay) {
   using Kind = ConfigurationOutcome::Kind;
   const auto start = std::chrono::steady_clock::now();
   ConfigurationOutcome outcome;
+  bool lost = false;  // a launch broke the CUDA context
   try {
-    const GemmShape probe = replay.empty() ? GemmShape{64, 64, 64} : replay.front().problem.shape;
+    const GemmShape typical = replay.empty() ? GemmShape{64, 64, 64} : replay.front().problem.shape;
     std::string skip_reason;
-    std::unique_ptr<GemmExecutor> executor = make_executor(backend, tmpl, config, probe, skip_reason);
+    std::unique_ptr<GemmExecutor> executor =
+        make_executor(backend, tmpl, config, typical, skip_reason);
     if (!executor) {
       outcome.kind = Kind::skipped;
       outcome.detail = skip_reason;
     } else if (replay.empty()) {
       outcome.report = fuzz_configuration(*executor, config, settings);
+      auto* gpu = dynamic_cast<GpuExecutor*>(executor.get());
+      if (gpu != nullptr && outcome.report.verdict == FuzzVerdict::passed) {
+        const LargeIndexProbe& probe = *backend.large_index_probe();
+        if (auto why = probe.unavailable()) {
+          outcome.probe = "large-index probe skipped: " + *why;
+        } else if (auto finding = probe.check(gpu->kernel(), tmpl, config)) {
+          record_probe_finding(*finding, outcome.report);
+          lost = finding->context_lost;
+        } else {
+          outcome.probe = "large-index probe passed";
+        }
+      }
     } else {
       for (const GemmCase& gemm_case : replay) {
-        const FuzzReport one = run_single_case(*executor, gemm_case);
+        auto* gpu = dynamic_cast<GpuExecutor*>(executor.get());
+        FuzzReport one;
+        if (gpu != nullptr && is_probe_problem(gemm_case.problem)) {
+          if (auto finding = backend.large_index_probe()->check(gpu->kernel(), tmpl, config,
+                                                                gemm_case.problem)) {
+            record_probe_finding(*finding, one);
+            lost = finding->context_lost;
+          } else {
+            one.cases_passed = 1;
+          }
+        } else if (host_elements(gemm_case.problem) > kMaxHostElements) {
+          outcome.kind = Kind::skipped;
+          outcome.detail = fmt::format("the case {} is too large to mirror on the host",
+                                       gemm_case.problem.to_string());
+          break;
+        } else {
+          one = run_single_case(*executor, gemm_case);
+        }
         outcome.report.cases_passed += one.cases_passed;
         if (one.verdict != FuzzVerdict::passed) {
           outcome.report.verdict = one.verdict;
@@ -75,6 +145,9 @@ ConfigurationOutcome fuzz_configuration_on(const FuzzBackend& backend, const Ker
         }
       }
     }
+    if (auto* gpu = dynamic_cast<GpuExecutor*>(executor.get())) lost = lost || gpu->context_lost();
+    executor.reset();
+    if (lost) backend.reopen_device();
     if (outcome.kind != Kind::skipped) {
       outcome.kind = outcome.report.verdict == FuzzVerdict::passed ? Kind::passed : Kind::failed;
     }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fuzz/cpu_backend/cpu_backend_options.h"
+#include "fuzz/large_index_probe.h"
 #include "fuzz/property_runner.h"
 #include "tuner/gpu_device.h"
 #include "tuner/kernel_template.h"
@@ -25,10 +26,16 @@ class FuzzBackend {
   std::string where() const;  // "NVIDIA H200" or "the CPU"
   // The cases this backend draws: the GPU also gets crowded shapes, where barrier races show.
   CaseLimits case_limits() const;
+  // The GPU's large-index probe, set up on first use; nullptr on the CPU.
+  const LargeIndexProbe* large_index_probe();
+  // After a launch broke the CUDA context: releases the device, which resets its context, and
+  // opens it again, so that the next configuration starts clean.
+  void reopen_device();
 
  private:
   std::string name_;
   std::unique_ptr<GpuDevice> device_;
+  std::unique_ptr<LargeIndexProbe> probe_;
   CpuBackendOptions cpu_options_;
 };
 
@@ -37,12 +44,13 @@ struct ConfigurationOutcome {
   Kind kind = Kind::passed;
   FuzzReport report;   // passed and failed
   std::string detail;  // why it was skipped, or the compiler's log
+  std::string probe;   // on the GPU: how the large-index probe went ("" when it did not run)
   double seconds = 0;  // compile, load and cases
 };
 
 // Fuzzes one configuration with `settings`, or when `replay` is not empty runs exactly those
 // cases. Never throws for what the configuration does; throws only for the environment.
-ConfigurationOutcome fuzz_configuration_on(const FuzzBackend& backend, const KernelTemplate& tmpl,
+ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTemplate& tmpl,
                                            const Configuration& config,
                                            const FuzzSettings& settings,
                                            const std::vector<GemmCase>& replay = {});

@@ -50,7 +50,7 @@ std::string replay_command(const MutantsOptions& options, const MutantSuite& sui
                      gemm_case.to_string());
 }
 
-void run_mutant(const MutantsOptions& options, const FuzzBackend& backend, const MutantSuite& suite,
+void run_mutant(const MutantsOptions& options, FuzzBackend& backend, const MutantSuite& suite,
                 const Mutant& mutant, const std::vector<GemmCase>& replay, MutantTally& tally) {
   tally.name = suite.original.name + "~" + mutant.name;
   tally.bug = mutant.bug;
@@ -130,7 +130,7 @@ int run(const MutantsOptions& options) {
     }
   }
   if (!options.config.empty()) suites.front().original.parse_configuration(options.config);
-  const FuzzBackend backend(options.backend);
+  FuzzBackend backend(options.backend);
 
   std::vector<MutantTally> tallies;
   for (const MutantSuite& suite : suites) {
