@@ -1,10 +1,5 @@
 #include "fuzz/cpu_backend/host_compiler.h"
 
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -12,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-extern char** environ;
+#include "tuner/child_process.h"
 
 namespace tiletune {
 
@@ -36,44 +31,14 @@ std::string HostCompiler::command() const {
 HostCompiler::Result HostCompiler::run(const std::vector<std::string>& arguments) const {
   std::vector<std::string> all = argv_;
   all.insert(all.end(), arguments.begin(), arguments.end());
-  std::vector<char*> argv;
-  for (std::string& word : all) argv.push_back(word.data());
-  argv.push_back(nullptr);
-
-  int pipe_ends[2];
-  if (pipe(pipe_ends) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addclose(&actions, pipe_ends[0]);
-  posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDERR_FILENO);
-  posix_spawn_file_actions_addclose(&actions, pipe_ends[1]);
-  pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(pipe_ends[1]);
-  if (spawned != 0) {
-    close(pipe_ends[0]);
+  ChildProcessResult child;
+  try {
+    child = run_child_process(all);
+  } catch (const SpawnError& e) {
     throw std::runtime_error("cannot run the host compiler '" + command() +
-                             "': " + std::strerror(spawned));
+                             "': " + std::strerror(e.error_number()));
   }
-
-  Result result;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t n = read(pipe_ends[0], buffer, sizeof buffer);
-    if (n > 0) {
-      result.output.append(buffer, std::size_t(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  close(pipe_ends[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  return Result{child.exit_code, std::move(child.output)};
 }
 
 const std::string& HostCompiler::identity() const {
