@@ -34,11 +34,13 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
   return rc::gen::exec([moduli, limits] {
     GemmCase c;
     GemmShape& s = c.problem.shape;
-    const bool crowded =
-        limits.crowded_weight > 0 &&
-        *rc::gen::weightedElement<bool>({{9, false}, {std::size_t(limits.crowded_weight), true}});
+    // About one case in eight. Bools shrink to false, so a crowded failure shrinks on toward the
+    // ordinary sizes when it still fails there.
+    const bool crowded = limits.crowded_cases && *rc::gen::arbitrary<bool>() &&
+                         *rc::gen::arbitrary<bool>() && *rc::gen::arbitrary<bool>();
     if (crowded) {
-      const auto many_tiles = rc::gen::exec([&moduli, &limits] {
+      // By value: RapidCheck shrinks lazily, after this call has returned.
+      const auto many_tiles = rc::gen::exec([moduli, limits] {
         const std::int64_t tile = *rc::gen::elementOf(moduli);
         const std::int64_t whole =
             *rc::gen::inRange<std::int64_t>(limits.min_crowded_tiles, limits.max_crowded_tiles + 1);

@@ -24,8 +24,8 @@ struct CaseLimits {
   std::int64_t max_whole_tiles = 4;  // q in [0, max_whole_tiles]
   std::int64_t max_long_k = 2048;    // K of the occasional long case
   std::int64_t max_extra_ld = 40;    // lda - K, ldb - N, ldc - N
-  // Weight of crowded cases against 9 for the others; 0: none (the CPU finds races by reordering).
-  int crowded_weight = 0;
+  // Crowded cases, about one in eight (the CPU needs none: it finds races by reordering).
+  bool crowded_cases = false;
   std::int64_t min_crowded_tiles = 8, max_crowded_tiles = 32;  // q of M and N in a crowded case
 };
 

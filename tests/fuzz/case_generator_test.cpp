@@ -199,6 +199,39 @@ TEST(CaseGenerator, PackedOnlyLimitsGenerateOnlyPackedCases) {
   }
 }
 
+TEST(CaseGenerator, CrowdedCasesOnlyWhenAsked) {
+  const auto crowded = [](const GemmCase& c) {
+    return c.problem.shape.m >= 8 * 16 && c.problem.shape.n >= 8 * 16;
+  };
+  EXPECT_EQ(fraction(sample_cases({16}), crowded), 0.0);
+  CaseLimits limits;
+  limits.crowded_cases = true;
+  const std::vector<GemmCase> cases = sample_cases({16}, limits);
+  const double share = fraction(cases, crowded);
+  EXPECT_GT(share, 0.05);
+  EXPECT_LT(share, 0.2);
+  for (const GemmCase& c : cases) {
+    if (crowded(c)) {
+      EXPECT_LE(c.problem.shape.m, 33 * 16) << c.to_string();
+      EXPECT_LE(c.problem.shape.k, 5 * 16) << "a crowded case keeps K short: " << c.to_string();
+    }
+  }
+}
+
+// Shrinking runs after the generator has returned: a crowded case must still shrink (this once
+// read a generator's dangling captures).
+TEST(CaseGenerator, CrowdedCasesShrinkToOneByOneByOne) {
+  CaseLimits limits;
+  limits.crowded_cases = true;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    rc::Shrinkable<GemmCase> root = [&] {
+      const rc::Gen<GemmCase> temporary = gen_gemm_case({16, 32}, limits);
+      return temporary(rc::Random(seed));
+    }();
+    EXPECT_EQ(shrink_all_the_way(root).problem.shape, (GemmShape{1, 1, 1}));
+  }
+}
+
 TEST(CaseGenerator, EachShrinkIsAValidProblem) {
   const rc::Gen<GemmCase> gen = gen_gemm_case({16, 32});
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {

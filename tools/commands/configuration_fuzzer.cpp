@@ -23,7 +23,7 @@ std::string FuzzBackend::where() const {
 
 CaseLimits FuzzBackend::case_limits() const {
   CaseLimits limits;
-  if (device_) limits.crowded_weight = 1;
+  limits.crowded_cases = device_ != nullptr;
   return limits;
 }
 
