@@ -13,6 +13,7 @@
 #include <boost/context/fiber.hpp>
 #include <fmt/format.h>
 
+#include "fuzz/cpu_backend/sanitizer_runtime.h"
 #include "fuzz/gemm_executor.h"
 
 namespace tiletune {
@@ -119,6 +120,13 @@ const tt_cpu_host& cpu_host_functions() {
   return host;
 }
 
+std::string running_cuda_thread() {
+  const CudaThreadFiber* fiber = running_fiber;
+  if (fiber == nullptr) return {};
+  return fmt::format("block {}, thread {}", coordinates(fiber->thread.block_idx),
+                     coordinates(fiber->thread.thread_idx));
+}
+
 // A fiber stack above a guard page, so that an overflow faults instead of corrupting a neighbour.
 class BlockRunner::Stack {
  public:
@@ -215,6 +223,10 @@ void BlockRunner::run_phases(const BlockLaunch& launch, std::uint64_t linear, st
         throw LaunchError(fmt::format("{} in block {}, thread {}", fiber.trap,
                                       coordinates(fiber.thread.block_idx),
                                       coordinates(fiber.thread.thread_idx)));
+      }
+      // The launch ends at the first sanitizer report, on any worker, like a GPU kernel at a fault.
+      if (sanitizer_report_count() != launch.sanitizer_reports_before) {
+        throw LaunchError("the launch was stopped after a sanitizer report");
       }
     }
     const CudaThreadFiber* first = nullptr;

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #ifndef TT_CPU_BACKEND_HOST
@@ -51,10 +52,15 @@ struct BlockLaunch {
   GemmArguments arguments;
   std::array<std::uint32_t, 3> grid, block;
   std::uint64_t schedule_seed;
+  std::uint64_t sanitizer_reports_before;  // sanitizer_report_count() when the launch began
 };
 
 // tiletune's side of the kernel interface, handed to every kernel object when it is loaded.
 const tt_cpu_host& cpu_host_functions();
+
+// The CUDA thread whose fiber runs on the calling OS thread, "block (0, 0, 0), thread (5, 3, 0)",
+// or empty outside a kernel: names the culprit of a sanitizer report.
+std::string running_cuda_thread();
 
 struct CudaThreadFiber;  // defined in block_scheduler.cpp
 
@@ -67,7 +73,8 @@ class BlockRunner {
   BlockRunner& operator=(const BlockRunner&) = delete;
 
   // Runs block number `linear` of the grid (x varies fastest) on the calling thread. Throws
-  // LaunchError when a thread traps or the block's threads wait at different barriers.
+  // LaunchError when a thread traps, the block's threads wait at different barriers, or a
+  // sanitizer has reported since the launch began (sanitizer_runtime.h).
   void run(const BlockLaunch& launch, std::uint64_t linear);
 
   static constexpr std::size_t kStackBytes = 64 * 1024;

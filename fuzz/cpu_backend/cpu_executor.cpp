@@ -1,24 +1,65 @@
 #include "fuzz/cpu_backend/cpu_executor.h"
 
+#include <algorithm>
+#include <filesystem>
+
 #include <fmt/format.h>
+
+#include "fuzz/cpu_backend/kernel_build.h"
+#include "fuzz/cpu_backend/sanitizer_runtime.h"
 
 namespace tiletune {
 
 CpuExecutor::CpuExecutor(const KernelTemplate& tmpl, const Configuration& config,
                          const CpuBackendOptions& options)
-    : template_(tmpl), config_(config), kernel_(tmpl, config, options) {}
+    : template_(tmpl),
+      config_(config),
+      kernel_(tmpl, config, options),
+      sanitize_(options.sanitize),
+      source_file_(std::filesystem::path(kernel_source_origin(tmpl)).filename().string()) {}
 
 std::string CpuExecutor::backend_name() const {
-  return fmt::format("cpu ({} workers)", kernel_.workers());
+  return sanitize_ ? fmt::format("cpu ({} workers, sanitized)", kernel_.workers())
+                   : fmt::format("cpu ({} workers)", kernel_.workers());
+}
+
+void CpuExecutor::launch(const GemmCase& gemm_case, GemmOperands& operands) const {
+  const GemmProblem& p = gemm_case.problem;
+  const LaunchGeometry geometry = template_.launch_geometry(config_, p.shape);
+  kernel_.launch(geometry, operands.a.data(), operands.b.data(), operands.c.data(), int(p.shape.m),
+                 int(p.shape.n), int(p.shape.k), int(p.lda), int(p.ldb), int(p.ldc),
+                 gemm_case.schedule_seed);
 }
 
 void CpuExecutor::run(const GemmCase& gemm_case, GemmOperands& operands) {
   const GemmProblem& p = gemm_case.problem;
   if (!p.valid()) throw LaunchError("invalid problem " + p.to_string());
-  const LaunchGeometry geometry = template_.launch_geometry(config_, p.shape);
-  kernel_.launch(geometry, operands.a.data(), operands.b.data(), operands.c.data(), int(p.shape.m),
-                 int(p.shape.n), int(p.shape.k), int(p.lda), int(p.ldb), int(p.ldc),
-                 gemm_case.schedule_seed);
+  if (!sanitize_) {
+    launch(gemm_case, operands);
+    return;
+  }
+
+  SanitizerReportCapture capture(source_file_);
+  std::vector<SanitizerReport> reports;
+  {
+    const PoisonedGuards guards{&operands.a, &operands.b, &operands.c};
+    try {
+      launch(gemm_case, operands);
+    } catch (const LaunchError&) {
+      // A trap or divergent barriers after a report: the report came first, it is the finding.
+      reports = capture.take();
+      if (reports.empty()) throw;
+    }
+  }
+  if (reports.empty()) reports = capture.take();
+  if (reports.empty()) return;
+  place_in_object(reports, kernel_.loaded_path().string(), source_file_);
+  // UBSan reports each check of a loaded object once: the next case must see it again.
+  const bool undefined_behaviour = std::any_of(
+      reports.begin(), reports.end(),
+      [](const SanitizerReport& r) { return r.tool != "AddressSanitizer"; });
+  if (undefined_behaviour) kernel_.reload();
+  throw SanitizerFinding(std::move(reports));
 }
 
 }  // namespace tiletune

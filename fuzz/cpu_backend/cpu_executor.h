@@ -2,6 +2,8 @@
 // host compiler and run on the case's operands in place, guards and padding included.
 #pragma once
 
+#include <string>
+
 #include "fuzz/cpu_backend/cpu_backend_options.h"
 #include "fuzz/cpu_backend/cpu_kernel.h"
 #include "fuzz/gemm_executor.h"
@@ -16,15 +18,24 @@ class CpuExecutor : public GemmExecutor {
 
   // Runs with the case's schedule seed deciding the threads' order between barriers. A kernel
   // that faults takes the process with it: isolating it is the caller's business.
+  //
+  // Sanitized (options.sanitize), the guards and padding of A, B and C are poisoned for ASan
+  // during the launch, and a launch during which ASan or UBSan reported throws a
+  // SanitizerFinding (a LaunchError, sanitizer_runtime.h) naming the first report's kind, access,
+  // function and the template's file:line; the executor stays usable for the next case.
   void run(const GemmCase& gemm_case, GemmOperands& operands) override;
-  std::string backend_name() const override;  // "cpu (4 workers)"
+  std::string backend_name() const override;  // "cpu (4 workers)", "cpu (4 workers, sanitized)"
 
   const CpuKernel& kernel() const { return kernel_; }
 
  private:
+  void launch(const GemmCase& gemm_case, GemmOperands& operands) const;
+
   KernelTemplate template_;
   Configuration config_;
   CpuKernel kernel_;
+  bool sanitize_ = false;
+  std::string source_file_;  // the template's file name as the debug information has it
 };
 
 }  // namespace tiletune

@@ -2,17 +2,23 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <filesystem>
 #include <stdexcept>
+#include <system_error>
 
 #include <fmt/format.h>
 
 #include "fuzz/cpu_backend/kernel_build.h"
+#include "fuzz/cpu_backend/sanitizer_runtime.h"
 #include "fuzz/cpu_backend/worker_pool.h"
 #include "fuzz/gemm_executor.h"
 #include "tuner/nvrtc_compiler.h"
 
 namespace tiletune {
+namespace fs = std::filesystem;
 namespace {
 
 // The size of the loaded object's thread-local block (its PT_TLS segment): the __shared__ arrays.
@@ -66,55 +72,104 @@ void check_geometry(const LaunchGeometry& g) {
 }  // namespace
 
 CpuKernel::CpuKernel(const KernelTemplate& tmpl, const Configuration& config,
-                     const CpuBackendOptions& options) {
+                     const CpuBackendOptions& options)
+    : entry_(tmpl.entry), label_(fmt::format("{} ({})", tmpl.name, config.to_string())) {
   // An instrumented object loaded into a process without AddressSanitizer's runtime ends the
   // process, so it is refused beforehand.
   if (options.sanitize && dlsym(RTLD_DEFAULT, "__asan_init") == nullptr) {
     throw std::runtime_error(
         "sanitized CPU kernels need AddressSanitizer's runtime loaded at start-up: run with "
-        "LD_PRELOAD=$(c++ -print-file-name=libasan.so)");
+        "LD_PRELOAD=$(c++ -print-file-name=libasan.so) (tiletune fuzz --sanitize does that "
+        "itself)");
   }
   const KernelObject object = build_kernel_object(tmpl, config, options);
   object_path_ = object.path;
   from_cache_ = object.from_cache;
+  sanitized_ = options.sanitize;
+  load();
+  pool_ = WorkerPool::shared(options.workers);
+}
 
-  module_.handle = dlopen(object_path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+void CpuKernel::load() {
+  module_ = KernelModule{};
+  int flags = RTLD_NOW | RTLD_LOCAL;
+  loaded_path_ = object_path_;
+  if (sanitized_) {
+    // A sanitized object is never unloaded, so no later one takes its addresses: ASan's
+    // symbolizer learns the loaded objects once and would name the old one's source lines. And
+    // each load is a private copy (the loader shares a file that is loaded already), whose UBSan
+    // checks have reported nothing yet.
+    static std::atomic<unsigned> copies{0};
+    loaded_path_ = fs::temp_directory_path() / fmt::format("tiletune-{}-{}-{}", getpid(), copies++,
+                                                           object_path_.filename().string());
+    std::error_code error;
+    fs::copy_file(object_path_, loaded_path_, fs::copy_options::overwrite_existing, error);
+    if (error) {
+      throw std::runtime_error(fmt::format("cannot copy {} to {}: {}", object_path_.string(),
+                                           loaded_path_.string(), error.message()));
+    }
+    flags |= RTLD_NODELETE;
+  }
+  module_.handle = dlopen(loaded_path_.c_str(), flags);
   if (module_.handle == nullptr) {
-    throw std::runtime_error("cannot load " + object_path_.string() + ": " + dlerror());
+    const std::string why = dlerror();
+    forget_copy();
+    throw std::runtime_error("cannot load " + object_path_.string() + ": " + why);
   }
   const auto abi_version = symbol<unsigned int (*)()>(module_.handle, "tt_cpu_abi_version");
   const auto bind = symbol<void (*)(const tt_cpu_host*)>(module_.handle, "tt_cpu_bind");
   module_.enter = symbol<void (*)(const tt_cpu_thread*)>(module_.handle, "tt_cpu_enter");
-  module_.entry = symbol<GemmEntry>(module_.handle, tmpl.entry.c_str());
+  module_.entry = symbol<GemmEntry>(module_.handle, entry_.c_str());
   if (abi_version == nullptr || bind == nullptr || module_.enter == nullptr ||
       abi_version() != TT_CPU_ABI_VERSION) {
     dlclose(module_.handle);
+    module_.handle = nullptr;
+    forget_copy();
     throw std::runtime_error(object_path_.string() +
                              " was not built against this tiletune's "
                              "cuda_on_cpu.h");
   }
   if (module_.entry == nullptr) {
     dlclose(module_.handle);
+    module_.handle = nullptr;
+    forget_copy();
     throw CompileError(
-        fmt::format("{} ({}) has no entry point {} for the CPU backend", tmpl.name,
-                    config.to_string(), tmpl.entry),
-        fmt::format("no extern \"C\" function named {} in {}", tmpl.entry, object_path_.string()));
+        fmt::format("{} has no entry point {} for the CPU backend", label_, entry_),
+        fmt::format("no extern \"C\" function named {} in {}", entry_, object_path_.string()));
   }
   bind(&cpu_host_functions());
   module_.thread_local_bytes = thread_local_bytes(module_.handle);
-  pool_ = WorkerPool::shared(options.workers);
 }
 
-CpuKernel::~CpuKernel() { dlclose(module_.handle); }
+// The private copy of a sanitized object, once it will not run again. Its mapping stays.
+void CpuKernel::forget_copy() {
+  if (loaded_path_ == object_path_) return;
+  std::error_code ignored;
+  fs::remove(loaded_path_, ignored);
+}
+
+void CpuKernel::reload() {
+  if (module_.handle != nullptr) dlclose(module_.handle);
+  module_.handle = nullptr;
+  forget_copy();
+  load();
+}
+
+CpuKernel::~CpuKernel() {
+  if (module_.handle != nullptr) dlclose(module_.handle);
+  forget_copy();
+}
 
 unsigned CpuKernel::workers() const { return pool_->workers(); }
 
 void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const float* b, float* c,
                        int m, int n, int k, int lda, int ldb, int ldc,
                        std::uint64_t schedule_seed) const {
+  if (module_.handle == nullptr) throw LaunchError(object_path_.string() + " is not loaded");
   check_geometry(geometry);
-  const BlockLaunch launch{
-      &module_, {a, b, c, m, n, k, lda, ldb, ldc}, geometry.grid, geometry.block, schedule_seed};
+  const BlockLaunch launch{&module_,      {a, b, c, m, n, k, lda, ldb, ldc},
+                           geometry.grid, geometry.block,
+                           schedule_seed, sanitizer_report_count()};
   const std::uint64_t blocks =
       std::uint64_t(geometry.grid[0]) * geometry.grid[1] * geometry.grid[2];
   pool_->run(blocks,

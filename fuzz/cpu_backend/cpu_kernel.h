@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "fuzz/cpu_backend/block_scheduler.h"
 #include "fuzz/cpu_backend/cpu_backend_options.h"
@@ -27,17 +28,32 @@ class CpuKernel {
   CpuKernel& operator=(const CpuKernel&) = delete;
 
   // Runs the whole grid and returns when every block is done. Throws LaunchError for a geometry
-  // the GPU would reject, a __trap() and barrier divergence, and UnsupportedOnBackend for more
-  // dynamic shared memory than the backend provides.
+  // the GPU would reject, a __trap(), barrier divergence and a sanitizer report (the launch stops
+  // at the first), and UnsupportedOnBackend for more dynamic shared memory than the backend
+  // provides.
   void launch(const LaunchGeometry& geometry, const float* a, const float* b, float* c, int m,
               int n, int k, int lda, int ldb, int ldc, std::uint64_t schedule_seed) const;
 
+  // Loads the object afresh, its static data as the compiler left it: UBSan reports each check
+  // of a loaded object once, and a reloaded one reports again. Throws what loading throws; the
+  // kernel is unusable then.
+  void reload();
+
   bool from_cache() const { return from_cache_; }
   unsigned workers() const;
-  const std::filesystem::path& object_path() const { return object_path_; }
+  const std::filesystem::path& object_path() const { return object_path_; }  // in the cache
+  // What was loaded: object_path(), or when sanitized a private copy of it (see load()).
+  const std::filesystem::path& loaded_path() const { return loaded_path_; }
 
  private:
+  void load();  // dlopen and bind object_path_ (or a copy)
+  void forget_copy();
+
+  std::string entry_;  // the entry point's name
+  std::string label_;  // "tiled (TILE=16,PAD=0,SWIZZLE=0)", for messages
+  bool sanitized_ = false;
   std::filesystem::path object_path_;
+  std::filesystem::path loaded_path_;
   bool from_cache_ = false;
   KernelModule module_;
   std::shared_ptr<WorkerPool> pool_;

@@ -56,13 +56,6 @@ class TemporaryFile {
   fs::path path_;
 };
 
-// The name the compiler's messages give the template's lines: its path, else its name.
-std::string origin_of(const KernelTemplate& tmpl) {
-  const std::string path = tmpl.path.string();
-  const bool plain = !path.empty() && path.find_first_of("\"\\\n") == std::string::npos;
-  return plain ? path : tmpl.name + ".cu";
-}
-
 // Storage for the `extern __shared__` arrays, appended after the kernel's source.
 std::string dynamic_shared_definitions(const std::vector<DynamicSharedArray>& arrays) {
   std::string text = "#line 1 \"<tiletune: dynamic shared memory>\"\n";
@@ -80,6 +73,12 @@ std::string joined(const std::vector<std::string>& words) {
 }
 
 }  // namespace
+
+std::string kernel_source_origin(const KernelTemplate& tmpl) {
+  const std::string path = tmpl.path.string();
+  const bool plain = !path.empty() && path.find_first_of("\"\\\n") == std::string::npos;
+  return plain ? path : tmpl.name + ".cu";
+}
 
 fs::path default_cpu_cache_dir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
@@ -107,14 +106,16 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
   std::vector<std::string> flags = {
       "-std=c++17", "-O2", "-fPIC", "-shared", "-fno-strict-aliasing", "-Wno-unknown-pragmas"};
   if (options.sanitize) {
-    // -g: the reports then name the template's file and line.
-    flags.insert(flags.end(), {"-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                               "-fno-omit-frame-pointer", "-g"});
+    // -g: the reports then name the template's file and line. Recovering: a report is a finding
+    // of one case (sanitizer_runtime.h), not the end of tiletune.
+    flags.insert(flags.end(),
+                 {"-fsanitize=address,undefined", "-fsanitize-recover=address,undefined",
+                  "-fno-omit-frame-pointer", "-g"});
   }
   for (std::string& definition : tmpl.macro_definitions(config)) flags.push_back(definition);
 
   // The line directive makes the compiler's messages name the template, at its own line numbers.
-  const std::string origin = origin_of(tmpl);
+  const std::string origin = kernel_source_origin(tmpl);
   std::string unit = fmt::format("#line 1 \"{}\"\n{}\n", origin, tmpl.source);
 
   // The dynamic shared memory definitions follow from the unit, given their capacity.

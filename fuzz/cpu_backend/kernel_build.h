@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 #include "fuzz/cpu_backend/cpu_backend_options.h"
@@ -23,6 +24,10 @@ struct KernelObject {
   std::filesystem::path path;  // the shared object, in the cache folder
   bool from_cache = false;     // found there rather than compiled now
 };
+
+// The file name the compiler's messages and the debug information give the template's lines
+// (a #line directive): its path, else its name with ".cu".
+std::string kernel_source_origin(const KernelTemplate& tmpl);
 
 // $XDG_CACHE_HOME/tiletune/cpu, else ~/.cache/tiletune/cpu.
 std::filesystem::path default_cpu_cache_dir();

@@ -1,11 +1,12 @@
 // tiletune fuzz KERNEL.cu... [--backend gpu|cpu] [--cases N] [--seed S] [--config A=1,B=2]
-//               [--case '...']
+//               [--case '...'] [--sanitize]
 //
 // Runs the GEMM property on every configuration (or the one given), prints each failure with its
 // minimal case and the command that replays it, and exits 1 if anything failed.
 #include <fmt/format.h>
 
 #include "fuzz/cpu_backend/cpu_executor.h"
+#include "fuzz/cpu_backend/sanitizer_runtime.h"
 #include "fuzz/gpu_executor.h"
 #include "fuzz/property_runner.h"
 #include "tools/commands/command_line.h"
@@ -25,6 +26,7 @@ struct FuzzOptions {
   std::string replay_case;
   bool no_shrink = false;
   std::string backend = "gpu";
+  bool sanitize = false;
 };
 
 std::string replay_command(const std::string& backend, const KernelTemplate& tmpl, const Configuration& config,
@@ -34,6 +36,21 @@ std::string replay_command(const std::string& backend, const KernelTemplate& tmp
 }
 
 int run(const FuzzOptions& options) {
+  // --sanitize on the CPU: kernels built with ASan and UBSan, whose runtime this process needs
+  // from its start (it re-executes itself with it preloaded, so this comes first).
+  CpuBackendOptions cpu_options;
+  if (options.sanitize) {
+    if (options.backend != "cpu") {
+      throw UsageError("--sanitize is not available with --backend gpu yet: use --backend cpu");
+    }
+    cpu_options.sanitize = true;
+    try {
+      ensure_sanitizer_runtime(cpu_options.compiler);
+    } catch (const SanitizerRuntimeUnavailable& e) {
+      fmt::print(stderr, "tiletune: {}\n", e.what());
+      return kEnvironment;
+    }
+  }
   const std::vector<KernelTemplate> templates = load_templates(options.kernels);
   if (!options.config.empty() && templates.size() != 1) {
     throw UsageError("--config names one configuration: give exactly one template with it");
@@ -78,7 +95,7 @@ int run(const FuzzOptions& options) {
           }
           executor = std::move(gpu);
         } else {
-          executor = std::make_unique<CpuExecutor>(tmpl, config);
+          executor = std::make_unique<CpuExecutor>(tmpl, config, cpu_options);
         }
         report = replay ? run_single_case(*executor, *replay)
                         : fuzz_configuration(*executor, config, settings);
@@ -102,7 +119,9 @@ int run(const FuzzOptions& options) {
         text += fmt::format("\n  minimal case ({} shrink steps, after {} passing cases): {}\n  replay: {}",
                             report.shrink_steps, report.cases_passed,
                             report.counterexample->problem.to_string(),
-                            replay_command(options.backend, tmpl, config, *report.counterexample));
+                            replay_command(options.sanitize ? options.backend + " --sanitize"
+                                                            : options.backend,
+                                           tmpl, config, *report.counterexample));
       }
       progress_line(text, true);
     }
@@ -124,6 +143,9 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
   command->add_option("--backend", options->backend, "gpu, or cpu: the same source on the host compiler, threads as fibers")
       ->capture_default_str()->check(CLI::IsMember({"gpu", "cpu"}));
   command->add_flag("--no-shrink", options->no_shrink, "report the first failing case as found");
+  command->add_flag("--sanitize", options->sanitize,
+                    "cpu: build kernels with AddressSanitizer and UndefinedBehaviorSanitizer, "
+                    "guards and padding poisoned; a report fails the case");
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

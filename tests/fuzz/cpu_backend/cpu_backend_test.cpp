@@ -1,6 +1,8 @@
 // The CPU backend: the shipped templates compute correct results through it, the bugs it exists
 // to catch (a missing barrier, a read of unwritten shared memory, a trap, divergent barriers) are
-// caught, and what it cannot run is refused cleanly.
+// caught, and what it cannot run is refused cleanly. Sanitized (with AddressSanitizer's runtime
+// preloaded), an access to the guards or padding and undefined behaviour are findings of a case,
+// and the process goes on.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -17,6 +19,7 @@
 
 #include "fuzz/cpu_backend/cpu_executor.h"
 #include "fuzz/cpu_backend/cpu_kernel.h"
+#include "fuzz/cpu_backend/sanitizer_runtime.h"
 #include "fuzz/gemm_executor.h"
 #include "tuner/kernel_template.h"
 #include "tuner/nvrtc_compiler.h"
@@ -497,16 +500,201 @@ TEST(CpuBackend, SanitizingWithoutTheRuntimeIsRefused) {
   }
 }
 
-// Registered a second time by CMakeLists.txt with AddressSanitizer's runtime preloaded.
-TEST(CpuBackendSanitized, CorrectKernelPassesAndOutOfBoundsWriteIsReported) {
-  if (!asan_runtime_loaded()) GTEST_SKIP() << "needs LD_PRELOAD of AddressSanitizer's runtime";
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const KernelTemplate tiled = shipped("tiled");
-  CpuBackendOptions options = test_options();
-  options.sanitize = true;
-  CpuExecutor executor(tiled, tiled.parse_configuration("TILE=16,PAD=0,SWIZZLE=0"), options);
-  EXPECT_EQ(run_and_check(executor, 37, 29, 45, 50, 33, 31, 0), "");
+// ---- sanitized kernels ------------------------------------------------------------------------
 
+TEST(SanitizerReports, AsanReportIsCondensedToTheTemplatesLine) {
+  const std::string text = R"(=================================================================
+==5489==ERROR: AddressSanitizer: use-after-poison on address 0x621000006d1c at pc 0x7fb670ccdd75
+READ of size 4 at 0x621000006d1c thread T1
+    #0 0x7fb670ccdd74 in __ldg<float> /home/u/.cache/tiletune/cpu/cuda_on_cpu-34ed8e3f4041b3c5.h:218
+    #1 0x7fb670ccdd74 in tiled_gemm /work/kernels_src/tiled.cu:43
+    #2 0x56379f80cfcc in run_thread /work/main/fuzz/cpu_backend/block_scheduler.cpp:104
+    #3 0x56379f98494e in make_fcontext (/work/main/build/tools/tiletune+0x25f94e)
+
+0x621000006d1c is located 2076 bytes inside of 4100-byte region [0x621000006500,0x621000007504)
+allocated by thread T0 here:
+    #0 0x7fb6706b94c8 in operator new(unsigned long) ../src/libsanitizer/asan/asan_new_delete.cpp:95
+    #1 0x56379f82cd7f in tiletune::GuardedMatrix::GuardedMatrix(long, long, long) operands.h:25
+
+SUMMARY: AddressSanitizer: use-after-poison /work/kernels_src/tiled.cu:43 in tiled_gemm
+)";
+  SanitizerReport report = parse_asan_report(text, "tiled.cu");
+  EXPECT_EQ(report.tool, "AddressSanitizer");
+  EXPECT_EQ(report.kind, "use-after-poison");
+  EXPECT_EQ(report.access, "READ of size 4");
+  EXPECT_EQ(report.function, "tiled_gemm");
+  EXPECT_EQ(report.location, "tiled.cu:43");
+  EXPECT_EQ(report.text, text);
+  // The first stack only: where it happened, not where the memory came from.
+  EXPECT_EQ(report.stack, (std::vector<std::uintptr_t>{0x7fb670ccdd74, 0x7fb670ccdd74,
+                                                        0x56379f80cfcc, 0x56379f98494e}));
+  report.cuda_thread = "block (1, 0, 0), thread (7, 2, 0)";
+  EXPECT_EQ(report.one_line(),
+            "AddressSanitizer: use-after-poison READ of size 4 in tiled_gemm at tiled.cu:43, "
+            "block (1, 0, 0), thread (7, 2, 0)");
+
+  // Not the template's report (another file name): the first frame with a source line.
+  const SanitizerReport other = parse_asan_report(text, "naive.cu");
+  EXPECT_EQ(other.function, "__ldg<float>");
+  EXPECT_EQ(other.location, "cuda_on_cpu-34ed8e3f4041b3c5.h:218");
+}
+
+TEST(SanitizerReports, UbsanSummaryIsCondensed) {
+  const SanitizerReport report = parse_sanitizer_summary(
+      "SUMMARY: UndefinedBehaviorSanitizer: signed-integer-overflow /tmp/k/overflow.cu:12:31 in ",
+      "overflow.cu");
+  EXPECT_EQ(report.tool, "UndefinedBehaviorSanitizer");
+  EXPECT_EQ(report.kind, "signed-integer-overflow");
+  EXPECT_EQ(report.location, "overflow.cu:12");
+  EXPECT_EQ(report.one_line(),
+            "UndefinedBehaviorSanitizer: signed-integer-overflow at overflow.cu:12");
+
+  const SanitizerReport named = parse_sanitizer_summary(
+      "SUMMARY: AddressSanitizer: heap-buffer-overflow t.cu:9 in custom_gemm", "t.cu");
+  EXPECT_EQ(named.function, "custom_gemm");
+  EXPECT_EQ(named.location, "t.cu:9");
+
+  const SanitizerFinding finding({report, named});
+  EXPECT_EQ(std::string(finding.what()),
+            "UndefinedBehaviorSanitizer: signed-integer-overflow at overflow.cu:12 (1 more reports "
+            "in this launch)");
+}
+
+// The CpuBackendSanitized tests run only with AddressSanitizer's runtime in the process: CMake
+// registers them a second time with it preloaded. They take it out of LD_PRELOAD again, so that
+// the compiler they start runs without it, as tiletune does.
+bool sanitizing_process() {
+  if (!asan_runtime_loaded()) return false;
+  ensure_sanitizer_runtime("");
+  return true;
+}
+
+CpuBackendOptions sanitized_options(unsigned workers = 2) {
+  CpuBackendOptions options = test_options(workers);
+  options.sanitize = true;
+  return options;
+}
+
+// Runs the case and returns the sanitizer finding's message, or "" when there was none.
+std::string sanitizer_finding(CpuExecutor& executor, Problem& p) {
+  try {
+    executor.run(p.gemm_case, p.operands);
+  } catch (const SanitizerFinding& e) {
+    return e.what();
+  }
+  return "";
+}
+
+using PoisonedQuery = int (*)(const volatile void*);
+
+TEST(CpuBackendSanitized, GuardsAndPaddingArePoisonedDuringALaunch) {
+  if (!sanitizing_process()) GTEST_SKIP() << "needs LD_PRELOAD of AddressSanitizer's runtime";
+  const auto poisoned =
+      reinterpret_cast<PoisonedQuery>(dlsym(RTLD_DEFAULT, "__asan_address_is_poisoned"));
+  ASSERT_NE(poisoned, nullptr);
+  for (const std::int64_t ld : {5, 8, 9}) {
+    GuardedMatrix m = guarded(3, 5, ld);
+    {
+      const PoisonedGuards guards{&m};
+      for (std::size_t i = 0; i < m.storage.size(); ++i) {
+        const std::int64_t offset = std::int64_t(i) - std::int64_t(m.guard);
+        const bool inside = offset >= 0 && offset < m.rows * m.ld && offset % m.ld < m.cols;
+        const float* element = &m.storage[i];
+        if (inside) {
+          EXPECT_FALSE(poisoned(element)) << "ld " << ld << ", element " << offset;
+          continue;
+        }
+        // ASan's granules are 8 bytes, addressable from their start: an element in the first
+        // half of a granule whose second half belongs to the matrix cannot be poisoned.
+        const bool granule_start = reinterpret_cast<std::uintptr_t>(element) % 8 == 0;
+        const std::int64_t next = offset + 1;
+        const bool next_inside = next >= 0 && next < m.rows * m.ld && next % m.ld < m.cols;
+        EXPECT_EQ(bool(poisoned(element)), !(granule_start && next_inside))
+            << "ld " << ld << ", element " << offset;
+      }
+    }
+    for (const float& element : m.storage) ASSERT_FALSE(poisoned(&element)) << "ld " << ld;
+  }
+}
+
+TEST(CpuBackendSanitized, CorrectKernelsPass) {
+  if (!sanitizing_process()) GTEST_SKIP() << "needs LD_PRELOAD of AddressSanitizer's runtime";
+  const KernelTemplate tiled = shipped("tiled");
+  const KernelTemplate naive = shipped("naive");
+  CpuExecutor tiled_executor(tiled, tiled.parse_configuration("TILE=16,PAD=0,SWIZZLE=0"),
+                             sanitized_options());
+  CpuExecutor naive_executor(naive, naive.parse_configuration("BLOCK_X=32,BLOCK_Y=4"),
+                             sanitized_options());
+  EXPECT_EQ(tiled_executor.backend_name(), "cpu (2 workers, sanitized)");
+  for (const Shape& s : kAwkwardShapes) {
+    EXPECT_EQ(run_and_check(tiled_executor, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, 1), "");
+    EXPECT_EQ(run_and_check(naive_executor, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, 2), "");
+  }
+}
+
+// tiled with A loaded without its K mask (the mutant missing_load_mask of fuzz/mutants/tiled.json).
+KernelTemplate tiled_without_load_mask() {
+  std::string source = shipped("tiled").source;
+  const std::string masked = "(row < M && a_col < K) ? A[";
+  const std::size_t at = source.find(masked);
+  EXPECT_NE(at, std::string::npos);
+  source.replace(at, masked.size(), "(row < M) ? A[");
+  return parse_template(source, "tiled_missing_load_mask.cu");
+}
+
+TEST(CpuBackendSanitized, UnmaskedLoadOfPaddingOrGuardIsAFindingAndTheNextCaseRuns) {
+  if (!sanitizing_process()) GTEST_SKIP() << "needs LD_PRELOAD of AddressSanitizer's runtime";
+  const KernelTemplate mutant = tiled_without_load_mask();
+  CpuExecutor executor(mutant, mutant.parse_configuration("TILE=8,PAD=0,SWIZZLE=0"),
+                       sanitized_options());
+  // (A template parsed from text has no path: its lines are the name's, "tiled.cu".)
+  const std::string expected =
+      "AddressSanitizer: use-after-poison READ of size 4 in tiled_gemm at tiled.cu:43, "
+      "block (0, 0, 0), thread (";
+
+  // K = 5 of a tile of 8, lda = 8: threads 5..7 read the padding of their row of A.
+  Problem padding = make_problem(8, 8, 5, 8, 8, 8);
+  EXPECT_EQ(sanitizer_finding(executor, padding).rfind(expected, 0), 0u)
+      << sanitizer_finding(executor, padding);
+
+  // Packed A: the rows' overrun reads the next row, the last row's the guard band after A.
+  Problem guard = make_problem(8, 8, 5, 5, 8, 8);
+  EXPECT_EQ(sanitizer_finding(executor, guard).rfind(expected, 0), 0u);
+
+  // K a whole number of tiles: the mutant is right, and nothing from before is reported again.
+  EXPECT_EQ(run_and_check(executor, 16, 8, 16, 16, 8, 8, 0), "");
+  // The same finding is reported every time, as shrinking and replays need.
+  EXPECT_EQ(sanitizer_finding(executor, padding).rfind(expected, 0), 0u);
+}
+
+TEST(CpuBackendSanitized, SignedOverflowIsAnUndefinedBehaviourFindingEveryTime) {
+  if (!sanitizing_process()) GTEST_SKIP() << "needs LD_PRELOAD of AddressSanitizer's runtime";
+  const KernelTemplate tmpl = custom("sanitized_overflow", R"(
+  if (row >= M || col >= N) return;
+  const int big = 2147483647 - M;
+  const int sum = big + K;
+  C[row * ldc + col] = float(sum % 7);
+)");
+  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), sanitized_options());
+  Problem fine = make_problem(8, 8, 4, 4, 8, 8);
+  executor.run(fine.gemm_case, fine.operands);
+  // UBSan reports each check of a loaded object once: the executor reloads it after a report.
+  for (int round = 0; round < 2; ++round) {
+    Problem p = make_problem(8, 8, 9, 9, 8, 8);
+    EXPECT_EQ(sanitizer_finding(executor, p).rfind("UndefinedBehaviorSanitizer: "
+                                                   "signed-integer-overflow at "
+                                                   "sanitized_overflow.cu:13, block (0, 0, 0)",
+                                                   0),
+              0u)
+        << "round " << round;
+  }
+  Problem again = make_problem(8, 8, 4, 4, 8, 8);
+  executor.run(again.gemm_case, again.operands);
+  EXPECT_EQ(again.operands.c.at(7, 7), float((2147483647 - 8 + 4) % 7));
+}
+
+TEST(CpuBackendSanitized, TrapStillUnwindsCleanly) {
+  if (!sanitizing_process()) GTEST_SKIP() << "needs LD_PRELOAD of AddressSanitizer's runtime";
   // A trap unwinds the fibers waiting at the barrier. The redzones of their frames must not stay
   // poisoned for the next kernel on the same stacks, whose frames are laid out differently.
   const KernelTemplate trapping = custom("sanitized_trap", R"(
@@ -522,23 +710,53 @@ TEST(CpuBackendSanitized, CorrectKernelPassesAndOutOfBoundsWriteIsReported) {
   for (int i = 0; i < 256; ++i) scratch[i] = float(i);
   if (row < M && col < N) C[row * ldc + col] = scratch[(row + col) % 256];
 )");
-  options.workers = 1;  // both on the same stacks
-  CpuExecutor trapper(trapping, trapping.parse_configuration("TILE=8"), options);
-  CpuExecutor after(deep, deep.parse_configuration("TILE=8"), options);
+  CpuExecutor trapper(trapping, trapping.parse_configuration("TILE=8"), sanitized_options(1));
+  CpuExecutor after(deep, deep.parse_configuration("TILE=8"), sanitized_options(1));
   Problem p = make_problem(8, 8, 1, 1, 8, 8);
-  EXPECT_THROW(trapper.run(p.gemm_case, p.operands), LaunchError);
+  try {
+    trapper.run(p.gemm_case, p.operands);
+    ADD_FAILURE() << "the trap went unnoticed";
+  } catch (const SanitizerFinding& e) {
+    ADD_FAILURE() << "a trap became a sanitizer finding: " << e.what();
+  } catch (const LaunchError& e) {
+    EXPECT_NE(std::string(e.what()).find("__trap() in block (0, 0, 0), thread (0, 0, 0)"),
+              std::string::npos)
+        << e.what();
+  }
   Problem q = make_problem(8, 8, 1, 1, 8, 8);
   after.run(q.gemm_case, q.operands);
   EXPECT_EQ(q.operands.c.at(7, 7), 14.0f);
+}
 
-  // C is 16 rows shorter than M says: the kernel writes past the end of its allocation.
-  const LaunchGeometry geometry = tiled.launch_geometry(
-      tiled.parse_configuration("TILE=16,PAD=0,SWIZZLE=0"), GemmShape{32, 32, 32});
-  const auto overflow = [&] {
-    std::vector<float> a(32 * 32, 1.0f), b(32 * 32, 1.0f), c(16 * 32);
-    executor.kernel().launch(geometry, a.data(), b.data(), c.data(), 32, 32, 32, 32, 32, 32, 0);
-  };
-  EXPECT_DEATH(overflow(), "heap-buffer-overflow");
+TEST(CpuBackendSanitized, OverflowPastTheAllocationIsReportedAndTheProcessGoesOn) {
+  if (!sanitizing_process()) GTEST_SKIP() << "needs LD_PRELOAD of AddressSanitizer's runtime";
+  // Without guards: one element written just past C's allocation (into ASan's redzone).
+  const KernelTemplate tmpl = custom("sanitized_past_end", R"(
+  if (row >= M || col >= N) return;
+  C[row * ldc + col] = 1.0f;
+  if (row == M - 1 && col == N - 1) C[M * ldc] = 2.0f;
+)");
+  const CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), sanitized_options());
+  const LaunchGeometry geometry = tmpl.launch_geometry(tmpl.parse_configuration("TILE=8"),
+                                                       GemmShape{8, 8, 1});
+  std::vector<float> a(8), b(8), c(64);
+  std::vector<SanitizerReport> reports;
+  {
+    SanitizerReportCapture capture("sanitized_past_end.cu");
+    EXPECT_THROW(executor.kernel().launch(geometry, a.data(), b.data(), c.data(), 8, 8, 1, 1, 8,
+                                          8, 0),
+                 LaunchError);
+    reports = capture.take();
+  }
+  // This object was loaded after the process's first ASan report: the runtime's symbolizer does
+  // not know it, addr2line does.
+  place_in_object(reports, executor.kernel().loaded_path().string(), "sanitized_past_end.cu");
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].one_line(),
+            "AddressSanitizer: heap-buffer-overflow WRITE of size 4 in custom_gemm at "
+            "sanitized_past_end.cu:13, block (0, 0, 0), thread (7, 7, 0)");
+  EXPECT_NE(reports[0].text.find("0 bytes to the right of 256-byte region"), std::string::npos)
+      << reports[0].text;
 }
 
 }  // namespace
