@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The end-to-end check on a GPU machine, in one call: tune naive and tiled for three shapes,
-# query each, fuzz every shipped configuration and the mutants, then time the winners against
+# query each, fuzz every shipped configuration and run the mutant suites, then time the winners against
 # cuBLAS in the same run. Full logs go to $OUT (default ./gpu-check-out); a short table comes last.
 #
 #   tools/gpu_check.sh [path/to/tiletune]
@@ -31,15 +31,8 @@ done
 
 "$BIN" fuzz kernels_src/naive.cu kernels_src/tiled.cu --cases 100 >"$OUT/fuzz.txt" 2>&1
 note "fuzz shipped: exit $? ($(tail -1 "$OUT/fuzz.txt"))"
-"$BIN" fuzz fuzz/mutants/*.cu --backend cpu --cases 100 >"$OUT/fuzz-cpu-mutants.txt" 2>&1
-note "fuzz mutants on the CPU backend: exit $? ($(tail -1 "$OUT/fuzz-cpu-mutants.txt"))"
-for mutant in fuzz/mutants/*.cu; do
-  "$BIN" fuzz "$mutant" --cases 100 >"$OUT/fuzz-$(basename "$mutant" .cu).txt" 2>&1
-  rc=$?
-  caught=$(grep -c '^FAIL' "$OUT/fuzz-$(basename "$mutant" .cu).txt")
-  note "fuzz $(basename "$mutant" .cu): exit $rc, $caught configurations caught"
-  grep -A2 '^FAIL' "$OUT/fuzz-$(basename "$mutant" .cu).txt" | head -6
-done
+"$BIN" mutants fuzz/mutants/*.json --backend gpu >"$OUT/mutants.txt" 2>"$OUT/mutants.log"
+note "mutant suites on the GPU: exit $? ($(tail -1 "$OUT/mutants.txt"))"
 
 for k in naive tiled; do
   "$BIN" bench --kernel "$k" "${shape_args[@]}" --db "$DB" 2>>"$OUT/bench.log" | tee -a "$OUT/bench.txt"

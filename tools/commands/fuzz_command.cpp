@@ -1,18 +1,21 @@
 // tiletune fuzz KERNEL.cu... [--backend gpu|cpu] [--cases N] [--seed S] [--config A=1,B=2]
-//               [--case '...'] [--sanitize]
+//               [--case '...']... [--sanitize] [--sanitize-cases N]
 //
 // Runs the GEMM property on every configuration (or the one given), prints each failure with its
-// minimal case and the command that replays it, and exits 1 if anything failed.
+// minimal case and the command that replays it, and exits 1 if anything failed. The last line
+// gives the property cases run per second on the backend.
+//
+// --sanitize: on the CPU the kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer
+// (fuzz/cpu_backend/sanitizer_runtime.h); on the GPU a sample of cases is replayed under
+// compute-sanitizer's four tools after the fuzz (gpu_sanitize.h).
 #include <fmt/format.h>
 
-#include "fuzz/cpu_backend/cpu_executor.h"
+#include "fuzz/compute_sanitizer.h"
 #include "fuzz/cpu_backend/sanitizer_runtime.h"
-#include "fuzz/gpu_executor.h"
-#include "fuzz/property_runner.h"
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
-#include "tuner/gpu_device.h"
-#include "tuner/nvrtc_compiler.h"
+#include "tools/commands/configuration_fuzzer.h"
+#include "tools/commands/gpu_sanitize.h"
 #include "tuner/search_space.h"
 
 namespace tiletune::cli {
@@ -23,26 +26,33 @@ struct FuzzOptions {
   int cases = 100;
   std::uint64_t seed = 0;
   std::string config;
-  std::string replay_case;
+  std::vector<std::string> replay_cases;
   bool no_shrink = false;
   std::string backend = "gpu";
   bool sanitize = false;
+  int sanitize_cases = 4;
+  bool sanitizer_child = false;  // hidden: replay under compute-sanitizer, with markers
 };
 
-std::string replay_command(const std::string& backend, const KernelTemplate& tmpl, const Configuration& config,
-                           const GemmCase& gemm_case) {
-  return fmt::format("tiletune fuzz {} --backend {} --config {} --case '{}'", tmpl.path.string(),
-                     backend, config.to_string(), gemm_case.to_string());
+std::string replay_command(const FuzzOptions& options, const KernelTemplate& tmpl,
+                           const Configuration& config, const GemmCase& gemm_case) {
+  const bool cpu_sanitize = options.sanitize && options.backend == "cpu";
+  return fmt::format("tiletune fuzz {} --backend {}{} --config {} --case '{}'", tmpl.path.string(),
+                     options.backend, cpu_sanitize ? " --sanitize" : "", config.to_string(),
+                     gemm_case.to_string());
+}
+
+std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const FuzzOptions& options) {
+  return options.config.empty()
+             ? enumerate_configurations(tmpl)
+             : std::vector<Configuration>{tmpl.parse_configuration(options.config)};
 }
 
 int run(const FuzzOptions& options) {
   // --sanitize on the CPU: kernels built with ASan and UBSan, whose runtime this process needs
   // from its start (it re-executes itself with it preloaded, so this comes first).
   CpuBackendOptions cpu_options;
-  if (options.sanitize) {
-    if (options.backend != "cpu") {
-      throw UsageError("--sanitize is not available with --backend gpu yet: use --backend cpu");
-    }
+  if (options.sanitize && options.backend == "cpu") {
     cpu_options.sanitize = true;
     try {
       ensure_sanitizer_runtime(cpu_options.compiler);
@@ -55,78 +65,93 @@ int run(const FuzzOptions& options) {
   if (!options.config.empty() && templates.size() != 1) {
     throw UsageError("--config names one configuration: give exactly one template with it");
   }
-  std::optional<GemmCase> replay;
-  if (!options.replay_case.empty()) {
+  std::vector<GemmCase> replay;
+  for (const std::string& text : options.replay_cases) {
     try {
-      replay = GemmCase::parse(options.replay_case);
+      replay.push_back(GemmCase::parse(text));
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--case: ") + e.what());
     }
   }
-  // The GPU backend needs a device; the CPU backend runs the same source through the host compiler.
-  std::unique_ptr<GpuDevice> device;
-  if (options.backend == "gpu") device = std::make_unique<GpuDevice>();
-  const std::string where = device ? device->properties().name : "the CPU";
+  // Bad configurations and a missing sanitizer are reported before any work is done.
+  for (const KernelTemplate& tmpl : templates) configurations_of(tmpl, options);
+  if (options.sanitize && options.backend == "gpu" && !options.sanitizer_child) {
+    try {
+      find_compute_sanitizer();
+    } catch (const SanitizerNotFound& e) {
+      fmt::print(stderr, "tiletune: --sanitize: {}\n", e.what());
+      return kEnvironment;
+    }
+  }
+
+  FuzzBackend backend(options.backend, cpu_options);
+  if (options.sanitizer_child) {
+    int status = kSuccess;
+    for (const KernelTemplate& tmpl : templates) {
+      status = std::max(status, run_sanitizer_child(backend, tmpl, configurations_of(tmpl, options),
+                                                    replay));
+    }
+    return status;
+  }
   FuzzSettings settings;
   settings.cases = options.cases;
   settings.seed = options.seed;
   settings.shrink = !options.no_shrink;
+  settings.limits = backend.case_limits();
 
   int failed = 0, passed = 0, skipped = 0;
+  long cases_run = 0;
+  double seconds = 0;
   for (const KernelTemplate& tmpl : templates) {
-    const std::vector<Configuration> configs =
-        options.config.empty() ? enumerate_configurations(tmpl)
-                               : std::vector<Configuration>{tmpl.parse_configuration(options.config)};
-    for (const Configuration& config : configs) {
+    for (const Configuration& config : configurations_of(tmpl, options)) {
       const std::string label = fmt::format("{} [{}]", tmpl.name, config.to_string());
-      progress_line(fmt::format("fuzz {} on {}", label, where), false);
-      FuzzReport report;
-      try {
-        std::unique_ptr<GemmExecutor> executor;
-        if (device) {
-          const CompiledKernelImage image = compile_configuration(tmpl, config, device->properties().arch());
-          auto gpu = std::make_unique<GpuExecutor>(*device, tmpl, config, image);
-          const GemmShape probe = replay ? replay->problem.shape : GemmShape{64, 64, 64};
-          if (auto limit = exceeds_device_limits(tmpl.launch_geometry(config, probe),
-                                                 gpu->resources(), device->properties())) {
-            ++skipped;
-            progress_line(fmt::format("skip {}: beyond this device: {}", label, *limit), true);
-            continue;
-          }
-          executor = std::move(gpu);
-        } else {
-          executor = std::make_unique<CpuExecutor>(tmpl, config, cpu_options);
-        }
-        report = replay ? run_single_case(*executor, *replay)
-                        : fuzz_configuration(*executor, config, settings);
-      } catch (const UnsupportedOnBackend& e) {
-        ++skipped;
-        progress_line(fmt::format("skip {}: {}", label, e.what()), true);
-        continue;
-      } catch (const CompileError& e) {
-        ++failed;
-        progress_line(fmt::format("FAIL {}: compile error\n{}", label, e.log()), true);
-        continue;
+      progress_line(fmt::format("fuzz {} on {}", label, backend.where()), false);
+      const ConfigurationOutcome outcome =
+          fuzz_configuration_on(backend, tmpl, config, settings, replay);
+      using Kind = ConfigurationOutcome::Kind;
+      seconds += outcome.seconds;
+      switch (outcome.kind) {
+        case Kind::skipped:
+          ++skipped;
+          progress_line(fmt::format("skip {}: {}", label, outcome.detail), true);
+          break;
+        case Kind::compile_error:
+          ++failed;
+          progress_line(fmt::format("FAIL {}: compile error\n{}", label, outcome.detail), true);
+          break;
+        case Kind::passed:
+          ++passed;
+          cases_run += outcome.report.cases_passed;
+          progress_line(fmt::format("pass {}: {} cases{}", label, outcome.report.cases_passed,
+                                    outcome.probe.empty() ? "" : ", " + outcome.probe),
+                        true);
+          break;
+        case Kind::failed:
+          ++failed;
+          cases_run += outcome.report.cases_passed + 1 + outcome.report.shrink_steps;
+          progress_line(describe_failure(label, outcome.report,
+                                         outcome.report.counterexample
+                                             ? replay_command(options, tmpl, config,
+                                                              *outcome.report.counterexample)
+                                             : ""),
+                        true);
+          break;
       }
-      if (report.verdict == FuzzVerdict::passed) {
-        ++passed;
-        progress_line(fmt::format("pass {}: {} cases", label, report.cases_passed), true);
-        continue;
-      }
-      ++failed;
-      std::string text = fmt::format("FAIL {}: {}", label, report.finding);
-      if (report.counterexample) {
-        text += fmt::format("\n  minimal case ({} shrink steps, after {} passing cases): {}\n  replay: {}",
-                            report.shrink_steps, report.cases_passed,
-                            report.counterexample->problem.to_string(),
-                            replay_command(options.sanitize ? options.backend + " --sanitize"
-                                                            : options.backend,
-                                           tmpl, config, *report.counterexample));
-      }
-      progress_line(text, true);
     }
   }
-  fmt::print("{} configurations passed, {} failed, {} skipped\n", passed, failed, skipped);
+  if (options.sanitize && options.backend == "gpu") {
+    SanitizeSettings sanitize;
+    sanitize.cases = options.sanitize_cases;
+    sanitize.seed = options.seed;
+    sanitize.config = options.config;
+    failed += sanitize_on_gpu(templates, sanitize);
+  }
+  // Throughput counts every case judged, shrink attempts that failed excluded; the time includes
+  // compiling and loading each configuration, as a user waits for it.
+  fmt::print("{} configurations passed, {} failed, {} skipped; {} cases in {:.1f} s on {}: {:.0f} "
+             "cases/s\n",
+             passed, failed, skipped, cases_run, seconds, backend.where(),
+             seconds > 0 ? double(cases_run) / seconds : 0.0);
   return failed == 0 ? kSuccess : kFindings;
 }
 
@@ -139,13 +164,18 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
   command->add_option("--cases", options->cases, "cases per configuration")->capture_default_str()->check(CLI::PositiveNumber);
   command->add_option("--seed", options->seed, "RapidCheck seed")->capture_default_str();
   command->add_option("--config", options->config, "only this configuration, e.g. TILE=16,PAD=0,SWIZZLE=1");
-  command->add_option("--case", options->replay_case, "replay one case as a failure report printed it");
+  command->add_option("--case", options->replay_cases, "replay a case as a failure report printed it (repeatable)");
   command->add_option("--backend", options->backend, "gpu, or cpu: the same source on the host compiler, threads as fibers")
       ->capture_default_str()->check(CLI::IsMember({"gpu", "cpu"}));
   command->add_flag("--no-shrink", options->no_shrink, "report the first failing case as found");
   command->add_flag("--sanitize", options->sanitize,
-                    "cpu: build kernels with AddressSanitizer and UndefinedBehaviorSanitizer, "
-                    "guards and padding poisoned; a report fails the case");
+                    "cpu: build kernels with AddressSanitizer and UndefinedBehaviorSanitizer, guards "
+                    "and padding poisoned; gpu: also replay a sample of cases under compute-sanitizer "
+                    "(memcheck, racecheck, initcheck, synccheck)");
+  command->add_option("--sanitize-cases", options->sanitize_cases,
+                      "gpu --sanitize: cases replayed per configuration and tool")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_flag("--sanitizer-child", options->sanitizer_child)->group("");  // internal
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

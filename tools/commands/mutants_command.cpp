@@ -4,15 +4,21 @@
 // Mutation testing of the fuzzer (fuzz/mutant_suite.h): plants each mutant's bug into its template
 // and fuzzes every configuration the bug is live in. A mutant is caught when every one of them
 // fails; one that passes somewhere has survived, which is a blind spot of the fuzzer: exit 1.
+//
+// On the GPU each configuration runs in a child process (tiletune itself): after an illegal
+// address CUDA cannot go on in the process that made it, and mutants make illegal addresses.
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "fuzz/mutant_suite.h"
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
 #include "tools/commands/configuration_fuzzer.h"
+#include "tuner/child_process.h"
 #include "tuner/search_space.h"
 
 namespace tiletune::cli {
@@ -26,7 +32,81 @@ struct MutantsOptions {
   std::string config;
   std::string replay_case;
   std::string backend = "gpu";
+  bool isolated_child = false;  // hidden: one mutant and configuration, the result as JSON
 };
+
+// What the fuzz of one mutant configuration came to, in process or from a child.
+struct ConfigVerdict {
+  enum class Kind { caught, survived, broken, skipped };
+  Kind kind = Kind::skipped;
+  std::string finding;             // caught: what was wrong; broken, skipped: why
+  std::optional<GemmCase> minimal;  // caught: the minimal case
+  int cases_passed = 0;
+  double seconds = 0;
+};
+
+constexpr std::string_view kResultPrefix = "tiletune-mutant-result: ";
+
+ConfigVerdict evaluate_in_process(FuzzBackend& backend, const KernelTemplate& mutated,
+                                  const Configuration& config, const FuzzSettings& settings,
+                                  const std::vector<GemmCase>& replay) {
+  const ConfigurationOutcome outcome = fuzz_configuration_on(backend, mutated, config, settings, replay);
+  ConfigVerdict verdict;
+  verdict.seconds = outcome.seconds;
+  verdict.cases_passed = outcome.report.cases_passed;
+  using Kind = ConfigurationOutcome::Kind;
+  switch (outcome.kind) {
+    case Kind::skipped: verdict.kind = ConfigVerdict::Kind::skipped; verdict.finding = outcome.detail; break;
+    case Kind::compile_error:  // a mutant that does not compile proves nothing about the fuzzer
+      verdict.kind = ConfigVerdict::Kind::broken;
+      verdict.finding = "does not compile\n" + outcome.detail;
+      break;
+    case Kind::passed: verdict.kind = ConfigVerdict::Kind::survived; break;
+    case Kind::failed:
+      verdict.kind = ConfigVerdict::Kind::caught;
+      verdict.finding = outcome.report.finding;
+      verdict.minimal = outcome.report.counterexample;
+      break;
+  }
+  return verdict;
+}
+
+nlohmann::json to_json(const ConfigVerdict& v) {
+  return {{"kind", int(v.kind)}, {"finding", v.finding},
+          {"minimal", v.minimal ? v.minimal->to_string() : ""},
+          {"cases_passed", v.cases_passed}, {"seconds", v.seconds}};
+}
+
+// Runs one configuration in a child tiletune; a child that dies is a broken run, not a catch.
+ConfigVerdict evaluate_in_child(const MutantsOptions& options, const MutantSuite& suite,
+                                const Mutant& mutant, const Configuration& config) {
+  std::vector<std::string> argv = {std::filesystem::read_symlink("/proc/self/exe").string(),
+                                   "mutants", suite.path.string(), "--backend", options.backend,
+                                   "--mutant", mutant.name, "--config", config.to_string(),
+                                   "--cases", std::to_string(options.cases),
+                                   "--seed", std::to_string(options.seed), "--isolated-child"};
+  if (!options.replay_case.empty()) argv.insert(argv.end(), {"--case", options.replay_case});
+  const ChildProcessResult child = run_child_process(argv);
+  const std::size_t at = child.output.rfind(kResultPrefix);
+  ConfigVerdict verdict;
+  if (at == std::string::npos) {
+    verdict.kind = ConfigVerdict::Kind::broken;
+    verdict.finding = fmt::format("the child process gave no result ({}):\n{}", child.describe_exit(),
+                                  child.output);
+    return verdict;
+  }
+  const std::string line = child.output.substr(at + kResultPrefix.size(),
+                                               child.output.find('\n', at) - at - kResultPrefix.size());
+  const nlohmann::json result = nlohmann::json::parse(line);
+  verdict.kind = ConfigVerdict::Kind(result.at("kind").get<int>());
+  verdict.finding = result.at("finding").get<std::string>();
+  if (const std::string minimal = result.at("minimal").get<std::string>(); !minimal.empty()) {
+    verdict.minimal = GemmCase::parse(minimal);
+  }
+  verdict.cases_passed = result.at("cases_passed").get<int>();
+  verdict.seconds = result.at("seconds").get<double>();
+  return verdict;
+}
 
 struct MutantTally {
   std::string name, bug;
@@ -72,36 +152,35 @@ void run_mutant(const MutantsOptions& options, FuzzBackend& backend, const Mutan
     if (!mutant.live_in(suite.original, config)) continue;
     const std::string label = fmt::format("{} [{}]", tally.name, config.to_string());
     progress_line(fmt::format("fuzz {} on {}", label, backend.where()), false);
-    const ConfigurationOutcome outcome =
-        fuzz_configuration_on(backend, mutated, config, settings, replay);
-    using Kind = ConfigurationOutcome::Kind;
-    if (outcome.kind == Kind::skipped) {
-      progress_line(fmt::format("skip {}: {}", label, outcome.detail), true);
+    const ConfigVerdict verdict =
+        backend.device() != nullptr
+            ? evaluate_in_child(options, suite, mutant, config)
+            : evaluate_in_process(backend, mutated, config, settings, replay);
+    using Kind = ConfigVerdict::Kind;
+    if (verdict.kind == Kind::skipped) {
+      progress_line(fmt::format("skip {}: {}", label, verdict.finding), true);
       continue;
     }
     ++tally.live;
-    if (outcome.kind == Kind::compile_error) {
-      // A mutant that does not compile proves nothing about the fuzzer.
-      tally.survived_in.push_back(config.to_string() + " (does not compile)");
-      progress_line(fmt::format("BROKEN {}: does not compile\n{}", label, outcome.detail), true);
+    if (verdict.kind == Kind::broken) {
+      tally.survived_in.push_back(config.to_string() + " (broken)");
+      progress_line(fmt::format("BROKEN {}: {}", label, verdict.finding), true);
       continue;
     }
-    if (outcome.kind == Kind::passed) {
+    if (verdict.kind == Kind::survived) {
       tally.survived_in.push_back(config.to_string());
-      progress_line(fmt::format("SURVIVED {}: {} cases passed", label, outcome.report.cases_passed),
-                    true);
+      progress_line(fmt::format("SURVIVED {}: {} cases passed", label, verdict.cases_passed), true);
       continue;
     }
     ++tally.caught;
-    const FuzzReport& report = outcome.report;
-    std::string text = fmt::format("caught {} in {:.1f} s: {}", label, outcome.seconds, report.finding);
-    if (report.counterexample) {
-      text += fmt::format("\n  minimal case: {}\n  replay: {}", report.counterexample->problem.to_string(),
-                          replay_command(options, suite, mutant.name, config, *report.counterexample));
-      if (!tally.smallest || volume(*report.counterexample) < volume(*tally.smallest)) {
-        tally.smallest = report.counterexample;
+    std::string text = fmt::format("caught {} in {:.1f} s: {}", label, verdict.seconds, verdict.finding);
+    if (verdict.minimal) {
+      text += fmt::format("\n  minimal case: {}\n  replay: {}", verdict.minimal->problem.to_string(),
+                          replay_command(options, suite, mutant.name, config, *verdict.minimal));
+      if (!tally.smallest || volume(*verdict.minimal) < volume(*tally.smallest)) {
+        tally.smallest = verdict.minimal;
         tally.smallest_config = config.to_string();
-        tally.smallest_finding = report.finding;
+        tally.smallest_finding = verdict.finding;
       }
     }
     progress_line(text, true);
@@ -131,6 +210,22 @@ int run(const MutantsOptions& options) {
   }
   if (!options.config.empty()) suites.front().original.parse_configuration(options.config);
   FuzzBackend backend(options.backend);
+  if (options.isolated_child) {
+    if (options.mutant.empty() || options.config.empty()) {
+      throw UsageError("--isolated-child needs --mutant and --config");
+    }
+    const MutantSuite& suite = suites.front();
+    const Mutant& mutant = suite.find(options.mutant);
+    FuzzSettings settings;
+    settings.cases = options.cases;
+    settings.seed = options.seed;
+    settings.limits = backend.case_limits();
+    const ConfigVerdict verdict = evaluate_in_process(
+        backend, suite.apply(mutant), suite.original.parse_configuration(options.config), settings,
+        replay);
+    fmt::print("{}{}\n", kResultPrefix, to_json(verdict).dump());
+    return kSuccess;
+  }
 
   std::vector<MutantTally> tallies;
   for (const MutantSuite& suite : suites) {
@@ -186,6 +281,7 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
   command->add_option("--mutant", options->mutant, "only this mutant of the suite");
   command->add_option("--config", options->config, "only this configuration");
   command->add_option("--case", options->replay_case, "replay one case as a report printed it");
+  command->add_flag("--isolated-child", options->isolated_child)->group("");  // internal
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

@@ -1,0 +1,115 @@
+#include "tools/commands/gpu_sanitize.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "fuzz/case_generator.h"
+#include "fuzz/compute_sanitizer.h"
+#include "tools/commands/command_line.h"
+#include "tuner/search_space.h"
+
+namespace tiletune::cli {
+namespace fs = std::filesystem;
+
+std::vector<GemmCase> sanitizer_sample(const KernelTemplate& tmpl, const SanitizeSettings& settings) {
+  std::vector<std::int64_t> moduli;
+  for (const Configuration& config : enumerate_configurations(tmpl)) {
+    for (std::int64_t modulus : remainder_moduli(config)) {
+      if (std::find(moduli.begin(), moduli.end(), modulus) == moduli.end()) moduli.push_back(modulus);
+    }
+  }
+  const rc::Gen<GemmCase> gen = gen_gemm_case(moduli, CaseLimits{});
+  std::vector<GemmCase> cases;
+  for (int i = 0; i < settings.cases; ++i) {
+    cases.push_back(gen(rc::Random(settings.seed * 7919 + std::uint64_t(i) + 1)).value());
+  }
+  return cases;
+}
+
+int run_sanitizer_child(FuzzBackend& backend, const KernelTemplate& tmpl,
+                        const std::vector<Configuration>& configs,
+                        const std::vector<GemmCase>& cases) {
+  int failed = 0;
+  for (const Configuration& config : configs) {
+    // The sanitizer writes its reports to this stdout as kernels finish; each configuration's
+    // launches are synchronised before the next marker, so reports follow their own marker.
+    std::printf("%s\n", sanitizer_config_marker(config.to_string()).c_str());
+    std::fflush(stdout);
+    const ConfigurationOutcome outcome = fuzz_configuration_on(backend, tmpl, config, {}, cases);
+    if (outcome.kind != ConfigurationOutcome::Kind::passed &&
+        outcome.kind != ConfigurationOutcome::Kind::skipped) {
+      ++failed;
+    }
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+int sanitize_on_gpu(const std::vector<KernelTemplate>& templates, const SanitizeSettings& settings) {
+  const fs::path sanitizer = find_compute_sanitizer();
+  const fs::path self = fs::read_symlink("/proc/self/exe");
+  const fs::path logs = fs::temp_directory_path() / fmt::format("tiletune-sanitize-{}", getpid());
+  fs::create_directories(logs);
+
+  int with_findings = 0;
+  for (const KernelTemplate& tmpl : templates) {
+    const std::vector<GemmCase> cases = sanitizer_sample(tmpl, settings);
+    std::vector<std::string> child = {self.string(), "fuzz", tmpl.path.string(), "--backend", "gpu",
+                                      "--sanitizer-child"};
+    for (const GemmCase& c : cases) child.insert(child.end(), {"--case", c.to_string()});
+    if (!settings.config.empty()) child.insert(child.end(), {"--config", settings.config});
+
+    // Configuration text -> one phrase per tool.
+    std::map<std::string, std::vector<std::string>> verdicts;
+    std::map<std::string, bool> found;
+    std::vector<std::string> order;
+    for (SanitizerTool tool : kSanitizerTools) {
+      progress_line(fmt::format("sanitize {}: {} over {} cases per configuration", tmpl.name,
+                                to_string(tool), cases.size()), false);
+      const SanitizerResult result = run_compute_sanitizer(sanitizer, tool, child);
+      const fs::path log = logs / fmt::format("{}-{}.log", tmpl.name, to_string(tool));
+      std::ofstream(log) << result.log;
+      if (result.failure) {
+        throw std::runtime_error(fmt::format("compute-sanitizer {} on {} proves nothing: {} (log: {})",
+                                             to_string(tool), tmpl.name, *result.failure,
+                                             log.string()));
+      }
+      for (const SanitizerFindings& findings : result.configurations) {
+        if (!verdicts.count(findings.configuration)) order.push_back(findings.configuration);
+        if (findings.clean()) {
+          verdicts[findings.configuration].push_back(fmt::format("{} clean", to_string(tool)));
+        } else {
+          found[findings.configuration] = true;
+          verdicts[findings.configuration].push_back(
+              fmt::format("{}: {} errors, {} warnings{}; first: {}", to_string(tool), findings.errors,
+                          findings.warnings, findings.incomplete ? " (report cut short)" : "",
+                          findings.first_report));
+        }
+      }
+      if (!result.clean() && result.unattributed > 0) {
+        found["(unattributed)"] = true;
+        if (!verdicts.count("(unattributed)")) order.push_back("(unattributed)");
+        verdicts["(unattributed)"].push_back(fmt::format(
+            "{}: {} errors counted by its summary but not found in the log {}", to_string(tool),
+            result.unattributed, log.string()));
+      }
+    }
+    for (const std::string& config : order) {
+      const bool bad = found[config];
+      with_findings += bad ? 1 : 0;
+      progress_line(fmt::format("{} sanitize {} [{}]: {}", bad ? "FAIL" : "pass", tmpl.name, config,
+                                fmt::join(verdicts[config], bad ? "\n  " : ", ")),
+                    true);
+    }
+  }
+  fmt::print("compute-sanitizer logs: {}\n", logs.string());
+  return with_findings;
+}
+
+}  // namespace tiletune::cli

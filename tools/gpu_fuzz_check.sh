@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The fuzzer's check on a GPU machine, in one call: every shipped configuration fuzzed on the GPU
+# and on the CPU backend (cases per second for both), the mutant suites on both backends, and
+# compute-sanitizer over the shipped templates and over a template with a barrier removed.
+# Full logs go to $OUT (default ./gpu-fuzz-check-out); a short table comes last.
+#
+#   tools/gpu_fuzz_check.sh [path/to/tiletune]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${1:-build/tools/tiletune}
+OUT=${OUT:-gpu-fuzz-check-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64
+export XDG_CACHE_HOME=$(mktemp -d)  # the CPU backend builds every kernel afresh, as in CI
+summary=()
+step() {  # step NAME COMMAND...: runs it with its output in $OUT/NAME.txt, notes its last line
+  local name=$1; shift
+  local start=$SECONDS
+  "$@" >"$OUT/$name.txt" 2>"$OUT/$name.log"
+  local rc=$?
+  summary+=("$(printf '%-22s exit %s, %4ss: %s' "$name" "$rc" "$((SECONDS - start))" "$(tail -1 "$OUT/$name.txt")")")
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
+
+step fuzz-gpu "$BIN" fuzz kernels_src/naive.cu kernels_src/tiled.cu --cases 100
+step fuzz-cpu "$BIN" fuzz kernels_src/naive.cu kernels_src/tiled.cu --backend cpu --cases 100
+step mutants-gpu "$BIN" mutants fuzz/mutants/naive.json fuzz/mutants/tiled.json --backend gpu
+step mutants-cpu "$BIN" mutants fuzz/mutants/naive.json fuzz/mutants/tiled.json --backend cpu
+step sanitize-shipped "$BIN" fuzz kernels_src/naive.cu kernels_src/tiled.cu --cases 20 --sanitize
+# A positive control for racecheck: tiled without its second barrier.
+grep -v 'everyone is done reading before the next load' kernels_src/tiled.cu >"$OUT/tiled_missing_sync.cu"
+step sanitize-missing-sync "$BIN" fuzz "$OUT/tiled_missing_sync.cu" --cases 20 --sanitize
+
+cat "$OUT/mutants-gpu.txt"
+echo
+grep -h -A3 '^FAIL' "$OUT/sanitize-missing-sync.log" | head -20
+echo
+printf '%s\n' "${summary[@]}"
