@@ -48,15 +48,15 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
       });
       s.m = *many_tiles;
       s.n = *many_tiles;
+      s.k = *many_tiles;  // many K tiles: many windows for a race between load and use
     } else {
       s.m = *gen_dimension(moduli, limits.max_whole_tiles);
       s.n = *gen_dimension(moduli, limits.max_whole_tiles);
+      s.k = *rc::gen::weightedOneOf<std::int64_t>({
+          {8, gen_dimension(moduli, limits.max_whole_tiles)},
+          {1, rc::gen::inRange<std::int64_t>(1, limits.max_long_k + 1)},
+      });
     }
-    // A crowded case keeps K short: its CPU reference costs M * N * K.
-    s.k = *rc::gen::weightedOneOf<std::int64_t>({
-        {8, gen_dimension(moduli, limits.max_whole_tiles)},
-        {crowded ? 0 : 1, rc::gen::inRange<std::int64_t>(1, limits.max_long_k + 1)},
-    });
     // Half the strides are wider than the matrix, from the first case on (inRange would favour
     // packed while RapidCheck's size is small). A bool shrinks to false, so failures shrink to
     // packed strides; a branch of weightedOneOf would never shrink across branches.

@@ -2,7 +2,8 @@
 // q * T + r with T one of the configuration's tile sizes and r in [1, T) (a partial last tile),
 // a tiny size (1), a small arbitrary size, or for K now and then a long one; leading dimensions
 // are often wider than the matrix. Where races can show (a GPU), some cases are crowded: M and N
-// of many tiles, so that many blocks share each SM and a missing barrier gets caught in the act.
+// and K of many tiles, so that many blocks share each SM, each passing many barriers, and a
+// missing barrier gets caught in the act.
 // Shrinking goes toward fewer whole tiles, smaller remainders, packed strides and seed 0.
 #pragma once
 
@@ -26,7 +27,8 @@ struct CaseLimits {
   std::int64_t max_extra_ld = 40;    // lda - K, ldb - N, ldc - N
   // Crowded cases, about one in eight (the CPU needs none: it finds races by reordering).
   bool crowded_cases = false;
-  std::int64_t min_crowded_tiles = 8, max_crowded_tiles = 32;  // q of M and N in a crowded case
+  // q of M, N and K in a crowded case: its CPU reference costs M * N * K.
+  std::int64_t min_crowded_tiles = 8, max_crowded_tiles = 16;
 };
 
 rc::Gen<std::int64_t> gen_dimension(const std::vector<std::int64_t>& moduli, std::int64_t max_whole_tiles);

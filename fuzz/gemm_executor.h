@@ -20,6 +20,13 @@ class LaunchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A finding about one case that leaves the backend usable (a sanitizer's report): the case fails
+// and shrinks like a wrong result, and later cases still run.
+class RecoverableLaunchError : public LaunchError {
+ public:
+  using LaunchError::LaunchError;
+};
+
 // The template uses something this backend cannot run: "not supported on the CPU backend: <what>".
 class UnsupportedOnBackend : public std::runtime_error {
  public:

@@ -415,7 +415,7 @@ void place_in_object(std::vector<SanitizerReport>& reports, const std::string& o
 }
 
 SanitizerFinding::SanitizerFinding(std::vector<SanitizerReport> reports)
-    : LaunchError(reports.empty() ? std::string("a sanitizer report")
+    : RecoverableLaunchError(reports.empty() ? std::string("a sanitizer report")
                   : reports.size() == 1
                       ? reports.front().one_line()
                       : fmt::format("{} ({} more reports in this launch)",

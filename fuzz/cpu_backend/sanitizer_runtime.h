@@ -83,7 +83,7 @@ void place_in_object(std::vector<SanitizerReport>& reports, const std::string& o
 
 // A sanitizer reported during a launch. The process is intact and the backend goes on: the
 // property runner fails the case like any other launch error.
-class SanitizerFinding : public LaunchError {
+class SanitizerFinding : public RecoverableLaunchError {
  public:
   // The message is the first report's one line, with a count of the others.
   explicit SanitizerFinding(std::vector<SanitizerReport> reports);

@@ -212,8 +212,9 @@ TEST(CaseGenerator, CrowdedCasesOnlyWhenAsked) {
   EXPECT_LT(share, 0.2);
   for (const GemmCase& c : cases) {
     if (crowded(c)) {
-      EXPECT_LE(c.problem.shape.m, 33 * 16) << c.to_string();
-      EXPECT_LE(c.problem.shape.k, 5 * 16) << "a crowded case keeps K short: " << c.to_string();
+      EXPECT_LE(c.problem.shape.m, 17 * 16) << c.to_string();
+      EXPECT_GE(c.problem.shape.k, 8 * 16) << "many K tiles: " << c.to_string();
+      EXPECT_LE(c.problem.shape.k, 17 * 16) << c.to_string();
     }
   }
 }

@@ -32,12 +32,6 @@ const LargeIndexProbe* FuzzBackend::large_index_probe() {
   return probe_.get();
 }
 
-void FuzzBackend::reopen_device() {
-  if (!device_) return;
-  probe_.reset();
-  device_.reset();  // the last reference to the primary context: the driver resets it
-  device_ = std::make_unique<GpuDevice>();
-}
 
 namespace {
 
@@ -93,6 +87,13 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
   using Kind = ConfigurationOutcome::Kind;
   const auto start = std::chrono::steady_clock::now();
   ConfigurationOutcome outcome;
+  if (!backend.context_lost().empty()) {
+    outcome.kind = Kind::skipped;
+    outcome.detail = "not run: " + backend.context_lost() +
+                     " broke the CUDA context, which cannot recover in this process; run this "
+                     "configuration again on its own (--config)";
+    return outcome;
+  }
   bool lost = false;  // a launch broke the CUDA context
   try {
     const GemmShape typical = replay.empty() ? GemmShape{64, 64, 64} : replay.front().problem.shape;
@@ -147,7 +148,7 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
     }
     if (auto* gpu = dynamic_cast<GpuExecutor*>(executor.get())) lost = lost || gpu->context_lost();
     executor.reset();
-    if (lost) backend.reopen_device();
+    if (lost) backend.mark_context_lost(fmt::format("{} [{}]", tmpl.name, config.to_string()));
     if (outcome.kind != Kind::skipped) {
       outcome.kind = outcome.report.verdict == FuzzVerdict::passed ? Kind::passed : Kind::failed;
     }

@@ -28,15 +28,17 @@ class FuzzBackend {
   CaseLimits case_limits() const;
   // The GPU's large-index probe, set up on first use; nullptr on the CPU.
   const LargeIndexProbe* large_index_probe();
-  // After a launch broke the CUDA context: releases the device, which resets its context, and
-  // opens it again, so that the next configuration starts clean.
-  void reopen_device();
+  // After an illegal address or a trap CUDA cannot go on in this process: every later
+  // configuration is skipped with that reason (`tiletune mutants` runs each in a child instead).
+  void mark_context_lost(std::string why) { context_lost_ = std::move(why); }
+  const std::string& context_lost() const { return context_lost_; }
 
  private:
   std::string name_;
   std::unique_ptr<GpuDevice> device_;
   std::unique_ptr<LargeIndexProbe> probe_;
   CpuBackendOptions cpu_options_;
+  std::string context_lost_;  // the launch that lost it, or ""
 };
 
 struct ConfigurationOutcome {
