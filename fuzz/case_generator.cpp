@@ -42,8 +42,9 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
       // By value: RapidCheck shrinks lazily, after this call has returned.
       const auto many_tiles = rc::gen::exec([moduli, limits] {
         const std::int64_t tile = *rc::gen::elementOf(moduli);
-        const std::int64_t whole =
-            *rc::gen::inRange<std::int64_t>(limits.min_crowded_tiles, limits.max_crowded_tiles + 1);
+        const std::int64_t fewest = std::max<std::int64_t>(1, (limits.min_crowded_size + tile - 1) / tile);
+        const std::int64_t most = std::max(fewest, (limits.max_crowded_size - tile + 1) / tile);
+        const std::int64_t whole = *rc::gen::inRange<std::int64_t>(fewest, most + 1);
         return whole * tile + *rc::gen::inRange<std::int64_t>(1, tile);
       });
       s.m = *many_tiles;

@@ -27,8 +27,8 @@ struct CaseLimits {
   std::int64_t max_extra_ld = 40;    // lda - K, ldb - N, ldc - N
   // Crowded cases, about one in eight (the CPU needs none: it finds races by reordering).
   bool crowded_cases = false;
-  // q of M, N and K in a crowded case: its CPU reference costs M * N * K.
-  std::int64_t min_crowded_tiles = 8, max_crowded_tiles = 16;
+  // M, N and K of a crowded case, each q * T + r: its CPU reference costs M * N * K.
+  std::int64_t min_crowded_size = 192, max_crowded_size = 512;
 };
 
 rc::Gen<std::int64_t> gen_dimension(const std::vector<std::int64_t>& moduli, std::int64_t max_whole_tiles);

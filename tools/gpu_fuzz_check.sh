@@ -16,7 +16,7 @@ summary=()
 step() {  # step NAME COMMAND...: runs it with its output in $OUT/NAME.txt, notes its last line
   local name=$1; shift
   local start=$SECONDS
-  "$@" >"$OUT/$name.txt" 2>"$OUT/$name.log"
+  "$@" >"$OUT/$name.txt" 2>&1
   local rc=$?
   summary+=("$(printf '%-22s exit %s, %4ss: %s' "$name" "$rc" "$((SECONDS - start))" "$(tail -1 "$OUT/$name.txt")")")
 }
@@ -29,11 +29,13 @@ step mutants-gpu "$BIN" mutants fuzz/mutants/naive.json fuzz/mutants/tiled.json 
 step mutants-cpu "$BIN" mutants fuzz/mutants/naive.json fuzz/mutants/tiled.json --backend cpu
 step sanitize-shipped "$BIN" fuzz kernels_src/naive.cu kernels_src/tiled.cu --cases 20 --sanitize
 # A positive control for racecheck: tiled without its second barrier.
-grep -v 'everyone is done reading before the next load' kernels_src/tiled.cu >"$OUT/tiled_missing_sync.cu"
-step sanitize-missing-sync "$BIN" fuzz "$OUT/tiled_missing_sync.cu" --cases 20 --sanitize
+control=$(mktemp -d)/tiled_missing_sync.cu
+grep -v 'everyone is done reading before the next load' kernels_src/tiled.cu >"$control"
+step sanitize-missing-sync "$BIN" fuzz "$control" --cases 20 --sanitize
 
-cat "$OUT/mutants-gpu.txt"
+grep -A20 '^mutant ' "$OUT/mutants-gpu.txt"
 echo
-grep -h -A3 '^FAIL' "$OUT/sanitize-missing-sync.log" | head -20
+grep -h '^FAIL sanitize' "$OUT/sanitize-missing-sync.txt" | cut -c1-60
+grep -h 'racecheck: ' "$OUT/sanitize-missing-sync.txt" | cut -c1-200 | head -3
 echo
 printf '%s\n' "${summary[@]}"

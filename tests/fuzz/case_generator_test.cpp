@@ -201,7 +201,7 @@ TEST(CaseGenerator, PackedOnlyLimitsGenerateOnlyPackedCases) {
 
 TEST(CaseGenerator, CrowdedCasesOnlyWhenAsked) {
   const auto crowded = [](const GemmCase& c) {
-    return c.problem.shape.m >= 8 * 16 && c.problem.shape.n >= 8 * 16;
+    return c.problem.shape.m >= 192 && c.problem.shape.n >= 192;
   };
   EXPECT_EQ(fraction(sample_cases({16}), crowded), 0.0);
   CaseLimits limits;
@@ -212,9 +212,9 @@ TEST(CaseGenerator, CrowdedCasesOnlyWhenAsked) {
   EXPECT_LT(share, 0.2);
   for (const GemmCase& c : cases) {
     if (crowded(c)) {
-      EXPECT_LE(c.problem.shape.m, 17 * 16) << c.to_string();
-      EXPECT_GE(c.problem.shape.k, 8 * 16) << "many K tiles: " << c.to_string();
-      EXPECT_LE(c.problem.shape.k, 17 * 16) << c.to_string();
+      EXPECT_LE(c.problem.shape.m, 512) << c.to_string();
+      EXPECT_GE(c.problem.shape.k, 192) << "many K tiles: " << c.to_string();
+      EXPECT_LE(c.problem.shape.k, 512) << c.to_string();
     }
   }
 }
