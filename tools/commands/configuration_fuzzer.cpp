@@ -100,12 +100,12 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
     std::string skip_reason;
     std::unique_ptr<GemmExecutor> executor =
         make_executor(backend, tmpl, config, typical, skip_reason);
+    auto* gpu = dynamic_cast<GpuExecutor*>(executor.get());  // the probe needs its kernel
     if (!executor) {
       outcome.kind = Kind::skipped;
       outcome.detail = skip_reason;
     } else if (replay.empty()) {
       outcome.report = fuzz_configuration(*executor, config, settings);
-      auto* gpu = dynamic_cast<GpuExecutor*>(executor.get());
       if (gpu != nullptr && outcome.report.verdict == FuzzVerdict::passed) {
         const LargeIndexProbe& probe = *backend.large_index_probe();
         if (auto why = probe.unavailable()) {
@@ -119,7 +119,6 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
       }
     } else {
       for (const GemmCase& gemm_case : replay) {
-        auto* gpu = dynamic_cast<GpuExecutor*>(executor.get());
         FuzzReport one;
         if (gpu != nullptr && is_probe_problem(gemm_case.problem)) {
           if (auto finding = backend.large_index_probe()->check(gpu->kernel(), tmpl, config,
@@ -146,7 +145,7 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
         }
       }
     }
-    if (auto* gpu = dynamic_cast<GpuExecutor*>(executor.get())) lost = lost || gpu->context_lost();
+    lost = lost || (gpu != nullptr && gpu->context_lost());
     executor.reset();
     if (lost) backend.mark_context_lost(fmt::format("{} [{}]", tmpl.name, config.to_string()));
     if (outcome.kind != Kind::skipped) {

@@ -45,6 +45,14 @@ struct ConfigVerdict {
   double seconds = 0;
 };
 
+FuzzSettings fuzz_settings(const MutantsOptions& options, const FuzzBackend& backend) {
+  FuzzSettings settings;
+  settings.cases = options.cases;
+  settings.seed = options.seed;
+  settings.limits = backend.case_limits();
+  return settings;
+}
+
 constexpr std::string_view kResultPrefix = "tiletune-mutant-result: ";
 
 ConfigVerdict evaluate_in_process(FuzzBackend& backend, const KernelTemplate& mutated,
@@ -143,10 +151,7 @@ void run_mutant(const MutantsOptions& options, FuzzBackend& backend, const Mutan
   std::vector<Configuration> configs =
       options.config.empty() ? enumerate_configurations(suite.original)
                              : std::vector<Configuration>{suite.original.parse_configuration(options.config)};
-  FuzzSettings settings;
-  settings.cases = options.cases;
-  settings.seed = options.seed;
-  settings.limits = backend.case_limits();
+  const FuzzSettings settings = fuzz_settings(options, backend);
 
   for (const Configuration& config : configs) {
     if (!mutant.live_in(suite.original, config)) continue;
@@ -216,10 +221,7 @@ int run(const MutantsOptions& options) {
     }
     const MutantSuite& suite = suites.front();
     const Mutant& mutant = suite.find(options.mutant);
-    FuzzSettings settings;
-    settings.cases = options.cases;
-    settings.seed = options.seed;
-    settings.limits = backend.case_limits();
+    const FuzzSettings settings = fuzz_settings(options, backend);
     const ConfigVerdict verdict = evaluate_in_process(
         backend, suite.apply(mutant), suite.original.parse_configuration(options.config), settings,
         replay);
