@@ -71,6 +71,11 @@ void GpuKernel::launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdevicept
   }
   int m = int(problem.shape.m), n = int(problem.shape.n), k = int(problem.shape.k);
   int lda = int(problem.lda), ldb = int(problem.ldb), ldc = int(problem.ldc);
+  if (geometry.zero_output) {
+    check_cuda(cu.cuMemsetD2D32Async(c, problem.ldc * sizeof(float), 0, problem.shape.n,
+                                     problem.shape.m, stream),
+               "cuMemsetD2D32Async(C)");
+  }
   void* arguments[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc};
   check_cuda(cu.cuLaunchKernel(function_, geometry.grid[0], geometry.grid[1], geometry.grid[2],
                                geometry.block[0], geometry.block[1], geometry.block[2],

@@ -27,8 +27,9 @@ class GpuKernel {
   GpuKernel(const GpuKernel&) = delete;
   GpuKernel& operator=(const GpuKernel&) = delete;
 
-  // Enqueues one launch on `stream` (0: the default stream). Throws CudaError when the launch is
-  // rejected; errors inside the kernel surface at the next synchronisation.
+  // Enqueues one launch on `stream` (0: the default stream), after clearing C's M x N elements
+  // when the geometry asks for it. Throws CudaError when the launch is rejected; errors inside the
+  // kernel surface at the next synchronisation.
   void launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
               const GemmProblem& problem, CUstream stream = nullptr) const;
 

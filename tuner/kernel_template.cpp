@@ -16,7 +16,8 @@ namespace tiletune {
 namespace {
 
 constexpr std::string_view kDirectivePrefix = "// tiletune:";
-constexpr std::string_view kDirectiveList = "name, entry, param, require, block, grid, shared";
+constexpr std::string_view kDirectiveList =
+    "name, entry, param, require, block, grid, shared, zero_output";
 constexpr std::string_view kBlanks = " \t\r\f\v";
 constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
 
@@ -107,6 +108,7 @@ class TemplateParser {
       }
     }
     if (!first_line_.contains("shared")) tmpl_.dynamic_shared_bytes = Expression::parse("0");
+    if (!first_line_.contains("zero_output")) tmpl_.zero_output = Expression::parse("0");
     tmpl_.source_hash = fnv1a_hex(tmpl_.source);
     return std::move(tmpl_);
   }
@@ -124,7 +126,8 @@ class TemplateParser {
       fail(line, fmt::format("missing directive (expected one of {})", kDirectiveList));
     }
     const bool known = word == "name" || word == "entry" || word == "param" || word == "require" ||
-                       word == "block" || word == "grid" || word == "shared";
+                       word == "block" || word == "grid" || word == "shared" ||
+                       word == "zero_output";
     if (!known) {
       fail(line, fmt::format("unknown directive '{}' (expected one of {})", word, kDirectiveList));
     }
@@ -156,6 +159,8 @@ class TemplateParser {
       tmpl_.entry = std::string(argument);
     } else if (word == "shared") {
       tmpl_.dynamic_shared_bytes = expression(line, word, argument);
+    } else if (word == "zero_output") {
+      tmpl_.zero_output = expression(line, word, argument);
     } else {
       dimensions(line, word, argument, word == "block" ? tmpl_.block : tmpl_.grid);
     }
@@ -319,6 +324,7 @@ LaunchGeometry KernelTemplate::launch_geometry(const Configuration& config,
     geometry.block[i] = evaluate(block[i], fmt::format("block {}", kAxes[i]), 1);
   }
   geometry.dynamic_shared_bytes = evaluate(dynamic_shared_bytes, "shared", 0);
+  geometry.zero_output = evaluate(zero_output, "zero_output", 0) != 0;
   return geometry;
 }
 

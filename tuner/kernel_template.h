@@ -7,6 +7,8 @@
 //   // tiletune: block TILE, TILE               (block size x[, y[, z]]; missing ones are 1)
 //   // tiletune: grid ceil_div(N, TILE), ceil_div(M, TILE)
 //   // tiletune: shared 0                       (dynamic shared memory in bytes; default 0)
+//   // tiletune: zero_output SPLIT_K > 1        (the launcher clears C's M x N first, for kernels
+//                                               that add into C; default 0)
 //
 // Parameters reach the source as macros with the prefix TT_ (TILE becomes -DTT_TILE=16): a bare
 // macro named T would break NVRTC's own headers. Expressions (expression.h) may use every
@@ -53,6 +55,7 @@ struct LaunchGeometry {
   std::array<std::uint32_t, 3> grid{1, 1, 1};
   std::array<std::uint32_t, 3> block{1, 1, 1};
   std::uint32_t dynamic_shared_bytes = 0;
+  bool zero_output = false;  // C's M x N elements are set to 0 before the kernel runs
   std::uint64_t threads_per_block() const {
     return std::uint64_t(block[0]) * block[1] * block[2];
   }
@@ -69,6 +72,7 @@ struct KernelTemplate {
   std::array<Expression, 3> block;
   std::array<Expression, 3> grid;
   Expression dynamic_shared_bytes;
+  Expression zero_output;
 
   // The -D options for one configuration: {"-DTT_TILE=16", "-DTT_PAD=1", ...}.
   std::vector<std::string> macro_definitions(const Configuration& config) const;
@@ -80,7 +84,7 @@ struct KernelTemplate {
   // shape is given (so that compiling needs no shape).
   bool satisfies_requirements(const Configuration& config, const GemmShape* shape = nullptr) const;
 
-  // Evaluates block, grid and shared memory; throws TemplateError when a value is < 0 (or < 1
+  // Evaluates block, grid, shared memory and zero_output; throws TemplateError when a value is < 0 (or < 1
   // for a dimension) or does not fit in 32 bits.
   LaunchGeometry launch_geometry(const Configuration& config, const GemmShape& shape) const;
 

@@ -4,6 +4,7 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <stdexcept>
@@ -167,6 +168,9 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
                        std::uint64_t schedule_seed) const {
   if (module_.handle == nullptr) throw LaunchError(object_path_.string() + " is not loaded");
   check_geometry(geometry);
+  if (geometry.zero_output) {
+    for (int row = 0; row < m; ++row) std::fill_n(c + std::size_t(row) * ldc, n, 0.0f);
+  }
   const BlockLaunch launch{&module_,      {a, b, c, m, n, k, lda, ldb, ldc},
                            geometry.grid, geometry.block,
                            schedule_seed, sanitizer_report_count()};

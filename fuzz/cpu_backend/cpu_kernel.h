@@ -27,10 +27,10 @@ class CpuKernel {
   CpuKernel(const CpuKernel&) = delete;
   CpuKernel& operator=(const CpuKernel&) = delete;
 
-  // Runs the whole grid and returns when every block is done. Throws LaunchError for a geometry
-  // the GPU would reject, a __trap(), barrier divergence and a sanitizer report (the launch stops
-  // at the first), and UnsupportedOnBackend for more dynamic shared memory than the backend
-  // provides.
+  // Runs the whole grid (after clearing C's m x n elements when the geometry asks for it) and
+  // returns when every block is done. Throws LaunchError for a geometry the GPU would reject, a
+  // __trap(), barrier divergence and a sanitizer report (the launch stops at the first), and
+  // UnsupportedOnBackend for more dynamic shared memory than the backend provides.
   void launch(const LaunchGeometry& geometry, const float* a, const float* b, float* c, int m,
               int n, int k, int lda, int ldb, int ldc, std::uint64_t schedule_seed) const;
 

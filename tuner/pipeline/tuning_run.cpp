@@ -37,7 +37,7 @@ GpuRecord make_gpu_record(const DeviceProperties& device) {
 
 TuningRun::TuningRun(const GpuDevice& device, ResultStore& store, TuningSettings settings)
     : device_(device), store_(store), settings_(std::move(settings)),
-      gpu_(make_gpu_record(device.properties())) {
+      gpu_(make_gpu_record(device.properties())), compiled_(device.properties().arch()) {
   gpu_id_ = store_.register_gpu(gpu_);
 }
 
@@ -46,6 +46,19 @@ void TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape,
   store_.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source});
   const std::vector<Configuration> configs = enumerate_configurations(tmpl, &shape);
   std::unique_ptr<ShapeVerifier> verifier;  // built on first need: a resumed tune may need none
+
+  std::vector<Configuration> pending;
+  for (const Configuration& config : configs) {
+    if (settings_.remeasure ||
+        !store_.has_result(gpu_id_, tmpl.source_hash, config.to_string(), shape)) {
+      pending.push_back(config);
+    }
+  }
+  if (!pending.empty()) {
+    on_event(TuningEvent{&tmpl, shape, &pending.front(), 0, int(configs.size()),
+                         fmt::format("compiling {} configurations", pending.size()), nullptr});
+    compiled_.prepare(tmpl, pending);
+  }
 
   for (std::size_t i = 0; i < configs.size(); ++i) {
     TuningEvent event{&tmpl, shape, &configs[i], int(i) + 1, int(configs.size()), "", nullptr};
@@ -82,14 +95,15 @@ ResultRecord TuningRun::evaluate(const KernelTemplate& tmpl, const Configuration
   result.shape = shape;
 
   stage("compile");
-  CompiledKernelImage image;
+  const CompiledKernelImage* compiled = nullptr;
   try {
-    image = compile_configuration(tmpl, config, device_.properties().arch());
+    compiled = &compiled_.get(tmpl, config);
   } catch (const CompileError& e) {
     result.status = ResultStatus::compile_error;
     result.detail = e.log();
     return result;
   }
+  const CompiledKernelImage& image = *compiled;
   GpuExecutor executor(device_, tmpl, config, image);
   const PtxasReport& resources = executor.resources();
   result.registers = resources.registers;
@@ -104,16 +118,27 @@ ResultRecord TuningRun::evaluate(const KernelTemplate& tmpl, const Configuration
     return result;
   }
 
-  stage("fuzz");
-  const FuzzReport fuzz = fuzz_configuration(executor, config, settings_.fuzz);
-  if (fuzz.verdict != FuzzVerdict::passed) {
-    result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
-                                                              : ResultStatus::launch_error;
-    result.detail = fuzz_detail(fuzz);
+  const std::string fuzz_key = tmpl.source_hash + ' ' + result.config;
+  if (!fuzzed_.contains(fuzz_key)) {
+    stage("fuzz");
+    const FuzzReport fuzz = fuzz_configuration(executor, config, settings_.fuzz);
+    FuzzOutcome outcome;
+    if (fuzz.verdict != FuzzVerdict::passed) {
+      outcome.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
+                                                                 : ResultStatus::launch_error;
+      outcome.detail = fuzz_detail(fuzz);
+    }
+    fuzzed_.emplace(fuzz_key, outcome);
     if (executor.context_lost()) {  // nothing more can run in this process: keep what we know
+      result.status = outcome.status;
+      result.detail = outcome.detail;
       store_.record_result(gpu_id_, gpu_, result);
       throw LaunchError(result.detail);
     }
+  }
+  if (const FuzzOutcome& fuzzed = fuzzed_.at(fuzz_key); fuzzed.status != ResultStatus::ok) {
+    result.status = fuzzed.status;
+    result.detail = fuzzed.detail;
     return result;
   }
 

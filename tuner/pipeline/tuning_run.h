@@ -2,11 +2,14 @@
 //   enumerate -> compile (NVRTC, ptxas report) -> device limits -> fuzz (RapidCheck properties on
 //   awkward shapes) -> verify at the full shape -> time -> record,
 // every outcome written to the database as soon as it is known, so an interrupted tune resumes
-// where it stopped and measures nothing twice.
+// where it stopped and measures nothing twice. Within one run, a configuration is compiled once
+// (all of a template's, in parallel, before the first is evaluated) and fuzzed once, however many
+// shapes it is tuned for: neither depends on the shape.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,7 @@
 #include "fuzz/property_runner.h"
 #include "tuner/gpu_device.h"
 #include "tuner/kernel_template.h"
+#include "tuner/pipeline/compiled_kernels.h"
 #include "tuner/pipeline/kernel_timer.h"
 
 namespace tiletune {
@@ -24,9 +28,20 @@ inline FuzzSettings default_fuzz_settings() {
   return settings;
 }
 
+// Each configuration is timed briefly while tuning: enough runs for a stable median, at a few
+// milliseconds per configuration and shape. `tiletune bench` times the winner again at length.
+inline TimingSettings default_tuning_timing() {
+  TimingSettings timing;
+  timing.warmup_runs = 2;
+  timing.min_runs = 5;
+  timing.max_runs = 50;
+  timing.target_seconds = 0.05;
+  return timing;
+}
+
 struct TuningSettings {
   FuzzSettings fuzz = default_fuzz_settings();
-  TimingSettings timing;
+  TimingSettings timing = default_tuning_timing();
   std::uint64_t data_seed = 1;
   bool remeasure = false;  // re-evaluate configurations that already have a result
 };
@@ -56,11 +71,19 @@ class TuningRun {
                         const GemmShape& shape, class ShapeVerifier& verifier,
                         const std::function<void(const std::string&)>& stage);
 
+  // A configuration's verdict from its first fuzz in this run (status ok: it passed).
+  struct FuzzOutcome {
+    ResultStatus status = ResultStatus::ok;
+    std::string detail;
+  };
+
   const GpuDevice& device_;
   ResultStore& store_;
   TuningSettings settings_;
   GpuRecord gpu_;
   std::int64_t gpu_id_ = 0;
+  CompiledKernels compiled_;
+  std::map<std::string, FuzzOutcome> fuzzed_;  // by template hash and configuration
 };
 
 // The GPU as the database keys it, from the device and the NVRTC found.

@@ -1,0 +1,275 @@
+// warp_tiled: a register-blocked, warp-tiled, pipelined SGEMM in exact FP32 (FFMA only).
+//
+// A block computes a BM x BN tile of C, walking its share of K in steps of BK. Each step's tiles of
+// A and B are copied to shared memory STAGES - 1 steps ahead of their use (cp.async on sm_80 and
+// later), so loads overlap the arithmetic and one barrier per step suffices. The block's warps
+// split its tile into warp tiles of (4 TM) x (8 TN): lanes form a 4 x 8 grid and each thread keeps
+// a TM x TN tile of C in registers, built of 4 x 4 pieces whose rows sit 16 apart and whose
+// columns sit 32 apart, so that every shared-memory read is a conflict-free 16-byte vector.
+//
+// A's tile is stored transposed (As[k][m]) so a thread reads four rows of one k at once. The
+// copies into it are 4 bytes wide (one element changes place); against the bank conflicts of
+// those writes it is padded by four floats per row or, with SWIZZLE, its 4-float groups are
+// XOR-swizzled by k. B's tile keeps its layout and is copied 16 bytes at a time when ldb and the
+// pointer allow, else 4. Only blocks on the edge of C, and the last step of K, take the masked
+// copies; full tiles take the unmasked ones. C is written with 16-byte stores where aligned.
+//
+// SPLIT_K > 1 splits K over gridDim.z: each slice adds its partial product into C atomically, and
+// the launcher clears C first (the zero_output declaration). It pays where M x N gives too few
+// blocks to fill the GPU and K is long.
+//
+// tiletune: name warp_tiled
+// tiletune: entry warp_tiled_gemm
+// tiletune: param BM 32 64 128 256
+// tiletune: param BN 32 64 128 256
+// tiletune: param BK 8 16
+// tiletune: param TM 4 8
+// tiletune: param TN 4 8
+// tiletune: param STAGES 2 3 4
+// tiletune: param SWIZZLE 0 1
+// tiletune: param SPLIT_K 1 4 16
+// A warp tile is (4 TM) x (8 TN), and a block holds one or more of them in 128 or 256 threads;
+// 4 x 4 thread tiles (two shared loads per 16 FFMA) only in small block tiles.
+// tiletune: require BM % (4 * TM) == 0 && BN % (8 * TN) == 0
+// tiletune: require (BM / TM) * (BN / TN) >= 128 && (BM / TM) * (BN / TN) <= 256
+// tiletune: require TM * TN >= 32 || BM * BN <= 64 * 64
+// 24 to 48 k in flight; at most half an SM's shared memory, so that two blocks fit.
+// tiletune: require BK * STAGES >= 24 && BK * STAGES <= 48
+// tiletune: require STAGES * BK * (BM + BN + 4) * 4 <= 113 * 1024
+// No tile more than twice the matrix it covers.
+// tiletune: require BM < 2 * max(M, 32) && BN < 2 * max(N, 32)
+// Split K only with small block tiles, where C's tiles are too few to fill the GPU, and with at
+// least 4 steps per slice.
+// tiletune: require SPLIT_K == 1 || BM * BN <= 64 * 64
+// tiletune: require SPLIT_K == 1 || (ceil_div(M, BM) * ceil_div(N, BN) < 128 && K >= 4 * BK * SPLIT_K)
+// tiletune: block (BM / TM) * (BN / TN)
+// tiletune: grid ceil_div(N, BN), ceil_div(M, BM), SPLIT_K
+// tiletune: shared STAGES * BK * (BM + BN + (SWIZZLE ? 0 : 4)) * 4
+// tiletune: zero_output SPLIT_K > 1
+
+constexpr int kBM = TT_BM, kBN = TT_BN, kBK = TT_BK, kTM = TT_TM, kTN = TT_TN;
+constexpr int kStages = TT_STAGES;
+constexpr int kThreads = (kBM / kTM) * (kBN / kTN);
+constexpr int kWarpM = 4 * kTM;  // lanes 4 down x 8 across
+constexpr int kWarpN = 8 * kTN;
+constexpr int kWarpsN = kBN / kWarpN;
+constexpr int kStrideA = kBM + (TT_SWIZZLE ? 0 : 4);  // floats per k-row of the transposed A tile
+constexpr int kTileA = kBK * kStrideA;
+constexpr int kTileB = kBK * kBN;
+
+__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// ---- copies into shared memory: asynchronous where the GPU has them ---------------------------
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// `bytes` < the copy width reads only that many and zero-fills the rest (0: reads nothing).
+__device__ __forceinline__ void copy4(float* dst, const float* src, int bytes) {
+  const unsigned slot = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(slot), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void copy16(float* dst, const float* src, int bytes) {
+  const unsigned slot = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(slot), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most `Pending` committed groups are still in flight.
+template <int Pending>
+__device__ __forceinline__ void wait_copies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+#else
+// The same interface with plain copies (older GPUs, and the CPU backend): each copy is complete
+// when it returns, so the pipeline's structure and its barriers are unchanged.
+__device__ __forceinline__ void copy4(float* dst, const float* src, int bytes) {
+  *dst = bytes > 0 ? *src : 0.0f;
+}
+__device__ __forceinline__ void copy16(float* dst, const float* src, int bytes) {
+  for (int i = 0; i < 4; ++i) dst[i] = 4 * i < bytes ? src[i] : 0.0f;
+}
+__device__ __forceinline__ void commit_copies() {}
+template <int Pending>
+__device__ __forceinline__ void wait_copies() {}
+#endif
+
+// Where element (k, m) of A's tile lives in its k-row: swizzling moves whole 4-float groups, so
+// a 16-byte read of four consecutive m stays one aligned vector.
+__device__ __forceinline__ int slot_a(int k, int m) {
+#if TT_SWIZZLE
+  return m ^ ((k & 7) << 2);
+#else
+  return m;
+#endif
+}
+
+// Which elements of each step's tiles this thread copies, fixed for the whole kernel. Thread t
+// copies column t % BK of A's tile in rows t / BK + R i (R = threads / BK), and the 4-float group
+// t % (BN / 4) of B's tile in rows t / (BN / 4) + S j (S = threads / (BN / 4)).
+struct CopyPlan {
+  static constexpr int kRowsA = kThreads / kBK;         // R
+  static constexpr int kPassesA = kBM / kRowsA;
+  static constexpr int kGroupsB = kBN / 4;
+  static constexpr int kRowsB = kThreads / kGroupsB;    // S
+  static constexpr int kPassesB = ceil_div(kBK, kRowsB);
+
+  const float* a;  // this thread's first A element of the next step
+  const float* b;  // and of B
+  size_t a_pass, b_pass, b_step;  // pointer steps between passes, and B's between steps
+  int a_row, a_col, b_row, b_col;  // within the tiles
+  int rows_left, cols_left;       // of C from the block's corner (masks at the edge)
+
+  __device__ __forceinline__ CopyPlan(const float* A, const float* B, int M, int N, int lda,
+                                      int ldb, int m0, int n0, int k0, int tid) {
+    a_row = tid / kBK, a_col = tid % kBK;
+    b_row = tid / kGroupsB, b_col = 4 * (tid % kGroupsB);
+    a = A + (size_t)(m0 + a_row) * lda + k0 + a_col;
+    b = B + (size_t)(k0 + b_row) * ldb + n0 + b_col;
+    a_pass = (size_t)kRowsA * lda;
+    b_pass = (size_t)kRowsB * ldb;
+    b_step = (size_t)kBK * ldb;
+    rows_left = M - m0, cols_left = N - n0;
+  }
+
+  // Copies one step's tiles into a stage; `k_left` is how much of the slice's K remains from this
+  // step's first k (>= kBK: no mask in K), `full` says the block is inside C as well.
+  template <bool Full>
+  __device__ __forceinline__ void copy_step(float* As, float* Bs, int k_left, bool b_vectors,
+                                            const float* A, const float* B) {
+#pragma unroll
+    for (int pass = 0; pass < kPassesA; ++pass) {
+      const int m = a_row + pass * kRowsA;
+      float* dst = As + a_col * kStrideA + slot_a(a_col, m);
+      const float* src = a + pass * a_pass;
+      if (Full) {
+        copy4(dst, src, 4);
+      } else {
+        const bool inside = m < rows_left && a_col < k_left;
+        copy4(dst, inside ? src : A, inside ? 4 : 0);
+      }
+    }
+#pragma unroll
+    for (int pass = 0; pass < kPassesB; ++pass) {
+      const int k = b_row + pass * kRowsB;
+      if (kBK % kRowsB != 0 && k >= kBK) break;
+      float* dst = Bs + k * kBN + b_col;
+      const float* src = b + pass * b_pass;
+      const int valid = Full ? 4 : (k < k_left ? min(max(cols_left - b_col, 0), 4) : 0);
+      if (b_vectors) {
+        copy16(dst, valid > 0 ? src : B, 4 * valid);
+      } else {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) copy4(dst + c, c < valid ? src + c : B, c < valid ? 4 : 0);
+      }
+    }
+    a += kBK;
+    b += b_step;
+  }
+};
+
+// acc += the product of one stage's tiles, for this thread's rows and columns.
+__device__ __forceinline__ void multiply_tiles(const float* As, const float* Bs, int a_col,
+                                               int b_col, float (&acc)[kTM][kTN]) {
+#pragma unroll
+  for (int k = 0; k < kBK; ++k) {
+    float a[kTM], b[kTN];
+#pragma unroll
+    for (int i = 0; i < kTM / 4; ++i) {
+      const float4 v = *reinterpret_cast<const float4*>(As + k * kStrideA + slot_a(k, a_col + 16 * i));
+      a[4 * i] = v.x, a[4 * i + 1] = v.y, a[4 * i + 2] = v.z, a[4 * i + 3] = v.w;
+    }
+#pragma unroll
+    for (int j = 0; j < kTN / 4; ++j) {
+      const float4 v = *reinterpret_cast<const float4*>(Bs + k * kBN + b_col + 32 * j);
+      b[4 * j] = v.x, b[4 * j + 1] = v.y, b[4 * j + 2] = v.z, b[4 * j + 3] = v.w;
+    }
+#pragma unroll
+    for (int i = 0; i < kTM; ++i) {
+#pragma unroll
+      for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+    warp_tiled_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                    int M, int N, int K, int lda, int ldb, int ldc) {
+  extern __shared__ float4 shared_tiles[];
+  float* const As = reinterpret_cast<float*>(shared_tiles);  // kStages tiles of A, then of B
+  float* const Bs = As + kStages * kTileA;
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32, lane = tid % 32;
+  const int a_col = (warp / kWarpsN) * kWarpM + (lane / 8) * 4;  // first of the thread's rows
+  const int b_col = (warp % kWarpsN) * kWarpN + (lane % 8) * 4;  // first of its columns
+
+  // This block's slice of K: whole steps, so that only the slice's last step is partial.
+  const int k_per_slice = ceil_div(K, TT_SPLIT_K * kBK) * kBK;
+  const int k_begin = blockIdx.z * k_per_slice;
+  const int k_end = min(K, k_begin + k_per_slice);
+  if (TT_SPLIT_K > 1 && k_begin >= k_end) return;  // an empty slice adds nothing
+  const int steps = ceil_div(max(k_end - k_begin, 0), kBK);
+
+  const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
+  const bool interior = m0 + kBM <= M && n0 + kBN <= N;
+  const bool b_vectors = ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
+  CopyPlan plan(A, B, M, N, lda, ldb, m0, n0, k_begin, tid);
+  // Copies step `step` (the next one in order) into its stage: unmasked unless it is at an edge.
+  const auto copy_step = [&](int step) {
+    const int stage = step % kStages;
+    const int k_left = k_end - (k_begin + step * kBK);
+    if (interior && k_left >= kBK) {
+      plan.copy_step<true>(As + stage * kTileA, Bs + stage * kTileB, k_left, b_vectors, A, B);
+    } else {
+      plan.copy_step<false>(As + stage * kTileA, Bs + stage * kTileB, k_left, b_vectors, A, B);
+    }
+  };
+
+  float acc[kTM][kTN];
+#pragma unroll
+  for (int i = 0; i < kTM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) acc[i][j] = 0.0f;
+  }
+
+  // Prologue: the first kStages - 1 steps in flight, one commit group each (empty past the end,
+  // so that the wait below always counts the same number of groups).
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < steps) copy_step(s);
+    commit_copies();
+  }
+  for (int step = 0; step < steps; ++step) {
+    wait_copies<kStages - 2>();  // this thread's copies of `step` have landed
+    __syncthreads();             // everyone's have, and everyone is done with step - 1's stage
+    if (step + kStages - 1 < steps) copy_step(step + kStages - 1);  // into step - 1's stage
+    commit_copies();
+    const int stage = step % kStages;
+    multiply_tiles(As + stage * kTileA, Bs + stage * kTileB, a_col, b_col, acc);
+  }
+
+  // Epilogue: this thread's rows a_col + 16 i + r and columns b_col + 32 j + c.
+  const bool c_vectors = ldc % 4 == 0 && reinterpret_cast<size_t>(C) % 16 == 0;
+#pragma unroll
+  for (int i = 0; i < kTM; ++i) {
+    const int row = m0 + a_col + 16 * (i / 4) + i % 4;
+    if (!interior && row >= M) continue;
+    float* const c_row = C + (size_t)row * ldc;
+#pragma unroll
+    for (int j = 0; j < kTN / 4; ++j) {
+      const int col = n0 + b_col + 32 * j;
+      const float* v = &acc[i][4 * j];
+      if (TT_SPLIT_K > 1) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          if (interior || col + c < N) atomicAdd(c_row + col + c, v[c]);
+        }
+      } else if (c_vectors && (interior || col + 3 < N)) {
+        *reinterpret_cast<float4*>(c_row + col) = make_float4(v[0], v[1], v[2], v[3]);
+      } else {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          if (interior || col + c < N) c_row[col + c] = v[c];
+        }
+      }
+    }
+  }
+}
