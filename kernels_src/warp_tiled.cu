@@ -23,15 +23,17 @@
 // tiletune: param BM 32 64 128 256
 // tiletune: param BN 32 64 128 256
 // tiletune: param BK 8 16
-// tiletune: param TM 4 8
-// tiletune: param TN 4 8
+// tiletune: param TM 4 8 16
+// tiletune: param TN 4 8 16
 // tiletune: param STAGES 2 3 4
 // tiletune: param SWIZZLE 0 1
-// tiletune: param SPLIT_K 1 4 16
-// A warp tile is (4 TM) x (8 TN), and a block holds one or more of them in 128 or 256 threads;
-// 4 x 4 thread tiles (two shared loads per 16 FFMA) only in small block tiles.
+// tiletune: param SPLIT_K 1 4 16 64
+// A warp tile is (4 TM) x (8 TN), and a block holds one or more of them in 128 or 256 threads.
+// Thread tiles of 16 to 128 elements, neither side more than twice the other; 4 x 4 (two shared
+// loads per 16 FFMA) only in small block tiles.
 // tiletune: require BM % (4 * TM) == 0 && BN % (8 * TN) == 0
 // tiletune: require (BM / TM) * (BN / TN) >= 128 && (BM / TM) * (BN / TN) <= 256
+// tiletune: require TM * TN <= 128 && TM <= 2 * TN && TN <= 2 * TM
 // tiletune: require TM * TN >= 32 || BM * BN <= 64 * 64
 // 24 to 48 k in flight; at most half an SM's shared memory, so that two blocks fit.
 // tiletune: require BK * STAGES >= 24 && BK * STAGES <= 48
@@ -165,12 +167,12 @@ struct CopyPlan {
   }
 };
 
-// acc += the product of one stage's tiles, for this thread's rows and columns.
-__device__ __forceinline__ void multiply_tiles(const float* As, const float* Bs, int a_col,
-                                               int b_col, float (&acc)[kTM][kTN]) {
-#pragma unroll
-  for (int k = 0; k < kBK; ++k) {
-    float a[kTM], b[kTN];
+// One k of this thread's rows of A and columns of B: TM / 4 and TN / 4 16-byte reads.
+struct Fragments {
+  float a[kTM], b[kTN];
+
+  __device__ __forceinline__ void load(const float* As, const float* Bs, int k, int a_col,
+                                       int b_col) {
 #pragma unroll
     for (int i = 0; i < kTM / 4; ++i) {
       const float4 v = *reinterpret_cast<const float4*>(As + k * kStrideA + slot_a(k, a_col + 16 * i));
@@ -181,10 +183,23 @@ __device__ __forceinline__ void multiply_tiles(const float* As, const float* Bs,
       const float4 v = *reinterpret_cast<const float4*>(Bs + k * kBN + b_col + 32 * j);
       b[4 * j] = v.x, b[4 * j + 1] = v.y, b[4 * j + 2] = v.z, b[4 * j + 3] = v.w;
     }
+  }
+};
+
+// acc += the product of one stage's tiles, for this thread's rows and columns. The fragments of
+// k + 1 are read before the FFMAs of k, so that shared-memory latency hides behind arithmetic.
+__device__ __forceinline__ void multiply_tiles(const float* As, const float* Bs, int a_col,
+                                               int b_col, float (&acc)[kTM][kTN]) {
+  Fragments fragments[2];
+  fragments[0].load(As, Bs, 0, a_col, b_col);
+#pragma unroll
+  for (int k = 0; k < kBK; ++k) {
+    if (k + 1 < kBK) fragments[(k + 1) % 2].load(As, Bs, k + 1, a_col, b_col);
+    const Fragments& f = fragments[k % 2];
 #pragma unroll
     for (int i = 0; i < kTM; ++i) {
 #pragma unroll
-      for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(f.a[i], f.b[j], acc[i][j]);
     }
   }
 }
