@@ -196,10 +196,15 @@ __device__ __forceinline__ void multiply_tiles(const float* As, const float* Bs,
   for (int k = 0; k < kBK; ++k) {
     if (k + 1 < kBK) fragments[(k + 1) % 2].load(As, Bs, k + 1, a_col, b_col);
     const Fragments& f = fragments[k % 2];
+    // Serpentine order: odd rows walk the columns backwards, so that consecutive FFMAs share an
+    // operand (the register reuse cache) at the turns as well; it measured faster (notes file).
 #pragma unroll
     for (int i = 0; i < kTM; ++i) {
 #pragma unroll
-      for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(f.a[i], f.b[j], acc[i][j]);
+      for (int jj = 0; jj < kTN; ++jj) {
+        const int j = i % 2 ? kTN - 1 - jj : jj;
+        acc[i][j] = fmaf(f.a[i], f.b[j], acc[i][j]);
+      }
     }
   }
 }

@@ -1,6 +1,9 @@
-// tiletune compile KERNEL.cu... [--arch sm_90]: every configuration through NVRTC, no GPU needed;
-// prints ptxas's registers, shared memory and spills, and exits 1 if any configuration fails.
+// tiletune compile KERNEL.cu... [--arch sm_90] [--config C] [--cubin-dir DIR]: every configuration
+// through NVRTC, no GPU needed; prints ptxas's registers, shared memory and spills, and exits 1 if
+// any configuration fails. --cubin-dir keeps the cubins, for cuobjdump -sass.
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -16,6 +19,8 @@ namespace {
 struct CompileOptions {
   std::vector<std::string> kernels;
   std::string arch;
+  std::string config;     // only this configuration
+  std::string cubin_dir;  // where to write each configuration's cubin
   bool verbose = false;
 };
 
@@ -27,6 +32,18 @@ std::string default_arch() {
   }
 }
 
+void write_cubin(const std::filesystem::path& dir, const KernelTemplate& tmpl,
+                 const Configuration& config, const CompiledKernelImage& image) {
+  std::filesystem::create_directories(dir);
+  std::string name = tmpl.name + '-' + config.to_string() + ".cubin";
+  for (char& c : name) {
+    if (c == ',' || c == '=') c = '_';
+  }
+  std::ofstream file(dir / name, std::ios::binary);
+  file.write(image.cubin.data(), std::streamsize(image.cubin.size()));
+  if (!file) throw std::runtime_error(fmt::format("cannot write {}", (dir / name).string()));
+}
+
 int run(const CompileOptions& options) {
   const std::vector<KernelTemplate> templates = load_templates(options.kernels);
   const std::string arch = options.arch.empty() ? default_arch() : options.arch;
@@ -34,7 +51,13 @@ int run(const CompileOptions& options) {
              "template", "configuration", "regs", "smem B", "spill B", "ms");
   int failures = 0, compiled = 0;
   for (const KernelTemplate& tmpl : templates) {
-    for (const Configuration& config : enumerate_configurations(tmpl)) {
+    std::vector<Configuration> configs;
+    if (options.config.empty()) {
+      configs = enumerate_configurations(tmpl);
+    } else {
+      configs.push_back(tmpl.parse_configuration(options.config));
+    }
+    for (const Configuration& config : configs) {
       const auto start = std::chrono::steady_clock::now();
       try {
         const CompiledKernelImage image = compile_configuration(tmpl, config, arch);
@@ -44,6 +67,7 @@ int run(const CompileOptions& options) {
                    image.report.registers, image.report.static_shared_bytes,
                    image.report.spill_bytes(), ms);
         if (options.verbose) fmt::print("{}\n", image.log);
+        if (!options.cubin_dir.empty()) write_cubin(options.cubin_dir, tmpl, config, image);
         ++compiled;
       } catch (const CompileError& e) {
         ++failures;
@@ -62,6 +86,8 @@ void add_compile_command(CLI::App& app, int& exit_code) {
   CLI::App* command = app.add_subcommand("compile", "compile every configuration with NVRTC (no GPU needed)");
   command->add_option("kernels", options->kernels, "kernel template files (.cu)")->required()->check(CLI::ExistingFile);
   command->add_option("--arch", options->arch, "target, e.g. sm_90 (default: this GPU's, else sm_90)");
+  command->add_option("--config", options->config, "only this configuration, e.g. TILE=16,PAD=0,SWIZZLE=1");
+  command->add_option("--cubin-dir", options->cubin_dir, "write each configuration's cubin into this folder");
   command->add_flag("-v,--verbose", options->verbose, "print NVRTC's whole log");
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }

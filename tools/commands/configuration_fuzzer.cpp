@@ -14,7 +14,17 @@ namespace tiletune::cli {
 
 FuzzBackend::FuzzBackend(const std::string& name, CpuBackendOptions cpu_options)
     : name_(name), cpu_options_(std::move(cpu_options)) {
-  if (name_ == "gpu") device_ = std::make_unique<GpuDevice>();
+  if (name_ == "gpu") {
+    device_ = std::make_unique<GpuDevice>();
+    compiled_ = std::make_unique<CompiledKernels>(device_->properties().arch());
+  }
+}
+
+double FuzzBackend::prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs) {
+  if (!compiled_) return 0;
+  const auto start = std::chrono::steady_clock::now();
+  compiled_->prepare(tmpl, configs);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::string FuzzBackend::where() const {
@@ -60,7 +70,7 @@ void record_probe_finding(const LargeIndexFinding& finding, FuzzReport& report) 
   report.finding = "at element offsets past 2^31 (large-index probe): " + finding.what;
 }
 
-std::unique_ptr<GemmExecutor> make_executor(const FuzzBackend& backend,
+std::unique_ptr<GemmExecutor> make_executor(FuzzBackend& backend,
                                              const KernelTemplate& tmpl,
                                              const Configuration& config,
                                              const GemmShape& typical, std::string& skip_reason) {
@@ -68,7 +78,7 @@ std::unique_ptr<GemmExecutor> make_executor(const FuzzBackend& backend,
     return std::make_unique<CpuExecutor>(tmpl, config, backend.cpu_options());
   }
   const GpuDevice& device = *backend.device();
-  const CompiledKernelImage image = compile_configuration(tmpl, config, device.properties().arch());
+  const CompiledKernelImage& image = backend.compiled()->get(tmpl, config);
   auto gpu = std::make_unique<GpuExecutor>(device, tmpl, config, image);
   if (auto limit = exceeds_device_limits(tmpl.launch_geometry(config, typical), gpu->resources(),
                                          device.properties())) {

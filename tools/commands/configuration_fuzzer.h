@@ -12,6 +12,7 @@
 #include "fuzz/property_runner.h"
 #include "tuner/gpu_device.h"
 #include "tuner/kernel_template.h"
+#include "tuner/pipeline/compiled_kernels.h"
 
 namespace tiletune::cli {
 
@@ -26,6 +27,11 @@ class FuzzBackend {
   std::string where() const;  // "NVIDIA H200" or "the CPU"
   // The cases this backend draws: the GPU also gets crowded shapes, where barrier races show.
   CaseLimits case_limits() const;
+  // On the GPU: compiles the configurations ahead, in parallel (the CPU backend builds each
+  // when it is fuzzed). Returns the seconds it took.
+  double prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs);
+  // The GPU's compiled configurations; nullptr on the CPU.
+  CompiledKernels* compiled() { return compiled_.get(); }
   // The GPU's large-index probe, set up on first use; nullptr on the CPU.
   const LargeIndexProbe* large_index_probe();
   // After an illegal address or a trap CUDA cannot go on in this process: every later
@@ -36,6 +42,7 @@ class FuzzBackend {
  private:
   std::string name_;
   std::unique_ptr<GpuDevice> device_;
+  std::unique_ptr<CompiledKernels> compiled_;
   std::unique_ptr<LargeIndexProbe> probe_;
   CpuBackendOptions cpu_options_;
   std::string context_lost_;  // the launch that lost it, or ""

@@ -1,4 +1,4 @@
-// tiletune fuzz KERNEL.cu... [--backend gpu|cpu] [--cases N] [--seed S] [--config A=1,B=2]
+// tiletune fuzz KERNEL.cu... [--backend gpu|cpu] [--cases N] [--seed S] [--config A=1,B=2 | --sample N]
 //               [--case '...']... [--sanitize] [--sanitize-cases N]
 //
 // Runs the GEMM property on every configuration (or the one given), prints each failure with its
@@ -8,6 +8,10 @@
 // --sanitize: on the CPU the kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer
 // (fuzz/cpu_backend/sanitizer_runtime.h); on the GPU a sample of cases is replayed under
 // compute-sanitizer's four tools after the fuzz (gpu_sanitize.h).
+#include <algorithm>
+#include <numeric>
+#include <random>
+
 #include <fmt/format.h>
 
 #include "fuzz/compute_sanitizer.h"
@@ -26,6 +30,7 @@ struct FuzzOptions {
   int cases = 100;
   std::uint64_t seed = 0;
   std::string config;
+  int sample = 0;  // a seeded random sample of this many configurations per template (0: all)
   std::vector<std::string> replay_cases;
   bool no_shrink = false;
   std::string backend = "gpu";
@@ -43,9 +48,21 @@ std::string replay_command(const FuzzOptions& options, const KernelTemplate& tmp
 }
 
 std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const FuzzOptions& options) {
-  return options.config.empty()
-             ? enumerate_configurations(tmpl)
-             : std::vector<Configuration>{tmpl.parse_configuration(options.config)};
+  if (!options.config.empty()) return {tmpl.parse_configuration(options.config)};
+  std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  if (options.sample > 0 && std::size_t(options.sample) < configs.size()) {
+    // The same seed draws the same sample; the sample keeps the space's order.
+    std::vector<std::size_t> picks(configs.size());
+    std::iota(picks.begin(), picks.end(), 0);
+    std::mt19937_64 random(options.seed);
+    std::shuffle(picks.begin(), picks.end(), random);
+    picks.resize(std::size_t(options.sample));
+    std::sort(picks.begin(), picks.end());
+    std::vector<Configuration> sample;
+    for (std::size_t i : picks) sample.push_back(configs[i]);
+    configs = std::move(sample);
+  }
+  return configs;
 }
 
 int run(const FuzzOptions& options) {
@@ -103,7 +120,12 @@ int run(const FuzzOptions& options) {
   long cases_run = 0;
   double seconds = 0;
   for (const KernelTemplate& tmpl : templates) {
-    for (const Configuration& config : configurations_of(tmpl, options)) {
+    const std::vector<Configuration> configs = configurations_of(tmpl, options);
+    if (backend.compiled() != nullptr) {
+      progress_line(fmt::format("compiling {} configurations of {}", configs.size(), tmpl.name), false);
+      seconds += backend.prepare(tmpl, configs);
+    }
+    for (const Configuration& config : configs) {
       const std::string label = fmt::format("{} [{}]", tmpl.name, config.to_string());
       progress_line(fmt::format("fuzz {} on {}", label, backend.where()), false);
       const ConfigurationOutcome outcome =
@@ -144,6 +166,7 @@ int run(const FuzzOptions& options) {
     sanitize.cases = options.sanitize_cases;
     sanitize.seed = options.seed;
     sanitize.config = options.config;
+    sanitize.sample = options.sample;
     failed += sanitize_on_gpu(templates, sanitize);
   }
   // Throughput counts every case judged, shrink attempts that failed excluded; the time includes
@@ -164,6 +187,7 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
   command->add_option("--cases", options->cases, "cases per configuration")->capture_default_str()->check(CLI::PositiveNumber);
   command->add_option("--seed", options->seed, "RapidCheck seed")->capture_default_str();
   command->add_option("--config", options->config, "only this configuration, e.g. TILE=16,PAD=0,SWIZZLE=1");
+  command->add_option("--sample", options->sample, "a random sample of this many configurations per template, drawn with --seed")->check(CLI::PositiveNumber);
   command->add_option("--case", options->replay_cases, "replay a case as a failure report printed it (repeatable)");
   command->add_option("--backend", options->backend, "gpu, or cpu: the same source on the host compiler, threads as fibers")
       ->capture_default_str()->check(CLI::IsMember({"gpu", "cpu"}));

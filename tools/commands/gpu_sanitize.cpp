@@ -64,6 +64,10 @@ int sanitize_on_gpu(const std::vector<KernelTemplate>& templates, const Sanitize
                                       "--sanitizer-child"};
     for (const GemmCase& c : cases) child.insert(child.end(), {"--case", c.to_string()});
     if (!settings.config.empty()) child.insert(child.end(), {"--config", settings.config});
+    if (settings.sample > 0) {
+      child.insert(child.end(), {"--sample", std::to_string(settings.sample), "--seed",
+                                 std::to_string(settings.seed)});
+    }
 
     // Configuration text -> one phrase per tool.
     std::map<std::string, std::vector<std::string>> verdicts;

@@ -20,6 +20,7 @@ struct SanitizeSettings {
   int cases = 4;           // replayed per configuration and tool
   std::uint64_t seed = 0;  // the sample is drawn from it, so a run can be repeated
   std::string config;      // only this configuration ("" = all)
+  int sample = 0;          // or a sample of this many, drawn with `seed` (0 = all)
 };
 
 // The cases a template is sanitized on: drawn like property cases against the remainders of
