@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <numeric>
+#include <random>
 
 namespace tiletune {
 
@@ -29,6 +31,21 @@ std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
     }
     if (digit == 0) return configurations;
   }
+}
+
+std::vector<Configuration> sample_configurations(std::vector<Configuration> configs,
+                                                 std::size_t count, std::uint64_t seed) {
+  if (count >= configs.size()) return configs;
+  std::vector<std::size_t> picks(configs.size());
+  std::iota(picks.begin(), picks.end(), 0);
+  std::mt19937_64 random(seed);
+  std::shuffle(picks.begin(), picks.end(), random);
+  picks.resize(count);
+  std::sort(picks.begin(), picks.end());
+  std::vector<Configuration> sample;
+  sample.reserve(count);
+  for (std::size_t i : picks) sample.push_back(std::move(configs[i]));
+  return sample;
 }
 
 }  // namespace tiletune

@@ -13,4 +13,9 @@ namespace tiletune {
 std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
                                                     const GemmShape* shape = nullptr);
 
+// A random sample of `count` configurations (all of them when there are no more), in their
+// original order; the same seed draws the same sample. For fuzzing spaces too large to cover.
+std::vector<Configuration> sample_configurations(std::vector<Configuration> configs,
+                                                 std::size_t count, std::uint64_t seed);
+
 }  // namespace tiletune

@@ -9,8 +9,6 @@
 // (fuzz/cpu_backend/sanitizer_runtime.h); on the GPU a sample of cases is replayed under
 // compute-sanitizer's four tools after the fuzz (gpu_sanitize.h).
 #include <algorithm>
-#include <numeric>
-#include <random>
 
 #include <fmt/format.h>
 
@@ -50,18 +48,7 @@ std::string replay_command(const FuzzOptions& options, const KernelTemplate& tmp
 std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const FuzzOptions& options) {
   if (!options.config.empty()) return {tmpl.parse_configuration(options.config)};
   std::vector<Configuration> configs = enumerate_configurations(tmpl);
-  if (options.sample > 0 && std::size_t(options.sample) < configs.size()) {
-    // The same seed draws the same sample; the sample keeps the space's order.
-    std::vector<std::size_t> picks(configs.size());
-    std::iota(picks.begin(), picks.end(), 0);
-    std::mt19937_64 random(options.seed);
-    std::shuffle(picks.begin(), picks.end(), random);
-    picks.resize(std::size_t(options.sample));
-    std::sort(picks.begin(), picks.end());
-    std::vector<Configuration> sample;
-    for (std::size_t i : picks) sample.push_back(configs[i]);
-    configs = std::move(sample);
-  }
+  if (options.sample > 0) configs = sample_configurations(std::move(configs), options.sample, options.seed);
   return configs;
 }
 

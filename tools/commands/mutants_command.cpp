@@ -30,6 +30,7 @@ struct MutantsOptions {
   std::uint64_t seed = 0;
   std::string mutant;
   std::string config;
+  int sample = 0;  // fuzz each mutant in a seeded sample of this many of its live configurations
   std::string replay_case;
   std::string backend = "gpu";
   bool isolated_child = false;  // hidden: one mutant and configuration, the result as JSON
@@ -148,9 +149,15 @@ void run_mutant(const MutantsOptions& options, FuzzBackend& backend, const Mutan
     return;
   }
   const KernelTemplate mutated = suite.apply(mutant);
-  std::vector<Configuration> configs =
-      options.config.empty() ? enumerate_configurations(suite.original)
-                             : std::vector<Configuration>{suite.original.parse_configuration(options.config)};
+  std::vector<Configuration> configs;
+  if (!options.config.empty()) {
+    configs.push_back(suite.original.parse_configuration(options.config));
+  } else {
+    for (Configuration& config : enumerate_configurations(suite.original)) {
+      if (mutant.live_in(suite.original, config)) configs.push_back(std::move(config));
+    }
+    if (options.sample > 0) configs = sample_configurations(std::move(configs), options.sample, options.seed);
+  }
   const FuzzSettings settings = fuzz_settings(options, backend);
 
   for (const Configuration& config : configs) {
@@ -282,6 +289,7 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
   command->add_option("--seed", options->seed, "RapidCheck seed")->capture_default_str();
   command->add_option("--mutant", options->mutant, "only this mutant of the suite");
   command->add_option("--config", options->config, "only this configuration");
+  command->add_option("--sample", options->sample, "only a random sample of this many of each mutant's configurations, drawn with --seed")->check(CLI::PositiveNumber);
   command->add_option("--case", options->replay_case, "replay one case as a report printed it");
   command->add_flag("--isolated-child", options->isolated_child)->group("");  // internal
   command->callback([options, &exit_code] { exit_code = run(*options); });
