@@ -1,4 +1,4 @@
-// tiletune fuzz KERNEL.cu... [--backend gpu|cpu] [--cases N] [--seed S] [--config A=1,B=2 | --sample N]
+// tiletune fuzz KERNEL.cu... [--backend gpu|cpu] [--cases N] [--seed S] [--config A=1,B=2 ... | --sample N]
 //               [--case '...']... [--sanitize] [--sanitize-cases N]
 //
 // Runs the GEMM property on every configuration (or the one given), prints each failure with its
@@ -27,7 +27,7 @@ struct FuzzOptions {
   std::vector<std::string> kernels;
   int cases = 100;
   std::uint64_t seed = 0;
-  std::string config;
+  std::vector<std::string> configs;  // only these configurations
   int sample = 0;  // a seeded random sample of this many configurations per template (0: all)
   std::vector<std::string> replay_cases;
   bool no_shrink = false;
@@ -46,7 +46,11 @@ std::string replay_command(const FuzzOptions& options, const KernelTemplate& tmp
 }
 
 std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const FuzzOptions& options) {
-  if (!options.config.empty()) return {tmpl.parse_configuration(options.config)};
+  if (!options.configs.empty()) {
+    std::vector<Configuration> chosen;
+    for (const std::string& text : options.configs) chosen.push_back(tmpl.parse_configuration(text));
+    return chosen;
+  }
   std::vector<Configuration> configs = enumerate_configurations(tmpl);
   if (options.sample > 0) configs = sample_configurations(std::move(configs), options.sample, options.seed);
   return configs;
@@ -66,8 +70,8 @@ int run(const FuzzOptions& options) {
     }
   }
   const std::vector<KernelTemplate> templates = load_templates(options.kernels);
-  if (!options.config.empty() && templates.size() != 1) {
-    throw UsageError("--config names one configuration: give exactly one template with it");
+  if (!options.configs.empty() && templates.size() != 1) {
+    throw UsageError("--config names configurations of one template: give exactly one template with it");
   }
   std::vector<GemmCase> replay;
   for (const std::string& text : options.replay_cases) {
@@ -152,7 +156,7 @@ int run(const FuzzOptions& options) {
     SanitizeSettings sanitize;
     sanitize.cases = options.sanitize_cases;
     sanitize.seed = options.seed;
-    sanitize.config = options.config;
+    sanitize.configs = options.configs;
     sanitize.sample = options.sample;
     failed += sanitize_on_gpu(templates, sanitize);
   }
@@ -173,7 +177,7 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
   command->add_option("kernels", options->kernels, "kernel template files (.cu)")->required()->check(CLI::ExistingFile);
   command->add_option("--cases", options->cases, "cases per configuration")->capture_default_str()->check(CLI::PositiveNumber);
   command->add_option("--seed", options->seed, "RapidCheck seed")->capture_default_str();
-  command->add_option("--config", options->config, "only this configuration, e.g. TILE=16,PAD=0,SWIZZLE=1");
+  command->add_option("--config", options->configs, "only this configuration, e.g. TILE=16,PAD=0,SWIZZLE=1 (repeatable)");
   command->add_option("--sample", options->sample, "a random sample of this many configurations per template, drawn with --seed")->check(CLI::PositiveNumber);
   command->add_option("--case", options->replay_cases, "replay a case as a failure report printed it (repeatable)");
   command->add_option("--backend", options->backend, "gpu, or cpu: the same source on the host compiler, threads as fibers")

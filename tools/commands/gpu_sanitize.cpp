@@ -63,7 +63,7 @@ int sanitize_on_gpu(const std::vector<KernelTemplate>& templates, const Sanitize
     std::vector<std::string> child = {self.string(), "fuzz", tmpl.path.string(), "--backend", "gpu",
                                       "--sanitizer-child"};
     for (const GemmCase& c : cases) child.insert(child.end(), {"--case", c.to_string()});
-    if (!settings.config.empty()) child.insert(child.end(), {"--config", settings.config});
+    for (const std::string& config : settings.configs) child.insert(child.end(), {"--config", config});
     if (settings.sample > 0) {
       child.insert(child.end(), {"--sample", std::to_string(settings.sample), "--seed",
                                  std::to_string(settings.seed)});

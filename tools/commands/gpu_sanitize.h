@@ -19,7 +19,7 @@ namespace tiletune::cli {
 struct SanitizeSettings {
   int cases = 4;           // replayed per configuration and tool
   std::uint64_t seed = 0;  // the sample is drawn from it, so a run can be repeated
-  std::string config;      // only this configuration ("" = all)
+  std::vector<std::string> configs;  // only these configurations (none: all)
   int sample = 0;          // or a sample of this many, drawn with `seed` (0 = all)
 };
 
