@@ -288,6 +288,23 @@ TEST(KernelTemplate, TiledLaunchGeometry) {
   EXPECT_EQ(geometry.threads_per_block(), 256u);
 }
 
+TEST(KernelTemplate, ZeroOutputIsOffByDefaultAndEvaluatedPerConfiguration) {
+  const KernelTemplate plain = parse_template(std::string(kEntry) + kParam + kBlock + kGrid, "plain.cu");
+  EXPECT_FALSE(plain.launch_geometry(plain.parse_configuration("T=1"), GemmShape{8, 8, 8}).zero_output);
+
+  const KernelTemplate split = parse_template(
+      std::string(kEntry) + "// tiletune: param S 1 4\n// tiletune: block 32\n"
+                            "// tiletune: grid ceil_div(N, 32), M, S\n// tiletune: zero_output S > 1\n",
+      "split.cu");
+  EXPECT_EQ(split.zero_output.text(), "S > 1");
+  EXPECT_FALSE(split.launch_geometry(split.parse_configuration("S=1"), GemmShape{8, 8, 8}).zero_output);
+  EXPECT_TRUE(split.launch_geometry(split.parse_configuration("S=4"), GemmShape{8, 8, 8}).zero_output);
+  EXPECT_THROW(parse_template(std::string(kEntry) + kParam + kBlock + kGrid +
+                                  "// tiletune: zero_output 1\n// tiletune: zero_output 0\n",
+                              "twice.cu"),
+               TemplateError);
+}
+
 TEST(KernelTemplate, LaunchGeometryValidatesItsValues) {
   const std::string head = std::string(kEntry) + "// tiletune: param T 0 1 -1\n";
   const KernelTemplate tmpl = parse_template(

@@ -35,6 +35,21 @@ TEST(SearchSpace, TiledHasNineConfigurations) {
                   "TILE=32,PAD=0,SWIZZLE=0", "TILE=32,PAD=0,SWIZZLE=1", "TILE=32,PAD=1,SWIZZLE=0"));
 }
 
+TEST(SearchSpace, SampleIsSeededOrderedAndBounded) {
+  const KernelTemplate tmpl = load_template(kTemplates / "naive.cu");
+  const std::vector<Configuration> all = enumerate_configurations(tmpl);
+  const std::vector<Configuration> sample = sample_configurations(all, 5, 42);
+  ASSERT_EQ(sample.size(), 5u);
+  EXPECT_EQ(strings(sample_configurations(all, 5, 42)), strings(sample)) << "same seed, same sample";
+  EXPECT_NE(strings(sample_configurations(all, 5, 43)), strings(sample));
+  std::size_t position = 0;  // a subsequence of the space, in its order
+  for (const Configuration& picked : sample) {
+    while (position < all.size() && !(all[position] == picked)) ++position;
+    ASSERT_LT(position++, all.size()) << picked.to_string() << " is out of order or not in the space";
+  }
+  EXPECT_EQ(strings(sample_configurations(all, all.size() + 3, 1)), strings(all));
+}
+
 TEST(SearchSpace, NaiveCountMatchesItsDeclarations) {
   // BLOCK_X * BLOCK_Y in [64, 1024]: X=8 takes Y in {8,16,32} (3), X=16 {4..32} (4),
   // X=32 {2..32} (5), X=64 {1..16} (5), X=128 {1..8} (4): 21 of the 30 pairs.

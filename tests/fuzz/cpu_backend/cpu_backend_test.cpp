@@ -475,6 +475,36 @@ TEST(CpuBackend, AtomicsAreEmulated) {
   EXPECT_EQ(p.operands.c.at(0, 0), 64.0f);
 }
 
+TEST(CpuBackend, ZeroOutputClearsCBeforeAKernelThatAddsIntoIt) {
+  // Split-K's contract: two slices (gridDim.z) each add half of K into C, which starts as NaN
+  // poison; only the launcher's clearing makes the sum right, and only inside M x N.
+  const std::string source = R"(// tiletune: name adder
+// tiletune: entry adder_gemm
+// tiletune: param SPLIT 1 2
+// tiletune: block 8, 8
+// tiletune: grid ceil_div(N, 8), ceil_div(M, 8), SPLIT
+// tiletune: zero_output SPLIT > 1
+extern "C" __global__ void adder_gemm(const float* A, const float* B, float* C, int M, int N,
+                                      int K, int lda, int ldb, int ldc) {
+  const int row = blockIdx.y * 8 + threadIdx.y, col = blockIdx.x * 8 + threadIdx.x;
+  if (row >= M || col >= N) return;
+  const int half = (K + 1) / 2, begin = TT_SPLIT > 1 ? blockIdx.z * half : 0;
+  const int end = TT_SPLIT > 1 ? min(K, begin + half) : K;
+  float acc = 0.0f;
+  for (int k = begin; k < end; ++k) acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];
+  if (TT_SPLIT > 1) atomicAdd(&C[(size_t)row * ldc + col], acc); else C[(size_t)row * ldc + col] = acc;
+}
+)";
+  const KernelTemplate tmpl = parse_template(source, "adder.cu");
+  for (const char* config : {"SPLIT=1", "SPLIT=2"}) {
+    SCOPED_TRACE(config);
+    CpuExecutor executor(tmpl, tmpl.parse_configuration(config), test_options());
+    for (const Shape& s : kAwkwardShapes) {
+      EXPECT_EQ(run_and_check(executor, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, 1), "");
+    }
+  }
+}
+
 TEST(CpuBackend, MissingCompilerIsReported) {
   const KernelTemplate naive = shipped("naive");
   CpuBackendOptions options = test_options();

@@ -1,0 +1,99 @@
+// CompiledKernels: a tuning run's configurations compiled once, in parallel; and the fast template,
+// every configuration of which must compile for Hopper. NVRTC only, no GPU.
+#include "tuner/pipeline/compiled_kernels.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "tuner/search_space.h"
+
+namespace tiletune {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+
+#define SKIP_WITHOUT_NVRTC()                                                          \
+  do {                                                                                \
+    try {                                                                             \
+      nvrtc_version();                                                                \
+    } catch (const NvrtcError& e) {                                                   \
+      const char* required = std::getenv("TILETUNE_REQUIRE_NVRTC");                   \
+      if (required != nullptr && std::string(required) != "0") FAIL() << e.what();    \
+      GTEST_SKIP() << "no NVRTC: " << e.what();                                       \
+    }                                                                                 \
+  } while (0)
+
+// T = 4 compiles; T = 8 names something that does not exist.
+KernelTemplate half_broken_template() {
+  return parse_template(
+      "// tiletune: name half\n// tiletune: entry half_gemm\n// tiletune: param T 4 8\n"
+      "// tiletune: block T\n// tiletune: grid 1\n"
+      "extern \"C\" __global__ void half_gemm(float* C) {\n"
+      "#if TT_T == 8\n  C[threadIdx.x] = undeclared_thing;\n#else\n  C[threadIdx.x] = TT_T;\n#endif\n"
+      "}\n",
+      "half.cu");
+}
+
+TEST(CompiledKernels, CompilesEachConfigurationOnceAndKeepsFailures) {
+  SKIP_WITHOUT_NVRTC();
+  const KernelTemplate tmpl = half_broken_template();
+  const std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  CompiledKernels compiled("sm_90", 2);
+  compiled.prepare(tmpl, configs);
+  const CompiledKernelImage& first = compiled.get(tmpl, configs[0]);
+  EXPECT_EQ(first.arch, "sm_90");
+  EXPECT_EQ(&compiled.get(tmpl, configs[0]), &first) << "the same image, not a new compile";
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the failure is remembered, log and all
+    try {
+      compiled.get(tmpl, configs[1]);
+      ADD_FAILURE() << "T=8 compiled";
+    } catch (const CompileError& e) {
+      EXPECT_EQ(std::string(e.what()), "half [T=8] does not compile for sm_90");
+      EXPECT_THAT(e.log(), HasSubstr("undeclared_thing"));
+    }
+  }
+}
+
+TEST(CompiledKernels, GetCompilesWhatWasNotPrepared) {
+  SKIP_WITHOUT_NVRTC();
+  const KernelTemplate tmpl = half_broken_template();
+  CompiledKernels compiled("sm_80");
+  EXPECT_EQ(compiled.get(tmpl, tmpl.parse_configuration("T=4")).arch, "sm_80");
+}
+
+// warp_tiled's space is large (hundreds of configurations): compiled in parallel, as a tune does.
+// A few of the largest thread tiles spill a little (ptxas's choice; they run correctly and are
+// timed like the rest): the count is printed, not failed.
+TEST(CompiledKernels, EveryWarpTiledConfigurationCompilesForHopper) {
+  SKIP_WITHOUT_NVRTC();
+  const KernelTemplate tmpl = load_template(kTemplates / "warp_tiled.cu");
+  const std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  ASSERT_GT(configs.size(), 100u);
+  CompiledKernels compiled("sm_90");
+  compiled.prepare(tmpl, configs);
+  int spilling = 0;
+  for (const Configuration& config : configs) {
+    SCOPED_TRACE(config.to_string());
+    try {
+      const CompiledKernelImage& image = compiled.get(tmpl, config);
+      EXPECT_GT(image.report.registers, 0);
+      EXPECT_LE(image.report.registers, 255);
+      EXPECT_EQ(image.report.static_shared_bytes, 0) << "its tiles are dynamic shared memory";
+      spilling += image.report.spill_bytes() > 0;
+    } catch (const CompileError& e) {
+      ADD_FAILURE() << e.what() << "\n" << e.log();
+    }
+  }
+  std::printf("%zu configurations compiled for sm_90, %d of them with spills\n", configs.size(),
+              spilling);
+}
+
+}  // namespace
+}  // namespace tiletune
