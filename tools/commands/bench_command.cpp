@@ -55,8 +55,8 @@ int run(const BenchOptions& options) {
 
   fmt::print("{} ({} SMs, {:.0f} MHz, FP32 peak {:.1f} TFLOP/s), cuBLAS SGEMM in the same run\n",
              gpu.name, gpu.sm_count, gpu.clock_khz / 1e3, gpu.fp32_peak_tflops());
-  fmt::print("{:<16} {:<8} {:<44} {:>8} {:>8} {:>6} {:>6}\n", "shape", "template", "config",
-             "TFLOP/s", "cuBLAS", "ratio", "%peak");
+  fmt::print("{:<16} {:<10} {:<58} {:>9} {:>8} {:>9} {:>8} {:>6} {:>6}\n", "shape", "template",
+             "config", "us", "TFLOP/s", "cuBLAS us", "TFLOP/s", "ratio", "%peak");
   double log_ratio_sum = 0;
   int measured = 0, missing = 0;
   for (const GemmShape& shape : shapes) {
@@ -96,8 +96,9 @@ int run(const BenchOptions& options) {
     const double ratio = our_tflops / cublas_tflops;
     log_ratio_sum += std::log(ratio);
     ++measured;
-    fmt::print("{:<16} {:<8} {:<44} {:>8.2f} {:>8.2f} {:>6.3f} {:>5.1f}%\n", shape.to_string(),
-               tmpl.name, best->config, our_tflops, cublas_tflops, ratio,
+    fmt::print("{:<16} {:<10} {:<58} {:>9.1f} {:>8.3f} {:>9.1f} {:>8.3f} {:>6.3f} {:>5.1f}%\n",
+               shape.to_string(), tmpl.name, best->config, ours.median_ms * 1e3, our_tflops,
+               theirs.median_ms * 1e3, cublas_tflops, ratio,
                100.0 * our_tflops / gpu.fp32_peak_tflops());
   }
   if (measured > 0) {
