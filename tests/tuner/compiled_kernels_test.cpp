@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "tests/tuner/skip_without_nvrtc.h"
 #include "tuner/search_space.h"
 
 namespace tiletune {
@@ -18,17 +18,6 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
-
-#define SKIP_WITHOUT_NVRTC()                                                          \
-  do {                                                                                \
-    try {                                                                             \
-      nvrtc_version();                                                                \
-    } catch (const NvrtcError& e) {                                                   \
-      const char* required = std::getenv("TILETUNE_REQUIRE_NVRTC");                   \
-      if (required != nullptr && std::string(required) != "0") FAIL() << e.what();    \
-      GTEST_SKIP() << "no NVRTC: " << e.what();                                       \
-    }                                                                                 \
-  } while (0)
 
 // T = 4 compiles; T = 8 names something that does not exist.
 KernelTemplate half_broken_template() {

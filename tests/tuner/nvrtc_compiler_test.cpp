@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/tuner/skip_without_nvrtc.h"
 #include "tuner/search_space.h"
 
 namespace tiletune {
@@ -27,22 +28,6 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
-
-bool nvrtc_required() {
-  const char* value = std::getenv("TILETUNE_REQUIRE_NVRTC");
-  return value != nullptr && std::string(value) != "" && std::string(value) != "0";
-}
-
-// Skips the calling test (or fails it, see above) when NVRTC cannot be loaded.
-#define SKIP_WITHOUT_NVRTC()                                                                   \
-  do {                                                                                         \
-    try {                                                                                      \
-      nvrtc_version();                                                                         \
-    } catch (const NvrtcError& e) {                                                            \
-      if (nvrtc_required()) FAIL() << "TILETUNE_REQUIRE_NVRTC is set: " << e.what();           \
-      GTEST_SKIP() << "no NVRTC: " << e.what();                                                \
-    }                                                                                          \
-  } while (0)
 
 TEST(Nvrtc, VersionIsMajorDotMinor) {
   SKIP_WITHOUT_NVRTC();
