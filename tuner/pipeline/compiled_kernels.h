@@ -26,8 +26,6 @@ class CompiledKernels {
   // compile_configuration does, for as long as the run lasts.
   const CompiledKernelImage& get(const KernelTemplate& tmpl, const Configuration& config);
 
-  const std::string& arch() const { return arch_; }
-
  private:
   struct Outcome {
     std::optional<CompiledKernelImage> image;
