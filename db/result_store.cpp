@@ -4,6 +4,7 @@
 
 #include <array>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,17 +16,23 @@
 namespace tiletune {
 namespace {
 
-// The user_version that db/schema.sql sets; a file with any other is refused.
-constexpr int kSchemaVersion = 1;
+// The user_version that db/schema.sql sets.
+constexpr int kSchemaVersion = 2;
+// The one older version that opening migrates (db/migrate_v1_to_v2.sql); any other is refused.
+constexpr int kMigratedVersion = 1;
 // How long a writer waits for another process's transaction before giving up.
 constexpr int kBusyTimeoutMs = 10'000;
 
-constexpr std::array<std::pair<ResultStatus, const char*>, 5> kStatusNames{{
+// The names stored in results.status: db/schema.sql's CHECK must list the same.
+constexpr std::array<std::pair<ResultStatus, const char*>, 8> kStatusNames{{
     {ResultStatus::ok, "ok"},
     {ResultStatus::compile_error, "compile_error"},
     {ResultStatus::wrong_result, "wrong_result"},
     {ResultStatus::launch_error, "launch_error"},
     {ResultStatus::device_limit, "device_limit"},
+    {ResultStatus::timeout, "timeout"},
+    {ResultStatus::crashed, "crashed"},
+    {ResultStatus::pruned, "pruned"},
 }};
 
 [[noreturn]] void fail(sqlite3* db, const std::filesystem::path& path, std::string_view doing) {
@@ -136,7 +143,20 @@ int schema_version(sqlite3* db, const std::filesystem::path& path) {
   return query.integer(0);
 }
 
-// Creates the schema in a new or empty file and refuses files of any other schema.
+// Rebuilds a version 1 file's results table with version 2's statuses, all or nothing: a failure
+// (or a crash) leaves the file at version 1 with every row.
+void migrate_from_version_1(sqlite3* db, const std::filesystem::path& path) {
+  const std::string doing = "migrating schema version 1 to 2";
+  Transaction transaction(db, path, doing);
+  // Another process may have migrated it while this one waited for the lock; then there is
+  // nothing to do (the transaction rolls back, having changed nothing).
+  if (schema_version(db, path) != kMigratedVersion) return;
+  exec(db, path, kMigrateV1ToV2Sql, doing);
+  transaction.commit();
+}
+
+// Creates the schema in a new or empty file, migrates a version 1 file and refuses files of any
+// other schema.
 void create_or_check_schema(sqlite3* db, const std::filesystem::path& path) {
   if (schema_version(db, path) == 0) {
     Transaction transaction(db, path, "creating the schema");
@@ -152,10 +172,12 @@ void create_or_check_schema(sqlite3* db, const std::filesystem::path& path) {
       transaction.commit();
     }
   }
+  if (schema_version(db, path) == kMigratedVersion) migrate_from_version_1(db, path);
   const int version = schema_version(db, path);
   if (version != kSchemaVersion) {
     throw DatabaseError(path.string() + ": unsupported schema version " + std::to_string(version) +
-                        " (this tiletune reads version " + std::to_string(kSchemaVersion) + ")");
+                        " (this tiletune reads version " + std::to_string(kSchemaVersion) +
+                        " and migrates version " + std::to_string(kMigratedVersion) + ")");
   }
 }
 
@@ -243,8 +265,14 @@ ResultStore::ResultStore(const std::filesystem::path& path)
 
 ResultStore::~ResultStore() { sqlite3_close_v2(db_); }
 
+// register_gpu and register_template are single statements, atomic by themselves. The IMMEDIATE
+// transaction, as in record_result, makes their locking explicit: the write lock is taken (a
+// concurrent process's registration waited for in the busy handler) before anything is read, so
+// an upsert never acts on a snapshot that another process's commit has made stale.
 std::int64_t ResultStore::register_gpu(const GpuRecord& gpu) {
-  Statement upsert(db_, path_, "registering GPU " + gpu.name, R"sql(
+  const std::string doing = "registering GPU " + gpu.name;
+  Transaction transaction(db_, path_, doing);
+  Statement upsert(db_, path_, doing, R"sql(
       INSERT INTO gpus (name, cc_major, cc_minor, sm_count, memory_bytes, clock_khz,
                         driver_version, nvrtc_version)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
@@ -259,12 +287,15 @@ std::int64_t ResultStore::register_gpu(const GpuRecord& gpu) {
   upsert.step();
   const std::int64_t id = upsert.int64(0);
   upsert.run();  // RETURNING rows are only final once the statement has run to completion
+  transaction.commit();
   return id;
 }
 
 void ResultStore::register_template(const TemplateRecord& tmpl) {
+  const std::string doing = "registering template " + tmpl.name;
+  Transaction transaction(db_, path_, doing);
   // One statement, so that taking the next sequence number and storing it is atomic.
-  Statement upsert(db_, path_, "registering template " + tmpl.name, R"sql(
+  Statement upsert(db_, path_, doing, R"sql(
       INSERT INTO templates (name, source_hash, path, source, registered_seq)
       VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(registered_seq), 0) + 1 FROM templates))
       ON CONFLICT (name, source_hash) DO UPDATE SET
@@ -272,6 +303,7 @@ void ResultStore::register_template(const TemplateRecord& tmpl) {
         source = excluded.source,
         registered_seq = excluded.registered_seq)sql");
   upsert.bind(tmpl.name, tmpl.source_hash, tmpl.path, tmpl.source).run();
+  transaction.commit();
 }
 
 void ResultStore::record_result(std::int64_t gpu_id, const GpuRecord& gpu,
@@ -333,6 +365,30 @@ bool ResultStore::has_result(std::int64_t gpu_id, const std::string& template_ha
         AND s.m = ?4 AND s.n = ?5 AND s.k = ?6
       LIMIT 1)sql");
   return query.bind(gpu_id, template_hash, config, shape.m, shape.n, shape.k).step();
+}
+
+std::map<std::string, ResultRecord> ResultStore::recorded_results(
+    std::int64_t gpu_id, const std::string& template_hash, const GemmShape& shape) const {
+  // Matched like has_result: by GPU row, template source hash and shape. Should two template
+  // names share a source, the later row of a configuration wins (ordered by id).
+  Statement query(db_, path_, "reading the recorded results of template version " + template_hash,
+                  R"sql(
+      SELECT t.name, t.source_hash, r.config, s.m, s.n, s.k, r.status, r.detail, r.median_ms,
+             r.min_ms, r.max_ms, r.runs, r.tflops, r.registers, r.static_shared_bytes,
+             r.dynamic_shared_bytes, r.spill_bytes, r.recorded_at
+      FROM results r
+      JOIN templates t ON t.id = r.template_id
+      JOIN shapes s ON s.id = r.shape_id
+      WHERE r.gpu_id = ?1 AND t.source_hash = ?2 AND s.m = ?3 AND s.n = ?4 AND s.k = ?5
+      ORDER BY r.id)sql");
+  query.bind(gpu_id, template_hash, shape.m, shape.n, shape.k);
+  std::map<std::string, ResultRecord> results;
+  while (query.step()) {
+    ResultRecord result = read_result(query);
+    std::string config = result.config;
+    results.insert_or_assign(std::move(config), std::move(result));
+  }
+  return results;
 }
 
 std::optional<ResultRecord> ResultStore::best(const std::string& gpu_name, const GemmShape& shape,

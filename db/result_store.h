@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -46,12 +47,16 @@ struct TemplateRecord {
   std::string source;  // kept so that a recorded winner can be rebuilt without the file
 };
 
+// Stored by name (to_string); db/schema.sql's CHECK lists the same names.
 enum class ResultStatus {
   ok,
   compile_error,
   wrong_result,   // detail: the minimal counterexample
   launch_error,   // detail: the CUDA error
   device_limit,   // skipped: block size, shared memory or registers beyond the device
+  timeout,        // the watchdog ended the evaluation: the kernel hung
+  crashed,        // the evaluation's worker process died; detail: how (signal, exit status)
+  pruned,         // skipped after compiling: ptxas's report rules it out (spills, no occupancy)
 };
 const char* to_string(ResultStatus status);  // "ok", "compile_error", ...
 ResultStatus parse_result_status(const std::string& text);  // throws std::invalid_argument
@@ -89,16 +94,19 @@ struct ResultSummary {
 
 class ResultStore {
  public:
-  // Opens or creates the database (schema created or checked). Throws DatabaseError with the path
-  // and SQLite's message when the file cannot be opened or written, or is not a tiletune database.
+  // Opens or creates the database (schema created, checked, or migrated from version 1 in one
+  // transaction). Throws DatabaseError with the path and SQLite's message when the file cannot be
+  // opened or written, is not a tiletune database, or has a schema version it cannot read.
   explicit ResultStore(const std::filesystem::path& path);
   ~ResultStore();
   ResultStore(const ResultStore&) = delete;
   ResultStore& operator=(const ResultStore&) = delete;
 
-  // Insert or update (driver/NVRTC versions, clock) and return the GPU's row id.
+  // Insert or update (driver/NVRTC versions, clock) and return the GPU's row id. Safe when
+  // several processes register the same GPU at once: they all get the same id.
   std::int64_t register_gpu(const GpuRecord& gpu);
-  // Insert if new and mark this version as the current one of its name.
+  // Insert if new and mark this version as the current one of its name (safe under concurrent
+  // processes likewise).
   void register_template(const TemplateRecord& tmpl);
 
   // Records one evaluation (replacing an earlier result for the same GPU, template version,
@@ -109,6 +117,11 @@ class ResultStore {
   // Whether a result exists for these keys (so that a resumed tune measures nothing twice).
   bool has_result(std::int64_t gpu_id, const std::string& template_hash, const std::string& config,
                   const GemmShape& shape) const;
+  // Every result (any status) for the GPU row, template version and shape, keyed by
+  // configuration: what a resumed tune can skip, read in one query.
+  std::map<std::string, ResultRecord> recorded_results(std::int64_t gpu_id,
+                                                       const std::string& template_hash,
+                                                       const GemmShape& shape) const;
 
   // The fastest ok result for the GPU (matched by name) and shape among current template
   // versions, optionally only of one template name.

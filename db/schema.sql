@@ -1,5 +1,8 @@
--- The tiletune database, schema version 1 (kept in PRAGMA user_version; ResultStore refuses any
--- other). Created in one transaction when ResultStore opens a new or empty file.
+-- The tiletune database, schema version 2 (kept in PRAGMA user_version). Created in one
+-- transaction when ResultStore opens a new or empty file; a version 1 file is migrated by
+-- db/migrate_v1_to_v2.sql; any other version is refused.
+--
+-- Version 2 added the statuses timeout, crashed and pruned to results.
 
 -- A GPU as identified across driver updates; the other columns hold what was last registered.
 CREATE TABLE gpus (
@@ -44,7 +47,8 @@ CREATE TABLE shapes (
 ) STRICT;
 
 -- One evaluation of a configuration (Configuration::to_string(), kept inline) of a template
--- version on a GPU and shape; a new evaluation of the same four keys replaces the row. Timings,
+-- version on a GPU and shape; a new evaluation of the same four keys replaces the row. The
+-- statuses are ResultStatus's names (db/result_store.h): a migration must extend them. Timings,
 -- tflops and resources are 0 where the status did not get that far. driver_version and
 -- nvrtc_version are those of the evaluation; recorded_at is UTC "YYYY-MM-DD HH:MM:SS".
 CREATE TABLE results (
@@ -54,7 +58,8 @@ CREATE TABLE results (
   config TEXT NOT NULL,
   shape_id INTEGER NOT NULL REFERENCES shapes (id),
   status TEXT NOT NULL
-    CHECK (status IN ('ok', 'compile_error', 'wrong_result', 'launch_error', 'device_limit')),
+    CHECK (status IN ('ok', 'compile_error', 'wrong_result', 'launch_error', 'device_limit',
+                      'timeout', 'crashed', 'pruned')),
   detail TEXT NOT NULL,
   median_ms REAL NOT NULL,
   min_ms REAL NOT NULL,
@@ -74,4 +79,4 @@ CREATE TABLE results (
 -- best/ranking look results up by shape, then filter on GPU name and template version.
 CREATE INDEX results_by_shape ON results (shape_id, status, median_ms);
 
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;

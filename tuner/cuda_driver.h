@@ -40,7 +40,7 @@ struct CudaDriver {
   X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)               \
   X(cuMemsetD32) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)  \
   X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString) X(cuStreamCreate)             \
-  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemGetInfo) X(cuMemsetD2D32Async)
+  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemGetInfo) X(cuMemsetD2D32Async) X(cuMemsetD32Async)
 #define TILETUNE_DECLARE_POINTER(fn) decltype(&::fn) fn = nullptr;
   TILETUNE_CUDA_DRIVER_FUNCTIONS(TILETUNE_DECLARE_POINTER)
 #undef TILETUNE_DECLARE_POINTER

@@ -58,6 +58,11 @@ GpuDevice::GpuDevice(int ordinal) {
   p.max_registers_per_block =
       attribute(device_, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, "max registers");
   p.warp_size = attribute(device_, CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size");
+  p.max_registers_per_sm =
+      attribute(device_, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, "registers per SM");
+  p.max_threads_per_sm =
+      attribute(device_, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, "threads per SM");
+  p.l2_cache_bytes = attribute(device_, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2 size");
 }
 
 GpuDevice::~GpuDevice() {

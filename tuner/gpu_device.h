@@ -23,6 +23,9 @@ struct DeviceProperties {
   int max_shared_bytes_per_block_optin = 0;   // with cuFuncSetAttribute
   int max_registers_per_block = 0;
   int warp_size = 0;
+  int max_registers_per_sm = 0;
+  int max_threads_per_sm = 0;
+  int l2_cache_bytes = 0;  // what the timer flushes between runs
 
   std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
   // FP32 peak: SMs x 128 FMA lanes x 2 flops x clock (Hopper, Ampere-class SMs).

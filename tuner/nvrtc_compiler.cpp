@@ -132,14 +132,14 @@ std::string nvrtc_version() {
   return fmt::format("{}.{}", major, minor);
 }
 
-CompiledKernelImage compile_cuda_source(const std::string& source, const std::string& file_name,
-                                        const std::vector<std::string>& extra_options,
-                                        const std::string& arch, const std::string& entry,
-                                        const std::string& what) {
+namespace {
+
+// Compiles with exactly `options` (the callers build them with nvrtc_options).
+CompiledKernelImage compile_with_options(const std::string& source, const std::string& file_name,
+                                         const std::vector<std::string>& options,
+                                         const std::string& arch, const std::string& entry,
+                                         const std::string& what) {
   Program program(source, file_name);
-  std::vector<std::string> options = {"-arch=" + arch, "--std=c++17", "-lineinfo",
-                                      "--ptxas-options=-v"};
-  options.insert(options.end(), extra_options.begin(), extra_options.end());
   std::vector<const char*> option_pointers;
   for (const std::string& option : options) option_pointers.push_back(option.c_str());
 
@@ -164,12 +164,38 @@ CompiledKernelImage compile_cuda_source(const std::string& source, const std::st
   return image;
 }
 
+}  // namespace
+
+std::vector<std::string> nvrtc_options(const std::string& arch,
+                                       const std::vector<std::string>& extra_options) {
+  std::vector<std::string> options = {"-arch=" + arch, "--std=c++17", "-lineinfo",
+                                      "--ptxas-options=-v"};
+  options.insert(options.end(), extra_options.begin(), extra_options.end());
+  return options;
+}
+
+std::vector<std::string> nvrtc_options(const KernelTemplate& tmpl, const Configuration& config,
+                                       const std::string& arch) {
+  return nvrtc_options(arch, tmpl.macro_definitions(config));
+}
+
+std::string nvrtc_file_name(const KernelTemplate& tmpl) {
+  return tmpl.path.empty() ? tmpl.name + ".cu" : tmpl.path.filename().string();
+}
+
+CompiledKernelImage compile_cuda_source(const std::string& source, const std::string& file_name,
+                                        const std::vector<std::string>& extra_options,
+                                        const std::string& arch, const std::string& entry,
+                                        const std::string& what) {
+  return compile_with_options(source, file_name, nvrtc_options(arch, extra_options), arch, entry,
+                              what);
+}
+
 CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Configuration& config,
                                           const std::string& arch) {
-  const std::string file_name =
-      tmpl.path.empty() ? tmpl.name + ".cu" : tmpl.path.filename().string();
-  return compile_cuda_source(tmpl.source, file_name, tmpl.macro_definitions(config), arch,
-                             tmpl.entry, fmt::format("{} [{}]", tmpl.name, config.to_string()));
+  return compile_with_options(tmpl.source, nvrtc_file_name(tmpl), nvrtc_options(tmpl, config, arch),
+                              arch, tmpl.entry,
+                              fmt::format("{} [{}]", tmpl.name, config.to_string()));
 }
 
 }  // namespace tiletune

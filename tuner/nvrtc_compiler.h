@@ -52,6 +52,21 @@ struct CompiledKernelImage {
 // "13.0": the version of the NVRTC library found. Throws NvrtcError when there is none.
 std::string nvrtc_version();
 
+// The NVRTC options of every compile for arch (architecture, language standard, line info, the
+// ptxas report), then `extra_options`.
+std::vector<std::string> nvrtc_options(const std::string& arch,
+                                       const std::vector<std::string>& extra_options = {});
+
+// The exact options compile_configuration passes NVRTC for this configuration: the common ones
+// and the parameters' macros. One function, so that a cache keyed by the options (the cubin
+// cache) cannot drift from what is compiled.
+std::vector<std::string> nvrtc_options(const KernelTemplate& tmpl, const Configuration& config,
+                                       const std::string& arch);
+
+// The program name compile_configuration gives NVRTC: the template file's name, or NAME.cu for a
+// template parsed from a string. It appears in the log and in the cubin's line info.
+std::string nvrtc_file_name(const KernelTemplate& tmpl);
+
 // Compiles CUDA source for arch with extra NVRTC options; `entry` names the function whose ptxas
 // report is kept. Throws CompileError (message: `what` plus "does not compile") or NvrtcError.
 CompiledKernelImage compile_cuda_source(const std::string& source, const std::string& file_name,

@@ -1,7 +1,9 @@
+// ResultStore in one process: records round-trip, best and ranking, template versions, the
+// schema of a new file, bad files, and several connections (threads) on one file. Schema
+// migration and concurrent processes have their own files.
 #include "db/result_store.h"
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <atomic>
 #include <filesystem>
@@ -12,110 +14,23 @@
 #include <thread>
 #include <vector>
 
+#include "tests/db/result_store_test_support.h"
+
 namespace tiletune {
 namespace {
 
 namespace fs = std::filesystem;
 
-const GemmShape kSquare{1024, 1024, 1024};
-const GemmShape kTall{4096, 256, 512};
-
-GpuRecord h200() {
-  GpuRecord gpu;
-  gpu.name = "NVIDIA H200";
-  gpu.cc_major = 9;
-  gpu.cc_minor = 0;
-  gpu.sm_count = 132;
-  gpu.clock_khz = 1980000;
-  gpu.memory_bytes = 150'000'000'000ULL;  // beyond 32 bits on purpose
-  gpu.driver_version = 13000;
-  gpu.nvrtc_version = "13.0";
-  return gpu;
-}
-
-TemplateRecord make_template(const std::string& name, const std::string& hash) {
-  return {name, hash, "kernels_src/" + name + ".cu", "// " + name + " " + hash + "\n"};
-}
-
-ResultRecord make_result(const std::string& name, const std::string& hash, const std::string& config,
-                         GemmShape shape, ResultStatus status, double median_ms) {
-  ResultRecord result;
-  result.template_name = name;
-  result.template_hash = hash;
-  result.config = config;
-  result.shape = shape;
-  result.status = status;
-  result.median_ms = median_ms;
-  result.min_ms = median_ms * 0.9;
-  result.max_ms = median_ms * 1.2;
-  result.runs = 20;
-  result.tflops = shape.flops() / (median_ms * 1e-3) / 1e12;
-  return result;
-}
-
-void expect_same_result(const ResultRecord& actual, const ResultRecord& expected) {
-  EXPECT_EQ(actual.template_name, expected.template_name);
-  EXPECT_EQ(actual.template_hash, expected.template_hash);
-  EXPECT_EQ(actual.config, expected.config);
-  EXPECT_EQ(actual.shape, expected.shape);
-  EXPECT_EQ(actual.status, expected.status);
-  EXPECT_EQ(actual.detail, expected.detail);
-  EXPECT_DOUBLE_EQ(actual.median_ms, expected.median_ms);
-  EXPECT_DOUBLE_EQ(actual.min_ms, expected.min_ms);
-  EXPECT_DOUBLE_EQ(actual.max_ms, expected.max_ms);
-  EXPECT_EQ(actual.runs, expected.runs);
-  EXPECT_DOUBLE_EQ(actual.tflops, expected.tflops);
-  EXPECT_EQ(actual.registers, expected.registers);
-  EXPECT_EQ(actual.static_shared_bytes, expected.static_shared_bytes);
-  EXPECT_EQ(actual.dynamic_shared_bytes, expected.dynamic_shared_bytes);
-  EXPECT_EQ(actual.spill_bytes, expected.spill_bytes);
-}
-
-// Runs one statement on the file with SQLite directly and returns the first column of its first
-// row as text ("" when there is none).
-std::string query_file(const fs::path& path, const char* sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* stmt = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  std::string value;
-  const int rc = sqlite3_step(stmt);
-  EXPECT_TRUE(rc == SQLITE_ROW || rc == SQLITE_DONE) << sqlite3_errmsg(db);
-  if (rc == SQLITE_ROW && sqlite3_column_text(stmt, 0)) {
-    value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return value;
-}
-
-// Each test gets a fresh directory for its database, removed afterwards.
-class ResultStoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::random_device random;
-    dir_ = fs::temp_directory_path() /
-           ("tiletune-db-test-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
-            std::to_string(random()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-
-  fs::path db_path() const { return dir_ / "tiletune.db"; }
-
-  fs::path dir_;
-};
-
 TEST(ResultStoreStatusTest, TextRoundTrip) {
   for (const auto status : {ResultStatus::ok, ResultStatus::compile_error, ResultStatus::wrong_result,
-                            ResultStatus::launch_error, ResultStatus::device_limit}) {
+                            ResultStatus::launch_error, ResultStatus::device_limit,
+                            ResultStatus::timeout, ResultStatus::crashed, ResultStatus::pruned}) {
     EXPECT_EQ(parse_result_status(to_string(status)), status);
   }
   EXPECT_STREQ(to_string(ResultStatus::wrong_result), "wrong_result");
+  EXPECT_STREQ(to_string(ResultStatus::timeout), "timeout");
+  EXPECT_STREQ(to_string(ResultStatus::crashed), "crashed");
+  EXPECT_STREQ(to_string(ResultStatus::pruned), "pruned");
   EXPECT_THROW(parse_result_status("OK"), std::invalid_argument);
   EXPECT_THROW(parse_result_status(""), std::invalid_argument);
 }
@@ -311,6 +226,79 @@ TEST_F(ResultStoreTest, HasResult) {
   EXPECT_FALSE(store.has_result(gpu_id + 1, "h1", "c", kSquare));
 }
 
+// timeout, crashed and pruned (schema version 2) are stored and read back, and never served.
+TEST_F(ResultStoreTest, EveryStatusIsRecorded) {
+  ResultStore store(db_path());
+  const GpuRecord gpu = h200();
+  const auto gpu_id = store.register_gpu(gpu);
+  store.register_template(make_template("tiled", "h1"));
+  ResultRecord hung = make_result("tiled", "h1", "hung", kSquare, ResultStatus::timeout, 0);
+  hung.detail = "no answer after 10 s";
+  ResultRecord died = make_result("tiled", "h1", "died", kSquare, ResultStatus::crashed, 0);
+  died.detail = "worker killed by signal 11 (Segmentation fault)";
+  ResultRecord spills = make_result("tiled", "h1", "spills", kSquare, ResultStatus::pruned, 0);
+  spills.detail = "ptxas: 96 bytes of spills";
+  spills.registers = 255;
+  spills.spill_bytes = 96;
+  for (const ResultRecord& result : {hung, died, spills}) store.record_result(gpu_id, gpu, result);
+
+  const auto recorded = store.recorded_results(gpu_id, "h1", kSquare);
+  ASSERT_EQ(recorded.size(), 3u);
+  expect_same_result(recorded.at("hung"), hung);
+  expect_same_result(recorded.at("died"), died);
+  expect_same_result(recorded.at("spills"), spills);
+  EXPECT_FALSE(store.best(gpu.name, kSquare).has_value());
+  const auto summary = store.summary();
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_EQ(summary[0].results, 3);
+  EXPECT_EQ(summary[0].ok, 0);
+}
+
+TEST_F(ResultStoreTest, RecordedResultsOfOneGpuTemplateVersionAndShape) {
+  ResultStore store(db_path());
+  const GpuRecord gpu = h200();
+  GpuRecord other_gpu = h200();
+  other_gpu.memory_bytes = 80'000'000'000ULL;
+  const auto gpu_id = store.register_gpu(gpu);
+  const auto other_gpu_id = store.register_gpu(other_gpu);
+  store.register_template(make_template("tiled", "h1"));
+  store.register_template(make_template("tiled", "h2"));
+  EXPECT_TRUE(store.recorded_results(gpu_id, "h1", kSquare).empty());
+
+  ResultRecord fast = make_result("tiled", "h1", "TILE=16", kSquare, ResultStatus::ok, 1.0);
+  fast.registers = 40;
+  fast.static_shared_bytes = 8448;
+  ResultRecord broken = make_result("tiled", "h1", "TILE=8", kSquare, ResultStatus::compile_error, 0);
+  broken.detail = "error: undeclared_thing";
+  ResultRecord hung = make_result("tiled", "h1", "TILE=32", kSquare, ResultStatus::timeout, 0);
+  for (const ResultRecord& result : {fast, broken, hung}) store.record_result(gpu_id, gpu, result);
+  // Other keys, each of which must stay out of the answer.
+  store.record_result(gpu_id, gpu, make_result("tiled", "h1", "TILE=4", kTall, ResultStatus::ok, 1.0));
+  store.record_result(gpu_id, gpu, make_result("tiled", "h2", "TILE=4", kSquare, ResultStatus::ok, 1.0));
+  store.record_result(other_gpu_id, other_gpu,
+                      make_result("tiled", "h1", "TILE=4", kSquare, ResultStatus::ok, 1.0));
+
+  const auto recorded = store.recorded_results(gpu_id, "h1", kSquare);
+  ASSERT_EQ(recorded.size(), 3u);
+  expect_same_result(recorded.at("TILE=16"), fast);
+  expect_same_result(recorded.at("TILE=8"), broken);
+  expect_same_result(recorded.at("TILE=32"), hung);
+  for (const auto& [config, result] : recorded) {
+    EXPECT_EQ(config, result.config);
+    EXPECT_FALSE(result.recorded_at.empty());
+  }
+  // An old template version is still answered for: resuming is by version, not by name.
+  EXPECT_EQ(store.recorded_results(gpu_id, "h2", kSquare).size(), 1u);
+  EXPECT_EQ(store.recorded_results(gpu_id, "h1", kTall).size(), 1u);
+  EXPECT_EQ(store.recorded_results(other_gpu_id, "h1", kSquare).size(), 1u);
+  EXPECT_TRUE(store.recorded_results(gpu_id, "h3", kSquare).empty());
+  EXPECT_TRUE(store.recorded_results(gpu_id, "h1", GemmShape{7, 7, 7}).empty());
+
+  // A replaced result is answered in its new form.
+  store.record_result(gpu_id, gpu, make_result("tiled", "h1", "TILE=32", kSquare, ResultStatus::ok, 3.0));
+  EXPECT_EQ(store.recorded_results(gpu_id, "h1", kSquare).at("TILE=32").status, ResultStatus::ok);
+}
+
 TEST_F(ResultStoreTest, RecordingAgainReplacesTheResult) {
   ResultStore store(db_path());
   GpuRecord gpu = h200();
@@ -372,7 +360,7 @@ TEST_F(ResultStoreTest, DataSurvivesReopening) {
 TEST_F(ResultStoreTest, UsesWalModeAndRecordsTheSchemaVersion) {
   { ResultStore store(db_path()); }
   EXPECT_EQ(query_file(db_path(), "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "1");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "2");
 }
 
 TEST_F(ResultStoreTest, EmptyFileGetsTheSchema) {
@@ -422,7 +410,7 @@ TEST_F(ResultStoreTest, ForeignSchemaThrows) {
   } catch (const DatabaseError& error) {
     const std::string message = error.what();
     EXPECT_NE(message.find(db_path().string()), std::string::npos) << message;
-    EXPECT_NE(message.find("99"), std::string::npos) << message;
+    EXPECT_NE(message.find("unsupported schema version 99"), std::string::npos) << message;
   }
 }
 

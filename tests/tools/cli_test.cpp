@@ -6,12 +6,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -403,6 +408,210 @@ TEST_F(Cli, ListShowsWhatIsRecorded) {
   EXPECT_THAT(run.out, HasSubstr("NVIDIA H200 (sm_90, 132 SMs"));
   EXPECT_THAT(run.out, HasSubstr("tiled 00000000000000aa kernels_src/tiled.cu"));
   expect_one_line_failure(tiletune({"list", "--db", (dir_ / "none.db").string()}), 2);
+}
+
+// --- strategies: replays on an exhaustively tuned space -------------------------------------
+
+// tiled's nine configurations at 64x64x64 with times (the real source, so the space can be
+// enumerated from the database); `skip` leaves one unrecorded, and TILE=8,PAD=0,SWIZZLE=1 failed.
+void prepare_tiled_space(const fs::path& path, const std::string& skip = "") {
+  ResultStore store(path);
+  const GpuRecord gpu = recorded_gpu(kGpu);
+  const std::int64_t gpu_id = store.register_gpu(gpu);
+  store.register_template({"tiled", "00000000000000bb", (kTemplates / "tiled.cu").string(),
+                           read_file(kTemplates / "tiled.cu")});
+  const GemmShape shape{64, 64, 64};
+  double median_ms = 0.5;
+  for (const char* config : {"TILE=8,PAD=0,SWIZZLE=0", "TILE=8,PAD=0,SWIZZLE=1", "TILE=8,PAD=1,SWIZZLE=0",
+                             "TILE=16,PAD=0,SWIZZLE=0", "TILE=16,PAD=0,SWIZZLE=1", "TILE=16,PAD=1,SWIZZLE=0",
+                             "TILE=32,PAD=0,SWIZZLE=0", "TILE=32,PAD=0,SWIZZLE=1", "TILE=32,PAD=1,SWIZZLE=0"}) {
+    median_ms -= 0.03;  // the last is the fastest
+    if (config == skip) continue;
+    ResultRecord result = recorded_result(config, shape, median_ms,
+                                          std::string(config) == "TILE=8,PAD=0,SWIZZLE=1"
+                                              ? ResultStatus::wrong_result : ResultStatus::ok);
+    result.template_hash = "00000000000000bb";
+    store.record_result(gpu_id, gpu, result);
+  }
+}
+
+TEST_F(Cli, StrategiesReplaysEveryStrategyAgainstTheRecordedOptimum) {
+  const fs::path db = dir_ / "results.db";
+  prepare_tiled_space(db);
+  const Outcome run = tiletune({"strategies", "--db", db.string(), "--kernel", "tiled", "--shape",
+                                "64x64x64", "--seeds", "3", "--budget", "100%", "--budget", "2",
+                                "--batch", "2"});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  EXPECT_EQ(run.err, "");
+  EXPECT_THAT(run.out, HasSubstr("tiled 64x64x64 on NVIDIA H200: 9 configurations, 8 correct, "
+                                 "optimum 0.2300 ms [TILE=32,PAD=1,SWIZZLE=0]"));
+  for (const char* strategy : {"exhaustive", "random", "annealing", "genetic"}) {
+    EXPECT_THAT(run.out, ::testing::ContainsRegex(std::string("\n") + strategy +
+                                                  " +100% +9 +1\\.0000 +1\\.0000 +3/3\n"))
+        << "the whole space finds the optimum";
+    EXPECT_THAT(run.out, ::testing::ContainsRegex(std::string("\n") + strategy + " +2 +2 "));
+  }
+}
+
+TEST_F(Cli, StrategiesNeedsTheWholeSpaceRecordedAndAnEvaluationBudget) {
+  const fs::path db = dir_ / "results.db";
+  prepare_tiled_space(db, "TILE=16,PAD=1,SWIZZLE=0");
+  const std::vector<std::string> replay{"strategies", "--db", db.string(), "--kernel", "tiled", "--shape", "64x64x64"};
+  const Outcome partial = tiletune(replay);
+  expect_one_line_failure(partial, 1);
+  EXPECT_THAT(partial.err, HasSubstr("only 8 of 9 configurations are recorded for tiled 64x64x64 on "
+                                     "NVIDIA H200; run an exhaustive tune first"));
+
+  prepare_tiled_space(db);
+  std::vector<std::string> timed = replay;
+  timed.insert(timed.end(), {"--budget", "90s"});
+  const Outcome time_budget = tiletune(timed);
+  expect_one_line_failure(time_budget, 2);
+  EXPECT_THAT(time_budget.err, HasSubstr("budget '90s'"));
+  std::vector<std::string> bad = replay;
+  bad.insert(bad.end(), {"--budget", "12x"});
+  expect_one_line_failure(tiletune(bad), 2);
+  expect_one_line_failure(tiletune({"strategies", "--db", db.string(), "--kernel", "naive", "--shape", "64x64x64"}), 1);
+}
+
+// --- tuning on the CPU backend: the worker, its watchdog, resumption, concurrent tuners -------
+
+// The CPU backend's built kernels and the cubin cache are shared by these tests (in the build
+// folder, never the user's): each template is built once per test run.
+class CpuTune : public Cli {
+ protected:
+  void SetUp() override {
+    Cli::SetUp();
+    const fs::path cache = fs::path(TILETUNE_BINARY_DIR) / "tests" / "tools" / "cpu-tune-cache";
+    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    setenv("TILETUNE_CACHE_DIR", (cache / "cubins").c_str(), 1);
+  }
+
+  std::vector<std::string> tune(const std::string& kernel, std::vector<std::string> extra = {},
+                                int cases = 20) const {
+    std::vector<std::string> args{"tune", (kTemplates / kernel).string(), "--backend", "cpu",
+                                  "--shape", "40x36x20", "--cases", std::to_string(cases),
+                                  "--db", db().string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  fs::path db() const { return dir_ / "tune.db"; }
+
+  // Results recorded in the database so far (any status).
+  int recorded() const {
+    int count = 0;
+    for (const ResultSummary& row : ResultStore(db()).summary()) count += row.results;
+    return count;
+  }
+};
+
+// "settled: 2 compile_error, 2 crashed, ..." from tune's output.
+std::string settled_line(const Outcome& run) {
+  const std::size_t start = run.out.find("settled: ");
+  return start == std::string::npos ? "" : run.out.substr(start, run.out.find('\n', start) - start);
+}
+
+TEST_F(CpuTune, EveryFaultOfTheZooIsRecordedAndEveryGoodVariantTimed) {
+  const Outcome first = tiletune(tune("fault_zoo.cu", {"--watchdog", "2"}));
+  ASSERT_EQ(first.exit_code, 0) << first;
+  EXPECT_EQ(settled_line(first), "settled: 2 compile_error, 2 crashed, 2 device_limit, 2 ok, 2 timeout") << first;
+  EXPECT_THAT(first.err, HasSubstr("TILE=8,FAULT=1: crashed: the worker died: killed by signal 11"));
+  EXPECT_THAT(first.err, HasSubstr("TILE=8,FAULT=2: timeout: the worker was silent for 2 s"));
+  EXPECT_THAT(first.err, HasSubstr("TILE=16,FAULT=0: ok"));
+  const auto ranking = ResultStore(db()).ranking("CPU backend", {40, 36, 20}, std::string("fault_zoo"));
+  ASSERT_EQ(ranking.size(), 2u);
+  for (const ResultRecord& r : ranking) EXPECT_GT(r.median_ms, 0.0) << r.config;
+
+  const Outcome again = tiletune(tune("fault_zoo.cu", {"--watchdog", "2"}));
+  ASSERT_EQ(again.exit_code, 0) << again;
+  EXPECT_EQ(settled_line(again), "settled: 10 recorded earlier") << "nothing is measured twice";
+  EXPECT_THAT(again.out, HasSubstr("compiled 0 ")) << again;
+}
+
+// Starts tiletune in the background (stdout and stderr to files in dir_) and returns its pid.
+pid_t start_tiletune(const fs::path& dir, const std::vector<std::string>& args, const std::string& tag) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(127);
+    const std::string out = (dir / (tag + ".out")).string(), err = (dir / (tag + ".err")).string();
+    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(127);
+    std::vector<std::string> words{kBinary.string()};
+    words.insert(words.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Processes whose command line names `needle` (the workers of a tuner, by its --parent pid).
+int processes_mentioning(const std::string& needle) {
+  int found = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = read_file(entry.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    const std::string state = read_file(entry.path() / "stat");
+    const std::size_t paren = state.rfind(')');
+    const bool zombie = paren != std::string::npos && paren + 2 < state.size() && state[paren + 2] == 'Z';
+    if (!zombie && cmdline.find(needle) != std::string::npos) ++found;
+  }
+  return found;
+}
+
+TEST_F(CpuTune, KillDashNineInTheMiddleLosesNothingAndTheSameCommandResumes) {
+  // Many cases per configuration: the tune must still be running when it is killed.
+  const pid_t tuner = start_tiletune(dir_, tune("naive.cu", {}, 400), "killed");
+  int before_kill = 0;
+  for (int i = 0; i < 1200 && before_kill < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (fs::exists(db())) before_kill = recorded();
+  }
+  ASSERT_GE(before_kill, 3) << read_file(dir_ / "killed.err");
+  ASSERT_EQ(kill(tuner, SIGKILL), 0);
+  int status = 0;
+  waitpid(tuner, &status, 0);
+  const int at_kill = recorded();
+  ASSERT_LT(at_kill, 21) << "the tune ended before it was killed";
+  // The worker dies with its tuner (it may be spinning in a kernel that never returns).
+  const std::string worker_tag = "--parent " + std::to_string(tuner);
+  for (int i = 0; i < 50 && processes_mentioning(worker_tag) > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(processes_mentioning(worker_tag), 0) << "the worker outlived its tuner";
+
+  const Outcome resumed = tiletune(tune("naive.cu", {}, 400));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed;
+  EXPECT_THAT(settled_line(resumed), HasSubstr(std::to_string(at_kill) + " recorded earlier")) << resumed;
+  const int space = 21;  // naive's configurations
+  EXPECT_EQ(recorded(), space);
+  EXPECT_THAT(resumed.out, HasSubstr(" " + std::to_string(space) + "/" + std::to_string(space) + " ")) << resumed;
+}
+
+TEST_F(CpuTune, TwoTunersWritingOneDatabaseAtOnceBothRecordEverything) {
+  const pid_t first = start_tiletune(dir_, tune("tiled.cu"), "first");
+  const pid_t second = start_tiletune(dir_, tune("naive.cu", {"--budget", "8"}), "second");
+  int first_status = 0, second_status = 0;
+  waitpid(first, &first_status, 0);
+  waitpid(second, &second_status, 0);
+  EXPECT_EQ(first_status, 0) << read_file(dir_ / "first.err");
+  EXPECT_EQ(second_status, 0) << read_file(dir_ / "second.err");
+  std::map<std::string, int> per_template;
+  for (const ResultSummary& row : ResultStore(db()).summary()) per_template[row.template_name] += row.results;
+  EXPECT_EQ(per_template["tiled"], 9);
+  EXPECT_EQ(per_template["naive"], 8);
+}
+
+TEST_F(CpuTune, AGuidedStrategySettlesItsBudgetAndABadBudgetIsOneLine) {
+  const Outcome run = tiletune(tune("tiled.cu", {"--strategy", "annealing", "--budget", "50%"}));
+  ASSERT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, HasSubstr(" 5/9 ")) << run;
+  EXPECT_THAT(run.err, HasSubstr("strategy annealing, budget 50%"));
+  expect_one_line_failure(tiletune(tune("tiled.cu", {"--budget", "lots"})), 2);
+  expect_one_line_failure(tiletune(tune("tiled.cu", {"--strategy", "bogus"})), 2);
 }
 
 }  // namespace

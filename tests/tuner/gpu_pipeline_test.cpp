@@ -16,7 +16,6 @@
 #include "tuner/nvrtc_compiler.h"
 #include "tuner/pipeline/kernel_timer.h"
 #include "tuner/pipeline/shape_verifier.h"
-#include "tuner/pipeline/tuning_run.h"
 #include "tuner/search_space.h"
 
 namespace tiletune {
@@ -151,53 +150,6 @@ TEST_F(GpuPipeline, TimeLaunchesRunsBetweenMinAndMaxRuns) {
   EXPECT_EQ(time_launches([&](CUstream stream) {
               kernel.launch(geometry, verifier.a(), verifier.b(), verifier.c(), verifier.problem(), stream);
             }, nullptr, settings).runs, 5);
-}
-
-// --- a whole tune ---------------------------------------------------------------------------
-
-TEST_F(GpuPipeline, TuneRecordsEveryConfigurationAndResumes) {
-  const fs::path db = fs::temp_directory_path() / ("tiletune_pipeline_" + std::to_string(getpid()) + ".db");
-  fs::remove(db);
-  const KernelTemplate tmpl = tiled();
-  const GemmShape shape{96, 80, 72};
-  TuningSettings settings;
-  settings.fuzz.cases = 10;
-  settings.timing = TimingSettings{1, 3, 3, 0.0};
-  {
-    ResultStore store(db);
-    TuningRun run(*device_, store, settings);
-    int done = 0, ok = 0;
-    run.tune(tmpl, shape, [&](const TuningEvent& e) {
-      if (e.stage != "done") return;
-      ++done;
-      ASSERT_NE(e.result, nullptr);
-      if (e.result->status == ResultStatus::ok) ++ok;
-      EXPECT_EQ(e.result->status, ResultStatus::ok) << e.config->to_string() << ": " << e.result->detail;
-      EXPECT_EQ(e.result->runs, 3);
-      EXPECT_GT(e.result->tflops, 0.0);
-      EXPECT_GT(e.result->registers, 0);
-    });
-    EXPECT_EQ(done, 9);
-    EXPECT_EQ(ok, 9);
-    const auto best = store.best(device_->properties().name, shape, tmpl.name);
-    ASSERT_TRUE(best.has_value());
-    EXPECT_EQ(store.ranking(device_->properties().name, shape).size(), 9u);
-    EXPECT_EQ(best->median_ms, store.ranking(device_->properties().name, shape).front().median_ms);
-  }
-  {
-    ResultStore store(db);
-    TuningRun run(*device_, store, settings);
-    int earlier = 0, evaluated = 0;
-    run.tune(tmpl, shape, [&](const TuningEvent& e) {
-      if (e.stage == "recorded earlier") ++earlier;
-      if (e.stage == "compile") ++evaluated;
-    });
-    EXPECT_EQ(earlier, 9) << "a second tune measures nothing twice";
-    EXPECT_EQ(evaluated, 0);
-  }
-  fs::remove(db);
-  fs::remove(db.string() + "-wal");
-  fs::remove(db.string() + "-shm");
 }
 
 // --- device limits (no GPU needed) ----------------------------------------------------------

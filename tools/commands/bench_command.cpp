@@ -10,9 +10,9 @@
 #include "tools/bench/cublas_sgemm.h"
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
+#include "tools/commands/tuning_session.h"
 #include "tuner/nvrtc_compiler.h"
 #include "tuner/pipeline/shape_verifier.h"
-#include "tuner/pipeline/tuning_run.h"
 
 namespace tiletune::cli {
 namespace {
@@ -46,7 +46,7 @@ int run(const BenchOptions& options) {
   const std::vector<GemmShape> shapes = parse_shapes(shape_texts);
   GpuDevice device;
   ResultStore store(options.db);
-  TuningRun tuning(device, store, TuningSettings{});
+  std::unique_ptr<TuningSession> tuning;  // started on first need: shapes may all be recorded
   const DeviceProperties& gpu = device.properties();
   const std::optional<std::string> only =
       options.kernel_name.empty() ? std::nullopt : std::optional(options.kernel_name);
@@ -62,10 +62,13 @@ int run(const BenchOptions& options) {
   for (const GemmShape& shape : shapes) {
     std::optional<ResultRecord> best = store.best(gpu.name, shape, only);
     if (!best) {
+      if (!tuning && !templates.empty()) {
+        tuning = std::make_unique<TuningSession>(SessionOptions{});
+      }
       for (const KernelTemplate& tmpl : templates) {
-        tuning.tune(tmpl, shape, [&](const TuningEvent& e) {
+        tuning->run(store, TuningSettings{}).tune(tmpl, shape, [&](const TuningEvent& e) {
           progress_line(fmt::format("tuning {} {} [{}/{}] {}", tmpl.name, shape.to_string(),
-                                    e.index, e.total, e.stage), false);
+                                    e.done, e.total, e.stage), false);
         });
       }
       progress_line("", false);

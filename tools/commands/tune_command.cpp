@@ -1,11 +1,20 @@
-// tiletune tune KERNEL.cu... --shape MxNxK [--shape ...] [--db PATH]
+// tiletune tune KERNEL.cu... --shape MxNxK [--shape ...] [--strategy NAME --budget B] [--db PATH]
+//
+// Evaluates configurations in a worker process (a crash or a hang is recorded and the tune goes
+// on), records every outcome at once (Ctrl-C or kill -9 lose nothing; the same command resumes),
+// re-measures the best few together, and prints the winner of each template and shape with where
+// the time went.
+#include <chrono>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
-#include "tuner/pipeline/tuning_run.h"
+#include "tools/commands/progress_bar.h"
+#include "tools/commands/tuning_session.h"
+#include "tuner/search/search_strategy.h"
+#include "tuner/search_space.h"
 
 namespace tiletune::cli {
 namespace {
@@ -17,64 +26,126 @@ struct TuneOptions {
   int cases = 30;
   std::uint64_t seed = 1;
   bool remeasure = false;
+  std::string strategy = "exhaustive";
+  std::string budget;
+  bool keep_spilling = false;
+  int confirm_top = 5;
+  SessionOptions session;
 };
 
 std::string describe(const TuningEvent& e) {
-  std::string line = fmt::format("[{}/{}] {} {} {}: ", e.index, e.total, e.tmpl->name,
-                                 e.shape.to_string(), e.config->to_string());
+  std::string line = fmt::format("{} {}", e.tmpl->name, e.shape.to_string());
+  if (e.config) line += " " + e.config->to_string();
+  line += ": ";
   if (e.result == nullptr) return line + e.stage;
+  if (e.stage == "recorded earlier") line += "(recorded earlier) ";
   line += to_string(e.result->status);
   if (e.result->status == ResultStatus::ok) {
-    return line + fmt::format(" {:.3f} ms {:.2f} TFLOP/s", e.result->median_ms, e.result->tflops);
+    return line + fmt::format(" {:.4f} ms {:.2f} TFLOP/s", e.result->median_ms, e.result->tflops);
   }
   return line + ": " + e.result->detail.substr(0, e.result->detail.find('\n'));
+}
+
+// What the whole tune will settle at most: every template x shape search's limit.
+int planned_total(const std::vector<KernelTemplate>& templates, const std::vector<GemmShape>& shapes,
+                  const std::optional<SearchBudget>& budget) {
+  int total = 0;
+  for (const KernelTemplate& tmpl : templates) {
+    for (const GemmShape& shape : shapes) {
+      const std::size_t space = enumerate_configurations(tmpl, &shape).size();
+      std::size_t limit = space;
+      if (budget) {
+        if (auto evaluations = budget->evaluation_limit(space)) limit = std::min(limit, *evaluations);
+      }
+      total += int(limit);
+    }
+  }
+  return total;
 }
 
 int run(const TuneOptions& options) {
   const std::vector<KernelTemplate> templates = load_templates(options.kernels);
   const std::vector<GemmShape> shapes = parse_shapes(options.shapes);
-  GpuDevice device;  // before the database, so that a machine without a GPU creates no file
-  ResultStore store(options.db);
+  std::optional<SearchBudget> budget;
+  try {
+    if (!options.budget.empty()) budget = SearchBudget::parse(options.budget);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
 
   TuningSettings settings;
   settings.fuzz.cases = options.cases;
   settings.fuzz.seed = options.seed;
   settings.data_seed = options.seed;
+  settings.strategy_seed = options.seed;
   settings.remeasure = options.remeasure;
-  TuningRun run(device, store, settings);
-  const GpuRecord gpu = run.gpu_record();
-  fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}), database {}\n", gpu.name,
-             gpu.arch(), gpu.sm_count, gpu.driver_version, gpu.nvrtc_version, options.db);
+  settings.strategy = options.strategy;
+  settings.budget = budget;
+  settings.pruning.keep_spilling = options.keep_spilling;
+  settings.confirm_top = options.confirm_top;
 
+  TuningSession session(options.session);
+  ResultStore store(options.db);
+  TuningRun& run = session.run(store, settings);
+  const GpuRecord gpu = run.gpu_record();
+  fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}), strategy {}{}, database {}\n",
+             gpu.name, gpu.arch(), gpu.sm_count, gpu.driver_version, gpu.nvrtc_version,
+             options.strategy, budget ? ", budget " + budget->to_string() : "", options.db);
+
+  const auto start = std::chrono::steady_clock::now();
+  ProgressBar bar(planned_total(templates, shapes, budget));
+  int settled_before = 0;
   std::map<std::string, int> counts;
+  std::map<std::string, double> stage_seconds;
+  std::vector<TuningSummary> summaries;
   for (const KernelTemplate& tmpl : templates) {
     for (const GemmShape& shape : shapes) {
-      run.tune(tmpl, shape, [&](const TuningEvent& event) {
-        const bool finished = event.stage == "done" || event.stage == "recorded earlier";
-        if (event.result) ++counts[to_string(event.result->status)];
-        if (event.stage == "recorded earlier") ++counts["recorded earlier"];
-        progress_line(describe(event), finished);
+      TuningSummary summary = run.tune(tmpl, shape, [&](const TuningEvent& event) {
+        const bool finished = event.result != nullptr;
+        if (finished) ++counts[event.stage == "recorded earlier" ? "recorded earlier" : to_string(event.result->status)];
+        bar.update(settled_before + event.done, describe(event), finished);
       });
+      settled_before += summary.settled;
+      for (const auto& [stage, seconds] : summary.stage_seconds) stage_seconds[stage] += seconds;
+      summaries.push_back(std::move(summary));
+    }
+  }
+  bar.finish();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  fmt::print("\n{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", "shape", "template", "settled",
+             "best configuration (this search)", "median ms", "TFLOP/s", "best recorded");
+  std::size_t i = 0;
+  for (const KernelTemplate& tmpl : templates) {
+    for (const GemmShape& shape : shapes) {
+      const TuningSummary& summary = summaries[i++];
+      const auto recorded = store.best(gpu.name, shape, tmpl.name);
+      const std::string overall = recorded ? fmt::format("{:.2f} TFLOP/s", recorded->tflops) : "none";
+      const std::string settled = fmt::format("{}/{}", summary.settled, summary.space);
+      if (summary.best) {
+        fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10.4f} {:>8.2f}  {}\n", shape.to_string(), tmpl.name,
+                   settled, summary.best->config, summary.best->median_ms, summary.best->tflops, overall);
+      } else {
+        fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
+                   settled, "(no correct configuration)", "", "", overall);
+      }
+      if (!summary.confirm_note.empty()) fmt::print("{:>40}{}\n", "", summary.confirm_note);
     }
   }
 
-  fmt::print("\n{:<18} {:<14} {:<34} {:>10} {:>9}\n", "shape", "template", "best configuration",
-             "median ms", "TFLOP/s");
-  for (const GemmShape& shape : shapes) {
-    for (const KernelTemplate& tmpl : templates) {
-      const auto best = store.best(gpu.name, shape, tmpl.name);
-      if (best) {
-        fmt::print("{:<18} {:<14} {:<34} {:>10.4f} {:>9.2f}\n", shape.to_string(), tmpl.name,
-                   best->config, best->median_ms, best->tflops);
-      } else {
-        fmt::print("{:<18} {:<14} {:<34}\n", shape.to_string(), tmpl.name, "(no correct configuration)");
-      }
-    }
-  }
-  std::string summary;
-  for (const auto& [status, count] : counts) summary += fmt::format("{} {}, ", count, status);
-  if (!summary.empty()) summary.resize(summary.size() - 2);
-  fmt::print("\nevaluations: {}\n", summary.empty() ? "none" : summary);
+  std::string outcome;
+  for (const auto& [status, count] : counts) outcome += fmt::format("{} {}, ", count, status);
+  if (!outcome.empty()) outcome.resize(outcome.size() - 2);
+  fmt::print("\nsettled: {}\n", outcome.empty() ? "none" : outcome);
+  std::string split;
+  for (const auto& [stage, seconds] : stage_seconds) split += fmt::format("{} {:.1f} s, ", stage, seconds);
+  if (!split.empty()) split.resize(split.size() - 2);
+  const CompileStatistics& compiles = session.compiled().statistics();
+  fmt::print("wall {:.1f} s, {:.1f} configurations/s; compiled {} ({:.1f} s on all cores), {} from the "
+             "cache; workers started {}\n",
+             wall, settled_before / std::max(wall, 1e-9), compiles.compiled, compiles.compile_seconds,
+             compiles.from_cache, session.workers_started());
+  fmt::print("time by stage: {}\n", split.empty() ? "none" : split);
   return kSuccess;
 }
 
@@ -83,13 +154,21 @@ int run(const TuneOptions& options) {
 void add_tune_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<TuneOptions>();
   CLI::App* command = app.add_subcommand(
-      "tune", "compile, fuzz, verify and time every configuration; record the results");
+      "tune", "compile, fuzz, verify and time configurations; record the results");
   command->add_option("kernels", options->kernels, "kernel template files (.cu)")->required()->check(CLI::ExistingFile);
   command->add_option("--shape", options->shapes, "problem size MxNxK (repeatable)")->capture_default_str();
   command->add_option("--db", options->db, "SQLite database file")->capture_default_str();
+  command->add_option("--strategy", options->strategy, "how to search the space")
+      ->capture_default_str()->check(CLI::IsMember(search_strategy_names()));
+  command->add_option("--budget", options->budget,
+                      "per template and shape: N evaluations, N% of the space, or a time (90s, 5m, 1h)");
   command->add_option("--cases", options->cases, "property cases per configuration")->capture_default_str()->check(CLI::PositiveNumber);
-  command->add_option("--seed", options->seed, "seed of the property cases and the timing inputs")->capture_default_str();
+  command->add_option("--seed", options->seed, "seed of the property cases, the timing inputs and the strategy")->capture_default_str();
+  command->add_option("--confirm", options->confirm_top, "re-measure the best N together before the winner stands (0: never)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  command->add_flag("--keep-spilling", options->keep_spilling, "evaluate configurations whose registers spill");
   command->add_flag("--remeasure", options->remeasure, "evaluate again what is already recorded");
+  add_session_options(*command, options->session);
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

@@ -1,6 +1,8 @@
 // The compiled configurations of one tuning run, kept in memory so that each is compiled once
 // however many shapes it is tuned for. Configurations are compiled ahead, in parallel on all
-// cores: NVRTC is thread-safe, and compiling is most of a tune's host time.
+// cores: NVRTC is thread-safe, and compiling is most of a tune's host time. With a CubinCache,
+// outcomes are also looked up on and stored to disk, so that tuning the same space again (or a
+// worker process of the same tune) compiles nothing.
 #pragma once
 
 #include <map>
@@ -10,33 +12,46 @@
 
 #include "tuner/kernel_template.h"
 #include "tuner/nvrtc_compiler.h"
+#include "tuner/pipeline/cubin_cache.h"
 
 namespace tiletune {
 
+// What a CompiledKernels did so far, for the tuner's summary line.
+struct CompileStatistics {
+  int compiled = 0;            // configurations compiled with NVRTC (those that failed included)
+  int from_cache = 0;          // configurations whose outcome the disk cache gave
+  double compile_seconds = 0;  // wall time spent compiling, in prepare and get
+};
+
 class CompiledKernels {
  public:
-  // `threads` 0: one per core.
-  explicit CompiledKernels(std::string arch, unsigned threads = 0);
+  // `threads` 0: one per core. Without a cache nothing is kept on disk (see
+  // default_cubin_cache_dir for the user's).
+  explicit CompiledKernels(std::string arch, unsigned threads = 0,
+                           std::optional<CubinCache> cache = std::nullopt);
 
-  // Compiles every configuration not compiled yet, in parallel. A configuration that does not
-  // compile is remembered as such; NvrtcError (NVRTC itself failing) is thrown.
+  // Compiles every configuration not compiled yet (nor cached on disk), in parallel, storing each
+  // outcome in the cache. A configuration that does not compile is remembered as such; NvrtcError
+  // (NVRTC itself failing) is thrown.
   void prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs);
 
-  // The configuration's image, compiled now if `prepare` has not. Throws CompileError as
-  // compile_configuration does, for as long as the run lasts.
+  // The configuration's image, from the disk cache or compiled now if `prepare` has not. Throws
+  // CompileError as compile_configuration does, for as long as the run lasts.
   const CompiledKernelImage& get(const KernelTemplate& tmpl, const Configuration& config);
 
+  const CompileStatistics& statistics() const { return statistics_; }
+
  private:
-  struct Outcome {
-    std::optional<CompiledKernelImage> image;
-    std::string error, log;  // when it did not compile
-  };
-  static std::string key(const KernelTemplate& tmpl, const Configuration& config);
-  Outcome compile(const KernelTemplate& tmpl, const Configuration& config) const;
+  static std::string memory_key(const KernelTemplate& tmpl, const Configuration& config);
+  CompileOutcome compile(const KernelTemplate& tmpl, const Configuration& config) const;
+  // Stores the outcome on disk, if there is a cache and the outcome is worth keeping.
+  void store(const KernelTemplate& tmpl, const CubinKey& key, const CompileOutcome& outcome);
 
   std::string arch_;
   unsigned threads_;
-  std::map<std::string, Outcome> outcomes_;
+  std::optional<CubinCache> cache_;
+  std::map<std::string, CompileOutcome> outcomes_;
+  CompileStatistics statistics_;
 };
 
 }  // namespace tiletune

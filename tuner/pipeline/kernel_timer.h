@@ -1,11 +1,13 @@
 // Times launches of a kernel with CUDA events: warm-up first (module load and clocks ramping stay
-// out of the numbers), then many timed runs, each bracketed by its own pair of events; the median
+// out of the numbers), then many timed runs (the L2 cache flushed before each, where asked), each bracketed by its own pair of events; the median
 // is the figure of merit, min and max show the spread.
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "tuner/cuda_driver.h"
+#include "tuner/device_buffer.h"
 
 namespace tiletune {
 
@@ -21,8 +23,25 @@ struct Timing {
   int runs = 0;
 };
 
-// `enqueue` puts one launch on `stream`. Throws CudaError when a run fails.
+// Median, extremes and count of run times in ms (at least one).
+Timing summarize_runs(std::vector<double> samples_ms);
+
+// `enqueue` puts one launch on `stream`; `before_each`, when given, is enqueued before every run
+// and outside its events (an L2 flush). Throws CudaError when a run fails.
 Timing time_launches(const std::function<void(CUstream)>& enqueue, CUstream stream,
-                     const TimingSettings& settings);
+                     const TimingSettings& settings,
+                     const std::function<void(CUstream)>& before_each = {});
+
+// Evicts the L2 cache between timed runs by writing a buffer twice its size: each run then reads
+// its operands from memory, as it would inside an application, not from the previous run's cache.
+class L2Flush {
+ public:
+  explicit L2Flush(std::size_t l2_bytes);
+  void operator()(CUstream stream) const;
+
+ private:
+  DeviceBuffer buffer_;
+  std::size_t words_ = 0;
+};
 
 }  // namespace tiletune

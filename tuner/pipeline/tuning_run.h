@@ -1,24 +1,32 @@
-// The tuning pipeline for one GPU: for every template, shape and configuration
-//   enumerate -> compile (NVRTC, ptxas report) -> device limits -> fuzz (RapidCheck properties on
-//   awkward shapes) -> verify at the full shape -> time -> record,
-// every outcome written to the database as soon as it is known, so an interrupted tune resumes
-// where it stopped and measures nothing twice. Within one run, a configuration is compiled once
-// (all of a template's, in parallel, before the first is evaluated) and fuzzed once, however many
-// shapes it is tuned for: neither depends on the shape.
+// The tuning pipeline for one device: for every template and shape, a search strategy proposes
+// configurations, and each goes through
+//   prune (geometry) -> compile (NVRTC, in parallel, cached on disk) -> prune (ptxas report)
+//   -> evaluate in the worker process (fuzz, verify at the full shape, time) -> record,
+// every outcome written to the database as soon as it is known. An interrupted tune resumes where
+// it stopped: recorded outcomes are replayed to the strategy instead of being measured again.
+// When the search is done, the best few are re-measured together before the winner stands.
+//
+// Within one run a configuration is compiled once and fuzzed once, however many shapes it is
+// tuned for: neither depends on the shape.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "db/result_store.h"
 #include "fuzz/property_runner.h"
-#include "tuner/gpu_device.h"
 #include "tuner/kernel_template.h"
 #include "tuner/pipeline/compiled_kernels.h"
 #include "tuner/pipeline/kernel_timer.h"
+#include "tuner/pipeline/pruning.h"
+#include "tuner/pipeline/worker_client.h"
+#include "tuner/search/search_budget.h"
 
 namespace tiletune {
 
@@ -29,7 +37,7 @@ inline FuzzSettings default_fuzz_settings() {
 }
 
 // Each configuration is timed briefly while tuning: enough runs for a stable median, at a few
-// milliseconds per configuration and shape. `tiletune bench` times the winner again at length.
+// milliseconds per configuration and shape. The best few are then timed again, together.
 inline TimingSettings default_tuning_timing() {
   TimingSettings timing;
   timing.warmup_runs = 2;
@@ -44,49 +52,74 @@ struct TuningSettings {
   TimingSettings timing = default_tuning_timing();
   std::uint64_t data_seed = 1;
   bool remeasure = false;  // re-evaluate configurations that already have a result
+  std::string strategy = "exhaustive";
+  std::uint64_t strategy_seed = 1;
+  std::optional<SearchBudget> budget;  // per template and shape; none: the whole space
+  PruningPolicy pruning;
+  // The best `confirm_top` of a template and shape are re-measured together in `confirm_rounds`
+  // interleaved rounds after a search that measured anything new (0: not at all).
+  int confirm_top = 5;
+  int confirm_rounds = 5;
+  TimingSettings confirm_timing = default_tuning_timing();
+  unsigned batch = 0;  // configurations a guided strategy proposes at once; 0: max(8, cores)
 };
 
-// One evaluation as it happens, for the progress line.
+// One step of a tune as it happens, for the progress display.
 struct TuningEvent {
   const KernelTemplate* tmpl = nullptr;
   GemmShape shape;
-  const Configuration* config = nullptr;
-  int index = 0, total = 0;  // position in this template x shape space
-  std::string stage;         // "compile", "fuzz", "verify", "time", "done", "recorded earlier"
+  const Configuration* config = nullptr;  // null for events about the whole search
+  int done = 0;   // configurations settled in this template x shape search
+  int total = 0;  // how many it will settle at most (the budget, or the space)
+  std::string stage;  // "compile", "fuzz", "verify", "time", "done", "recorded earlier", "confirm"
   const ResultRecord* result = nullptr;  // set when stage is "done"
+};
+
+// What one template x shape search did, and where its time went.
+struct TuningSummary {
+  int space = 0;            // configurations of the template valid for the shape
+  int settled = 0;          // proposed by the strategy and given an outcome
+  int recorded_earlier = 0; // of those, outcomes already in the database
+  int evaluated = 0;        // sent to the worker
+  int pruned = 0;           // device_limit or pruned without running
+  std::map<std::string, double> stage_seconds;  // "compile", "fuzz", "verify", "time", ...
+  std::optional<ResultRecord> best;  // the fastest ok configuration this search settled
+  std::string confirm_note;          // how the re-measurement went ("" when none ran)
 };
 
 class TuningRun {
  public:
-  TuningRun(const GpuDevice& device, ResultStore& store, TuningSettings settings);
+  // The device is the worker's; `compiled` compiles (in parallel, through the disk cache) for it.
+  TuningRun(WorkerClient& worker, ResultStore& store, CompiledKernels& compiled, TuningSettings settings);
 
-  // Tunes every configuration of the template for the shape.
-  void tune(const KernelTemplate& tmpl, const GemmShape& shape,
-            const std::function<void(const TuningEvent&)>& on_event);
+  TuningSummary tune(const KernelTemplate& tmpl, const GemmShape& shape,
+                     const std::function<void(const TuningEvent&)>& on_event);
 
-  GpuRecord gpu_record() const { return gpu_; }
+  const GpuRecord& gpu_record() const { return gpu_; }
+  const DeviceProperties& device() const { return device_; }
 
  private:
-  ResultRecord evaluate(const KernelTemplate& tmpl, const Configuration& config,
-                        const GemmShape& shape, class ShapeVerifier& verifier,
-                        const std::function<void(const std::string&)>& stage);
+  struct Search;  // one template x shape search in progress
+  void settle(Search& search, std::size_t index, const ResultRecord& result, bool recorded_earlier);
+  void evaluate_batch(Search& search, const std::vector<std::size_t>& batch);
+  void confirm(Search& search);
+  ResultRecord evaluate_compiled(Search& search, const Configuration& config);
+  ResultRecord record(const ResultRecord& result);
 
-  // A configuration's verdict from its first fuzz in this run (status ok: it passed).
-  struct FuzzOutcome {
-    ResultStatus status = ResultStatus::ok;
-    std::string detail;
-  };
-
-  const GpuDevice& device_;
+  WorkerClient& worker_;
   ResultStore& store_;
+  CompiledKernels& compiled_;
   TuningSettings settings_;
+  DeviceProperties device_;
   GpuRecord gpu_;
   std::int64_t gpu_id_ = 0;
-  CompiledKernels compiled_;
-  std::map<std::string, FuzzOutcome> fuzzed_;  // by template hash and configuration
+  // A configuration's fuzz verdict from its first evaluation in this run: passed, or the failed
+  // result (its status and detail stand for every shape).
+  std::set<std::string> fuzz_passed_;
+  std::map<std::string, ResultRecord> fuzz_failed_;
 };
 
-// The GPU as the database keys it, from the device and the NVRTC found.
+// The device as the database keys it, with the NVRTC found.
 GpuRecord make_gpu_record(const DeviceProperties& device);
 
 }  // namespace tiletune

@@ -1,0 +1,322 @@
+// Opening a schema version 1 database (as tiletune wrote it before timeout, crashed and pruned
+// existed) migrates it to version 2 in one transaction: every row kept, the new statuses
+// accepted, the schema the same as a new file's; several openers at once migrate it once; a
+// migration that fails changes nothing; other versions are refused.
+#include "db/result_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/db/result_store_test_support.h"
+
+namespace tiletune {
+namespace {
+
+namespace fs = std::filesystem;
+
+// db/schema.sql as it was at version 1 (comments left out): the files to be migrated. Frozen
+// here on purpose: this is the old format, whatever schema.sql becomes.
+constexpr const char* kSchemaVersion1 = R"sql(
+PRAGMA journal_mode = WAL;
+CREATE TABLE gpus (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  cc_major INTEGER NOT NULL,
+  cc_minor INTEGER NOT NULL,
+  sm_count INTEGER NOT NULL,
+  memory_bytes INTEGER NOT NULL,
+  clock_khz INTEGER NOT NULL,
+  driver_version INTEGER NOT NULL,
+  nvrtc_version TEXT NOT NULL,
+  UNIQUE (name, cc_major, cc_minor, sm_count, memory_bytes)
+) STRICT;
+CREATE TABLE templates (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  source_hash TEXT NOT NULL,
+  path TEXT NOT NULL,
+  source TEXT NOT NULL,
+  registered_seq INTEGER NOT NULL,
+  UNIQUE (name, source_hash)
+) STRICT;
+CREATE VIEW template_versions AS
+SELECT t.*,
+       t.registered_seq = (SELECT max(v.registered_seq) FROM templates v WHERE v.name = t.name)
+         AS is_current
+FROM templates t;
+CREATE TABLE shapes (
+  id INTEGER PRIMARY KEY,
+  m INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  k INTEGER NOT NULL,
+  UNIQUE (m, n, k)
+) STRICT;
+CREATE TABLE results (
+  id INTEGER PRIMARY KEY,
+  gpu_id INTEGER NOT NULL REFERENCES gpus (id),
+  template_id INTEGER NOT NULL REFERENCES templates (id),
+  config TEXT NOT NULL,
+  shape_id INTEGER NOT NULL REFERENCES shapes (id),
+  status TEXT NOT NULL
+    CHECK (status IN ('ok', 'compile_error', 'wrong_result', 'launch_error', 'device_limit')),
+  detail TEXT NOT NULL,
+  median_ms REAL NOT NULL,
+  min_ms REAL NOT NULL,
+  max_ms REAL NOT NULL,
+  runs INTEGER NOT NULL,
+  tflops REAL NOT NULL,
+  registers INTEGER NOT NULL,
+  static_shared_bytes INTEGER NOT NULL,
+  dynamic_shared_bytes INTEGER NOT NULL,
+  spill_bytes INTEGER NOT NULL,
+  driver_version INTEGER NOT NULL,
+  nvrtc_version TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  UNIQUE (gpu_id, template_id, config, shape_id)
+) STRICT;
+CREATE INDEX results_by_shape ON results (shape_id, status, median_ms);
+PRAGMA user_version = 1;
+)sql";
+
+// A GPU, two versions of tiled (h2 current), two shapes and three results with ids that are not
+// 1, 2, 3 (so that keeping them is seen).
+constexpr const char* kVersion1Rows = R"sql(
+INSERT INTO gpus VALUES (1, 'NVIDIA H200', 9, 0, 132, 150000000000, 1980000, 13000, '13.0');
+INSERT INTO templates VALUES (1, 'tiled', 'h1', 'kernels_src/tiled.cu', '// tiled h1', 1);
+INSERT INTO templates VALUES (2, 'tiled', 'h2', 'kernels_src/tiled.cu', '// tiled h2', 2);
+INSERT INTO shapes VALUES (1, 1024, 1024, 1024);
+INSERT INTO shapes VALUES (2, 4096, 256, 512);
+INSERT INTO results VALUES (5, 1, 2, 'TILE=16', 1, 'ok', '', 1.5, 1.25, 1.75, 20, 1.4316557653333333,
+                            40, 8448, 0, 0, 13000, '13.0', '2024-05-01 12:00:00');
+INSERT INTO results VALUES (7, 1, 2, 'TILE=32', 1, 'wrong_result', 'C[3,4] = 1 expected 2',
+                            0, 0, 0, 0, 0, 38, 16896, 0, 8, 12080, '12.8', '2024-05-01 12:00:01');
+INSERT INTO results VALUES (9, 1, 1, 'TILE=8', 2, 'compile_error', 'undeclared_thing',
+                            0, 0, 0, 0, 0, 0, 0, 0, 0, 13000, '13.0', '2024-04-30 08:00:00');
+)sql";
+
+void write_version_1_database(const fs::path& path) {
+  exec_file(path, std::string(kSchemaVersion1) + kVersion1Rows);
+  ASSERT_EQ(query_file(path, "PRAGMA user_version"), "1");
+}
+
+// The three rows of kVersion1Rows as ResultStore reads them.
+ResultRecord version_1_fast() {
+  ResultRecord result;
+  result.template_name = "tiled";
+  result.template_hash = "h2";
+  result.config = "TILE=16";
+  result.shape = kSquare;
+  result.status = ResultStatus::ok;
+  result.median_ms = 1.5;
+  result.min_ms = 1.25;
+  result.max_ms = 1.75;
+  result.runs = 20;
+  result.tflops = 1.4316557653333333;
+  result.registers = 40;
+  result.static_shared_bytes = 8448;
+  result.recorded_at = "2024-05-01 12:00:00";
+  return result;
+}
+ResultRecord version_1_wrong() {
+  ResultRecord result;
+  result.template_name = "tiled";
+  result.template_hash = "h2";
+  result.config = "TILE=32";
+  result.shape = kSquare;
+  result.status = ResultStatus::wrong_result;
+  result.detail = "C[3,4] = 1 expected 2";
+  result.registers = 38;
+  result.static_shared_bytes = 16896;
+  result.spill_bytes = 8;
+  result.recorded_at = "2024-05-01 12:00:01";
+  return result;
+}
+ResultRecord version_1_broken() {
+  ResultRecord result;
+  result.template_name = "tiled";
+  result.template_hash = "h1";
+  result.config = "TILE=8";
+  result.shape = kTall;
+  result.status = ResultStatus::compile_error;
+  result.detail = "undeclared_thing";
+  result.recorded_at = "2024-04-30 08:00:00";
+  return result;
+}
+
+// The three rows are there, whole, whatever else was recorded since.
+void expect_version_1_rows(const ResultStore& store) {
+  const auto current = store.recorded_results(1, "h2", kSquare);
+  ASSERT_TRUE(current.contains("TILE=16") && current.contains("TILE=32"));
+  expect_same_result(current.at("TILE=16"), version_1_fast());
+  EXPECT_EQ(current.at("TILE=16").recorded_at, version_1_fast().recorded_at);
+  expect_same_result(current.at("TILE=32"), version_1_wrong());
+  EXPECT_EQ(current.at("TILE=32").recorded_at, version_1_wrong().recorded_at);
+  const auto old = store.recorded_results(1, "h1", kTall);
+  ASSERT_EQ(old.size(), 1u);
+  expect_same_result(old.at("TILE=8"), version_1_broken());
+  EXPECT_EQ(old.at("TILE=8").recorded_at, version_1_broken().recorded_at);
+}
+
+// Each object of the schema as "type name: sql", in name order; the table name that a rename
+// leaves quoted ("results") is unquoted, so that a migrated file compares equal to a new one.
+std::string schema_of(const fs::path& path) {
+  std::string text = query_file(path, R"sql(
+      SELECT group_concat(line, char(10)) FROM (
+        SELECT type || ' ' || name || ': ' || coalesce(sql, '') AS line
+        FROM sqlite_schema ORDER BY type, name))sql");
+  for (std::size_t at; (at = text.find("\"results\"")) != std::string::npos;) {
+    text.replace(at, 9, "results");
+  }
+  return text;
+}
+
+class SchemaMigrationTest : public ResultStoreTest {};
+
+TEST_F(SchemaMigrationTest, Version1FileIsMigratedKeepingEveryRow) {
+  write_version_1_database(db_path());
+  ResultStore store(db_path());
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "2");
+  expect_version_1_rows(store);
+  EXPECT_EQ(store.recorded_results(1, "h2", kSquare).size(), 2u);
+  EXPECT_EQ(query_file(db_path(), "SELECT group_concat(id) FROM (SELECT id FROM results ORDER BY id)"),
+            "5,7,9");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA foreign_key_check"), "");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA journal_mode"), "wal");
+
+  // Served as before: the current version's fastest ok result, the template's source and GPU.
+  const auto best = store.best("NVIDIA H200", kSquare);
+  ASSERT_TRUE(best.has_value());
+  expect_same_result(*best, version_1_fast());
+  ASSERT_EQ(store.templates().size(), 1u);
+  EXPECT_EQ(store.templates()[0].source_hash, "h2");
+  EXPECT_EQ(store.templates()[0].source, "// tiled h2");
+  const GpuRecord gpu = h200();
+  EXPECT_EQ(store.register_gpu(gpu), 1);
+
+  // The new statuses are accepted, next to the old rows.
+  store.record_result(1, gpu, make_result("tiled", "h2", "TILE=64", kSquare, ResultStatus::timeout, 0));
+  store.record_result(1, gpu, make_result("tiled", "h2", "TILE=4", kSquare, ResultStatus::crashed, 0));
+  store.record_result(1, gpu, make_result("tiled", "h2", "TILE=2", kSquare, ResultStatus::pruned, 0));
+  const auto recorded = store.recorded_results(1, "h2", kSquare);
+  ASSERT_EQ(recorded.size(), 5u);
+  EXPECT_EQ(recorded.at("TILE=64").status, ResultStatus::timeout);
+  EXPECT_EQ(recorded.at("TILE=4").status, ResultStatus::crashed);
+  EXPECT_EQ(recorded.at("TILE=2").status, ResultStatus::pruned);
+
+  // And the migration is done once: reopening changes nothing.
+  {
+    ResultStore again(db_path());
+    expect_version_1_rows(again);
+    EXPECT_EQ(again.recorded_results(1, "h2", kSquare).size(), 5u);
+  }
+  EXPECT_EQ(query_file(db_path(), "SELECT count(*) FROM results"), "6");
+}
+
+// Keeps db/migrate_v1_to_v2.sql's results table the same as db/schema.sql's.
+TEST_F(SchemaMigrationTest, MigratedSchemaMatchesANewOne) {
+  write_version_1_database(db_path());
+  { ResultStore migrated(db_path()); }
+  const fs::path fresh = dir_ / "fresh.db";
+  { ResultStore created(fresh); }
+  const std::string expected = schema_of(fresh);
+  EXPECT_NE(expected.find("table results: CREATE TABLE results ("), std::string::npos) << expected;
+  EXPECT_NE(expected.find("index results_by_shape: CREATE INDEX"), std::string::npos) << expected;
+  EXPECT_EQ(schema_of(db_path()), expected);
+}
+
+// Where the migrated tables start in the file: SQLite allocates pages deterministically, so a
+// file migrated once has the same layout as any other file migrated once, and a file migrated
+// twice (by an opener that did not notice another had done it) a different one.
+std::string layout_of(const fs::path& path) {
+  return query_file(path, R"sql(
+      SELECT group_concat(name || '@' || rootpage, ' ') FROM (
+        SELECT name, rootpage FROM sqlite_schema WHERE tbl_name = 'results' ORDER BY name))sql");
+}
+
+// Tuners started together on an old file: one migrates, the others find it done (they check the
+// version again once they hold the write lock), nobody fails and no row is lost or doubled.
+TEST_F(SchemaMigrationTest, ConcurrentOpenersMigrateOnce) {
+  write_version_1_database(db_path());
+  { ResultStore once(db_path()); }
+  const std::string migrated_once = layout_of(db_path());
+  for (int round = 0; round < 10; ++round) {
+    const fs::path path = dir_ / ("old-" + std::to_string(round) + ".db");
+    write_version_1_database(path);
+    std::atomic<int> failures = 0;
+    std::vector<std::thread> openers;
+    for (int i = 0; i < 4; ++i) {
+      openers.emplace_back([&] {
+        try {
+          ResultStore store(path);
+          if (store.recorded_results(1, "h2", kSquare).size() != 2) ++failures;
+        } catch (const DatabaseError& error) {
+          ADD_FAILURE() << error.what();
+          ++failures;
+        }
+      });
+    }
+    for (auto& opener : openers) opener.join();
+    ASSERT_EQ(failures, 0) << "round " << round;
+    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "2");
+    EXPECT_EQ(query_file(path, "SELECT count(*) FROM results"), "3");
+    EXPECT_EQ(query_file(path, "PRAGMA integrity_check"), "ok");
+    EXPECT_EQ(layout_of(path), migrated_once) << "migrated more than once";
+  }
+}
+
+// A migration that fails halfway (here: a table in the way of the new one) is rolled back whole:
+// the file stays at version 1 with its rows and its old table.
+TEST_F(SchemaMigrationTest, FailedMigrationChangesNothing) {
+  write_version_1_database(db_path());
+  exec_file(db_path(), "CREATE TABLE results_v2 (x INTEGER)");
+  try {
+    ResultStore store(db_path());
+    ADD_FAILURE() << "opened";
+  } catch (const DatabaseError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find(db_path().string()), std::string::npos) << message;
+    EXPECT_NE(message.find("migrating schema version 1 to 2"), std::string::npos) << message;
+  }
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "1");
+  EXPECT_EQ(query_file(db_path(), "SELECT count(*) FROM results"), "3");
+  EXPECT_EQ(query_file(db_path(), "SELECT count(*) FROM results_v2"), "0");
+  EXPECT_NE(query_file(db_path(), "SELECT sql FROM sqlite_schema WHERE name = 'results'")
+                .find("'device_limit')"),
+            std::string::npos)
+      << "the version 1 CHECK is still there";
+
+  // Out of the way, it migrates.
+  exec_file(db_path(), "DROP TABLE results_v2");
+  ResultStore store(db_path());
+  expect_version_1_rows(store);
+}
+
+TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
+  for (const int version : {3, 42, -1}) {
+    const fs::path path = dir_ / ("v" + std::to_string(version) + ".db");
+    { ResultStore store(path); }
+    exec_file(path, "PRAGMA user_version = " + std::to_string(version));
+    try {
+      ResultStore store(path);
+      ADD_FAILURE() << "opened schema version " << version;
+    } catch (const DatabaseError& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+      EXPECT_NE(message.find("unsupported schema version " + std::to_string(version) +
+                             " (this tiletune reads version 2 and migrates version 1)"),
+                std::string::npos)
+          << message;
+    }
+    EXPECT_EQ(query_file(path, "PRAGMA user_version"), std::to_string(version)) << "left alone";
+  }
+}
+
+}  // namespace
+}  // namespace tiletune

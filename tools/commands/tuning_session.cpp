@@ -1,0 +1,80 @@
+#include "tools/commands/tuning_session.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "tools/commands/command_line.h"
+#include "tools/commands/commands.h"
+#include "tuner/pipeline/cpu_evaluator.h"
+#include "tuner/pipeline/cubin_cache.h"
+#include "tuner/pipeline/evaluation_worker.h"
+#include "tuner/pipeline/gpu_evaluator.h"
+
+namespace tiletune::cli {
+namespace {
+
+std::optional<CubinCache> open_cache(const std::string& dir) {
+  return CubinCache(dir.empty() ? default_cubin_cache_dir() : std::filesystem::path(dir));
+}
+
+}  // namespace
+
+void add_session_options(CLI::App& command, SessionOptions& options) {
+  command.add_option("--backend", options.backend,
+                     "gpu, or cpu: the fuzzer's CPU backend stands in for a GPU (times mean nothing)")
+      ->capture_default_str()->check(CLI::IsMember({"gpu", "cpu"}));
+  command.add_option("--cache-dir", options.cache_dir,
+                     "where compiled cubins are kept (default $TILETUNE_CACHE_DIR, else ~/.cache/tiletune/cubins)");
+  command.add_option("--watchdog", options.watchdog_seconds,
+                     "seconds an evaluation may stay silent before its worker is killed")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+}
+
+TuningSession::TuningSession(const SessionOptions& options) {
+  std::vector<std::string> argv = {"/proc/self/exe", "worker", "--backend", options.backend,
+                                   "--parent", std::to_string(getpid())};
+  if (!options.cache_dir.empty()) {
+    argv.push_back("--cache-dir");
+    argv.push_back(options.cache_dir);
+  }
+  worker_ = std::make_unique<WorkerClient>(
+      argv, std::chrono::milliseconds(std::int64_t(options.watchdog_seconds * 1000)));
+  compiled_ = std::make_unique<CompiledKernels>(worker_->device().arch(), 0, open_cache(options.cache_dir));
+}
+
+TuningRun& TuningSession::run(ResultStore& store, const TuningSettings& settings) {
+  if (!run_) run_ = std::make_unique<TuningRun>(*worker_, store, *compiled_, settings);
+  return *run_;
+}
+
+void add_worker_command(CLI::App& app, int& exit_code) {
+  struct WorkerOptions {
+    std::string backend = "gpu";
+    std::string cache_dir;
+    pid_t parent = 0;
+  };
+  auto options = std::make_shared<WorkerOptions>();
+  CLI::App* command = app.add_subcommand("worker", "evaluates configurations for a tuner (internal)");
+  command->group("");  // not listed: only the tuner starts it
+  command->add_option("--backend", options->backend)->check(CLI::IsMember({"gpu", "cpu"}));
+  command->add_option("--cache-dir", options->cache_dir);
+  command->add_option("--parent", options->parent)->required();
+  command->callback([options, &exit_code] {
+    die_with_parent(options->parent);
+    const std::string cache_dir = options->cache_dir;
+    EvaluatorFactory open;
+    if (options->backend == "cpu") {
+      open = [] { return std::make_unique<CpuEvaluator>(); };
+    } else {
+      open = [cache_dir] {
+        return std::make_unique<GpuEvaluator>([cache_dir](const std::string& arch) {
+          return std::make_unique<CompiledKernels>(arch, 1, open_cache(cache_dir));
+        });
+      };
+    }
+    exit_code = run_evaluation_worker(open, WorkerProcess::kRequestFd, WorkerProcess::kReplyFd);
+  });
+}
+
+}  // namespace tiletune::cli

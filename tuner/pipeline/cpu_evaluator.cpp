@@ -1,0 +1,140 @@
+#include "tuner/pipeline/cpu_evaluator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "fuzz/cpu_backend/cpu_executor.h"
+#include "fuzz/gemm_operands.h"
+#include "tuner/nvrtc_compiler.h"
+#include "tuner/pipeline/kernel_timer.h"
+
+namespace tiletune {
+namespace {
+
+// The case that stands for the full shape: packed, real-valued inputs from the tune's data seed.
+GemmCase full_shape_case(const GemmShape& shape, std::uint64_t data_seed) {
+  GemmCase full;
+  full.problem = GemmProblem::packed(shape);
+  full.inputs = InputKind::real;
+  full.data_seed = data_seed;
+  return full;
+}
+
+// Wall-clock runs of the whole grid, by the same rules as the GPU timer.
+Timing time_on_cpu(CpuExecutor& executor, const GemmCase& gemm_case, const TimingSettings& settings) {
+  GemmOperands operands = make_operands(gemm_case);
+  for (int i = 0; i < settings.warmup_runs; ++i) executor.run(gemm_case, operands);
+  std::vector<double> samples;
+  double total_ms = 0;
+  while (int(samples.size()) < settings.max_runs &&
+         (int(samples.size()) < settings.min_runs || total_ms < settings.target_seconds * 1e3)) {
+    const auto start = std::chrono::steady_clock::now();
+    executor.run(gemm_case, operands);
+    samples.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    total_ms += samples.back();
+  }
+  return summarize_runs(std::move(samples));
+}
+
+}  // namespace
+
+DeviceProperties cpu_backend_device() {
+  DeviceProperties d;
+  d.name = "CPU backend";
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = int(std::max(1u, std::thread::hardware_concurrency()));
+  d.max_threads_per_block = 1024;
+  d.max_block_dim[0] = 1024;
+  d.max_block_dim[1] = 1024;
+  d.max_block_dim[2] = 64;
+  d.max_grid_dim[0] = 2147483647;
+  d.max_grid_dim[1] = 65535;
+  d.max_grid_dim[2] = 65535;
+  d.max_shared_bytes_per_block = 48 * 1024;
+  d.max_shared_bytes_per_block_optin = 227 * 1024;
+  d.max_registers_per_block = 65536;
+  d.max_registers_per_sm = 65536;
+  d.max_threads_per_sm = 2048;
+  d.warp_size = 32;
+  return d;
+}
+
+CpuEvaluator::CpuEvaluator(CpuBackendOptions options)
+    : options_(std::move(options)), device_(cpu_backend_device()) {}
+
+EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
+                                         const StageCallback& stage) {
+  EvaluationOutcome outcome;
+  ResultRecord& result = outcome.result;
+  result = result_keys(tmpl, request);
+  const Configuration config = tmpl.parse_configuration(request.config);
+  result.dynamic_shared_bytes = int(tmpl.launch_geometry(config, request.shape).dynamic_shared_bytes);
+
+  stage("build");
+  std::unique_ptr<CpuExecutor> executor;
+  try {
+    executor = std::make_unique<CpuExecutor>(tmpl, config, options_);
+  } catch (const CompileError& e) {
+    result.status = ResultStatus::compile_error;
+    result.detail = e.log();
+    return outcome;
+  }
+  try {
+    if (request.fuzz) {
+      stage("fuzz");
+      const FuzzReport fuzz = fuzz_configuration(*executor, config, request.fuzz_settings);
+      if (fuzz.verdict != FuzzVerdict::passed) {
+        result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
+                                                                  : ResultStatus::launch_error;
+        result.detail = fuzz_detail(fuzz);
+        return outcome;
+      }
+    }
+    outcome.fuzz_passed = true;
+
+    stage("verify");
+    const GemmCase full = full_shape_case(request.shape, request.data_seed);
+    const FuzzReport check = run_single_case(*executor, full);
+    if (check.verdict != FuzzVerdict::passed) {
+      result.status = check.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
+                                                                 : ResultStatus::launch_error;
+      result.detail = "at the full shape: " + check.finding;
+      return outcome;
+    }
+    stage("time");
+    const Timing timing = time_on_cpu(*executor, full, request.timing);
+    result.median_ms = timing.median_ms;
+    result.min_ms = timing.min_ms;
+    result.max_ms = timing.max_ms;
+    result.runs = timing.runs;
+    result.tflops = request.shape.flops() / (timing.median_ms * 1e-3) / 1e12;
+  } catch (const LaunchError& e) {
+    result.status = ResultStatus::launch_error;
+    result.detail = e.what();
+  } catch (const UnsupportedOnBackend& e) {
+    result.status = ResultStatus::device_limit;
+    result.detail = e.what();
+  }
+  return outcome;
+}
+
+std::vector<Timing> CpuEvaluator::remeasure(const KernelTemplate& tmpl, const RemeasureRequest& request) {
+  std::vector<std::unique_ptr<CpuExecutor>> executors;
+  for (const std::string& text : request.configs) {
+    executors.push_back(std::make_unique<CpuExecutor>(tmpl, tmpl.parse_configuration(text), options_));
+  }
+  const GemmCase full = full_shape_case(request.shape, request.data_seed);
+  std::vector<std::vector<Timing>> rounds(executors.size());
+  for (int round = 0; round < request.rounds; ++round) {
+    for (std::size_t i = 0; i < executors.size(); ++i) {
+      rounds[i].push_back(time_on_cpu(*executors[i], full, request.timing));
+    }
+  }
+  std::vector<Timing> timings;
+  for (const auto& per_config : rounds) timings.push_back(combine_rounds(per_config));
+  return timings;
+}
+
+}  // namespace tiletune

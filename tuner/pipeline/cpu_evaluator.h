@@ -1,0 +1,33 @@
+// Evaluations on the fuzzer's CPU backend, in the worker process: the tuner's whole machinery
+// (worker, watchdog, restarts, pruning, strategies, the database) on a machine without a GPU.
+// A configuration is built by the host compiler, fuzzed, checked at the full shape against the
+// CPU reference and timed by the wall clock. Those times rank nothing on any GPU: they are
+// recorded under the device name "CPU backend" so that they are never mistaken for a GPU's.
+#pragma once
+
+#include "fuzz/cpu_backend/cpu_backend_options.h"
+#include "tuner/pipeline/evaluator.h"
+
+namespace tiletune {
+
+// The limits the CPU backend enforces (CUDA's own, with an sm_90's shared memory), under the name
+// "CPU backend": what the tuner prunes against and compiles the ptxas report for.
+DeviceProperties cpu_backend_device();
+
+class CpuEvaluator : public Evaluator {
+ public:
+  explicit CpuEvaluator(CpuBackendOptions options = {});
+
+  const DeviceProperties& device() const override { return device_; }
+  EvaluationOutcome evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
+                             const StageCallback& stage) override;
+  std::vector<Timing> remeasure(const KernelTemplate& tmpl, const RemeasureRequest& request) override;
+  // A kernel that faults takes the process with it; one that returns leaves it usable.
+  bool usable() const override { return true; }
+
+ private:
+  CpuBackendOptions options_;
+  DeviceProperties device_;
+};
+
+}  // namespace tiletune

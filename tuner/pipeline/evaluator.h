@@ -1,0 +1,56 @@
+// Where the evaluation worker evaluates a configuration: after compiling, the stages the tuner's
+// watchdog watches (fuzz, verify at the full shape, time), and re-measurements of the best few.
+//
+// The GPU evaluator is the product. The CPU evaluator runs the same machinery on the fuzzer's CPU
+// backend, so that a machine without a GPU (CI) can tune a template end to end: crashes, hangs
+// and resumption behave alike, but its times say nothing about any GPU.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tuner/kernel_template.h"
+#include "tuner/pipeline/worker_protocol.h"
+
+namespace tiletune {
+
+struct EvaluationOutcome {
+  ResultRecord result;
+  bool fuzz_passed = false;  // the configuration passed its fuzz, now or (request.fuzz false) earlier
+};
+
+class Evaluator {
+ public:
+  using StageCallback = std::function<void(const std::string& stage)>;
+
+  virtual ~Evaluator() = default;
+
+  // The device as the tuner prunes and records against.
+  virtual const DeviceProperties& device() const = 0;
+
+  // Never throws for what the configuration does (that is the result's status); throws for the
+  // environment only.
+  virtual EvaluationOutcome evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
+                                     const StageCallback& stage) = 0;
+
+  // One timing per configuration, in order. Throws CudaError (or LaunchError) when a launch fails.
+  virtual std::vector<Timing> remeasure(const KernelTemplate& tmpl, const RemeasureRequest& request) = 0;
+
+  // False once a launch has broken this process for good (a lost CUDA context): the worker exits
+  // after its reply and the tuner starts a fresh one.
+  virtual bool usable() const = 0;
+};
+
+// The result's keys filled from the request: template, hash, configuration, shape.
+ResultRecord result_keys(const KernelTemplate& tmpl, const EvaluationRequest& request);
+
+// A fuzz report's finding with its minimal case and how to replay it, for a result's detail.
+std::string fuzz_detail(const FuzzReport& report);
+
+// Median of the round medians, the extremes of all rounds, all runs: how re-measured rounds of
+// one configuration combine.
+Timing combine_rounds(const std::vector<Timing>& rounds);
+
+}  // namespace tiletune

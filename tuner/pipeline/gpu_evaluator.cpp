@@ -1,0 +1,120 @@
+#include "tuner/pipeline/gpu_evaluator.h"
+
+#include "fuzz/gpu_executor.h"
+
+namespace tiletune {
+
+GpuEvaluator::GpuEvaluator(const CompilerFactory& make_compiler)
+    : compiled_(make_compiler(device_.properties().arch())), flush_(std::size_t(device_.properties().l2_cache_bytes)) {}
+
+ShapeVerifier& GpuEvaluator::verifier(const GemmShape& shape, std::uint64_t data_seed,
+                                      const StageCallback& stage) {
+  if (!verifier_ || verifier_shape_ != shape || verifier_seed_ != data_seed) {
+    stage("reference");
+    verifier_.reset();  // one shape's buffers at a time
+    verifier_ = std::make_unique<ShapeVerifier>(device_, GemmProblem::packed(shape), data_seed);
+    verifier_shape_ = shape;
+    verifier_seed_ = data_seed;
+  }
+  return *verifier_;
+}
+
+Timing GpuEvaluator::time(const GpuKernel& kernel, const LaunchGeometry& geometry,
+                          const TimingSettings& timing) {
+  ShapeVerifier& v = *verifier_;
+  return time_launches(
+      [&](CUstream stream) { kernel.launch(geometry, v.a(), v.b(), v.c(), v.problem(), stream); },
+      nullptr, timing, std::ref(flush_));
+}
+
+EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
+                                         const StageCallback& stage) {
+  EvaluationOutcome outcome;
+  ResultRecord& result = outcome.result;
+  result = result_keys(tmpl, request);
+  const Configuration config = tmpl.parse_configuration(request.config);
+
+  stage("load");
+  const CompiledKernelImage* image = nullptr;
+  try {
+    image = &compiled_->get(tmpl, config);
+  } catch (const CompileError& e) {
+    result.status = ResultStatus::compile_error;
+    result.detail = e.log();
+    return outcome;
+  }
+  try {
+    GpuExecutor executor(device_, tmpl, config, *image);
+    const PtxasReport& resources = executor.resources();
+    result.registers = resources.registers;
+    result.static_shared_bytes = resources.static_shared_bytes;
+    result.spill_bytes = resources.spill_bytes();
+    const LaunchGeometry geometry = tmpl.launch_geometry(config, request.shape);
+    result.dynamic_shared_bytes = int(geometry.dynamic_shared_bytes);
+    if (auto limit = exceeds_device_limits(geometry, resources, device_.properties())) {
+      result.status = ResultStatus::device_limit;
+      result.detail = *limit;
+      return outcome;
+    }
+
+    if (request.fuzz) {
+      stage("fuzz");
+      const FuzzReport fuzz = fuzz_configuration(executor, config, request.fuzz_settings);
+      if (fuzz.verdict != FuzzVerdict::passed) {
+        result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
+                                                                  : ResultStatus::launch_error;
+        result.detail = fuzz_detail(fuzz);
+        context_lost_ = executor.context_lost();
+        return outcome;
+      }
+    }
+    outcome.fuzz_passed = true;
+
+    ShapeVerifier& full = verifier(request.shape, request.data_seed, stage);
+    stage("verify");
+    if (auto wrong = full.verify(executor.kernel(), geometry)) {
+      result.status = ResultStatus::wrong_result;
+      result.detail = *wrong;
+      return outcome;
+    }
+    stage("time");
+    const Timing timing = time(executor.kernel(), geometry, request.timing);
+    result.median_ms = timing.median_ms;
+    result.min_ms = timing.min_ms;
+    result.max_ms = timing.max_ms;
+    result.runs = timing.runs;
+    result.tflops = request.shape.flops() / (timing.median_ms * 1e-3) / 1e12;
+  } catch (const CudaError& e) {
+    result.status = ResultStatus::launch_error;
+    result.detail = e.what();
+    context_lost_ = context_lost_ || e.context_is_lost();
+  }
+  return outcome;
+}
+
+std::vector<Timing> GpuEvaluator::remeasure(const KernelTemplate& tmpl, const RemeasureRequest& request) {
+  std::vector<std::unique_ptr<GpuKernel>> kernels;
+  std::vector<LaunchGeometry> geometries;
+  for (const std::string& text : request.configs) {
+    const Configuration config = tmpl.parse_configuration(text);
+    kernels.push_back(std::make_unique<GpuKernel>(compiled_->get(tmpl, config), tmpl.entry));
+    geometries.push_back(tmpl.launch_geometry(config, request.shape));
+  }
+  verifier(request.shape, request.data_seed, [](const std::string&) {});
+  std::vector<std::vector<Timing>> rounds(kernels.size());
+  try {
+    for (int round = 0; round < request.rounds; ++round) {
+      for (std::size_t i = 0; i < kernels.size(); ++i) {
+        rounds[i].push_back(time(*kernels[i], geometries[i], request.timing));
+      }
+    }
+  } catch (const CudaError& e) {
+    context_lost_ = e.context_is_lost();
+    throw;
+  }
+  std::vector<Timing> timings;
+  for (const auto& per_config : rounds) timings.push_back(combine_rounds(per_config));
+  return timings;
+}
+
+}  // namespace tiletune

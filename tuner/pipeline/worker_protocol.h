@@ -1,0 +1,70 @@
+// What the tuner and its evaluation worker (worker_process.h) say to each other: one JSON object
+// per line. The tuner asks for an evaluation or a re-measurement; the worker first says which
+// device it opened, then reports each stage as it starts (so the tuner's watchdog can tell a slow
+// stage from a hang) and finally the result.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "db/result_store.h"
+#include "fuzz/property_runner.h"
+#include "tuner/gemm_shape.h"
+#include "tuner/gpu_device.h"
+#include "tuner/pipeline/kernel_timer.h"
+
+namespace tiletune {
+
+// Evaluate one configuration at one shape: fuzz it (unless it passed earlier in this tune), verify
+// it at the full shape, time it.
+struct EvaluationRequest {
+  TemplateRecord tmpl;  // the source travels along: the worker may have started after it changed
+  std::string config;
+  GemmShape shape;
+  bool fuzz = true;
+  FuzzSettings fuzz_settings;
+  TimingSettings timing;
+  std::uint64_t data_seed = 1;
+};
+
+// Time the best few configurations again, together, in interleaved rounds: each gets the same
+// clocks and temperature, so the ranking among them is not decided by when each was first timed.
+struct RemeasureRequest {
+  TemplateRecord tmpl;
+  std::vector<std::string> configs;
+  GemmShape shape;
+  TimingSettings timing;  // of one configuration in one round
+  int rounds = 5;
+  std::uint64_t data_seed = 1;
+};
+
+struct WorkerRequest {
+  enum class Kind { evaluate, remeasure } kind = Kind::evaluate;
+  EvaluationRequest evaluate;
+  RemeasureRequest remeasure;
+};
+
+struct WorkerReply {
+  enum class Kind {
+    ready,    // device: the worker is up on this device
+    stage,    // text: the stage that starts now
+    result,   // result, fuzz_passed
+    timings,  // timings: one per configuration of a RemeasureRequest, in its order
+    fatal,    // text: the worker cannot work here (no GPU, no NVRTC); it exits after this
+  } kind = Kind::stage;
+  DeviceProperties device;
+  std::string text;
+  ResultRecord result;
+  bool fuzz_passed = false;  // the configuration passed its fuzz (run now or earlier)
+  bool worker_exits = false;  // after this result: its CUDA context is lost, the tuner restarts it
+  std::vector<Timing> timings;
+};
+
+std::string encode(const WorkerRequest& request);
+std::string encode(const WorkerReply& reply);
+// Both throw std::runtime_error ("malformed worker message: ...") on a line they cannot read.
+WorkerRequest decode_request(const std::string& line);
+WorkerReply decode_reply(const std::string& line);
+
+}  // namespace tiletune

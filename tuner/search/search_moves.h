@@ -1,0 +1,25 @@
+// Picks shared by the guided strategies: where to look while nothing is known yet, and where to
+// go instead when the configuration they want is invalid or was proposed before. Each pick is an
+// unproposed configuration, ties drawn at random; the history must not be exhausted.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "tuner/search/configuration_space.h"
+#include "tuner/search/search_history.h"
+#include "tuner/search/search_random.h"
+
+namespace tiletune {
+
+// A configuration as far as can be from all of `chosen` (any when it is empty), so that a first
+// batch covers the space instead of clustering by chance.
+std::size_t pick_spread_out(const ConfigurationSpace& space, const SearchHistory& history,
+                            const std::vector<std::size_t>& chosen, SearchRandom& random);
+
+// The configuration nearest to `point` (which need not be valid): `point` itself when it is a
+// valid configuration not proposed yet.
+std::size_t pick_nearest_unproposed(const ConfigurationSpace& space, const SearchHistory& history,
+                                    const ValueIndices& point, SearchRandom& random);
+
+}  // namespace tiletune
