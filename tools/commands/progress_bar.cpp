@@ -27,8 +27,7 @@ std::string ProgressBar::render(int settled, int total, double seconds, int widt
   total = std::max(total, 1);
   settled = std::clamp(settled, 0, total);
   const int filled = int(std::int64_t(width) * settled / total);
-  std::string line = "[" + std::string(filled, '#') + std::string(width - filled, '-') + "] ";
-  line += fmt::format("{}/{}", settled, total);
+  std::string line = fmt::format("[{:#<{}}{:-<{}}] {}/{}", "", filled, "", width - filled, settled, total);
   if (settled > 0 && seconds > 0) {
     const double rate = settled / seconds;
     line += fmt::format(" {:.1f}/s ETA {}", rate, clock_text((total - settled) / rate));

@@ -93,7 +93,9 @@ int run_evaluation_worker(const EvaluatorFactory& open, int request_fd, int repl
   const auto template_of = [&](const TemplateRecord& record) -> const KernelTemplate& {
     auto found = templates.find(record.source_hash);
     if (found == templates.end()) {
-      found = templates.emplace(record.source_hash, parse_template(record.source, record.path)).first;
+      KernelTemplate tmpl = parse_template(record.source, record.path);
+      tmpl.path = record.path;  // as the tuner compiled it: part of the cubin cache's key
+      found = templates.emplace(record.source_hash, std::move(tmpl)).first;
     }
     return found->second;
   };
