@@ -1,7 +1,11 @@
 #include "fuzz/gemm_oracle.h"
 
 #include <bit>
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -11,6 +15,8 @@ namespace tiletune {
 namespace {
 
 constexpr double kUnitRoundoff = 1.0 / (1 << 24);
+// Multiply-adds from which a reference is worth spreading over threads.
+constexpr double kParallelJudgeWork = 1 << 22;
 
 double gamma(std::int64_t k) {
   const double ku = double(k) * kUnitRoundoff;
@@ -78,23 +84,47 @@ std::optional<Finding> judge_launch(const GemmCase& gemm_case, const GemmOperand
   if (auto finding = first_change(before.a, after.a, "A", false)) return finding;
   if (auto finding = first_change(before.b, after.b, "B", false)) return finding;
 
+  // The reference costs M x N x K multiply-adds: large cases (tiles of 256 and their
+  // remainders) are judged on all cores, in bands of rows; the first finding stays row-major.
+  struct Band {
+    std::optional<Finding> first;
+    std::int64_t wrong = 0;
+  };
+  const auto judge_rows = [&](std::int64_t begin, std::int64_t end, Band& band) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      for (std::int64_t c = 0; c < after.c.cols; ++c) {
+        const float got = after.c.at(r, c);
+        const ReferenceElement ref = reference_element(before, gemm_case.inputs, r, c);
+        const char* what = nullptr;
+        // On the CPU a NaN keeps its payload through arithmetic, so poison in C's region is
+        // either never written or computed from poisoned padding or guards.
+        if (is_poison(got)) what = "element never written, or computed from poisoned memory";
+        else if (std::isnan(got)) what = "NaN in C";
+        else if (std::isinf(got)) what = "Inf in C";
+        else if (std::fabs(double(got) - ref.value) > ref.bound) what = "wrong element";
+        if (what == nullptr) continue;
+        ++band.wrong;
+        if (!band.first) band.first = Finding{what, r, c, got, ref.value, ref.bound, 0};
+      }
+    }
+  };
+  const std::int64_t rows = after.c.rows;
+  const double work = double(rows) * double(after.c.cols) * double(before.a.cols);
+  const std::int64_t bands =
+      work < kParallelJudgeWork ? 1 : std::clamp<std::int64_t>(std::thread::hardware_concurrency(), 1, rows);
+  std::vector<Band> results(std::size_t(std::max<std::int64_t>(bands, 1)));
+  {
+    std::vector<std::jthread> threads;
+    for (std::int64_t b = 1; b < bands; ++b) {
+      threads.emplace_back(judge_rows, rows * b / bands, rows * (b + 1) / bands, std::ref(results[b]));
+    }
+    judge_rows(0, rows / std::max<std::int64_t>(bands, 1), results[0]);
+  }
   std::optional<Finding> first;
   std::int64_t wrong = 0;
-  for (std::int64_t r = 0; r < after.c.rows; ++r) {
-    for (std::int64_t c = 0; c < after.c.cols; ++c) {
-      const float got = after.c.at(r, c);
-      const ReferenceElement ref = reference_element(before, gemm_case.inputs, r, c);
-      const char* what = nullptr;
-      // On the CPU a NaN keeps its payload through arithmetic, so poison in C's region is either
-      // never written or computed from poisoned padding or guards.
-      if (is_poison(got)) what = "element never written, or computed from poisoned memory";
-      else if (std::isnan(got)) what = "NaN in C";
-      else if (std::isinf(got)) what = "Inf in C";
-      else if (std::fabs(double(got) - ref.value) > ref.bound) what = "wrong element";
-      if (what == nullptr) continue;
-      ++wrong;
-      if (!first) first = Finding{what, r, c, got, ref.value, ref.bound, 0};
-    }
+  for (const Band& band : results) {
+    if (!first) first = band.first;
+    wrong += band.wrong;
   }
   if (first) first->wrong_elements = wrong;
   return first;

@@ -7,17 +7,20 @@
 #   3. exhaustive tunes of two more shapes, then every strategy replayed on the three recorded
 #      spaces at 10% and 20% budgets (`tiletune strategies`), and one real guided tune at 20%;
 #   4. the fault zoo: every fault recorded with its status, every good variant timed.
-# Logs and databases go to $OUT (default ./gpu-scale-out); a short table comes last.
+# STEPS picks the parts (default "tune search": 1-2, then 3-4), so that each fits in one call of
+# a time-limited machine; databases and the cubin cache persist in $WORK between calls. Logs and
+# databases are copied to $OUT (default ./gpu-scale-out); a short table comes last.
 #
-#   tools/gpu_scale.sh [path/to/tiletune]
+#   [STEPS=tune|search] tools/gpu_scale.sh [path/to/tiletune]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(realpath "${1:-build/tools/tiletune}")
 OUT=$(realpath -m "${OUT:-gpu-scale-out}")
-mkdir -p "$OUT"
+WORK=${WORK:-/tmp/tiletune-scale}
+STEPS=${STEPS:-tune search}
+mkdir -p "$OUT" "$WORK"
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64
-export TILETUNE_CACHE_DIR="$OUT/cubins"
-rm -rf "$TILETUNE_CACHE_DIR"
+export TILETUNE_CACHE_DIR="$WORK/cubins"
 SHAPE=${SHAPE:-4096x4096x4096}
 MORE_SHAPES=${MORE_SHAPES:-"2048x2048x2048 1000x1000x1000"}
 
@@ -27,29 +30,40 @@ echo "host cores: $(nproc)" | tee -a "$OUT/gpu.txt"
 timed() {  # NAME COMMAND...: runs, logs, prints the wall seconds
   local name=$1; shift
   local start=$(date +%s%N)
-  "$@" >"$OUT/$name.txt" 2>"$OUT/$name.log"
+  "$@" >"$WORK/$name.txt" 2>"$WORK/$name.log"
   local status=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
-  printf '%s: exit %d after %d.%03d s\n' "$name" "$status" $((ms / 1000)) $((ms % 1000)) | tee -a "$OUT/summary.txt"
+  printf '%s: exit %d after %d.%03d s\n' "$name" "$status" $((ms / 1000)) $((ms % 1000)) | tee -a "$WORK/summary.txt"
 }
 
-timed exhaustive "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --db "$OUT/exhaustive.db"
-timed resume "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --db "$OUT/exhaustive.db"
-timed cached "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --db "$OUT/cached.db"
-for shape in $MORE_SHAPES; do
-  timed "exhaustive-$shape" "$BIN" tune kernels_src/warp_tiled.cu --shape "$shape" --db "$OUT/exhaustive.db"
-done
-for shape in "$SHAPE" $MORE_SHAPES; do
-  timed "strategies-$shape" "$BIN" strategies --db "$OUT/exhaustive.db" --kernel warp_tiled --shape "$shape" \
-    --seeds 20 --budget 10% --budget 20%
-done
-timed guided-real "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --strategy annealing --budget 20% \
-  --db "$OUT/guided.db"
-timed fault-zoo "$BIN" tune kernels_src/fault_zoo.cu --shape 1000x1000x1000 --watchdog 5 --db "$OUT/zoo.db"
+if [[ $STEPS == *tune* ]]; then
+  rm -rf "$WORK"/* && mkdir -p "$WORK"
+  timed exhaustive "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --db "$WORK/exhaustive.db"
+  timed resume "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --db "$WORK/exhaustive.db"
+  timed cached "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --db "$WORK/cached.db"
+  for shape in $MORE_SHAPES; do
+    timed "exhaustive-$shape" "$BIN" tune kernels_src/warp_tiled.cu --shape "$shape" --db "$WORK/exhaustive.db"
+  done
+fi
+if [[ $STEPS == *search* ]]; then
+  for shape in "$SHAPE" $MORE_SHAPES; do
+    timed "strategies-$shape" "$BIN" strategies --db "$WORK/exhaustive.db" --kernel warp_tiled --shape "$shape" \
+      --seeds 20 --budget 10% --budget 20%
+  done
+  rm -f "$WORK/guided.db"*
+  timed guided-real "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --strategy annealing --budget 20% \
+    --db "$WORK/guided.db"
+  rm -f "$WORK/zoo.db"*
+  timed fault-zoo "$BIN" tune kernels_src/fault_zoo.cu --shape 1000x1000x1000 --watchdog 5 --db "$WORK/zoo.db"
+fi
+cp "$WORK"/*.txt "$WORK"/*.log "$WORK"/*.db "$OUT"/ 2>/dev/null
 
 echo
-echo "== summary"; cat "$OUT/summary.txt"
-for run in exhaustive resume cached guided-real fault-zoo; do
-  echo "== $run"; grep -E "^(wall|time by stage|settled)" "$OUT/$run.txt"; sed -n '/^shape/,/^$/p' "$OUT/$run.txt" | head -4
+echo "== summary"; cat "$WORK/summary.txt"
+for run in exhaustive resume cached exhaustive-2048x2048x2048 exhaustive-1000x1000x1000 guided-real fault-zoo; do
+  [ -f "$WORK/$run.txt" ] || continue
+  echo "== $run"; grep -E "^(wall|time by stage|settled)" "$WORK/$run.txt"; sed -n '/^shape/,/^$/p' "$WORK/$run.txt" | head -4
 done
-for shape in "$SHAPE" $MORE_SHAPES; do echo "== strategies $shape"; cat "$OUT/strategies-$shape.txt"; done
-echo "== fault zoo results"; grep -E "FAULT=" "$OUT/fault-zoo.log" | sed 's/^.*fault_zoo/fault_zoo/' | cut -c1-150
+for f in "$WORK"/strategies-*.txt; do [ -f "$f" ] && { echo "== $(basename "$f" .txt)"; cat "$f"; }; done
+if [ -f "$WORK/fault-zoo.log" ]; then
+  echo "== fault zoo results"; grep -E "FAULT=.*: [a-z_]+" "$WORK/fault-zoo.log" | sed 's/^.*fault_zoo /fault_zoo /' | cut -c1-160
+fi

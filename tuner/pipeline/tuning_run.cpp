@@ -268,6 +268,15 @@ void TuningRun::confirm(Search& search) {
                                             request.rounds);
 }
 
+void TuningRun::remember_fuzzed(const KernelTemplate& tmpl) {
+  if (!remembered_.insert(tmpl.source_hash).second) return;
+  for (const GemmShape& shape : store_.shapes_with_results(gpu_.name, tmpl.name)) {
+    for (const auto& [config, result] : store_.recorded_results(gpu_id_, tmpl.source_hash, shape)) {
+      if (result.status == ResultStatus::ok) fuzz_passed_.insert(tmpl.source_hash + ' ' + config);
+    }
+  }
+}
+
 TuningSummary TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape,
                               const std::function<void(const TuningEvent&)>& on_event) {
   store_.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source});
@@ -275,6 +284,7 @@ TuningSummary TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape
   search.space = enumerate_configurations(tmpl, &shape);
   search.summary.space = int(search.space.size());
   if (!settings_.remeasure) search.recorded = store_.recorded_results(gpu_id_, tmpl.source_hash, shape);
+  remember_fuzzed(tmpl);
   search.strategy = make_search_strategy(settings_.strategy, tmpl, search.space, settings_.strategy_seed);
   search.limit = search.space.size();
   if (settings_.budget) {

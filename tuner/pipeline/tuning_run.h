@@ -6,8 +6,8 @@
 // it stopped: recorded outcomes are replayed to the strategy instead of being measured again.
 // When the search is done, the best few are re-measured together before the winner stands.
 //
-// Within one run a configuration is compiled once and fuzzed once, however many shapes it is
-// tuned for: neither depends on the shape.
+// A configuration is compiled once (the disk cache keeps it across runs) and fuzzed once per GPU,
+// however many shapes it is tuned for: neither depends on the shape.
 #pragma once
 
 #include <chrono>
@@ -105,6 +105,9 @@ class TuningRun {
   void confirm(Search& search);
   ResultRecord evaluate_compiled(Search& search, const Configuration& config);
   ResultRecord record(const ResultRecord& result);
+  // A configuration with an ok result at any shape on this GPU passed its fuzz (which does not
+  // depend on the shape): a later tune of another shape, in this run or another, skips it.
+  void remember_fuzzed(const KernelTemplate& tmpl);
 
   WorkerClient& worker_;
   ResultStore& store_;
@@ -117,6 +120,7 @@ class TuningRun {
   // result (its status and detail stand for every shape).
   std::set<std::string> fuzz_passed_;
   std::map<std::string, ResultRecord> fuzz_failed_;
+  std::set<std::string> remembered_;  // template versions whose earlier fuzz verdicts are read
 };
 
 // The device as the database keys it, with the NVRTC found.
