@@ -66,16 +66,36 @@ std::string Finding::to_string() const {
   return text;
 }
 
-ReferenceElement reference_element(const GemmOperands& inputs, InputKind kind, std::int64_t row,
-                                   std::int64_t col) {
+namespace {
+
+// One element from A's row and B's column, both contiguous: the sum in double and its bound.
+ReferenceElement dot(const float* a_row, const float* b_column, std::int64_t k_size, InputKind kind) {
   double sum = 0, magnitude = 0;
-  for (std::int64_t k = 0; k < inputs.a.cols; ++k) {
-    const double product = double(inputs.a.at(row, k)) * double(inputs.b.at(k, col));
+  for (std::int64_t k = 0; k < k_size; ++k) {
+    const double product = double(a_row[k]) * double(b_column[k]);
     sum += product;
     magnitude += std::fabs(product);
   }
-  const double bound = kind == InputKind::small_integers ? 0.0 : gamma(inputs.a.cols) * magnitude;
+  const double bound = kind == InputKind::small_integers ? 0.0 : gamma(k_size) * magnitude;
   return {sum, bound};
+}
+
+// B's columns as contiguous rows: the reference then streams both operands.
+std::vector<float> columns_of(const GuardedMatrix& b) {
+  std::vector<float> columns(std::size_t(b.rows * b.cols));
+  for (std::int64_t k = 0; k < b.rows; ++k) {
+    for (std::int64_t c = 0; c < b.cols; ++c) columns[std::size_t(c * b.rows + k)] = b.at(k, c);
+  }
+  return columns;
+}
+
+}  // namespace
+
+ReferenceElement reference_element(const GemmOperands& inputs, InputKind kind, std::int64_t row,
+                                   std::int64_t col) {
+  std::vector<float> column(std::size_t(inputs.b.rows));
+  for (std::int64_t k = 0; k < inputs.b.rows; ++k) column[std::size_t(k)] = inputs.b.at(k, col);
+  return dot(inputs.a.data() + row * inputs.a.ld, column.data(), inputs.a.cols, kind);
 }
 
 std::optional<Finding> judge_launch(const GemmCase& gemm_case, const GemmOperands& before,
@@ -90,11 +110,14 @@ std::optional<Finding> judge_launch(const GemmCase& gemm_case, const GemmOperand
     std::optional<Finding> first;
     std::int64_t wrong = 0;
   };
+  const std::int64_t k_size = before.a.cols;
+  const std::vector<float> b_columns = columns_of(before.b);
   const auto judge_rows = [&](std::int64_t begin, std::int64_t end, Band& band) {
     for (std::int64_t r = begin; r < end; ++r) {
       for (std::int64_t c = 0; c < after.c.cols; ++c) {
         const float got = after.c.at(r, c);
-        const ReferenceElement ref = reference_element(before, gemm_case.inputs, r, c);
+        const ReferenceElement ref =
+            dot(before.a.data() + r * before.a.ld, b_columns.data() + c * k_size, k_size, gemm_case.inputs);
         const char* what = nullptr;
         // On the CPU a NaN keeps its payload through arithmetic, so poison in C's region is
         // either never written or computed from poisoned padding or guards.
