@@ -30,7 +30,11 @@ extern "C" __global__ void __launch_bounds__(TT_TILE * TT_TILE)
   const int col = blockIdx.x * TT_TILE + tx;
 
 #if TT_FAULT == 2
-  volatile int released = 0;
+  // A flag in shared memory that nobody sets: volatile, so every iteration really reads it (a
+  // local flag would be proven constant and the loop removed).
+  __shared__ volatile int released;
+  released = 0;
+  __syncthreads();
   while (!released) {
   }
 #endif
