@@ -105,11 +105,7 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     }
     stage("time");
     const Timing timing = time_on_cpu(*executor, full, request.timing);
-    result.median_ms = timing.median_ms;
-    result.min_ms = timing.min_ms;
-    result.max_ms = timing.max_ms;
-    result.runs = timing.runs;
-    result.tflops = request.shape.flops() / (timing.median_ms * 1e-3) / 1e12;
+    set_timing(result, timing, request.shape);
   } catch (const LaunchError& e) {
     result.status = ResultStatus::launch_error;
     result.detail = e.what();

@@ -17,6 +17,14 @@ ResultRecord result_keys(const KernelTemplate& tmpl, const EvaluationRequest& re
   return result;
 }
 
+void set_timing(ResultRecord& result, const Timing& timing, const GemmShape& shape) {
+  result.median_ms = timing.median_ms;
+  result.min_ms = timing.min_ms;
+  result.max_ms = timing.max_ms;
+  result.runs = timing.runs;
+  result.tflops = shape.flops() / (timing.median_ms * 1e-3) / 1e12;
+}
+
 std::string fuzz_detail(const FuzzReport& report) {
   std::string detail = report.finding;
   if (report.counterexample) {

@@ -46,6 +46,9 @@ class Evaluator {
 // The result's keys filled from the request: template, hash, configuration, shape.
 ResultRecord result_keys(const KernelTemplate& tmpl, const EvaluationRequest& request);
 
+// The timing's figures into the result, TFLOP/s from the shape.
+void set_timing(ResultRecord& result, const Timing& timing, const GemmShape& shape);
+
 // A fuzz report's finding with its minimal case and how to replay it, for a result's detail.
 std::string fuzz_detail(const FuzzReport& report);
 

@@ -79,11 +79,7 @@ EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     }
     stage("time");
     const Timing timing = time(executor.kernel(), geometry, request.timing);
-    result.median_ms = timing.median_ms;
-    result.min_ms = timing.min_ms;
-    result.max_ms = timing.max_ms;
-    result.runs = timing.runs;
-    result.tflops = request.shape.flops() / (timing.median_ms * 1e-3) / 1e12;
+    set_timing(result, timing, request.shape);
   } catch (const CudaError& e) {
     result.status = ResultStatus::launch_error;
     result.detail = e.what();

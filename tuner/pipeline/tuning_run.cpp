@@ -249,12 +249,7 @@ void TuningRun::confirm(Search& search) {
   }
   for (std::size_t i = 0; i < top.size(); ++i) {
     ResultRecord r = top[i];
-    const Timing& t = (*timings)[i];
-    r.median_ms = t.median_ms;
-    r.min_ms = t.min_ms;
-    r.max_ms = t.max_ms;
-    r.runs = t.runs;
-    r.tflops = search.shape.flops() / (t.median_ms * 1e-3) / 1e12;
+    set_timing(r, (*timings)[i], search.shape);
     r.detail = fmt::format("re-measured with the best {} in {} interleaved rounds", top.size(),
                            request.rounds);
     record(r);
