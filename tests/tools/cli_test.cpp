@@ -511,9 +511,15 @@ std::string settled_line(const Outcome& run) {
   return start == std::string::npos ? "" : run.out.substr(start, run.out.find('\n', start) - start);
 }
 
-TEST_F(CpuTune, EveryFaultOfTheZooIsRecordedAndEveryGoodVariantTimed) {
-  const Outcome first = tiletune(tune("fault_zoo.cu", {"--watchdog", "2"}));
+// Faults in the fuzz happen in the pool's workers (two here) or, with --fuzz-workers 0, in the
+// evaluation worker itself: either way each costs only its configuration.
+class CpuTuneFaults : public CpuTune, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(CpuTuneFaults, EveryFaultOfTheZooIsRecordedAndEveryGoodVariantTimed) {
+  const std::vector<std::string> options{"--watchdog", "2", "--fuzz-workers", GetParam()};
+  const Outcome first = tiletune(tune("fault_zoo.cu", options));
   ASSERT_EQ(first.exit_code, 0) << first;
+  EXPECT_THAT(first.out, HasSubstr("(" + std::string(GetParam()) + " fuzz workers)")) << first;
   EXPECT_EQ(settled_line(first), "settled: 2 compile_error, 2 crashed, 2 device_limit, 2 ok, 2 timeout") << first;
   EXPECT_THAT(first.err, HasSubstr("TILE=8,FAULT=1: crashed: the worker died: killed by signal 11"));
   EXPECT_THAT(first.err, HasSubstr("TILE=8,FAULT=2: timeout: the worker was silent for 2 s"));
@@ -522,11 +528,13 @@ TEST_F(CpuTune, EveryFaultOfTheZooIsRecordedAndEveryGoodVariantTimed) {
   ASSERT_EQ(ranking.size(), 2u);
   for (const ResultRecord& r : ranking) EXPECT_GT(r.median_ms, 0.0) << r.config;
 
-  const Outcome again = tiletune(tune("fault_zoo.cu", {"--watchdog", "2"}));
+  const Outcome again = tiletune(tune("fault_zoo.cu", options));
   ASSERT_EQ(again.exit_code, 0) << again;
   EXPECT_EQ(settled_line(again), "settled: 10 recorded earlier") << "nothing is measured twice";
   EXPECT_THAT(again.out, HasSubstr("compiled 0 ")) << again;
 }
+
+INSTANTIATE_TEST_SUITE_P(FuzzWorkers, CpuTuneFaults, ::testing::Values("2", "0"));
 
 // Starts tiletune in the background (stdout and stderr to files in dir_) and returns its pid.
 pid_t start_tiletune(const fs::path& dir, const std::vector<std::string>& args, const std::string& tag) {
@@ -563,25 +571,27 @@ int processes_mentioning(const std::string& needle) {
 }
 
 TEST_F(CpuTune, KillDashNineInTheMiddleLosesNothingAndTheSameCommandResumes) {
-  // Many cases per configuration: the tune must still be running when it is killed.
-  const pid_t tuner = start_tiletune(dir_, tune("naive.cu", {}, 400), "killed");
+  // Many cases per configuration: the tune must still be running when it is killed. Two fuzz
+  // workers besides the evaluation worker: all three must die with the tuner.
+  const pid_t tuner = start_tiletune(dir_, tune("naive.cu", {"--fuzz-workers", "2"}, 400), "killed");
   int before_kill = 0;
   for (int i = 0; i < 1200 && before_kill < 3; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (fs::exists(db())) before_kill = recorded();
   }
   ASSERT_GE(before_kill, 3) << read_file(dir_ / "killed.err");
+  const std::string worker_tag = "--parent " + std::to_string(tuner);
+  EXPECT_EQ(processes_mentioning(worker_tag), 3) << "the evaluation worker and two fuzz workers";
   ASSERT_EQ(kill(tuner, SIGKILL), 0);
   int status = 0;
   waitpid(tuner, &status, 0);
   const int at_kill = recorded();
   ASSERT_LT(at_kill, 21) << "the tune ended before it was killed";
-  // The worker dies with its tuner (it may be spinning in a kernel that never returns).
-  const std::string worker_tag = "--parent " + std::to_string(tuner);
+  // The workers die with their tuner (one may be spinning in a kernel that never returns).
   for (int i = 0; i < 50 && processes_mentioning(worker_tag) > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_EQ(processes_mentioning(worker_tag), 0) << "the worker outlived its tuner";
+  EXPECT_EQ(processes_mentioning(worker_tag), 0) << "a worker outlived its tuner";
 
   const Outcome resumed = tiletune(tune("naive.cu", {}, 400));
   ASSERT_EQ(resumed.exit_code, 0) << resumed;

@@ -13,6 +13,7 @@ TEST(WorkerProtocol, EvaluationRequestRoundTrip) {
   request.evaluate.config = "TILE=16,PAD=1";
   request.evaluate.shape = {4095, 4097, 4093};
   request.evaluate.fuzz = false;
+  request.evaluate.measure = false;
   request.evaluate.fuzz_settings.cases = 17;
   request.evaluate.fuzz_settings.seed = 99;
   request.evaluate.timing = TimingSettings{1, 2, 3, 0.25};
@@ -24,6 +25,7 @@ TEST(WorkerProtocol, EvaluationRequestRoundTrip) {
   EXPECT_EQ(back.evaluate.config, "TILE=16,PAD=1");
   EXPECT_EQ(back.evaluate.shape, (GemmShape{4095, 4097, 4093}));
   EXPECT_FALSE(back.evaluate.fuzz);
+  EXPECT_FALSE(back.evaluate.measure);
   EXPECT_EQ(back.evaluate.fuzz_settings.cases, 17);
   EXPECT_EQ(back.evaluate.fuzz_settings.seed, 99u);
   EXPECT_EQ(back.evaluate.timing.max_runs, 3);

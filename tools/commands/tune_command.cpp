@@ -142,9 +142,9 @@ int run(const TuneOptions& options) {
   if (!split.empty()) split.resize(split.size() - 2);
   const CompileStatistics& compiles = session.compiled().statistics();
   fmt::print("wall {:.1f} s, {:.1f} configurations/s; compiled {} ({:.1f} s on all cores), {} from the "
-             "cache; workers started {}\n",
+             "cache; workers started {} ({} fuzz workers)\n",
              wall, settled_before / std::max(wall, 1e-9), compiles.compiled, compiles.compile_seconds,
-             compiles.from_cache, session.workers_started());
+             compiles.from_cache, session.workers_started(), session.fuzz_workers());
   fmt::print("time by stage: {}\n", split.empty() ? "none" : split);
   return kSuccess;
 }

@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
@@ -20,6 +24,10 @@ std::optional<CubinCache> open_cache(const std::string& dir) {
 
 }  // namespace
 
+unsigned default_fuzz_workers() {
+  return std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u);
+}
+
 void add_session_options(CLI::App& command, SessionOptions& options) {
   command.add_option("--backend", options.backend,
                      "gpu, or cpu: the fuzzer's CPU backend stands in for a GPU (times mean nothing)")
@@ -29,6 +37,10 @@ void add_session_options(CLI::App& command, SessionOptions& options) {
   command.add_option("--watchdog", options.watchdog_seconds,
                      "seconds an evaluation may stay silent before its worker is killed")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  command.add_option("--fuzz-workers", options.fuzz_workers,
+                     fmt::format("processes that fuzz configurations side by side (0: the evaluation "
+                                 "worker fuzzes them one by one; default {} here)", default_fuzz_workers()))
+      ->check(CLI::NonNegativeNumber);
 }
 
 TuningSession::TuningSession(const SessionOptions& options) {
@@ -38,14 +50,20 @@ TuningSession::TuningSession(const SessionOptions& options) {
     argv.push_back("--cache-dir");
     argv.push_back(options.cache_dir);
   }
-  worker_ = std::make_unique<WorkerClient>(
-      argv, std::chrono::milliseconds(std::int64_t(options.watchdog_seconds * 1000)));
+  const std::chrono::milliseconds watchdog(std::int64_t(options.watchdog_seconds * 1000));
+  worker_ = std::make_unique<WorkerClient>(argv, watchdog);
+  const unsigned fuzz_workers = options.fuzz_workers < 0 ? default_fuzz_workers() : unsigned(options.fuzz_workers);
+  if (fuzz_workers > 0) fuzz_pool_ = std::make_unique<FuzzPool>(argv, watchdog, fuzz_workers);
   compiled_ = std::make_unique<CompiledKernels>(worker_->device().arch(), 0, open_cache(options.cache_dir));
 }
 
 TuningRun& TuningSession::run(ResultStore& store, const TuningSettings& settings) {
-  if (!run_) run_ = std::make_unique<TuningRun>(*worker_, store, *compiled_, settings);
+  if (!run_) run_ = std::make_unique<TuningRun>(*worker_, fuzz_pool_.get(), store, *compiled_, settings);
   return *run_;
+}
+
+int TuningSession::workers_started() const {
+  return worker_->workers_started() + (fuzz_pool_ ? fuzz_pool_->workers_started() : 0);
 }
 
 void add_worker_command(CLI::App& app, int& exit_code) {

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
-#include <set>
 #include <thread>
 
 namespace tiletune {
@@ -50,56 +49,74 @@ void CompiledKernels::store(const KernelTemplate& tmpl, const CubinKey& key,
   cache_->store(key, outcome);
 }
 
-void CompiledKernels::prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs) {
-  // What is neither in memory nor on disk, each once.
-  std::vector<const Configuration*> missing;
+void CompiledKernels::prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs,
+                              const OutcomeCallback& on_outcome, std::stop_token stop) {
+  // What is neither in memory nor on disk, each once; a repeated configuration is told with the
+  // first when that is known.
+  std::vector<std::size_t> missing;  // positions in configs
   std::vector<std::optional<CubinKey>> missing_keys;
-  std::set<std::string> seen;
-  for (const Configuration& config : configs) {
-    std::string key = memory_key(tmpl, config);
-    if (outcomes_.contains(key) || !seen.insert(key).second) continue;
+  std::map<std::string, std::size_t> first_position;
+  std::vector<std::size_t> repeats;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    std::string key = memory_key(tmpl, configs[i]);
+    if (!first_position.emplace(key, i).second) {
+      repeats.push_back(i);
+      continue;
+    }
+    if (auto known = outcomes_.find(key); known != outcomes_.end()) {
+      if (on_outcome) on_outcome(i, known->second);
+      continue;
+    }
     std::optional<CubinKey> disk_key;
     if (cache_) {
-      disk_key = CubinKey::of(tmpl, config, arch_);
+      disk_key = CubinKey::of(tmpl, configs[i], arch_);
       if (std::optional<CompileOutcome> cached = cache_->load(*disk_key)) {
-        outcomes_.emplace(std::move(key), std::move(*cached));
+        const CompileOutcome& kept = outcomes_.emplace(std::move(key), std::move(*cached)).first->second;
         ++statistics_.from_cache;
+        if (on_outcome) on_outcome(i, kept);
         continue;
       }
     }
-    missing.push_back(&config);
+    missing.push_back(i);
     missing_keys.push_back(std::move(disk_key));
   }
-  if (missing.empty()) return;
 
   // Each outcome goes to the disk cache as soon as it is known, so that an interrupted prepare
-  // keeps what it compiled.
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<CompileOutcome> compiled(missing.size());
+  // keeps what it compiled; threads take the configurations in order, so the first are first done.
+  std::vector<std::optional<CompileOutcome>> compiled(missing.size());
   std::vector<std::exception_ptr> failures(missing.size());
   std::atomic<std::size_t> next{0};
   const auto work = [&] {
-    for (std::size_t i = next++; i < missing.size(); i = next++) {
+    for (std::size_t i = next++; i < missing.size() && !stop.stop_requested(); i = next++) {
       try {
-        compiled[i] = compile(tmpl, *missing[i]);
-        if (missing_keys[i]) store(tmpl, *missing_keys[i], compiled[i]);
+        compiled[i] = compile(tmpl, configs[missing[i]]);
+        if (missing_keys[i]) store(tmpl, *missing_keys[i], *compiled[i]);
+        if (on_outcome) on_outcome(missing[i], *compiled[i]);
       } catch (...) {
         failures[i] = std::current_exception();
       }
     }
   };
-  {
-    std::vector<std::jthread> workers;
-    const std::size_t count = std::min<std::size_t>(threads_, missing.size());
-    for (std::size_t t = 0; t < count; ++t) workers.emplace_back(work);
+  if (!missing.empty()) {
+    const auto start = std::chrono::steady_clock::now();
+    {
+      std::vector<std::jthread> workers;
+      const std::size_t count = std::min<std::size_t>(threads_, missing.size());
+      for (std::size_t t = 0; t < count; ++t) workers.emplace_back(work);
+    }
+    statistics_.compile_seconds += seconds_since(start);
   }
-  statistics_.compile_seconds += seconds_since(start);
   for (const std::exception_ptr& failure : failures) {
     if (failure) std::rethrow_exception(failure);
   }
-  statistics_.compiled += static_cast<int>(missing.size());
   for (std::size_t i = 0; i < missing.size(); ++i) {
-    outcomes_.emplace(memory_key(tmpl, *missing[i]), std::move(compiled[i]));
+    if (!compiled[i]) continue;  // stopped before its turn
+    ++statistics_.compiled;
+    outcomes_.emplace(memory_key(tmpl, configs[missing[i]]), std::move(*compiled[i]));
+  }
+  for (const std::size_t i : repeats) {
+    auto known = outcomes_.find(memory_key(tmpl, configs[i]));
+    if (on_outcome && known != outcomes_.end()) on_outcome(i, known->second);
   }
 }
 

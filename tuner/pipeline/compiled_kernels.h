@@ -5,8 +5,10 @@
 // worker process of the same tune) compiles nothing.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -30,10 +32,16 @@ class CompiledKernels {
   explicit CompiledKernels(std::string arch, unsigned threads = 0,
                            std::optional<CubinCache> cache = std::nullopt);
 
-  // Compiles every configuration not compiled yet (nor cached on disk), in parallel, storing each
-  // outcome in the cache. A configuration that does not compile is remembered as such; NvrtcError
-  // (NVRTC itself failing) is thrown.
-  void prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs);
+  // Called with a configuration's position in `configs` and its outcome as soon as that is known
+  // (from memory, the disk cache or NVRTC), from whichever thread learned it.
+  using OutcomeCallback = std::function<void(std::size_t index, const CompileOutcome& outcome)>;
+
+  // Compiles every configuration not compiled yet (nor cached on disk), in parallel and in order,
+  // storing each outcome in the cache. A configuration that does not compile is remembered as
+  // such; NvrtcError (NVRTC itself failing) is thrown. Once `stop` is requested no further
+  // compile starts, and the configurations left have no outcome (nor callback).
+  void prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs,
+               const OutcomeCallback& on_outcome = {}, std::stop_token stop = {});
 
   // The configuration's image, from the disk cache or compiled now if `prepare` has not. Throws
   // CompileError as compile_configuration does, for as long as the run lasts.

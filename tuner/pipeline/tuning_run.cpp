@@ -1,7 +1,10 @@
 #include "tuner/pipeline/tuning_run.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <future>
+#include <mutex>
+#include <stop_token>
 #include <thread>
 
 #include <fmt/format.h>
@@ -27,19 +30,68 @@ struct CompileVerdict {
   PtxasReport report;
 };
 
-std::vector<CompileVerdict> compile_all(CompiledKernels& compiled, const KernelTemplate& tmpl,
-                                        const std::vector<Configuration>& configs) {
-  compiled.prepare(tmpl, configs);
-  std::vector<CompileVerdict> verdicts(configs.size());
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    try {
-      verdicts[i].report = compiled.get(tmpl, configs[i]).report;
-      verdicts[i].compiled = true;
-    } catch (const CompileError& e) {
-      verdicts[i].log = e.log();
-    }
+// Compiles a batch's configurations in the background, on all cores and in order, while the
+// tuner evaluates those compiled already. Going out of scope stops compiling what has not started
+// (a time budget ran out) and waits for what has: the disk cache keeps it.
+class CompileAhead {
+ public:
+  CompileAhead(CompiledKernels& compiled, const KernelTemplate& tmpl, std::vector<Configuration> configs)
+      : configs_(std::move(configs)), verdicts_(configs_.size()) {
+    task_ = std::async(std::launch::async, [this, &compiled, &tmpl] {
+      try {
+        compiled.prepare(tmpl, configs_, [this](std::size_t i, const CompileOutcome& outcome) {
+          CompileVerdict verdict;
+          verdict.compiled = outcome.image.has_value();
+          if (outcome.image) verdict.report = outcome.image->report;
+          else verdict.log = outcome.log;
+          std::lock_guard lock(mutex_);
+          verdicts_[i] = std::move(verdict);
+          ready_.notify_all();
+        }, stop_.get_token());
+      } catch (...) {
+        finish();
+        throw;
+      }
+      finish();
+    });
   }
-  return verdicts;
+  ~CompileAhead() {
+    stop_.request_stop();
+    task_.wait();
+  }
+
+  // Waits for configs[i]'s verdict. Rethrows what stopped the compiling (NvrtcError).
+  const CompileVerdict& wait(std::size_t i) {
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [&] { return verdicts_[i].has_value() || finished_; });
+    if (verdicts_[i]) return *verdicts_[i];
+    lock.unlock();
+    task_.get();
+    throw std::logic_error("the compile of " + configs_[i].to_string() + " gave no outcome");
+  }
+
+ private:
+  void finish() {
+    std::lock_guard lock(mutex_);
+    finished_ = true;
+    ready_.notify_all();
+  }
+
+  std::vector<Configuration> configs_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::vector<std::optional<CompileVerdict>> verdicts_;
+  bool finished_ = false;
+  std::stop_source stop_;
+  std::future<void> task_;
+};
+
+// Fills in what ptxas reported where the worker did not (it had no image to ask: the fuzz failed
+// before, or the CPU backend).
+void add_report(ResultRecord& result, const PtxasReport& report) {
+  if (result.registers == 0) result.registers = report.registers;
+  if (result.static_shared_bytes == 0) result.static_shared_bytes = report.static_shared_bytes;
+  result.spill_bytes = report.spill_bytes();
 }
 
 bool is_pruned(ResultStatus status) {
@@ -83,9 +135,9 @@ struct TuningRun::Search {
   }
 };
 
-TuningRun::TuningRun(WorkerClient& worker, ResultStore& store, CompiledKernels& compiled,
-                     TuningSettings settings)
-    : worker_(worker), store_(store), compiled_(compiled), settings_(std::move(settings)),
+TuningRun::TuningRun(WorkerClient& worker, FuzzPool* fuzz_pool, ResultStore& store,
+                     CompiledKernels& compiled, TuningSettings settings)
+    : worker_(worker), fuzz_pool_(fuzz_pool), store_(store), compiled_(compiled), settings_(std::move(settings)),
       device_(worker.device()), gpu_(make_gpu_record(device_)) {
   gpu_id_ = store_.register_gpu(gpu_);
 }
@@ -109,17 +161,29 @@ void TuningRun::settle(Search& search, std::size_t index, const ResultRecord& re
   search.event(&search.space[index], recorded_earlier ? "recorded earlier" : "done", &result);
 }
 
-ResultRecord TuningRun::evaluate_compiled(Search& search, const Configuration& config) {
+EvaluationRequest TuningRun::request_for(const Search& search, const Configuration& config) const {
   EvaluationRequest request;
   request.tmpl = {search.tmpl.name, search.tmpl.source_hash, search.tmpl.path.string(), search.tmpl.source};
   request.config = config.to_string();
   request.shape = search.shape;
-  const std::string fuzz_key = search.tmpl.source_hash + ' ' + request.config;
-  request.fuzz = !fuzz_passed_.contains(fuzz_key);
+  request.fuzz = !fuzz_passed_.contains(search.tmpl.source_hash + ' ' + request.config);
   request.fuzz_settings = settings_.fuzz;
   request.timing = settings_.timing;
   request.data_seed = settings_.data_seed;
+  return request;
+}
 
+void TuningRun::note_fuzz_verdict(const std::string& fuzz_key, const EvaluationOutcome& outcome) {
+  if (outcome.fuzz_passed) {
+    fuzz_passed_.insert(fuzz_key);
+  } else if (outcome.result.status == ResultStatus::wrong_result ||
+             outcome.result.status == ResultStatus::launch_error) {
+    fuzz_failed_[fuzz_key] = outcome.result;  // stands for the other shapes of this run
+  }
+}
+
+ResultRecord TuningRun::evaluate_compiled(Search& search, const Configuration& config) {
+  const EvaluationRequest request = request_for(search, config);
   std::string stage = "start";
   Clock::time_point stage_start = Clock::now();
   const auto close_stage = [&] { search.summary.stage_seconds[stage] += seconds_since(stage_start); };
@@ -131,13 +195,43 @@ ResultRecord TuningRun::evaluate_compiled(Search& search, const Configuration& c
   });
   close_stage();
   ++search.summary.evaluated;
-  if (outcome.fuzz_passed) {
-    fuzz_passed_.insert(fuzz_key);
-  } else if (outcome.result.status == ResultStatus::wrong_result ||
-             outcome.result.status == ResultStatus::launch_error) {
-    fuzz_failed_[fuzz_key] = outcome.result;  // stands for the other shapes of this run
-  }
+  note_fuzz_verdict(search.tmpl.source_hash + ' ' + request.config, outcome);
   return outcome.result;
+}
+
+std::vector<std::size_t> TuningRun::fuzz_in_pool(Search& search, const std::vector<std::size_t>& indices,
+                                                 const std::map<std::size_t, PtxasReport>& reports) {
+  std::vector<EvaluationRequest> requests;
+  std::vector<std::size_t> fuzzed;  // the index of each request
+  for (const std::size_t index : indices) {
+    EvaluationRequest request = request_for(search, search.space[index]);
+    if (!request.fuzz) continue;
+    requests.push_back(std::move(request));
+    fuzzed.push_back(index);
+  }
+  if (requests.empty()) return indices;
+  search.event(nullptr, fmt::format("fuzzing {} configurations in {} workers", requests.size(),
+                                    std::min<std::size_t>(requests.size(), fuzz_pool_->size())));
+  const Clock::time_point start = Clock::now();
+  const std::vector<std::optional<EvaluationOutcome>> outcomes = fuzz_pool_->fuzz(requests);
+  search.summary.stage_seconds["fuzz"] += seconds_since(start);
+
+  std::set<std::size_t> failed;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (!outcomes[i]) continue;  // no pool: the worker fuzzes it
+    note_fuzz_verdict(search.tmpl.source_hash + ' ' + requests[i].config, *outcomes[i]);
+    if (outcomes[i]->fuzz_passed) continue;
+    ++search.summary.evaluated;
+    ResultRecord result = outcomes[i]->result;
+    add_report(result, reports.at(fuzzed[i]));
+    failed.insert(fuzzed[i]);
+    settle(search, fuzzed[i], record(result), false);
+  }
+  std::vector<std::size_t> to_measure;
+  for (const std::size_t index : indices) {
+    if (!failed.contains(index)) to_measure.push_back(index);
+  }
+  return to_measure;
 }
 
 void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& batch) {
@@ -170,53 +264,49 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
   }
   if (to_compile.empty()) return;
 
-  // Compiling runs a chunk ahead of the worker: the next chunk compiles on all cores while the
-  // worker evaluates this one.
-  const std::size_t chunk = std::max(8u, std::thread::hardware_concurrency());
-  std::vector<std::vector<Configuration>> chunks;
-  for (std::size_t i = 0; i < to_compile.size(); i += chunk) {
-    chunks.emplace_back();
-    for (std::size_t j = i; j < std::min(to_compile.size(), i + chunk); ++j) {
-      chunks.back().push_back(search.space[to_compile[j]]);
-    }
-  }
-  search.event(&search.space[to_compile.front()], fmt::format("compiling {} configurations", to_compile.size()));
-  const auto compile_chunk = [&](std::size_t c) {
-    return std::async(std::launch::async, [&, c] { return compile_all(compiled_, search.tmpl, chunks[c]); });
-  };
-  std::future<std::vector<CompileVerdict>> next = compile_chunk(0);
-  for (std::size_t c = 0; c < chunks.size(); ++c) {
-    const Clock::time_point wait_start = Clock::now();
-    const std::vector<CompileVerdict> verdicts = next.get();
-    search.summary.stage_seconds["compile"] += seconds_since(wait_start);
-    if (c + 1 < chunks.size()) next = compile_chunk(c + 1);
-    for (std::size_t j = 0; j < chunks[c].size(); ++j) {
-      if (search.out_of_time()) return;  // `next` finishes compiling: the cache keeps it
-      const std::size_t index = to_compile[c * chunk + j];
-      const Configuration& config = search.space[index];
-      const CompileVerdict& verdict = verdicts[j];
+  std::vector<Configuration> configs;
+  for (const std::size_t index : to_compile) configs.push_back(search.space[index]);
+  search.event(&configs.front(), fmt::format("compiling {} configurations", configs.size()));
+  CompileAhead ahead(compiled_, search.tmpl, configs);
+
+  // Groups of two configurations per fuzz worker: the pool fuzzes a group while the worker waits,
+  // then the worker measures it while the pool waits.
+  const std::size_t group = fuzz_pool_ ? 2 * std::size_t(fuzz_pool_->size()) : 1;
+  for (std::size_t begin = 0; begin < to_compile.size(); begin += group) {
+    std::vector<std::size_t> runnable;
+    std::map<std::size_t, PtxasReport> reports;
+    for (std::size_t j = begin; j < std::min(to_compile.size(), begin + group); ++j) {
+      if (search.out_of_time()) return;
+      const std::size_t index = to_compile[j];
+      const Clock::time_point wait_start = Clock::now();
+      const CompileVerdict& verdict = ahead.wait(j);
+      search.summary.stage_seconds["compile"] += seconds_since(wait_start);
       ResultRecord result;
       result.template_name = search.tmpl.name;
       result.template_hash = search.tmpl.source_hash;
-      result.config = config.to_string();
+      result.config = configs[j].to_string();
       result.shape = search.shape;
       if (!verdict.compiled) {
         result.status = ResultStatus::compile_error;
         result.detail = verdict.log;
-      } else if (auto pruned = prune_after_compile(search.tmpl, config, search.shape, verdict.report,
+      } else if (auto pruned = prune_after_compile(search.tmpl, configs[j], search.shape, verdict.report,
                                                     device_, settings_.pruning)) {
         result.status = pruned->status;
         result.detail = pruned->detail;
-        result.registers = verdict.report.registers;
-        result.static_shared_bytes = verdict.report.static_shared_bytes;
-        result.spill_bytes = verdict.report.spill_bytes();
+        add_report(result, verdict.report);
       } else {
-        result = evaluate_compiled(search, config);
-        if (result.registers == 0) result.registers = verdict.report.registers;
-        if (result.static_shared_bytes == 0) result.static_shared_bytes = verdict.report.static_shared_bytes;
-        result.spill_bytes = verdict.report.spill_bytes();
-        search.measured_new = true;
+        runnable.push_back(index);
+        reports[index] = verdict.report;
+        continue;
       }
+      settle(search, index, record(result), false);
+    }
+    if (fuzz_pool_ && !search.out_of_time()) runnable = fuzz_in_pool(search, runnable, reports);
+    for (const std::size_t index : runnable) {
+      if (search.out_of_time()) return;
+      ResultRecord result = evaluate_compiled(search, search.space[index]);
+      add_report(result, reports.at(index));
+      search.measured_new = true;
       settle(search, index, record(result), false);
     }
   }

@@ -1,10 +1,13 @@
 // The tuning pipeline for one device: for every template and shape, a search strategy proposes
 // configurations, and each goes through
 //   prune (geometry) -> compile (NVRTC, in parallel, cached on disk) -> prune (ptxas report)
-//   -> evaluate in the worker process (fuzz, verify at the full shape, time) -> record,
-// every outcome written to the database as soon as it is known. An interrupted tune resumes where
-// it stopped: recorded outcomes are replayed to the strategy instead of being measured again.
-// When the search is done, the best few are re-measured together before the winner stands.
+//   -> fuzz (in the fuzz pool's workers, several configurations at once)
+//   -> verify at the full shape and time (in the worker process, one at a time) -> record,
+// every outcome written to the database as soon as it is known. Compiling runs ahead of the rest
+// through the whole batch; fuzzing and timing take turns by groups, so that no fuzz runs on the
+// GPU while a configuration is timed. An interrupted tune resumes where it stopped: recorded
+// outcomes are replayed to the strategy instead of being measured again. When the search is done,
+// the best few are re-measured together before the winner stands.
 //
 // A configuration is compiled once (the disk cache keeps it across runs) and fuzzed once per GPU,
 // however many shapes it is tuned for: neither depends on the shape.
@@ -23,6 +26,7 @@
 #include "fuzz/property_runner.h"
 #include "tuner/kernel_template.h"
 #include "tuner/pipeline/compiled_kernels.h"
+#include "tuner/pipeline/fuzz_pool.h"
 #include "tuner/pipeline/kernel_timer.h"
 #include "tuner/pipeline/pruning.h"
 #include "tuner/pipeline/worker_client.h"
@@ -101,7 +105,9 @@ struct TuningSummary {
 class TuningRun {
  public:
   // The device is the worker's; `compiled` compiles (in parallel, through the disk cache) for it.
-  TuningRun(WorkerClient& worker, ResultStore& store, CompiledKernels& compiled, TuningSettings settings);
+  // Without a fuzz pool the worker fuzzes too, one configuration at a time.
+  TuningRun(WorkerClient& worker, FuzzPool* fuzz_pool, ResultStore& store, CompiledKernels& compiled,
+            TuningSettings settings);
 
   TuningSummary tune(const KernelTemplate& tmpl, const GemmShape& shape,
                      const std::function<void(const TuningEvent&)>& on_event);
@@ -113,7 +119,13 @@ class TuningRun {
   struct Search;  // one template x shape search in progress
   void settle(Search& search, std::size_t index, const ResultRecord& result, bool recorded_earlier);
   void evaluate_batch(Search& search, const std::vector<std::size_t>& batch);
+  // Fuzzes on the pool those of `indices` whose verdict is not known yet, and settles the ones
+  // that fail; returns the others, to be measured.
+  std::vector<std::size_t> fuzz_in_pool(Search& search, const std::vector<std::size_t>& indices,
+                                        const std::map<std::size_t, PtxasReport>& reports);
   void confirm(Search& search);
+  EvaluationRequest request_for(const Search& search, const Configuration& config) const;
+  void note_fuzz_verdict(const std::string& fuzz_key, const EvaluationOutcome& outcome);
   ResultRecord evaluate_compiled(Search& search, const Configuration& config);
   ResultRecord record(const ResultRecord& result);
   // A configuration with an ok result at any shape on this GPU passed its fuzz (which does not
@@ -121,6 +133,7 @@ class TuningRun {
   void remember_fuzzed(const KernelTemplate& tmpl);
 
   WorkerClient& worker_;
+  FuzzPool* fuzz_pool_;
   ResultStore& store_;
   CompiledKernels& compiled_;
   TuningSettings settings_;

@@ -29,7 +29,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ResultRecord, template_name, template_hash, c
 
 void to_json(json& j, const EvaluationRequest& r) {
   j = json{{"template", r.tmpl}, {"config", r.config}, {"shape", r.shape}, {"fuzz", r.fuzz},
-           {"cases", r.fuzz_settings.cases}, {"seed", r.fuzz_settings.seed},
+           {"measure", r.measure}, {"cases", r.fuzz_settings.cases}, {"seed", r.fuzz_settings.seed},
            {"timing", r.timing}, {"data_seed", r.data_seed}};
 }
 void from_json(const json& j, EvaluationRequest& r) {
@@ -37,6 +37,7 @@ void from_json(const json& j, EvaluationRequest& r) {
   j.at("config").get_to(r.config);
   j.at("shape").get_to(r.shape);
   j.at("fuzz").get_to(r.fuzz);
+  j.at("measure").get_to(r.measure);
   j.at("cases").get_to(r.fuzz_settings.cases);
   j.at("seed").get_to(r.fuzz_settings.seed);
   j.at("timing").get_to(r.timing);

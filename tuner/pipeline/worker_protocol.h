@@ -17,12 +17,14 @@
 namespace tiletune {
 
 // Evaluate one configuration at one shape: fuzz it (unless it passed earlier in this tune), verify
-// it at the full shape, time it.
+// it at the full shape, time it. A fuzz worker (fuzz_pool.h) is asked to fuzz only.
 struct EvaluationRequest {
   TemplateRecord tmpl;  // the source travels along: the worker may have started after it changed
   std::string config;
   GemmShape shape;
   bool fuzz = true;
+  bool measure = true;  // verify and time after the fuzz; false: stop there (the reply's result
+                        // then only counts when the fuzz failed)
   FuzzSettings fuzz_settings;
   TimingSettings timing;
   std::uint64_t data_seed = 1;

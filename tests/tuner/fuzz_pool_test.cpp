@@ -1,0 +1,121 @@
+// The fuzz pool without a GPU: stand-in workers (shell scripts speaking the worker protocol) show
+// that requests run side by side and come back in order, fuzz only, that a worker which dies
+// costs only its request, and that a pool whose workers cannot start hands every request back.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "tuner/pipeline/fuzz_pool.h"
+
+namespace tiletune {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+// A worker that says it is ready, then answers each request after `work` seconds with a passed
+// fuzz. The requests whose configuration names CRASH kill it; a request asking to measure is
+// refused as an environment failure, so the tests see that the pool never asks for one.
+std::vector<std::string> stand_in_worker(const std::string& work) {
+  WorkerReply ready;
+  ready.kind = WorkerReply::Kind::ready;
+  ready.device.name = "stand-in";
+  WorkerReply passed;
+  passed.kind = WorkerReply::Kind::result;
+  passed.fuzz_passed = true;
+  WorkerReply refused;
+  refused.kind = WorkerReply::Kind::fatal;
+  refused.text = "asked to measure";
+  setenv("TT_READY", encode(ready).c_str(), 1);
+  setenv("TT_PASSED", encode(passed).c_str(), 1);
+  setenv("TT_REFUSED", encode(refused).c_str(), 1);
+  return {"/bin/sh", "-c",
+          "printf '%s\\n' \"$TT_READY\" >&4\n"
+          "while read -r line <&3; do\n"
+          "  case \"$line\" in\n"
+          "    *CRASH*) kill -SEGV $$ ;;\n"
+          "    *'\"measure\":false'*) sleep " + work + "; printf '%s\\n' \"$TT_PASSED\" >&4 ;;\n"
+          "    *) printf '%s\\n' \"$TT_REFUSED\" >&4 ;;\n"
+          "  esac\n"
+          "done"};
+}
+
+std::vector<EvaluationRequest> requests(const std::vector<std::string>& configs) {
+  std::vector<EvaluationRequest> list;
+  for (const std::string& config : configs) {
+    EvaluationRequest request;
+    request.tmpl.name = "stand_in";
+    request.config = config;
+    request.shape = {8, 8, 8};
+    list.push_back(request);  // measure stays true: the pool must turn it off
+  }
+  return list;
+}
+
+TEST(FuzzPool, FuzzesSideBySideAndAnswersInOrder) {
+  FuzzPool pool(stand_in_worker("0.4"), 10s, 4);
+  EXPECT_EQ(pool.size(), 4u);
+  const auto start = std::chrono::steady_clock::now();
+  const auto outcomes = pool.fuzz(requests({"A=1", "A=2", "A=3", "A=4", "A=5", "A=6", "A=7", "A=8"}));
+  const auto wall = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(outcomes.size(), 8u);
+  for (const auto& outcome : outcomes) {
+    ASSERT_TRUE(outcome.has_value());
+    EXPECT_TRUE(outcome->fuzz_passed);
+  }
+  // One at a time would take 3.2 s; four at a time 0.8 s plus the workers' start.
+  EXPECT_LT(wall, 2.4s) << "the requests did not run side by side";
+  EXPECT_EQ(pool.workers_started(), 4);
+  EXPECT_EQ(pool.unavailable(), "");
+}
+
+TEST(FuzzPool, AWorkerThatDiesCostsOnlyItsRequest) {
+  FuzzPool pool(stand_in_worker("0.05"), 10s, 2);
+  const auto outcomes = pool.fuzz(requests({"A=1", "CRASH=1", "A=3", "A=4"}));
+  ASSERT_EQ(outcomes.size(), 4u);
+  ASSERT_TRUE(outcomes[1].has_value());
+  EXPECT_FALSE(outcomes[1]->fuzz_passed);
+  EXPECT_EQ(outcomes[1]->result.status, ResultStatus::crashed);
+  EXPECT_THAT(outcomes[1]->result.detail, HasSubstr("signal 11"));
+  EXPECT_EQ(outcomes[1]->result.config, "CRASH=1");
+  for (const std::size_t i : {0u, 2u, 3u}) {
+    ASSERT_TRUE(outcomes[i].has_value());
+    EXPECT_TRUE(outcomes[i]->fuzz_passed) << i;
+  }
+  // The next round finds a fresh worker in the dead one's place.
+  const auto again = pool.fuzz(requests({"B=1", "B=2"}));
+  EXPECT_TRUE(again[0]->fuzz_passed);
+  EXPECT_TRUE(again[1]->fuzz_passed);
+  EXPECT_EQ(pool.workers_started(), 3);
+}
+
+TEST(FuzzPool, WorkersThatCannotStartHandEveryRequestBack) {
+  WorkerReply no_device;
+  no_device.kind = WorkerReply::Kind::fatal;
+  no_device.text = "no second CUDA context on this device";
+  setenv("TT_NO_DEVICE", encode(no_device).c_str(), 1);
+  FuzzPool pool({"/bin/sh", "-c", "printf '%s\\n' \"$TT_NO_DEVICE\" >&4"}, 10s, 3);
+  const auto outcomes = pool.fuzz(requests({"A=1", "A=2", "A=3", "A=4", "A=5"}));
+  ASSERT_EQ(outcomes.size(), 5u);
+  for (const auto& outcome : outcomes) EXPECT_FALSE(outcome.has_value());
+  EXPECT_THAT(pool.unavailable(), HasSubstr("no second CUDA context"));
+  // Later rounds do not try again.
+  const auto again = pool.fuzz(requests({"A=6"}));
+  EXPECT_FALSE(again[0].has_value());
+}
+
+TEST(FuzzPool, AnEnvironmentFailureOfAWorkerReachesTheCaller) {
+  stand_in_worker("0");  // for its messages
+  FuzzPool pool({"/bin/sh", "-c",
+                 "printf '%s\\n' \"$TT_READY\" >&4\n"
+                 "while read -r line <&3; do printf '%s\\n' \"$TT_REFUSED\" >&4; done"},
+                10s, 2);
+  EXPECT_THROW(pool.fuzz(requests({"A=1", "A=2", "A=3"})), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace tiletune

@@ -1,0 +1,93 @@
+#include "tuner/pipeline/fuzz_pool.h"
+
+#include <stdexcept>
+
+#include "tuner/gpu_device.h"
+
+namespace tiletune {
+
+FuzzPool::FuzzPool(std::vector<std::string> argv, std::chrono::milliseconds watchdog, unsigned workers) {
+  if (workers == 0) throw std::invalid_argument("a fuzz pool needs at least one worker");
+  for (unsigned i = 0; i < workers; ++i) {
+    auto slot = std::make_unique<Slot>();
+    slot->client = std::make_unique<WorkerClient>(argv, watchdog);
+    slots_.push_back(std::move(slot));
+  }
+  for (const auto& slot : slots_) slot->thread = std::thread([this, s = slot.get()] { serve(*s); });
+}
+
+FuzzPool::~FuzzPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  // Each thread's client stops its worker as the slot goes; the worker was started by that thread.
+  for (const auto& slot : slots_) slot->thread.join();
+}
+
+int FuzzPool::workers_started() const {
+  std::lock_guard lock(mutex_);
+  int started = 0;
+  for (const auto& slot : slots_) started += slot->client->workers_started();
+  return started;
+}
+
+std::string FuzzPool::unavailable() const {
+  std::lock_guard lock(mutex_);
+  return unavailable_;
+}
+
+std::vector<std::optional<EvaluationOutcome>> FuzzPool::fuzz(const std::vector<EvaluationRequest>& requests) {
+  std::unique_lock lock(mutex_);
+  requests_ = &requests;
+  outcomes_.assign(requests.size(), std::nullopt);
+  next_ = finished_ = 0;
+  failure_ = nullptr;
+  if (!unavailable_.empty()) {
+    requests_ = nullptr;
+    return std::move(outcomes_);  // all empty: the caller fuzzes
+  }
+  work_ready_.notify_all();
+  work_done_.wait(lock, [&] { return finished_ == requests.size(); });
+  requests_ = nullptr;
+  if (failure_) std::rethrow_exception(failure_);
+  return std::move(outcomes_);
+}
+
+void FuzzPool::serve(Slot& slot) {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    work_ready_.wait(lock, [&] { return stopping_ || (requests_ && next_ < requests_->size()); });
+    if (stopping_) break;
+    const std::size_t index = next_++;
+    EvaluationRequest request = (*requests_)[index];
+    request.measure = false;
+    lock.unlock();
+    std::optional<EvaluationOutcome> outcome;
+    std::exception_ptr failure;
+    std::string cannot_start;
+    try {
+      outcome = slot.client->evaluate(request, [](const std::string&) {});
+    } catch (const GpuUnavailable& e) {
+      cannot_start = e.what();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    lock.lock();
+    outcomes_[index] = std::move(outcome);
+    if (failure && !failure_) failure_ = failure;
+    if (!cannot_start.empty()) {
+      // One worker that cannot start means the others will not either (the device allows one
+      // context, or none): hand the rest back to the caller.
+      if (unavailable_.empty()) unavailable_ = cannot_start;
+      finished_ += requests_->size() - next_;
+      next_ = requests_->size();
+    }
+    if (++finished_ == requests_->size()) work_done_.notify_all();
+  }
+  lock.unlock();
+  slot.client.reset();  // stops the worker from the thread that started it
+}
+
+}  // namespace tiletune
