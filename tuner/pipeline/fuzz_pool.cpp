@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "tuner/gpu_device.h"
 
 namespace tiletune {
@@ -80,7 +82,11 @@ void FuzzPool::serve(Slot& slot) {
     if (!cannot_start.empty()) {
       // One worker that cannot start means the others will not either (the device allows one
       // context, or none): hand the rest back to the caller.
-      if (unavailable_.empty()) unavailable_ = cannot_start;
+      if (unavailable_.empty()) {
+        unavailable_ = cannot_start;
+        fmt::print(stderr, "\ntiletune: warning: no fuzz worker could start ({}): the evaluation worker "
+                           "fuzzes, one configuration at a time\n", cannot_start);
+      }
       finished_ += requests_->size() - next_;
       next_ = requests_->size();
     }
