@@ -3,13 +3,15 @@
 #   1. an exhaustive tune of warp_tiled at one shape from an empty cubin cache and database:
 #      configurations per second and the wall time by stage;
 #   2. the same command again (resumes: measures nothing), and a fresh database with the warm
-#      cubin cache (compiles nothing, measures everything);
+#      cubin cache (compiles nothing, measures everything), once with the fuzz pool and once with
+#      --fuzz-workers 0 (the evaluation worker fuzzes): what fuzzing side by side gains;
 #   3. exhaustive tunes of two more shapes, then every strategy replayed on the three recorded
 #      spaces at 10% and 20% budgets (`tiletune strategies`), and one real guided tune at 20%;
 #   4. the fault zoo: every fault recorded with its status, every good variant timed.
 # STEPS picks the parts (default "tune search": 1-2, then 3-4), so that each fits in one call of
 # a time-limited machine; databases and the cubin cache persist in $WORK between calls. Logs and
-# databases are copied to $OUT (default ./gpu-scale-out); a short table comes last.
+# databases go to $OUT (default ./gpu-scale-out) as one archive, gpu-scale.tgz, with the summary
+# beside it; a short table comes last.
 #
 #   [STEPS=tune|search] tools/gpu_scale.sh [path/to/tiletune]
 set -uo pipefail
@@ -40,6 +42,8 @@ if [[ $STEPS == *tune* ]]; then
   timed exhaustive "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --db "$WORK/exhaustive.db"
   timed resume "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --db "$WORK/exhaustive.db"
   timed cached "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --db "$WORK/cached.db"
+  timed cached-inline-fuzz "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --fuzz-workers 0 \
+    --db "$WORK/cached-inline-fuzz.db"
   for shape in $MORE_SHAPES; do
     timed "exhaustive-$shape" "$BIN" tune kernels_src/warp_tiled.cu --shape "$shape" --db "$WORK/exhaustive.db"
   done
@@ -55,11 +59,12 @@ if [[ $STEPS == *search* ]]; then
   rm -f "$WORK/zoo.db"*
   timed fault-zoo "$BIN" tune kernels_src/fault_zoo.cu --shape 1000x1000x1000 --watchdog 5 --db "$WORK/zoo.db"
 fi
-cp "$WORK"/*.txt "$WORK"/*.log "$WORK"/*.db "$OUT"/ 2>/dev/null
+# At most a few files come back from a lent machine: one archive and the summary.
+tar czf "$OUT/gpu-scale.tgz" -C "$WORK" --exclude=cubins . && cp "$WORK/summary.txt" "$OUT/"
 
 echo
 echo "== summary"; cat "$WORK/summary.txt"
-for run in exhaustive resume cached exhaustive-2048x2048x2048 exhaustive-1000x1000x1000 guided-real fault-zoo; do
+for run in exhaustive resume cached cached-inline-fuzz exhaustive-2048x2048x2048 exhaustive-1000x1000x1000 guided-real fault-zoo; do
   [ -f "$WORK/$run.txt" ] || continue
   echo "== $run"; grep -E "^(wall|time by stage|settled)" "$WORK/$run.txt"; sed -n '/^shape/,/^$/p' "$WORK/$run.txt" | head -4
 done
