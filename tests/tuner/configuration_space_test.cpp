@@ -11,8 +11,10 @@
 namespace tiletune {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
 
@@ -51,6 +53,33 @@ TEST_F(ConfigurationSpaceOfTiled, NeighboursDifferInOneParameterAndSkipInvalidOn
               ElementsAre("TILE=8,PAD=1,SWIZZLE=0", "TILE=32,PAD=1,SWIZZLE=0",
                           "TILE=16,PAD=0,SWIZZLE=0"))
       << "SWIZZLE=1 would make an invalid pair with PAD=1";
+}
+
+TEST_F(ConfigurationSpaceOfTiled, PairMovesChangeTwoParametersByOneValueEach) {
+  EXPECT_THAT(configs_at(configs, space.pair_moves(3)),  // TILE=16,PAD=0,SWIZZLE=0
+              ElementsAre("TILE=8,PAD=1,SWIZZLE=0", "TILE=8,PAD=0,SWIZZLE=1", "TILE=32,PAD=1,SWIZZLE=0",
+                          "TILE=32,PAD=0,SWIZZLE=1"))
+      << "PAD and SWIZZLE together would make an invalid pair";
+  EXPECT_THAT(configs_at(configs, space.pair_moves(0)),  // TILE=8,PAD=0,SWIZZLE=0
+              ElementsAre("TILE=16,PAD=1,SWIZZLE=0", "TILE=16,PAD=0,SWIZZLE=1"));
+}
+
+TEST(ConfigurationSpace, PairMovesCrossTheTrapOfWarpTiled) {
+  // From BM=64,BN=128 to BM=128,BN=64 with 8 x 8 thread tiles: 64x64 has too few threads.
+  const KernelTemplate tmpl = load_template(kTemplates / "warp_tiled.cu");
+  const GemmShape shape{1000, 1000, 1000};
+  const std::vector<Configuration> configs = enumerate_configurations(tmpl, &shape);
+  const ConfigurationSpace space(tmpl, configs);
+  const std::string rest = ",BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1";
+  const auto position = [&](const std::string& text) {
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      if (configs[i].to_string() == text) return i;
+    }
+    throw std::out_of_range(text);
+  };
+  const std::size_t wide = position("BM=64,BN=128" + rest);
+  EXPECT_THAT(configs_at(configs, space.neighbours(wide)), Not(Contains("BM=128,BN=64" + rest)));
+  EXPECT_THAT(configs_at(configs, space.pair_moves(wide)), Contains("BM=128,BN=64" + rest));
 }
 
 TEST_F(ConfigurationSpaceOfTiled, DistanceCountsValueSteps) {

@@ -74,6 +74,33 @@ std::vector<std::size_t> ConfigurationSpace::neighbours(std::size_t index) const
   return positions;
 }
 
+std::vector<std::size_t> ConfigurationSpace::pair_moves(std::size_t index) const {
+  std::vector<std::size_t> positions;
+  ValueIndices moved = points_[index];
+  const auto adjacent_values = [&](std::size_t parameter) {
+    std::vector<std::size_t> values;
+    if (moved[parameter] > 0) values.push_back(moved[parameter] - 1);
+    if (moved[parameter] + 1 < value_counts_[parameter]) values.push_back(moved[parameter] + 1);
+    return values;
+  };
+  for (std::size_t first = 0; first < parameter_count(); ++first) {
+    const std::size_t first_own = moved[first];
+    for (const std::size_t first_value : adjacent_values(first)) {
+      moved[first] = first_value;
+      for (std::size_t second = first + 1; second < parameter_count(); ++second) {
+        const std::size_t second_own = moved[second];
+        for (const std::size_t second_value : adjacent_values(second)) {
+          moved[second] = second_value;
+          if (const std::optional<std::size_t> position = find(moved)) positions.push_back(*position);
+        }
+        moved[second] = second_own;
+      }
+      moved[first] = first_own;
+    }
+  }
+  return positions;
+}
+
 std::size_t ConfigurationSpace::distance(const ValueIndices& a, const ValueIndices& b) {
   std::size_t steps = 0;
   for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) steps += a[i] > b[i] ? a[i] - b[i] : b[i] - a[i];

@@ -36,6 +36,12 @@ class ConfigurationSpace {
   // (adjacent values first), then in parameter order.
   std::vector<std::size_t> neighbours(std::size_t index) const;
 
+  // The configurations that differ from `index` in exactly two parameters, each moved to an
+  // adjacent value: the moves that cross a trap single steps cannot, where both configurations
+  // between them are slower or invalid (BM=64,BN=128 to BM=128,BN=64). In parameter order, lower
+  // values first.
+  std::vector<std::size_t> pair_moves(std::size_t index) const;
+
   // Steps between two points: the sum over parameters of how far apart their value indices are.
   static std::size_t distance(const ValueIndices& a, const ValueIndices& b);
 

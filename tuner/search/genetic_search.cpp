@@ -6,8 +6,12 @@
 // failed ones never breed). A child takes each parameter's value index from one of two parents
 // chosen by tournament (uniform crossover); then a value may move to an adjacent one (mutation).
 // A child that is not a valid configuration, or was proposed before, is repaired to the nearest
-// unproposed configuration. Until a configuration has succeeded, the generation is spread over the
-// space instead (search_moves.h).
+// unproposed configuration. A quarter of each generation (rounded down) is instead the fastest configuration's
+// unproposed pair moves (two parameters changed by one value each, in random order): crossover
+// cannot make BM=128,BN=64 from parents with BM=64,BN=128, and mutation moves one value at a time
+// through configurations that are slower (128x128) or invalid (64x64 with the same thread tile).
+// Until a configuration has succeeded, the generation is spread over the space instead
+// (search_moves.h).
 #include <algorithm>
 #include <memory>
 #include <utility>
@@ -26,6 +30,8 @@ constexpr std::size_t kPopulation = 6;
 constexpr std::size_t kTournament = 3;
 // Mutations per child on average: crossover and repair already move children off their parents.
 constexpr double kMutationsPerChild = 0.5;
+// The share of a generation given to the fastest configuration's pair moves.
+constexpr double kPairMoveShare = 0.25;
 
 class GeneticSearch final : public SearchStrategy {
  public:
@@ -38,6 +44,7 @@ class GeneticSearch final : public SearchStrategy {
     require_batch_size(max_count);
     const std::vector<std::size_t> parents = population();
     std::vector<std::size_t> generation;
+    if (!parents.empty()) add_pair_moves(parents.front(), max_count, generation);
     while (generation.size() < max_count && !history_.exhausted()) {
       const std::size_t child = parents.empty() ? pick_spread_out(space_, history_, generation, random_)
                                                 : breed(parents);
@@ -65,6 +72,20 @@ class GeneticSearch final : public SearchStrategy {
                       });
     succeeded.resize(kept);
     return succeeded;
+  }
+
+  // Up to kPairMoveShare of max_count (rounded down, so that a generation of one is bred) of the
+  // pair moves of `fittest`.
+  void add_pair_moves(std::size_t fittest, std::size_t max_count, std::vector<std::size_t>& generation) {
+    const std::size_t count = std::size_t(double(max_count) * kPairMoveShare);
+    std::vector<std::size_t> pair_moves = space_.pair_moves(fittest);
+    random_.shuffle(pair_moves);
+    for (const std::size_t index : pair_moves) {
+      if (generation.size() == count) return;
+      if (history_.proposed(index)) continue;
+      history_.mark_proposed(index);
+      generation.push_back(index);
+    }
   }
 
   // The fastest of kTournament parents drawn at random: the population is sorted, so the lowest

@@ -5,8 +5,10 @@
 //
 //   exhaustive  every configuration, in the space's order
 //   random      every configuration, in a seeded random order
-//   annealing   simulated annealing over neighbouring configurations (simulated_annealing.cpp)
-//   genetic     a genetic algorithm over the parameters' value indices (genetic_search.cpp)
+//   annealing   simulated annealing over neighbouring configurations and pair moves (two
+//               parameters at once), restarting once converged (simulated_annealing.cpp)
+//   genetic     a genetic algorithm over the parameters' value indices, each generation with
+//               pair moves of the fastest configuration (genetic_search.cpp)
 //
 // A strategy is deterministic: the same seed and the same outcomes give the same proposals, so a
 // resumed tune that tells the recorded outcomes again walks the same path.

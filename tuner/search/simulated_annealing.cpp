@@ -2,12 +2,17 @@
 //
 // The first batch is spread over the space (search_moves.h) and its fastest configuration starts
 // the chain. Each later batch evaluates the chain's unproposed neighbours (one parameter changed,
-// adjacent values first), topped up with the nearest unproposed configurations when they run
-// short. The batch's fastest then becomes the chain's position if it is faster, or, if slower by a
-// share d, with probability exp(-d / temperature), so that early on the chain can leave a local
-// optimum; the temperature falls with each batch. Failed configurations are never moved to. When
-// the whole neighbourhood has been evaluated and none of it is faster, the chain has converged and
-// restarts with a spread-out batch of unproposed configurations.
+// adjacent values first), then its pair moves (two parameters changed by one value each, in
+// random order), topped up with the nearest unproposed configurations when they run short. Pair
+// moves cross the traps that single steps cannot: BM=64,BN=128 to BM=128,BN=64, where the
+// configurations between them are slower (128x128 leaves SMs idle) or invalid (64x64 with the
+// same thread tile). The batch's fastest then becomes the chain's position if it is faster, or,
+// if slower by a share d, with probability exp(-d / temperature), so that early on the chain can
+// leave a local optimum; the temperature falls with each batch. Failed configurations are never
+// moved to. When the neighbours and pair moves have all been evaluated and none of them is
+// faster, the chain has converged and restarts with a spread-out batch of unproposed
+// configurations.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <utility>
@@ -68,16 +73,18 @@ class SimulatedAnnealing final : public SearchStrategy {
     if (random_.chance(std::exp(-worse_by / temperature_))) current_ = challenger;
   }
 
-  // Every neighbour evaluated, none faster.
+  // Every neighbour and pair move evaluated, none faster.
   bool converged() const {
-    for (const std::size_t index : space_.neighbours(*current_)) {
-      if (!history_.proposed(index) || history_.cost(index) < history_.cost(*current_)) return false;
-    }
-    return true;
+    const auto settled = [&](const std::vector<std::size_t>& moves) {
+      return std::all_of(moves.begin(), moves.end(), [&](std::size_t index) {
+        return history_.proposed(index) && history_.cost(index) >= history_.cost(*current_);
+      });
+    };
+    return settled(space_.neighbours(*current_)) && settled(space_.pair_moves(*current_));
   }
 
   // The unproposed neighbours, nearer ones first, in random order among equally near ones; then
-  // the nearest unproposed configurations.
+  // the pair moves, in random order; then the nearest unproposed configurations.
   void add_neighbourhood(std::size_t max_count) {
     const ValueIndices& here = space_.point(*current_);
     std::vector<std::size_t> neighbours = space_.neighbours(*current_);
@@ -94,6 +101,11 @@ class SimulatedAnnealing final : public SearchStrategy {
         if (batch_.size() < max_count && !history_.proposed(index)) add(index);
       }
       begin = end;
+    }
+    std::vector<std::size_t> pair_moves = space_.pair_moves(*current_);
+    random_.shuffle(pair_moves);
+    for (const std::size_t index : pair_moves) {
+      if (batch_.size() < max_count && !history_.proposed(index)) add(index);
     }
     while (batch_.size() < max_count && !history_.exhausted()) {
       add(pick_nearest_unproposed(space_, history_, here, random_));
