@@ -1,9 +1,14 @@
 // tiletune compile KERNEL.cu... [--arch sm_90] [--config C] [--cubin-dir DIR]: every configuration
-// through NVRTC, no GPU needed; prints ptxas's registers, shared memory and spills, and exits 1 if
+// through NVRTC on all cores, no GPU needed; prints ptxas's registers, shared memory and spills, and exits 1 if
 // any configuration fails. --cubin-dir keeps the cubins, for cuobjdump -sass.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -44,6 +49,28 @@ void write_cubin(const std::filesystem::path& dir, const KernelTemplate& tmpl,
   if (!file) throw std::runtime_error(fmt::format("cannot write {}", (dir / name).string()));
 }
 
+struct CompileResult {
+  std::optional<CompiledKernelImage> image;
+  std::string log;  // NVRTC's, when it did not compile
+  double milliseconds = 0;
+  std::exception_ptr failure;  // NVRTC itself failed (NvrtcError): rethrown on the main thread
+};
+
+// One configuration's compile and how long it took.
+CompileResult compile_timed(const KernelTemplate& tmpl, const Configuration& config, const std::string& arch) {
+  CompileResult result;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    result.image = compile_configuration(tmpl, config, arch);
+  } catch (const CompileError& e) {
+    result.log = e.log();
+  } catch (...) {
+    result.failure = std::current_exception();
+  }
+  result.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
 int run(const CompileOptions& options) {
   const std::vector<KernelTemplate> templates = load_templates(options.kernels);
   const std::string arch = options.arch.empty() ? default_arch() : options.arch;
@@ -57,22 +84,34 @@ int run(const CompileOptions& options) {
     } else {
       configs.push_back(tmpl.parse_configuration(options.config));
     }
-    for (const Configuration& config : configs) {
-      const auto start = std::chrono::steady_clock::now();
-      try {
-        const CompiledKernelImage image = compile_configuration(tmpl, config, arch);
-        const double ms = std::chrono::duration<double, std::milli>(
-                              std::chrono::steady_clock::now() - start).count();
-        fmt::print("{:<12} {:<40} {:>5} {:>10} {:>7} {:>8.1f}\n", tmpl.name, config.to_string(),
-                   image.report.registers, image.report.static_shared_bytes,
-                   image.report.spill_bytes(), ms);
-        if (options.verbose) fmt::print("{}\n", image.log);
-        if (!options.cubin_dir.empty()) write_cubin(options.cubin_dir, tmpl, config, image);
-        ++compiled;
-      } catch (const CompileError& e) {
-        ++failures;
-        fmt::print("{:<12} {:<40} compile error\n{}\n", tmpl.name, config.to_string(), e.log());
+    // Compiled on all cores; reported in the space's order.
+    std::vector<CompileResult> results(configs.size());
+    std::atomic<std::size_t> next{0};
+    {
+      std::vector<std::jthread> threads;
+      const unsigned count = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), configs.size());
+      for (unsigned t = 0; t < count; ++t) {
+        threads.emplace_back([&] {
+          for (std::size_t i = next++; i < configs.size(); i = next++) results[i] = compile_timed(tmpl, configs[i], arch);
+        });
       }
+    }
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      const Configuration& config = configs[i];
+      const CompileResult& result = results[i];
+      if (result.failure) std::rethrow_exception(result.failure);
+      if (!result.image) {
+        ++failures;
+        fmt::print("{:<12} {:<40} compile error\n{}\n", tmpl.name, config.to_string(), result.log);
+        continue;
+      }
+      const CompiledKernelImage& image = *result.image;
+      fmt::print("{:<12} {:<40} {:>5} {:>10} {:>7} {:>8.1f}\n", tmpl.name, config.to_string(),
+                 image.report.registers, image.report.static_shared_bytes, image.report.spill_bytes(),
+                 result.milliseconds);
+      if (options.verbose) fmt::print("{}\n", image.log);
+      if (!options.cubin_dir.empty()) write_cubin(options.cubin_dir, tmpl, config, image);
+      ++compiled;
     }
   }
   fmt::print("{} configurations compiled for {}, {} failed\n", compiled, arch, failures);
