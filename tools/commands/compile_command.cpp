@@ -1,6 +1,6 @@
 // tiletune compile KERNEL.cu... [--arch sm_90] [--config C] [--cubin-dir DIR]: every configuration
-// through NVRTC on all cores, no GPU needed; prints ptxas's registers, shared memory and spills, and exits 1 if
-// any configuration fails. --cubin-dir keeps the cubins, for cuobjdump -sass.
+// through NVRTC on all cores, no GPU needed; prints ptxas's registers, shared memory and spills,
+// and exits 1 if any configuration fails. --cubin-dir keeps the cubins, for cuobjdump -sass.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
