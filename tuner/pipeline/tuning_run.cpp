@@ -57,7 +57,7 @@ class CompileAhead {
   }
   ~CompileAhead() {
     stop_.request_stop();
-    task_.wait();
+    if (task_.valid()) task_.wait();  // get() in wait() may have taken it
   }
 
   // Waits for configs[i]'s verdict. Rethrows what stopped the compiling (NvrtcError).
