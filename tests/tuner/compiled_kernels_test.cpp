@@ -7,6 +7,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <stop_token>
 #include <string>
 
 #include "tests/tuner/skip_without_nvrtc.h"
@@ -55,6 +58,40 @@ TEST(CompiledKernels, GetCompilesWhatWasNotPrepared) {
   const KernelTemplate tmpl = half_broken_template();
   CompiledKernels compiled("sm_80");
   EXPECT_EQ(compiled.get(tmpl, tmpl.parse_configuration("T=4")).arch, "sm_80");
+}
+
+// The tuner streams a batch: every configuration's outcome is told once, with its position, as
+// soon as it is known, the remembered ones too; a stop leaves the rest uncompiled.
+TEST(CompiledKernels, PrepareTellsEachOutcomeWithItsPositionAndStops) {
+  SKIP_WITHOUT_NVRTC();
+  const KernelTemplate tmpl = half_broken_template();
+  const std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  ASSERT_EQ(configs.size(), 2u);
+  CompiledKernels compiled("sm_90", 2);
+
+  std::stop_source stopped;
+  stopped.request_stop();
+  int told = 0;
+  compiled.prepare(tmpl, configs, [&](std::size_t, const CompileOutcome&) { ++told; }, stopped.get_token());
+  EXPECT_EQ(told, 0);
+  EXPECT_EQ(compiled.statistics().compiled, 0) << "stopped before anything started";
+
+  std::mutex mutex;
+  std::map<std::size_t, bool> compiles;  // position: whether it compiled
+  const auto tell = [&](std::size_t i, const CompileOutcome& outcome) {
+    std::lock_guard lock(mutex);
+    EXPECT_TRUE(compiles.emplace(i, outcome.image.has_value()).second) << "told twice: " << i;
+  };
+  compiled.prepare(tmpl, configs, tell);
+  EXPECT_THAT(compiles, ::testing::ElementsAre(std::pair(0u, true), std::pair(1u, false)));
+  EXPECT_EQ(compiled.statistics().compiled, 2);
+
+  compiles.clear();
+  const std::vector<Configuration> again{configs[1], configs[0], configs[1]};
+  compiled.prepare(tmpl, again, tell);
+  EXPECT_THAT(compiles, ::testing::ElementsAre(std::pair(0u, false), std::pair(1u, true), std::pair(2u, false)))
+      << "remembered outcomes, a repeated configuration too";
+  EXPECT_EQ(compiled.statistics().compiled, 2) << "nothing compiled again";
 }
 
 // warp_tiled's space is large (hundreds of configurations): compiled in parallel, as a tune does.
