@@ -17,9 +17,13 @@ namespace tiletune {
 namespace {
 
 // The user_version that db/schema.sql sets.
-constexpr int kSchemaVersion = 2;
-// The one older version that opening migrates (db/migrate_v1_to_v2.sql); any other is refused.
-constexpr int kMigratedVersion = 1;
+constexpr int kSchemaVersion = 3;
+// The older versions that opening migrates, each to the next, in turn; any other is refused.
+struct Migration {
+  int from;
+  const char* sql;
+};
+constexpr std::array<Migration, 2> kMigrations{{{1, kMigrateV1ToV2Sql}, {2, kMigrateV2ToV3Sql}}};
 // How long a writer waits for another process's transaction before giving up.
 constexpr int kBusyTimeoutMs = 10'000;
 
@@ -143,20 +147,21 @@ int schema_version(sqlite3* db, const std::filesystem::path& path) {
   return query.integer(0);
 }
 
-// Rebuilds a version 1 file's results table with version 2's statuses, all or nothing: a failure
-// (or a crash) leaves the file at version 1 with every row.
-void migrate_from_version_1(sqlite3* db, const std::filesystem::path& path) {
-  const std::string doing = "migrating schema version 1 to 2";
+// Migrates a file from one version to the next, all or nothing: a failure (or a crash) leaves the
+// file at its version with every row.
+void migrate(sqlite3* db, const std::filesystem::path& path, const Migration& migration) {
+  const std::string doing = "migrating schema version " + std::to_string(migration.from) + " to " +
+                            std::to_string(migration.from + 1);
   Transaction transaction(db, path, doing);
   // Another process may have migrated it while this one waited for the lock; then there is
   // nothing to do (the transaction rolls back, having changed nothing).
-  if (schema_version(db, path) != kMigratedVersion) return;
-  exec(db, path, kMigrateV1ToV2Sql, doing);
+  if (schema_version(db, path) != migration.from) return;
+  exec(db, path, migration.sql, doing);
   transaction.commit();
 }
 
-// Creates the schema in a new or empty file, migrates a version 1 file and refuses files of any
-// other schema.
+// Creates the schema in a new or empty file, migrates a file of an older version (kMigrations) and
+// refuses files of any other schema.
 void create_or_check_schema(sqlite3* db, const std::filesystem::path& path) {
   if (schema_version(db, path) == 0) {
     Transaction transaction(db, path, "creating the schema");
@@ -172,12 +177,14 @@ void create_or_check_schema(sqlite3* db, const std::filesystem::path& path) {
       transaction.commit();
     }
   }
-  if (schema_version(db, path) == kMigratedVersion) migrate_from_version_1(db, path);
+  for (const Migration& migration : kMigrations) {
+    if (schema_version(db, path) == migration.from) migrate(db, path, migration);
+  }
   const int version = schema_version(db, path);
   if (version != kSchemaVersion) {
     throw DatabaseError(path.string() + ": unsupported schema version " + std::to_string(version) +
                         " (this tiletune reads version " + std::to_string(kSchemaVersion) +
-                        " and migrates version " + std::to_string(kMigratedVersion) + ")");
+                        " and migrates versions 1 and 2)");
   }
 }
 
@@ -353,6 +360,36 @@ void ResultStore::record_result(std::int64_t gpu_id, const GpuRecord& gpu,
             gpu.driver_version, gpu.nvrtc_version)
       .run();
   transaction.commit();
+}
+
+void ResultStore::record_fuzz_pass(std::int64_t gpu_id, const std::string& template_name,
+                                   const std::string& template_hash, const std::string& config,
+                                   int cases) {
+  const std::string doing = "recording a fuzz pass of " + template_name;
+  Transaction transaction(db_, path_, doing);
+  Statement upsert(db_, path_, doing, R"sql(
+      INSERT INTO fuzz_passes (gpu_id, template_id, config, cases, recorded_at)
+      VALUES (?1, (SELECT id FROM templates WHERE name = ?2 AND source_hash = ?3), ?4, ?5,
+              datetime('now'))
+      ON CONFLICT (gpu_id, template_id, config) DO UPDATE SET
+        cases = max(cases, excluded.cases),
+        recorded_at = excluded.recorded_at)sql");
+  // A template that is not registered leaves template_id NULL, which the NOT NULL refuses.
+  upsert.bind(gpu_id, template_name, template_hash, config, cases).run();
+  transaction.commit();
+}
+
+std::map<std::string, int> ResultStore::fuzz_passes(std::int64_t gpu_id,
+                                                    const std::string& template_hash) const {
+  Statement query(db_, path_, "reading the fuzz passes of template version " + template_hash, R"sql(
+      SELECT f.config, max(f.cases)
+      FROM fuzz_passes f JOIN templates t ON t.id = f.template_id
+      WHERE f.gpu_id = ?1 AND t.source_hash = ?2
+      GROUP BY f.config)sql");
+  query.bind(gpu_id, template_hash);
+  std::map<std::string, int> passes;
+  while (query.step()) passes.emplace(query.text(0), int(query.int64(1)));
+  return passes;
 }
 
 bool ResultStore::has_result(std::int64_t gpu_id, const std::string& template_hash,

@@ -94,8 +94,8 @@ struct ResultSummary {
 
 class ResultStore {
  public:
-  // Opens or creates the database (schema created, checked, or migrated from version 1 in one
-  // transaction). Throws DatabaseError with the path and SQLite's message when the file cannot be
+  // Opens or creates the database (schema created, checked, or migrated from versions 1 and 2,
+  // each step in one transaction). Throws DatabaseError with the path and SQLite's message when the file cannot be
   // opened or written, is not a tiletune database, or has a schema version it cannot read.
   explicit ResultStore(const std::filesystem::path& path);
   ~ResultStore();
@@ -113,6 +113,14 @@ class ResultStore {
   // configuration and shape). Written in its own transaction: nothing recorded is lost if the
   // process dies afterwards.
   void record_result(std::int64_t gpu_id, const GpuRecord& gpu, const ResultRecord& result);
+
+  // Records that a configuration of a registered template version passed `cases` fuzz cases on
+  // the GPU row; the most cases it has passed are kept. In its own transaction, like a result.
+  void record_fuzz_pass(std::int64_t gpu_id, const std::string& template_name,
+                        const std::string& template_hash, const std::string& config, int cases);
+  // The configurations of the template version that passed their fuzz on the GPU row, with the
+  // most cases each passed.
+  std::map<std::string, int> fuzz_passes(std::int64_t gpu_id, const std::string& template_hash) const;
 
   // Whether a result exists for these keys (so that a resumed tune measures nothing twice).
   bool has_result(std::int64_t gpu_id, const std::string& template_hash, const std::string& config,

@@ -1,8 +1,10 @@
--- The tiletune database, schema version 2 (kept in PRAGMA user_version). Created in one
+-- The tiletune database, schema version 3 (kept in PRAGMA user_version). Created in one
 -- transaction when ResultStore opens a new or empty file; a version 1 file is migrated by
--- db/migrate_v1_to_v2.sql; any other version is refused.
+-- db/migrate_v1_to_v2.sql then db/migrate_v2_to_v3.sql, a version 2 file by the second; any other
+-- version is refused.
 --
--- Version 2 added the statuses timeout, crashed and pruned to results.
+-- Version 2 added the statuses timeout, crashed and pruned to results; version 3 the table
+-- fuzz_passes.
 
 -- A GPU as identified across driver updates; the other columns hold what was last registered.
 CREATE TABLE gpus (
@@ -79,4 +81,16 @@ CREATE TABLE results (
 -- best/ranking look results up by shape, then filter on GPU name and template version.
 CREATE INDEX results_by_shape ON results (shape_id, status, median_ms);
 
-PRAGMA user_version = 2;
+-- A configuration of a template version that passed its fuzz on a GPU, and how many random cases
+-- it passed (the most, over all its fuzzes). The fuzz does not depend on the shape: a tune of
+-- another shape trusts the pass, unless it asks for more cases than were passed.
+CREATE TABLE fuzz_passes (
+  gpu_id INTEGER NOT NULL REFERENCES gpus (id),
+  template_id INTEGER NOT NULL REFERENCES templates (id),
+  config TEXT NOT NULL,
+  cases INTEGER NOT NULL,
+  recorded_at TEXT NOT NULL,
+  PRIMARY KEY (gpu_id, template_id, config)
+) STRICT;
+
+PRAGMA user_version = 3;

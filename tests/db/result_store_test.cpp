@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -254,6 +255,29 @@ TEST_F(ResultStoreTest, EveryStatusIsRecorded) {
   EXPECT_EQ(summary[0].ok, 0);
 }
 
+// A fuzz pass belongs to a GPU row and a template version; the most cases passed are kept.
+TEST_F(ResultStoreTest, FuzzPassesKeepTheMostCasesPerGpuAndTemplateVersion) {
+  ResultStore store(db_path());
+  GpuRecord other_gpu = h200();
+  other_gpu.memory_bytes = 80'000'000'000ULL;
+  const auto gpu_id = store.register_gpu(h200());
+  const auto other_gpu_id = store.register_gpu(other_gpu);
+  store.register_template(make_template("tiled", "h1"));
+  store.register_template(make_template("tiled", "h2"));
+  store.record_fuzz_pass(gpu_id, "tiled", "h1", "TILE=16", 5);
+  store.record_fuzz_pass(gpu_id, "tiled", "h1", "TILE=16", 30);
+  store.record_fuzz_pass(gpu_id, "tiled", "h1", "TILE=16", 10);
+  store.record_fuzz_pass(gpu_id, "tiled", "h1", "TILE=32", 30);
+  store.record_fuzz_pass(other_gpu_id, "tiled", "h1", "TILE=8", 30);
+  store.record_fuzz_pass(gpu_id, "tiled", "h2", "TILE=8", 100);
+  EXPECT_EQ(store.fuzz_passes(gpu_id, "h1"), (std::map<std::string, int>{{"TILE=16", 30}, {"TILE=32", 30}}));
+  EXPECT_EQ(store.fuzz_passes(other_gpu_id, "h1"), (std::map<std::string, int>{{"TILE=8", 30}}));
+  EXPECT_EQ(store.fuzz_passes(gpu_id, "h2"), (std::map<std::string, int>{{"TILE=8", 100}}));
+  EXPECT_TRUE(store.fuzz_passes(gpu_id, "h3").empty());
+  EXPECT_THROW(store.record_fuzz_pass(gpu_id, "tiled", "h3", "TILE=8", 30), DatabaseError)
+      << "a template version that is not registered";
+}
+
 TEST_F(ResultStoreTest, RecordedResultsOfOneGpuTemplateVersionAndShape) {
   ResultStore store(db_path());
   const GpuRecord gpu = h200();
@@ -360,7 +384,7 @@ TEST_F(ResultStoreTest, DataSurvivesReopening) {
 TEST_F(ResultStoreTest, UsesWalModeAndRecordsTheSchemaVersion) {
   { ResultStore store(db_path()); }
   EXPECT_EQ(query_file(db_path(), "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "2");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "3");
 }
 
 TEST_F(ResultStoreTest, EmptyFileGetsTheSchema) {

@@ -1,7 +1,8 @@
 // Opening a schema version 1 database (as tiletune wrote it before timeout, crashed and pruned
-// existed) migrates it to version 2 in one transaction: every row kept, the new statuses
-// accepted, the schema the same as a new file's; several openers at once migrate it once; a
-// migration that fails changes nothing; other versions are refused.
+// existed) migrates it to version 2, then 3 (fuzz_passes), each step in one transaction: every row
+// kept, the new statuses accepted, the schema the same as a new file's; a version 2 file takes
+// the second step alone; several openers at once migrate once; a migration that fails changes
+// nothing; other versions are refused.
 #include "db/result_store.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,9 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -181,7 +185,7 @@ class SchemaMigrationTest : public ResultStoreTest {};
 TEST_F(SchemaMigrationTest, Version1FileIsMigratedKeepingEveryRow) {
   write_version_1_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "2");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "3");
   expect_version_1_rows(store);
   EXPECT_EQ(store.recorded_results(1, "h2", kSquare).size(), 2u);
   EXPECT_EQ(query_file(db_path(), "SELECT group_concat(id) FROM (SELECT id FROM results ORDER BY id)"),
@@ -219,7 +223,27 @@ TEST_F(SchemaMigrationTest, Version1FileIsMigratedKeepingEveryRow) {
   EXPECT_EQ(query_file(db_path(), "SELECT count(*) FROM results"), "6");
 }
 
-// Keeps db/migrate_v1_to_v2.sql's results table the same as db/schema.sql's.
+// A version 2 file, as tiletune wrote it before fuzz passes were kept: the version 1 file
+// migrated by the project's own first step.
+void write_version_2_database(const fs::path& path) {
+  write_version_1_database(path);
+  std::ifstream file(fs::path(TILETUNE_SOURCE_DIR) / "db" / "migrate_v1_to_v2.sql");
+  exec_file(path, std::string(std::istreambuf_iterator<char>(file), {}));
+  ASSERT_EQ(query_file(path, "PRAGMA user_version"), "2");
+}
+
+TEST_F(SchemaMigrationTest, Version2FileGainsAnEmptyFuzzPassTable) {
+  write_version_2_database(db_path());
+  ResultStore store(db_path());
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "3");
+  expect_version_1_rows(store);
+  EXPECT_TRUE(store.fuzz_passes(1, "h2").empty()) << "a pass from before is not invented";
+  store.record_fuzz_pass(1, "tiled", "h2", "TILE=16", 30);
+  EXPECT_EQ(store.fuzz_passes(1, "h2"), (std::map<std::string, int>{{"TILE=16", 30}}));
+  EXPECT_EQ(query_file(db_path(), "PRAGMA foreign_key_check"), "");
+}
+
+// Keeps the migrations' tables the same as db/schema.sql's.
 TEST_F(SchemaMigrationTest, MigratedSchemaMatchesANewOne) {
   write_version_1_database(db_path());
   { ResultStore migrated(db_path()); }
@@ -228,7 +252,12 @@ TEST_F(SchemaMigrationTest, MigratedSchemaMatchesANewOne) {
   const std::string expected = schema_of(fresh);
   EXPECT_NE(expected.find("table results: CREATE TABLE results ("), std::string::npos) << expected;
   EXPECT_NE(expected.find("index results_by_shape: CREATE INDEX"), std::string::npos) << expected;
+  EXPECT_NE(expected.find("table fuzz_passes: CREATE TABLE fuzz_passes ("), std::string::npos) << expected;
   EXPECT_EQ(schema_of(db_path()), expected);
+  const fs::path from_version_2 = dir_ / "from-version-2.db";
+  write_version_2_database(from_version_2);
+  { ResultStore migrated(from_version_2); }
+  EXPECT_EQ(schema_of(from_version_2), expected);
 }
 
 // Where the migrated tables start in the file: SQLite allocates pages deterministically, so a
@@ -264,7 +293,7 @@ TEST_F(SchemaMigrationTest, ConcurrentOpenersMigrateOnce) {
     }
     for (auto& opener : openers) opener.join();
     ASSERT_EQ(failures, 0) << "round " << round;
-    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "2");
+    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "3");
     EXPECT_EQ(query_file(path, "SELECT count(*) FROM results"), "3");
     EXPECT_EQ(query_file(path, "PRAGMA integrity_check"), "ok");
     EXPECT_EQ(layout_of(path), migrated_once) << "migrated more than once";
@@ -299,7 +328,7 @@ TEST_F(SchemaMigrationTest, FailedMigrationChangesNothing) {
 }
 
 TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
-  for (const int version : {3, 42, -1}) {
+  for (const int version : {4, 42, -1}) {
     const fs::path path = dir_ / ("v" + std::to_string(version) + ".db");
     { ResultStore store(path); }
     exec_file(path, "PRAGMA user_version = " + std::to_string(version));
@@ -310,7 +339,7 @@ TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
       const std::string message = error.what();
       EXPECT_NE(message.find(path.string()), std::string::npos) << message;
       EXPECT_NE(message.find("unsupported schema version " + std::to_string(version) +
-                             " (this tiletune reads version 2 and migrates version 1)"),
+                             " (this tiletune reads version 3 and migrates versions 1 and 2)"),
                 std::string::npos)
           << message;
     }

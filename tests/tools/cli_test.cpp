@@ -615,6 +615,32 @@ TEST_F(CpuTune, TwoTunersWritingOneDatabaseAtOnceBothRecordEverything) {
   EXPECT_EQ(per_template["naive"], 8);
 }
 
+// A fuzz pass stands for every shape of that GPU, in later runs too, but only for as many cases
+// as it passed: a tune asking for more fuzzes again.
+TEST_F(CpuTune, AFuzzPassIsTrustedAtOtherShapesUpToItsNumberOfCases) {
+  const auto tune_at = [&](const std::string& shape, int cases) {
+    return tiletune({"tune", (kTemplates / "tiled.cu").string(), "--backend", "cpu", "--shape", shape,
+                     "--cases", std::to_string(cases), "--db", db().string()});
+  };
+  const auto fuzzed = [](const Outcome& run) {
+    const std::size_t stages = run.out.find("time by stage: ");
+    return run.out.find("fuzz ", stages) != std::string::npos;
+  };
+  const Outcome first = tune_at("40x36x20", 5);
+  ASSERT_EQ(first.exit_code, 0) << first;
+  EXPECT_TRUE(fuzzed(first)) << first;
+  const Outcome same_cases = tune_at("33x31x17", 5);
+  ASSERT_EQ(same_cases.exit_code, 0) << same_cases;
+  EXPECT_FALSE(fuzzed(same_cases)) << same_cases;
+  const Outcome more_cases = tune_at("50x44x30", 20);
+  ASSERT_EQ(more_cases.exit_code, 0) << more_cases;
+  EXPECT_TRUE(fuzzed(more_cases)) << "5 passed cases do not stand for 20\n" << more_cases;
+  const Outcome fewer_cases = tune_at("21x19x9", 10);
+  ASSERT_EQ(fewer_cases.exit_code, 0) << fewer_cases;
+  EXPECT_FALSE(fuzzed(fewer_cases)) << fewer_cases;
+  EXPECT_EQ(settled_line(fewer_cases), "settled: 9 ok");
+}
+
 TEST_F(CpuTune, AGuidedStrategySettlesItsBudgetAndABadBudgetIsOneLine) {
   const Outcome run = tiletune(tune("tiled.cu", {"--strategy", "annealing", "--budget", "50%"}));
   ASSERT_EQ(run.exit_code, 0) << run;

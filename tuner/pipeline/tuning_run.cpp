@@ -173,9 +173,15 @@ EvaluationRequest TuningRun::request_for(const Search& search, const Configurati
   return request;
 }
 
-void TuningRun::note_fuzz_verdict(const std::string& fuzz_key, const EvaluationOutcome& outcome) {
+void TuningRun::note_fuzz_verdict(const Search& search, const EvaluationRequest& request,
+                                  const EvaluationOutcome& outcome) {
+  const std::string fuzz_key = search.tmpl.source_hash + ' ' + request.config;
   if (outcome.fuzz_passed) {
     fuzz_passed_.insert(fuzz_key);
+    if (request.fuzz) {
+      store_.record_fuzz_pass(gpu_id_, search.tmpl.name, search.tmpl.source_hash, request.config,
+                              request.fuzz_settings.cases);
+    }
   } else if (outcome.result.status == ResultStatus::wrong_result ||
              outcome.result.status == ResultStatus::launch_error) {
     fuzz_failed_[fuzz_key] = outcome.result;  // stands for the other shapes of this run
@@ -195,7 +201,7 @@ ResultRecord TuningRun::evaluate_compiled(Search& search, const Configuration& c
   });
   close_stage();
   ++search.summary.evaluated;
-  note_fuzz_verdict(search.tmpl.source_hash + ' ' + request.config, outcome);
+  note_fuzz_verdict(search, request, outcome);
   return outcome.result;
 }
 
@@ -219,7 +225,7 @@ std::vector<std::size_t> TuningRun::fuzz_in_pool(Search& search, const std::vect
   std::set<std::size_t> failed;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (!outcomes[i]) continue;  // no pool: the worker fuzzes it
-    note_fuzz_verdict(search.tmpl.source_hash + ' ' + requests[i].config, *outcomes[i]);
+    note_fuzz_verdict(search, requests[i], *outcomes[i]);
     if (outcomes[i]->fuzz_passed) continue;
     ++search.summary.evaluated;
     ResultRecord result = outcomes[i]->result;
@@ -355,10 +361,8 @@ void TuningRun::confirm(Search& search) {
 
 void TuningRun::remember_fuzzed(const KernelTemplate& tmpl) {
   if (!remembered_.insert(tmpl.source_hash).second) return;
-  for (const GemmShape& shape : store_.shapes_with_results(gpu_.name, tmpl.name)) {
-    for (const auto& [config, result] : store_.recorded_results(gpu_id_, tmpl.source_hash, shape)) {
-      if (result.status == ResultStatus::ok) fuzz_passed_.insert(tmpl.source_hash + ' ' + config);
-    }
+  for (const auto& [config, cases] : store_.fuzz_passes(gpu_id_, tmpl.source_hash)) {
+    if (cases >= settings_.fuzz.cases) fuzz_passed_.insert(tmpl.source_hash + ' ' + config);
   }
 }
 

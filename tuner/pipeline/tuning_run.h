@@ -125,11 +125,13 @@ class TuningRun {
                                         const std::map<std::size_t, PtxasReport>& reports);
   void confirm(Search& search);
   EvaluationRequest request_for(const Search& search, const Configuration& config) const;
-  void note_fuzz_verdict(const std::string& fuzz_key, const EvaluationOutcome& outcome);
+  // Remembers a fuzz's verdict for the other shapes; a pass made now is recorded for later runs.
+  void note_fuzz_verdict(const Search& search, const EvaluationRequest& request,
+                         const EvaluationOutcome& outcome);
   ResultRecord evaluate_compiled(Search& search, const Configuration& config);
   ResultRecord record(const ResultRecord& result);
-  // A configuration with an ok result at any shape on this GPU passed its fuzz (which does not
-  // depend on the shape): a later tune of another shape, in this run or another, skips it.
+  // A configuration that passed its fuzz on this GPU (which does not depend on the shape) with at
+  // least as many cases as this run asks for is not fuzzed again, in this run or another.
   void remember_fuzzed(const KernelTemplate& tmpl);
 
   WorkerClient& worker_;
