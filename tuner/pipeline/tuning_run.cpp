@@ -94,6 +94,12 @@ void add_report(ResultRecord& result, const PtxasReport& report) {
   result.spill_bytes = report.spill_bytes();
 }
 
+// What fuzz verdicts are remembered by: the fuzz depends on the template version and the
+// configuration, not on the shape.
+std::string fuzz_key(const KernelTemplate& tmpl, const std::string& config) {
+  return tmpl.source_hash + ' ' + config;
+}
+
 bool is_pruned(ResultStatus status) {
   return status == ResultStatus::device_limit || status == ResultStatus::pruned;
 }
@@ -130,6 +136,15 @@ struct TuningRun::Search {
   TuningSummary summary;
 
   bool out_of_time() const { return deadline && Clock::now() >= *deadline; }
+  // A result of this search with its keys filled in and nothing else.
+  ResultRecord result_keys(const std::string& config) const {
+    ResultRecord result;
+    result.template_name = tmpl.name;
+    result.template_hash = tmpl.source_hash;
+    result.config = config;
+    result.shape = shape;
+    return result;
+  }
   void event(const Configuration* config, const std::string& stage, const ResultRecord* result = nullptr) const {
     on_event(TuningEvent{&tmpl, shape, config, summary.settled, int(limit), stage, result});
   }
@@ -166,7 +181,7 @@ EvaluationRequest TuningRun::request_for(const Search& search, const Configurati
   request.tmpl = {search.tmpl.name, search.tmpl.source_hash, search.tmpl.path.string(), search.tmpl.source};
   request.config = config.to_string();
   request.shape = search.shape;
-  request.fuzz = !fuzz_passed_.contains(search.tmpl.source_hash + ' ' + request.config);
+  request.fuzz = !fuzz_passed_.contains(fuzz_key(search.tmpl, request.config));
   request.fuzz_settings = settings_.fuzz;
   request.timing = settings_.timing;
   request.data_seed = settings_.data_seed;
@@ -175,16 +190,16 @@ EvaluationRequest TuningRun::request_for(const Search& search, const Configurati
 
 void TuningRun::note_fuzz_verdict(const Search& search, const EvaluationRequest& request,
                                   const EvaluationOutcome& outcome) {
-  const std::string fuzz_key = search.tmpl.source_hash + ' ' + request.config;
+  const std::string key = fuzz_key(search.tmpl, request.config);
   if (outcome.fuzz_passed) {
-    fuzz_passed_.insert(fuzz_key);
+    fuzz_passed_.insert(key);
     if (request.fuzz) {
       store_.record_fuzz_pass(gpu_id_, search.tmpl.name, search.tmpl.source_hash, request.config,
                               request.fuzz_settings.cases);
     }
   } else if (outcome.result.status == ResultStatus::wrong_result ||
              outcome.result.status == ResultStatus::launch_error) {
-    fuzz_failed_[fuzz_key] = outcome.result;  // stands for the other shapes of this run
+    fuzz_failed_[key] = outcome.result;  // stands for the other shapes of this run
   }
 }
 
@@ -249,18 +264,14 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
       settle(search, index, found->second, true);
       continue;
     }
-    if (auto failed = fuzz_failed_.find(search.tmpl.source_hash + ' ' + text); failed != fuzz_failed_.end()) {
+    if (auto failed = fuzz_failed_.find(fuzz_key(search.tmpl, text)); failed != fuzz_failed_.end()) {
       ResultRecord result = failed->second;
       result.shape = search.shape;
       settle(search, index, record(result), false);
       continue;
     }
     if (auto verdict = prune_before_compile(search.tmpl, config, search.shape, device_)) {
-      ResultRecord result;
-      result.template_name = search.tmpl.name;
-      result.template_hash = search.tmpl.source_hash;
-      result.config = text;
-      result.shape = search.shape;
+      ResultRecord result = search.result_keys(text);
       result.status = verdict->status;
       result.detail = verdict->detail;
       settle(search, index, record(result), false);
@@ -287,11 +298,7 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
       const Clock::time_point wait_start = Clock::now();
       const CompileVerdict& verdict = ahead.wait(j);
       search.summary.stage_seconds["compile"] += seconds_since(wait_start);
-      ResultRecord result;
-      result.template_name = search.tmpl.name;
-      result.template_hash = search.tmpl.source_hash;
-      result.config = configs[j].to_string();
-      result.shape = search.shape;
+      ResultRecord result = search.result_keys(configs[j].to_string());
       if (!verdict.compiled) {
         result.status = ResultStatus::compile_error;
         result.detail = verdict.log;
@@ -362,7 +369,7 @@ void TuningRun::confirm(Search& search) {
 void TuningRun::remember_fuzzed(const KernelTemplate& tmpl) {
   if (!remembered_.insert(tmpl.source_hash).second) return;
   for (const auto& [config, cases] : store_.fuzz_passes(gpu_id_, tmpl.source_hash)) {
-    if (cases >= settings_.fuzz.cases) fuzz_passed_.insert(tmpl.source_hash + ' ' + config);
+    if (cases >= settings_.fuzz.cases) fuzz_passed_.insert(fuzz_key(tmpl, config));
   }
 }
 
