@@ -95,8 +95,9 @@ struct ResultSummary {
 class ResultStore {
  public:
   // Opens or creates the database (schema created, checked, or migrated from versions 1 and 2,
-  // each step in one transaction). Throws DatabaseError with the path and SQLite's message when the file cannot be
-  // opened or written, is not a tiletune database, or has a schema version it cannot read.
+  // each step in one transaction). Throws DatabaseError with the path and SQLite's message when
+  // the file cannot be opened or written, is not a tiletune database, or has a schema version it
+  // cannot read.
   explicit ResultStore(const std::filesystem::path& path);
   ~ResultStore();
   ResultStore(const ResultStore&) = delete;

@@ -57,7 +57,8 @@ struct CompileResult {
 };
 
 // One configuration's compile and how long it took.
-CompileResult compile_timed(const KernelTemplate& tmpl, const Configuration& config, const std::string& arch) {
+CompileResult compile_timed(const KernelTemplate& tmpl, const Configuration& config,
+                            const std::string& arch) {
   CompileResult result;
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -67,7 +68,8 @@ CompileResult compile_timed(const KernelTemplate& tmpl, const Configuration& con
   } catch (...) {
     result.failure = std::current_exception();
   }
-  result.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  result.milliseconds = std::chrono::duration<double, std::milli>(elapsed).count();
   return result;
 }
 
@@ -89,10 +91,13 @@ int run(const CompileOptions& options) {
     std::atomic<std::size_t> next{0};
     {
       std::vector<std::jthread> threads;
-      const unsigned count = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), configs.size());
-      for (unsigned t = 0; t < count; ++t) {
+      const std::size_t count =
+          std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), configs.size());
+      for (std::size_t t = 0; t < count; ++t) {
         threads.emplace_back([&] {
-          for (std::size_t i = next++; i < configs.size(); i = next++) results[i] = compile_timed(tmpl, configs[i], arch);
+          for (std::size_t i = next++; i < configs.size(); i = next++) {
+            results[i] = compile_timed(tmpl, configs[i], arch);
+          }
         });
       }
     }

@@ -52,7 +52,8 @@ TuningSession::TuningSession(const SessionOptions& options) {
   }
   const std::chrono::milliseconds watchdog(std::int64_t(options.watchdog_seconds * 1000));
   worker_ = std::make_unique<WorkerClient>(argv, watchdog);
-  const unsigned fuzz_workers = options.fuzz_workers < 0 ? default_fuzz_workers() : unsigned(options.fuzz_workers);
+  const unsigned fuzz_workers =
+      options.fuzz_workers < 0 ? default_fuzz_workers() : unsigned(options.fuzz_workers);
   if (fuzz_workers > 0) fuzz_pool_ = std::make_unique<FuzzPool>(argv, watchdog, fuzz_workers);
   compiled_ = std::make_unique<CompiledKernels>(worker_->device().arch(), 0, open_cache(options.cache_dir));
 }
