@@ -641,6 +641,24 @@ TEST_F(CpuTune, AFuzzPassIsTrustedAtOtherShapesUpToItsNumberOfCases) {
   EXPECT_EQ(settled_line(fewer_cases), "settled: 9 ok");
 }
 
+// A time budget ends the search on time: compiling, which streams ahead through the whole batch
+// (here all of warp_tiled's space), stops with it instead of going on through the space.
+TEST_F(CpuTune, ATimeBudgetAlsoStopsTheCompilingAhead) {
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome run = tiletune({"tune", (kTemplates / "warp_tiled.cu").string(), "--backend", "cpu",
+                                "--shape", "200x200x24", "--cases", "5", "--budget", "2s", "--db",
+                                db().string(), "--cache-dir", (dir_ / "cubins").string()});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(run.exit_code, 0) << run;
+  const std::size_t compiled_at = run.out.find("compiled ");
+  ASSERT_NE(compiled_at, std::string::npos) << run;
+  const int compiled = std::stoi(run.out.substr(compiled_at + 9));
+  EXPECT_GT(compiled, 0) << run;
+  EXPECT_LT(compiled, 100) << "compiling went on through the space of 256 after the budget\n" << run;
+  EXPECT_LT(seconds, 60) << run;
+  EXPECT_GT(recorded(), 0) << "what was settled is recorded";
+}
+
 TEST_F(CpuTune, AGuidedStrategySettlesItsBudgetAndABadBudgetIsOneLine) {
   const Outcome run = tiletune(tune("tiled.cu", {"--strategy", "annealing", "--budget", "50%"}));
   ASSERT_EQ(run.exit_code, 0) << run;
