@@ -5,7 +5,7 @@
 namespace tiletune {
 
 GpuEvaluator::GpuEvaluator(const CompilerFactory& make_compiler)
-    : compiled_(make_compiler(device_.properties().arch())), flush_(std::size_t(device_.properties().l2_cache_bytes)) {}
+    : compiled_(make_compiler(device_.properties().arch())) {}
 
 ShapeVerifier& GpuEvaluator::verifier(const GemmShape& shape, std::uint64_t data_seed,
                                       const StageCallback& stage) {
@@ -22,9 +22,10 @@ ShapeVerifier& GpuEvaluator::verifier(const GemmShape& shape, std::uint64_t data
 Timing GpuEvaluator::time(const GpuKernel& kernel, const LaunchGeometry& geometry,
                           const TimingSettings& timing) {
   ShapeVerifier& v = *verifier_;
+  if (!flush_) flush_.emplace(std::size_t(device_.properties().l2_cache_bytes));
   return time_launches(
       [&](CUstream stream) { kernel.launch(geometry, v.a(), v.b(), v.c(), v.problem(), stream); },
-      nullptr, timing, std::ref(flush_));
+      nullptr, timing, std::ref(*flush_));
 }
 
 EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
