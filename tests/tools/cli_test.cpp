@@ -656,7 +656,6 @@ TEST_F(CpuTune, ATimeBudgetAlsoStopsTheCompilingAhead) {
   EXPECT_GT(compiled, 0) << run;
   EXPECT_LT(compiled, 100) << "compiling went on through the space of 256 after the budget\n" << run;
   EXPECT_LT(seconds, 60) << run;
-  EXPECT_GT(recorded(), 0) << "what was settled is recorded";
 }
 
 TEST_F(CpuTune, AGuidedStrategySettlesItsBudgetAndABadBudgetIsOneLine) {
