@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 
@@ -14,6 +15,12 @@ namespace {
 constexpr std::int64_t kMaxSize = std::numeric_limits<std::int32_t>::max();
 
 }  // namespace
+
+double log_distance(const GemmShape& a, const GemmShape& b) {
+  const double dm = std::log2(double(a.m) / double(b.m)), dn = std::log2(double(a.n) / double(b.n)),
+               dk = std::log2(double(a.k) / double(b.k));
+  return std::sqrt(dm * dm + dn * dn + dk * dk);
+}
 
 GemmShape GemmShape::parse(std::string_view text) {
   const auto fail = [text](std::string_view why) {

@@ -27,6 +27,10 @@ struct GemmShape {
   friend auto operator<=>(const GemmShape&, const GemmShape&) = default;
 };
 
+// How far apart two shapes are for a kernel's choices: the Euclidean distance of their
+// (log2 M, log2 N, log2 K), so that 1000^3 is near 1024^3 and 64x4096x4096 far from 4096^3.
+double log_distance(const GemmShape& a, const GemmShape& b);
+
 // A shape with the strides of its three matrices: the unit the fuzzer generates and a kernel runs.
 struct GemmProblem {
   GemmShape shape;

@@ -26,12 +26,6 @@ struct QueryOptions {
   bool exact = false;
 };
 
-double log_distance(const GemmShape& a, const GemmShape& b) {
-  const double dm = std::log2(double(a.m) / b.m), dn = std::log2(double(a.n) / b.n),
-               dk = std::log2(double(a.k) / b.k);
-  return std::sqrt(dm * dm + dn * dn + dk * dk);
-}
-
 // The GPU asked for: --gpu, else the one in this machine, else the only one recorded.
 std::string choose_gpu(const QueryOptions& options, const ResultStore& store) {
   if (!options.gpu.empty()) return options.gpu;
