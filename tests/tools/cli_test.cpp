@@ -658,6 +658,25 @@ TEST_F(CpuTune, ATimeBudgetAlsoStopsTheCompilingAhead) {
   EXPECT_LT(seconds, 60) << run;
 }
 
+// A guided tune of a shape starts from the winners of the nearest shape recorded before it.
+TEST_F(CpuTune, AGuidedTuneWarmStartsFromTheNearestRecordedShape) {
+  const auto tune_at = [&](const std::string& shape, std::vector<std::string> extra) {
+    std::vector<std::string> args{"tune", (kTemplates / "tiled.cu").string(), "--backend", "cpu", "--shape", shape,
+                                  "--cases", "10", "--db", db().string(), "--strategy", "annealing", "--budget", "4"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return tiletune(args);
+  };
+  const Outcome first = tune_at("40x36x20", {});
+  ASSERT_EQ(first.exit_code, 0) << first;
+  EXPECT_THAT(first.out, ::testing::Not(HasSubstr("warm start"))) << "nothing was recorded before it";
+  const Outcome second = tune_at("41x37x21", {});
+  ASSERT_EQ(second.exit_code, 0) << second;
+  EXPECT_THAT(second.out, ::testing::ContainsRegex("warm start: [1-3] configurations from 40x36x20\n")) << second;
+  const Outcome cold = tune_at("39x35x19", {"--cold-start"});
+  ASSERT_EQ(cold.exit_code, 0) << cold;
+  EXPECT_THAT(cold.out, ::testing::Not(HasSubstr("warm start"))) << cold;
+}
+
 TEST_F(CpuTune, AGuidedStrategySettlesItsBudgetAndABadBudgetIsOneLine) {
   const Outcome run = tiletune(tune("tiled.cu", {"--strategy", "annealing", "--budget", "50%"}));
   ASSERT_EQ(run.exit_code, 0) << run;

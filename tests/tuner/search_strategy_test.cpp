@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tuner/search/configuration_space.h"
 #include "tuner/search_space.h"
 
 namespace tiletune {
@@ -175,6 +176,52 @@ TEST(SearchStrategy, ExhaustiveFollowsTheSpaceOrder) {
   const auto search = make_search_strategy("exhaustive", space.tmpl, space.configs, 1);
   const SearchRun run = run_to_the_end(*search, {4});
   EXPECT_THAT(run.batches, ElementsAre(ElementsAre(0, 1, 2, 3), ElementsAre(4, 5, 6, 7), ElementsAre(8)));
+}
+
+TEST(SearchStrategy, GuidedStrategiesStartWithTheWarmStartThenSpreadOut) {
+  const Space space = space_of("warp_tiled.cu");
+  const std::vector<std::size_t> warm_start{40, 7, 123, 7};
+  for (const char* name : {"annealing", "genetic"}) {
+    SCOPED_TRACE(name);
+    const auto search = make_search_strategy(name, space.tmpl, space.configs, 9, warm_start);
+    const SearchRun run = run_to_the_end(*search, {6}, 3);
+    EXPECT_THAT(run.batches[0], ::testing::ElementsAre(40, 7, 123, ::testing::_, ::testing::_, ::testing::_))
+        << "the warm start first, in its order, once each";
+    // The rest of the first batch is spread out: nothing at one step from a warm-start point.
+    ConfigurationSpace points(space.tmpl, space.configs);
+    for (std::size_t i = 3; i < 6; ++i) {
+      for (const std::size_t start : {40u, 7u, 123u}) {
+        EXPECT_GT(ConfigurationSpace::distance(points.point(run.batches[0][i]), points.point(start)), 1u);
+      }
+    }
+    std::vector<std::size_t> proposed = run.proposed();
+    EXPECT_EQ(std::count(proposed.begin(), proposed.end(), 7u), 1) << "a warm-start point is proposed once";
+  }
+}
+
+TEST(SearchStrategy, AWarmStartLargerThanTheBatchFillsSeveral) {
+  const Space space = space_of("warp_tiled.cu");
+  const auto search = make_search_strategy("annealing", space.tmpl, space.configs, 9, {1, 2, 3, 4, 5});
+  EXPECT_THAT(search->propose(2), ElementsAre(1, 2));
+}
+
+TEST(SearchStrategy, ExhaustiveAndRandomIgnoreAWarmStart) {
+  const Space space = space_of("tiled.cu");
+  for (const char* name : {"exhaustive", "random"}) {
+    const SearchRun cold = run_to_the_end(*make_search_strategy(name, space.tmpl, space.configs, 4), {5});
+    const SearchRun warm = run_to_the_end(*make_search_strategy(name, space.tmpl, space.configs, 4, {3, 1}), {5});
+    EXPECT_EQ(cold.batches, warm.batches) << name;
+  }
+}
+
+TEST(SearchStrategy, AWarmStartOutsideTheSpaceIsRejected) {
+  const Space space = space_of("tiled.cu");
+  try {
+    make_search_strategy("genetic", space.tmpl, space.configs, 1, {space.configs.size()});
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("outside a space of"));
+  }
 }
 
 TEST(SearchStrategy, GuidedStrategiesRejectAConfigurationOfAnotherTemplate) {

@@ -4,7 +4,10 @@
 // How each search strategy would have done on a space that was tuned exhaustively: every strategy
 // is replayed (tuner/search/search_replay.h) against the recorded times, for each budget and seed,
 // and the best it finds is compared with the recorded optimum. Configurations recorded with any
-// status but ok count as failures.
+// status but ok count as failures. The guided strategies are replayed twice: from a cold start,
+// and warm started as a tune of this shape would be if every other shape in the database had
+// been recorded before it (tuner/pipeline/recorded_warm_start.h): the shape's own results never
+// take part in its warm start.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -16,6 +19,7 @@
 #include "db/result_store.h"
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
+#include "tuner/pipeline/recorded_warm_start.h"
 #include "tuner/search/search_budget.h"
 #include "tuner/search/search_replay.h"
 #include "tuner/search/search_strategy.h"
@@ -87,6 +91,17 @@ std::vector<std::optional<double>> recorded_times(const ResultStore& store, cons
   return times;
 }
 
+// Every strategy from a cold start, then (when there is one) the guided ones warm started.
+std::vector<std::pair<std::string, bool>> replays(bool with_warm_start) {
+  std::vector<std::pair<std::string, bool>> runs;
+  for (const std::string& strategy : search_strategy_names()) runs.emplace_back(strategy, false);
+  if (!with_warm_start) return runs;
+  for (const std::string& strategy : search_strategy_names()) {
+    if (is_guided_strategy(strategy)) runs.emplace_back(strategy, true);
+  }
+  return runs;
+}
+
 std::string ratio_text(double ratio) { return std::isfinite(ratio) ? fmt::format("{:.4f}", ratio) : "-"; }
 
 int run(const StrategiesOptions& options) {
@@ -130,20 +145,29 @@ int run(const StrategiesOptions& options) {
   fmt::print("{}: {} configurations, {} correct, optimum {:.4f} ms [{}]\n", subject, space.size(),
              std::count_if(times.begin(), times.end(), [](const auto& t) { return t.has_value(); }),
              optimum, space[*best].to_string());
+  const WarmStart warm_start = recorded_warm_start(store, gpu, options.kernel, shape, space);
+  std::vector<std::string> warm_from;
+  for (const GemmShape& s : warm_start.shapes) warm_from.push_back(s.to_string());
+  fmt::print("warm start: {}\n", warm_start.points.empty()
+                                     ? std::string("none (no other shape recorded)")
+                                     : fmt::format("{} configurations from {}", warm_start.points.size(),
+                                                   fmt::join(warm_from, ", ")));
   fmt::print("{} seeds, batches of {}; ratio: best found / optimum\n", options.seeds, options.batch);
-  fmt::print("{:<11} {:>7} {:>11} {:>13} {:>12} {:>10}\n", "strategy", "budget", "evaluations",
+  fmt::print("{:<14} {:>7} {:>11} {:>13} {:>12} {:>10}\n", "strategy", "budget", "evaluations",
              "median ratio", "worst ratio", "within 3%");
   for (std::size_t b = 0; b < options.budgets.size(); ++b) {
-    for (const std::string& strategy : search_strategy_names()) {
+    for (const auto& [strategy, warm] : replays(!warm_start.points.empty())) {
       std::vector<double> ratios;
       for (int seed = 1; seed <= options.seeds; ++seed) {
-        const ReplayOutcome outcome = replay_search(strategy, tmpl, space, times, std::uint64_t(seed),
-                                                    evaluations[b], std::size_t(options.batch));
+        const ReplayOutcome outcome =
+            replay_search(strategy, tmpl, space, times, std::uint64_t(seed), evaluations[b],
+                          std::size_t(options.batch), warm ? warm_start.points : std::vector<std::size_t>{});
         ratios.push_back(outcome.best_time_ms ? *outcome.best_time_ms / optimum : INFINITY);
       }
       std::sort(ratios.begin(), ratios.end());
       const auto close = std::count_if(ratios.begin(), ratios.end(), [](double r) { return r <= 1.03; });
-      fmt::print("{:<11} {:>7} {:>11} {:>13} {:>12} {:>10}\n", strategy, options.budgets[b],
+      fmt::print("{:<14} {:>7} {:>11} {:>13} {:>12} {:>10}\n", warm ? strategy + " warm" : strategy,
+                 options.budgets[b],
                  evaluations[b], ratio_text(ratios[ratios.size() / 2]), ratio_text(ratios.back()),
                  fmt::format("{}/{}", close, ratios.size()));
     }

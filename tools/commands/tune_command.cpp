@@ -8,6 +8,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
@@ -29,6 +30,7 @@ struct TuneOptions {
   std::string strategy = "exhaustive";
   std::string budget;
   bool keep_spilling = false;
+  bool cold_start = false;
   int confirm_top = 5;
   SessionOptions session;
 };
@@ -82,6 +84,7 @@ int run(const TuneOptions& options) {
   settings.strategy = options.strategy;
   settings.budget = budget;
   settings.pruning.keep_spilling = options.keep_spilling;
+  settings.warm_start = !options.cold_start;
   settings.confirm_top = options.confirm_top;
 
   TuningSession session(options.session);
@@ -129,6 +132,12 @@ int run(const TuneOptions& options) {
         fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
                    settled, "(no correct configuration)", "", "", overall);
       }
+      if (!summary.warm_start_shapes.empty()) {
+        std::vector<std::string> from;
+        for (const GemmShape& s : summary.warm_start_shapes) from.push_back(s.to_string());
+        fmt::print("{:>40}warm start: {} configurations from {}\n", "", summary.warm_start_points,
+                   fmt::join(from, ", "));
+      }
       if (!summary.confirm_note.empty()) fmt::print("{:>40}{}\n", "", summary.confirm_note);
     }
   }
@@ -167,6 +176,8 @@ void add_tune_command(CLI::App& app, int& exit_code) {
   command->add_option("--confirm", options->confirm_top, "re-measure the best N together before the winner stands (0: never)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   command->add_flag("--keep-spilling", options->keep_spilling, "evaluate configurations whose registers spill");
+  command->add_flag("--cold-start", options->cold_start,
+                    "a guided strategy starts from a spread-out sample only, not from the winners of the nearest recorded shapes");
   command->add_flag("--remeasure", options->remeasure, "evaluate again what is already recorded");
   add_session_options(*command, options->session);
   command->callback([options, &exit_code] { exit_code = run(*options); });

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "tuner/nvrtc_compiler.h"
+#include "tuner/pipeline/recorded_warm_start.h"
 #include "tuner/search/search_strategy.h"
 #include "tuner/search_space.h"
 
@@ -381,7 +382,18 @@ TuningSummary TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape
   search.summary.space = int(search.space.size());
   if (!settings_.remeasure) search.recorded = store_.recorded_results(gpu_id_, tmpl.source_hash, shape);
   remember_fuzzed(tmpl);
-  search.strategy = make_search_strategy(settings_.strategy, tmpl, search.space, settings_.strategy_seed);
+  // Strategies that do not learn propose everything at once, so that compiling runs ahead of the
+  // worker through the whole space; learning ones propose a batch at a time, the first one warm
+  // started from what was recorded at other shapes.
+  const bool learns = is_guided_strategy(settings_.strategy);
+  WarmStart warm_start;
+  if (learns && settings_.warm_start) {
+    warm_start = recorded_warm_start(store_, gpu_.name, tmpl.name, shape, search.space);
+    search.summary.warm_start_shapes = warm_start.shapes;
+    search.summary.warm_start_points = int(warm_start.points.size());
+  }
+  search.strategy = make_search_strategy(settings_.strategy, tmpl, search.space, settings_.strategy_seed,
+                                         warm_start.points);
   search.limit = search.space.size();
   if (settings_.budget) {
     if (auto evaluations = settings_.budget->evaluation_limit(search.space.size())) {
@@ -390,9 +402,6 @@ TuningSummary TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape
     if (auto seconds = settings_.budget->time_limit()) search.deadline = Clock::now() + *seconds;
   }
 
-  // Strategies that do not learn propose everything at once, so that compiling runs ahead of the
-  // worker through the whole space; learning ones propose a batch at a time.
-  const bool learns = settings_.strategy != "exhaustive" && settings_.strategy != "random";
   const std::size_t batch =
       learns ? (settings_.batch ? settings_.batch : std::max(8u, std::thread::hardware_concurrency()))
              : search.limit;

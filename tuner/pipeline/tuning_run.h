@@ -77,6 +77,9 @@ struct TuningSettings {
   int confirm_rounds = 5;
   TimingSettings confirm_timing = default_confirm_timing();
   unsigned batch = 0;  // configurations a guided strategy proposes at once; 0: max(8, cores)
+  // A guided strategy's first batch starts with the winners of the nearest shapes recorded for
+  // the template on this GPU (recorded_warm_start.h); false: a spread-out sample only.
+  bool warm_start = true;
 };
 
 // One step of a tune as it happens, for the progress display.
@@ -100,6 +103,8 @@ struct TuningSummary {
   std::map<std::string, double> stage_seconds;  // "compile", "fuzz", "verify", "time", ...
   std::optional<ResultRecord> best;  // the fastest ok configuration this search settled
   std::string confirm_note;          // how the re-measurement went ("" when none ran)
+  std::vector<GemmShape> warm_start_shapes;  // the recorded shapes a guided search started from
+  int warm_start_points = 0;                 // the configurations it took from them
 };
 
 class TuningRun {

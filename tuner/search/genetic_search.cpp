@@ -10,8 +10,8 @@
 // unproposed pair moves (two parameters changed by one value each, in random order): crossover
 // cannot make BM=128,BN=64 from parents with BM=64,BN=128, and mutation moves one value at a time
 // through configurations that are slower (128x128) or invalid (64x64 with the same thread tile).
-// Until a configuration has succeeded, the generation is spread over the space instead
-// (search_moves.h).
+// Until a configuration has succeeded, the generation is the warm start's configurations, if
+// any, and others spread over the space (search_moves.h).
 #include <algorithm>
 #include <memory>
 #include <utility>
@@ -35,8 +35,9 @@ constexpr double kPairMoveShare = 0.25;
 
 class GeneticSearch final : public SearchStrategy {
  public:
-  GeneticSearch(ConfigurationSpace space, std::uint64_t seed)
-      : space_(std::move(space)), history_(space_.size()), random_(seed) {}
+  GeneticSearch(ConfigurationSpace space, std::uint64_t seed, std::vector<std::size_t> starting_points)
+      : space_(std::move(space)), history_(space_.size()), random_(seed),
+        starting_points_(std::move(starting_points)) {}
 
   std::string_view name() const override { return "genetic"; }
 
@@ -44,10 +45,14 @@ class GeneticSearch final : public SearchStrategy {
     require_batch_size(max_count);
     const std::vector<std::size_t> parents = population();
     std::vector<std::size_t> generation;
-    if (!parents.empty()) add_pair_moves(parents.front(), max_count, generation);
+    if (parents.empty()) {
+      add_first_batch(space_, history_, starting_points_, max_count, random_, generation);
+      starting_points_.clear();
+      return generation;
+    }
+    add_pair_moves(parents.front(), max_count, generation);
     while (generation.size() < max_count && !history_.exhausted()) {
-      const std::size_t child = parents.empty() ? pick_spread_out(space_, history_, generation, random_)
-                                                : breed(parents);
+      const std::size_t child = breed(parents);
       history_.mark_proposed(child);
       generation.push_back(child);
     }
@@ -122,12 +127,14 @@ class GeneticSearch final : public SearchStrategy {
   ConfigurationSpace space_;
   SearchHistory history_;
   SearchRandom random_;
+  std::vector<std::size_t> starting_points_;  // for the first generation (a warm start)
 };
 
 }  // namespace
 
-std::unique_ptr<SearchStrategy> make_genetic_search(ConfigurationSpace space, std::uint64_t seed) {
-  return std::make_unique<GeneticSearch>(std::move(space), seed);
+std::unique_ptr<SearchStrategy> make_genetic_search(ConfigurationSpace space, std::uint64_t seed,
+                                                    std::vector<std::size_t> starting_points) {
+  return std::make_unique<GeneticSearch>(std::move(space), seed, std::move(starting_points));
 }
 
 }  // namespace tiletune

@@ -10,6 +10,22 @@ std::size_t pick_spread_out(const ConfigurationSpace& space, const SearchHistory
   return farthest[random.below(farthest.size())];
 }
 
+void add_first_batch(const ConfigurationSpace& space, SearchHistory& history,
+                     const std::vector<std::size_t>& starting_points, std::size_t max_count,
+                     SearchRandom& random, std::vector<std::size_t>& batch) {
+  for (const std::size_t index : starting_points) {
+    if (batch.size() >= max_count) return;
+    if (history.proposed(index)) continue;
+    history.mark_proposed(index);
+    batch.push_back(index);
+  }
+  while (batch.size() < max_count && !history.exhausted()) {
+    const std::size_t index = pick_spread_out(space, history, batch, random);
+    history.mark_proposed(index);
+    batch.push_back(index);
+  }
+}
+
 std::size_t pick_nearest_unproposed(const ConfigurationSpace& space, const SearchHistory& history,
                                     const ValueIndices& point, SearchRandom& random) {
   const std::vector<std::size_t> nearest =

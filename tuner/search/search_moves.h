@@ -12,6 +12,13 @@
 
 namespace tiletune {
 
+// Fills `batch` up to max_count for a search that knows nothing yet: first the starting points
+// not proposed yet (a warm start), in their order, then configurations spread out from them and
+// from each other. Marks each one proposed.
+void add_first_batch(const ConfigurationSpace& space, SearchHistory& history,
+                     const std::vector<std::size_t>& starting_points, std::size_t max_count,
+                     SearchRandom& random, std::vector<std::size_t>& batch);
+
 // A configuration as far as can be from all of `chosen` (any when it is empty), so that a first
 // batch covers the space instead of clustering by chance.
 std::size_t pick_spread_out(const ConfigurationSpace& space, const SearchHistory& history,

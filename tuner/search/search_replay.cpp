@@ -13,14 +13,15 @@ namespace tiletune {
 ReplayOutcome replay_search(std::string_view strategy, const KernelTemplate& tmpl,
                             const std::vector<Configuration>& space,
                             const std::vector<std::optional<double>>& times_ms, std::uint64_t seed,
-                            std::size_t evaluation_budget, std::size_t batch_size) {
+                            std::size_t evaluation_budget, std::size_t batch_size,
+                            const std::vector<std::size_t>& starting_points) {
   if (times_ms.size() != space.size()) {
     throw std::invalid_argument(fmt::format("replay: {} times for a space of {} configurations",
                                             times_ms.size(), space.size()));
   }
   if (batch_size == 0) throw std::invalid_argument("replay: the batch size must be at least 1");
 
-  const std::unique_ptr<SearchStrategy> search = make_search_strategy(strategy, tmpl, space, seed);
+  const std::unique_ptr<SearchStrategy> search = make_search_strategy(strategy, tmpl, space, seed, starting_points);
   ReplayOutcome outcome;
   while (outcome.evaluations < evaluation_budget) {
     const std::vector<std::size_t> batch =

@@ -27,6 +27,7 @@ struct ReplayOutcome {
 ReplayOutcome replay_search(std::string_view strategy, const KernelTemplate& tmpl,
                             const std::vector<Configuration>& space,
                             const std::vector<std::optional<double>>& times_ms, std::uint64_t seed,
-                            std::size_t evaluation_budget, std::size_t batch_size);
+                            std::size_t evaluation_budget, std::size_t batch_size,
+                            const std::vector<std::size_t>& starting_points = {});
 
 }  // namespace tiletune

@@ -14,14 +14,23 @@ const std::vector<std::string>& search_strategy_names() {
   return names;
 }
 
+bool is_guided_strategy(std::string_view name) { return name == "annealing" || name == "genetic"; }
+
 std::unique_ptr<SearchStrategy> make_search_strategy(std::string_view name,
                                                      const KernelTemplate& tmpl,
                                                      const std::vector<Configuration>& space,
-                                                     std::uint64_t seed) {
+                                                     std::uint64_t seed,
+                                                     const std::vector<std::size_t>& starting_points) {
+  for (const std::size_t index : starting_points) {
+    if (index >= space.size()) {
+      throw std::invalid_argument(fmt::format("starting point {} is outside a space of {} configurations",
+                                              index, space.size()));
+    }
+  }
   if (name == "exhaustive") return make_exhaustive_search(space.size());
   if (name == "random") return make_random_search(space.size(), seed);
-  if (name == "annealing") return make_simulated_annealing(ConfigurationSpace(tmpl, space), seed);
-  if (name == "genetic") return make_genetic_search(ConfigurationSpace(tmpl, space), seed);
+  if (name == "annealing") return make_simulated_annealing(ConfigurationSpace(tmpl, space), seed, starting_points);
+  if (name == "genetic") return make_genetic_search(ConfigurationSpace(tmpl, space), seed, starting_points);
   throw std::invalid_argument(fmt::format("unknown search strategy '{}' (choose {})", name,
                                           fmt::join(search_strategy_names(), ", ")));
 }

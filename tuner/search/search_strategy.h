@@ -44,13 +44,21 @@ class SearchStrategy {
 
 // name: "exhaustive", "random", "annealing" or "genetic" (search_strategy_names()); space: the
 // template's valid configurations (enumerate_configurations), indices of which are proposed.
+// starting_points: indices a guided strategy puts first in its first batch, before spreading the
+// rest of it over the space (a warm start, warm_start.h); exhaustive and random ignore them.
 // Throws std::invalid_argument for another name: "unknown search strategy 'x' (choose exhaustive,
-// random, annealing, genetic)", and for a configuration that is not the template's.
+// random, annealing, genetic)", for a configuration that is not the template's, and for a
+// starting point outside the space.
 std::unique_ptr<SearchStrategy> make_search_strategy(std::string_view name,
                                                      const KernelTemplate& tmpl,
                                                      const std::vector<Configuration>& space,
-                                                     std::uint64_t seed);
+                                                     std::uint64_t seed,
+                                                     const std::vector<std::size_t>& starting_points = {});
 
 const std::vector<std::string>& search_strategy_names();
+
+// Whether the strategy learns from outcomes (annealing, genetic): it proposes a batch at a time
+// and takes a warm start; exhaustive and random fix their order up front.
+bool is_guided_strategy(std::string_view name);
 
 }  // namespace tiletune

@@ -1,7 +1,7 @@
 // The annealing strategy: simulated annealing over neighbouring configurations, a batch at a time.
 //
-// The first batch is spread over the space (search_moves.h) and its fastest configuration starts
-// the chain. Each later batch evaluates the chain's unproposed neighbours (one parameter changed,
+// The first batch is the warm start's configurations, if any, and others spread over the space
+// (search_moves.h); its fastest configuration starts the chain. Each later batch evaluates the chain's unproposed neighbours (one parameter changed,
 // adjacent values first), then its pair moves (two parameters changed by one value each, in
 // random order), topped up with the nearest unproposed configurations when they run short. Pair
 // moves cross the traps that single steps cannot: BM=64,BN=128 to BM=128,BN=64, where the
@@ -31,8 +31,9 @@ constexpr double kCooling = 0.8;
 
 class SimulatedAnnealing final : public SearchStrategy {
  public:
-  SimulatedAnnealing(ConfigurationSpace space, std::uint64_t seed)
-      : space_(std::move(space)), history_(space_.size()), random_(seed) {}
+  SimulatedAnnealing(ConfigurationSpace space, std::uint64_t seed, std::vector<std::size_t> starting_points)
+      : space_(std::move(space)), history_(space_.size()), random_(seed),
+        starting_points_(std::move(starting_points)) {}
 
   std::string_view name() const override { return "annealing"; }
 
@@ -42,9 +43,9 @@ class SimulatedAnnealing final : public SearchStrategy {
     batch_.clear();
     if (current_ && converged()) current_.reset();
     if (current_) add_neighbourhood(max_count);
-    while (batch_.size() < max_count && !history_.exhausted()) {
-      add(pick_spread_out(space_, history_, batch_, random_));
-    }
+    // The first batch and each restart; the starting points are taken once, at the first.
+    add_first_batch(space_, history_, starting_points_, max_count, random_, batch_);
+    starting_points_.clear();
     return batch_;
   }
 
@@ -123,12 +124,14 @@ class SimulatedAnnealing final : public SearchStrategy {
   std::optional<std::size_t> current_;  // the chain's position: an observed, successful configuration
   double temperature_ = kStartTemperature;
   std::vector<std::size_t> batch_;  // the last batch proposed
+  std::vector<std::size_t> starting_points_;  // for the first batch (a warm start)
 };
 
 }  // namespace
 
-std::unique_ptr<SearchStrategy> make_simulated_annealing(ConfigurationSpace space, std::uint64_t seed) {
-  return std::make_unique<SimulatedAnnealing>(std::move(space), seed);
+std::unique_ptr<SearchStrategy> make_simulated_annealing(ConfigurationSpace space, std::uint64_t seed,
+                                                         std::vector<std::size_t> starting_points) {
+  return std::make_unique<SimulatedAnnealing>(std::move(space), seed, std::move(starting_points));
 }
 
 }  // namespace tiletune

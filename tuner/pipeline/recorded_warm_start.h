@@ -1,0 +1,26 @@
+// The warm start a guided search takes from the database (tuner/search/warm_start.h): the fastest
+// configurations of the template recorded on this GPU at the shapes nearest to the one tuned.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "db/result_store.h"
+#include "tuner/gemm_shape.h"
+#include "tuner/kernel_template.h"
+
+namespace tiletune {
+
+struct WarmStart {
+  std::vector<GemmShape> shapes;    // the recorded shapes drawn from, nearest first
+  std::vector<std::size_t> points;  // indices into the space, to be evaluated first
+};
+
+// From the current version of the template's ok results on GPUs named gpu_name; empty when no
+// other shape is recorded.
+WarmStart recorded_warm_start(const ResultStore& store, const std::string& gpu_name,
+                              const std::string& template_name, const GemmShape& shape,
+                              const std::vector<Configuration>& space);
+
+}  // namespace tiletune
