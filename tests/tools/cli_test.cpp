@@ -445,7 +445,7 @@ TEST_F(Cli, StrategiesReplaysEveryStrategyAgainstTheRecordedOptimum) {
   EXPECT_EQ(run.err, "");
   EXPECT_THAT(run.out, HasSubstr("tiled 64x64x64 on NVIDIA H200: 9 configurations, 8 correct, "
                                  "optimum 0.2300 ms [TILE=32,PAD=1,SWIZZLE=0]"));
-  for (const char* strategy : {"exhaustive", "random", "annealing", "genetic"}) {
+  for (const char* strategy : {"exhaustive", "random", "annealing", "genetic", "bayes"}) {
     EXPECT_THAT(run.out, ::testing::ContainsRegex(std::string("\n") + strategy +
                                                   " +100% +9 +1\\.0000 +1\\.0000 +3/3\n"))
         << "the whole space finds the optimum";

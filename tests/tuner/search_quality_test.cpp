@@ -258,7 +258,7 @@ TEST_P(GuidedStrategiesOnModelledShapes, ComeWithinThreePercentWithAFifthOfTheSp
   fmt::print("{}: {} configurations, optimum of the first tune {:.4f} ms [{}]\n", GetParam().to_string(),
              space_size, optimum, modelled.space()[ModelledSpace::fastest(times)].to_string());
   const double random_median = median(modelled.ratios("random", modelled.share(20), 16));
-  for (const std::string strategy : {"random", "annealing", "genetic"}) {
+  for (const std::string strategy : {"random", "annealing", "genetic", "bayes"}) {
     for (const double percent : {10.0, 20.0}) {
       const std::vector<double> found = modelled.ratios(strategy, modelled.share(percent), 16);
       const auto close = std::count_if(found.begin(), found.end(), [](double r) { return r <= 1.03; });

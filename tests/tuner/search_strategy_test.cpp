@@ -156,8 +156,8 @@ INSTANTIATE_TEST_SUITE_P(SearchStrategy, EveryStrategy,
                          ::testing::ValuesIn(search_strategy_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
-TEST(SearchStrategy, NamesAreTheFourStrategies) {
-  EXPECT_THAT(search_strategy_names(), ElementsAre("exhaustive", "random", "annealing", "genetic"));
+TEST(SearchStrategy, NamesAreTheFiveStrategies) {
+  EXPECT_THAT(search_strategy_names(), ElementsAre("exhaustive", "random", "annealing", "genetic", "bayes"));
 }
 
 TEST(SearchStrategy, UnknownNameIsRejectedWithTheChoices) {
@@ -167,7 +167,7 @@ TEST(SearchStrategy, UnknownNameIsRejectedWithTheChoices) {
     ADD_FAILURE() << "accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(),
-                 "unknown search strategy 'bayesian' (choose exhaustive, random, annealing, genetic)");
+                 "unknown search strategy 'bayesian' (choose exhaustive, random, annealing, genetic, bayes)");
   }
 }
 
@@ -181,7 +181,7 @@ TEST(SearchStrategy, ExhaustiveFollowsTheSpaceOrder) {
 TEST(SearchStrategy, GuidedStrategiesStartWithTheWarmStartThenSpreadOut) {
   const Space space = space_of("warp_tiled.cu");
   const std::vector<std::size_t> warm_start{40, 7, 123, 7};
-  for (const char* name : {"annealing", "genetic"}) {
+  for (const char* name : {"annealing", "genetic", "bayes"}) {
     SCOPED_TRACE(name);
     const auto search = make_search_strategy(name, space.tmpl, space.configs, 9, warm_start);
     const SearchRun run = run_to_the_end(*search, {6}, 3);
@@ -227,7 +227,7 @@ TEST(SearchStrategy, AWarmStartOutsideTheSpaceIsRejected) {
 TEST(SearchStrategy, GuidedStrategiesRejectAConfigurationOfAnotherTemplate) {
   const Space tiled = space_of("tiled.cu");
   const Space naive = space_of("naive.cu");
-  for (const char* name : {"annealing", "genetic"}) {
+  for (const char* name : {"annealing", "genetic", "bayes"}) {
     EXPECT_THROW(make_search_strategy(name, tiled.tmpl, naive.configs, 1), std::invalid_argument) << name;
   }
 }

@@ -17,6 +17,8 @@ std::unique_ptr<SearchStrategy> make_simulated_annealing(ConfigurationSpace spac
                                                          std::vector<std::size_t> starting_points);
 std::unique_ptr<SearchStrategy> make_genetic_search(ConfigurationSpace space, std::uint64_t seed,
                                                     std::vector<std::size_t> starting_points);
+std::unique_ptr<SearchStrategy> make_bayesian_optimization(ConfigurationSpace space, std::uint64_t seed,
+                                                           std::vector<std::size_t> starting_points);
 
 // Throws std::invalid_argument when propose is asked for nothing.
 void require_batch_size(std::size_t max_count);

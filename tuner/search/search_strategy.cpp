@@ -10,11 +10,11 @@
 namespace tiletune {
 
 const std::vector<std::string>& search_strategy_names() {
-  static const std::vector<std::string> names{"exhaustive", "random", "annealing", "genetic"};
+  static const std::vector<std::string> names{"exhaustive", "random", "annealing", "genetic", "bayes"};
   return names;
 }
 
-bool is_guided_strategy(std::string_view name) { return name == "annealing" || name == "genetic"; }
+bool is_guided_strategy(std::string_view name) { return name == "annealing" || name == "genetic" || name == "bayes"; }
 
 std::unique_ptr<SearchStrategy> make_search_strategy(std::string_view name,
                                                      const KernelTemplate& tmpl,
@@ -31,6 +31,7 @@ std::unique_ptr<SearchStrategy> make_search_strategy(std::string_view name,
   if (name == "random") return make_random_search(space.size(), seed);
   if (name == "annealing") return make_simulated_annealing(ConfigurationSpace(tmpl, space), seed, starting_points);
   if (name == "genetic") return make_genetic_search(ConfigurationSpace(tmpl, space), seed, starting_points);
+  if (name == "bayes") return make_bayesian_optimization(ConfigurationSpace(tmpl, space), seed, starting_points);
   throw std::invalid_argument(fmt::format("unknown search strategy '{}' (choose {})", name,
                                           fmt::join(search_strategy_names(), ", ")));
 }

@@ -9,6 +9,8 @@
 //               parameters at once), restarting once converged (simulated_annealing.cpp)
 //   genetic     a genetic algorithm over the parameters' value indices, each generation with
 //               pair moves of the fastest configuration (genetic_search.cpp)
+//   bayes       Bayesian optimisation: a Gaussian-process model of the times picks, by expected
+//               improvement, among the moves around the fastest few (bayesian_optimization.cpp)
 //
 // A strategy is deterministic: the same seed and the same outcomes give the same proposals, so a
 // resumed tune that tells the recorded outcomes again walks the same path.
@@ -42,12 +44,12 @@ class SearchStrategy {
   virtual void observe(std::size_t index, std::optional<double> time_ms) = 0;
 };
 
-// name: "exhaustive", "random", "annealing" or "genetic" (search_strategy_names()); space: the
+// name: "exhaustive", "random", "annealing", "genetic" or "bayes" (search_strategy_names()); space: the
 // template's valid configurations (enumerate_configurations), indices of which are proposed.
 // starting_points: indices a guided strategy puts first in its first batch, before spreading the
 // rest of it over the space (a warm start, warm_start.h); exhaustive and random ignore them.
 // Throws std::invalid_argument for another name: "unknown search strategy 'x' (choose exhaustive,
-// random, annealing, genetic)", for a configuration that is not the template's, and for a
+// random, annealing, genetic, bayes)", for a configuration that is not the template's, and for a
 // starting point outside the space.
 std::unique_ptr<SearchStrategy> make_search_strategy(std::string_view name,
                                                      const KernelTemplate& tmpl,
@@ -57,7 +59,7 @@ std::unique_ptr<SearchStrategy> make_search_strategy(std::string_view name,
 
 const std::vector<std::string>& search_strategy_names();
 
-// Whether the strategy learns from outcomes (annealing, genetic): it proposes a batch at a time
+// Whether the strategy learns from outcomes (annealing, genetic, bayes): it proposes a batch at a time
 // and takes a warm start; exhaustive and random fix their order up front.
 bool is_guided_strategy(std::string_view name);
 
