@@ -5,8 +5,10 @@
 #   2. the same command again (resumes: measures nothing), and a fresh database with the warm
 #      cubin cache (compiles nothing, measures everything), once with the fuzz pool and once with
 #      --fuzz-workers 0 (the evaluation worker fuzzes): what fuzzing side by side gains;
-#   3. exhaustive tunes of two more shapes, then every strategy replayed on the three recorded
-#      spaces at 10% and 20% budgets (`tiletune strategies`), and one real guided tune at 20%;
+#   3. exhaustive tunes of more shapes, then every strategy replayed on every recorded space at
+#      10% and 20% budgets (`tiletune strategies`: cold, and warm started from the other shapes);
+#      then real guided tunes at 20%, each strategy in a fresh database over $SHAPE and the first
+#      two of $MORE_SHAPES in turn, so that the second and third start warm from the ones before;
 #   4. the fault zoo: every fault recorded with its status, every good variant timed.
 # STEPS picks the parts (default "tune search": 1-2, then 3-4), so that each fits in one call of
 # a time-limited machine; databases and the cubin cache persist in $WORK between calls. Logs and
@@ -53,9 +55,14 @@ if [[ $STEPS == *search* ]]; then
     timed "strategies-$shape" "$BIN" strategies --db "$WORK/exhaustive.db" --kernel warp_tiled --shape "$shape" \
       --seeds 20 --budget 10% --budget 20%
   done
-  rm -f "$WORK/guided.db"*
-  timed guided-real "$BIN" tune kernels_src/warp_tiled.cu --shape "$SHAPE" --strategy annealing --budget 20% \
-    --db "$WORK/guided.db"
+  read -r -a more <<<"$MORE_SHAPES"
+  for strategy in annealing genetic bayes; do
+    rm -f "$WORK/guided-$strategy.db"*
+    for shape in "$SHAPE" "${more[@]:0:2}"; do
+      timed "guided-$strategy-$shape" "$BIN" tune kernels_src/warp_tiled.cu --shape "$shape" --strategy "$strategy" \
+        --budget 20% --db "$WORK/guided-$strategy.db"
+    done
+  done
   rm -f "$WORK/zoo.db"*
   timed fault-zoo "$BIN" tune kernels_src/fault_zoo.cu --shape 1000x1000x1000 --watchdog 5 --db "$WORK/zoo.db"
 fi
@@ -64,11 +71,25 @@ tar czf "$OUT/gpu-scale.tgz" -C "$WORK" --exclude=cubins . && cp "$WORK/summary.
 
 echo
 echo "== summary"; cat "$WORK/summary.txt"
-for run in exhaustive resume cached cached-inline-fuzz exhaustive-2048x2048x2048 exhaustive-1000x1000x1000 guided-real fault-zoo; do
+for run in exhaustive resume cached cached-inline-fuzz exhaustive-2048x2048x2048 exhaustive-1000x1000x1000 fault-zoo; do
   [ -f "$WORK/$run.txt" ] || continue
   echo "== $run"; grep -E "^(wall|time by stage|settled)" "$WORK/$run.txt"; sed -n '/^shape/,/^$/p' "$WORK/$run.txt" | head -4
 done
 for f in "$WORK"/strategies-*.txt; do [ -f "$f" ] && { echo "== $(basename "$f" .txt)"; cat "$f"; }; done
+if ls "$WORK"/guided-*.txt >/dev/null 2>&1; then
+  echo "== real guided tunes at 20% (each shape warm started from those before it) against the exhaustive optimum"
+  printf '%-10s %-16s %-58s %9s %9s %7s\n' strategy shape "best configuration found" "ms" optimum ratio
+  for f in "$WORK"/guided-*.txt; do
+    name=$(basename "$f" .txt); strategy=${name#guided-}; strategy=${strategy%%-*}; shape=${name##*-}
+    found=$("$BIN" query --shape "$shape" --exact --json --db "$WORK/guided-$strategy.db" 2>/dev/null)
+    best=$("$BIN" query --shape "$shape" --exact --json --db "$WORK/exhaustive.db" 2>/dev/null)
+    field() { sed -n "s/^  \"$1\": \"\{0,1\}\([^\"]*[^\",]\)\"\{0,1\},\{0,1\}$/\1/p"; }  # from query's JSON
+    ms=$(field median_ms <<<"$found"); optimum=$(field median_ms <<<"$best")
+    printf '%-10s %-16s %-58s %9.4f %9.4f %7.3f\n' "$strategy" "$shape" "$(field config <<<"$found")" "$ms" "$optimum" \
+      "$(awk -v a="$ms" -v b="$optimum" 'BEGIN { print a / b }')"
+    grep -o "warm start: .*" "$f" | sed 's/^/           /'
+  done
+fi
 if [ -f "$WORK/fault-zoo.log" ]; then
   echo "== fault zoo results"; grep -E "FAULT=.*: [a-z_]+" "$WORK/fault-zoo.log" | sed 's/^.*fault_zoo /fault_zoo /' | cut -c1-160
 fi
