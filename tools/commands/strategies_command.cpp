@@ -146,12 +146,7 @@ int run(const StrategiesOptions& options) {
              std::count_if(times.begin(), times.end(), [](const auto& t) { return t.has_value(); }),
              optimum, space[*best].to_string());
   const WarmStart warm_start = recorded_warm_start(store, gpu, options.kernel, shape, space);
-  std::vector<std::string> warm_from;
-  for (const GemmShape& s : warm_start.shapes) warm_from.push_back(s.to_string());
-  fmt::print("warm start: {}\n", warm_start.points.empty()
-                                     ? std::string("none (no other shape recorded)")
-                                     : fmt::format("{} configurations from {}", warm_start.points.size(),
-                                                   fmt::join(warm_from, ", ")));
+  fmt::print("warm start: {}\n", describe(warm_start));
   fmt::print("{} seeds, batches of {}; ratio: best found / optimum\n", options.seeds, options.batch);
   fmt::print("{:<14} {:>7} {:>11} {:>13} {:>12} {:>10}\n", "strategy", "budget", "evaluations",
              "median ratio", "worst ratio", "within 3%");

@@ -8,7 +8,6 @@
 #include <map>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
@@ -132,11 +131,8 @@ int run(const TuneOptions& options) {
         fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
                    settled, "(no correct configuration)", "", "", overall);
       }
-      if (!summary.warm_start_shapes.empty()) {
-        std::vector<std::string> from;
-        for (const GemmShape& s : summary.warm_start_shapes) from.push_back(s.to_string());
-        fmt::print("{:>40}warm start: {} configurations from {}\n", "", summary.warm_start_points,
-                   fmt::join(from, ", "));
+      if (!summary.warm_start.points.empty()) {
+        fmt::print("{:>40}warm start: {}\n", "", describe(summary.warm_start));
       }
       if (!summary.confirm_note.empty()) fmt::print("{:>40}{}\n", "", summary.confirm_note);
     }

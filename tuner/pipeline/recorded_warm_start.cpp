@@ -1,8 +1,19 @@
 #include "tuner/pipeline/recorded_warm_start.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "tuner/search/warm_start.h"
 
 namespace tiletune {
+
+std::string describe(const WarmStart& start) {
+  if (start.points.empty()) return "none";
+  std::vector<std::string> shapes;
+  for (const GemmShape& shape : start.shapes) shapes.push_back(shape.to_string());
+  return fmt::format("{} configuration{} from {}", start.points.size(), start.points.size() == 1 ? "" : "s",
+                     fmt::join(shapes, ", "));
+}
 
 WarmStart recorded_warm_start(const ResultStore& store, const std::string& gpu_name,
                               const std::string& template_name, const GemmShape& shape,

@@ -17,6 +17,9 @@ struct WarmStart {
   std::vector<std::size_t> points;  // indices into the space, to be evaluated first
 };
 
+// "5 configurations from 2048x2048x2048, 4096x4096x4096"; "none" when it is empty.
+std::string describe(const WarmStart& start);
+
 // From the current version of the template's ok results on GPUs named gpu_name; empty when no
 // other shape is recorded.
 WarmStart recorded_warm_start(const ResultStore& store, const std::string& gpu_name,

@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include "tuner/nvrtc_compiler.h"
-#include "tuner/pipeline/recorded_warm_start.h"
 #include "tuner/search/search_strategy.h"
 #include "tuner/search_space.h"
 
@@ -386,14 +385,11 @@ TuningSummary TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape
   // worker through the whole space; learning ones propose a batch at a time, the first one warm
   // started from what was recorded at other shapes.
   const bool learns = is_guided_strategy(settings_.strategy);
-  WarmStart warm_start;
   if (learns && settings_.warm_start) {
-    warm_start = recorded_warm_start(store_, gpu_.name, tmpl.name, shape, search.space);
-    search.summary.warm_start_shapes = warm_start.shapes;
-    search.summary.warm_start_points = int(warm_start.points.size());
+    search.summary.warm_start = recorded_warm_start(store_, gpu_.name, tmpl.name, shape, search.space);
   }
   search.strategy = make_search_strategy(settings_.strategy, tmpl, search.space, settings_.strategy_seed,
-                                         warm_start.points);
+                                         search.summary.warm_start.points);
   search.limit = search.space.size();
   if (settings_.budget) {
     if (auto evaluations = settings_.budget->evaluation_limit(search.space.size())) {

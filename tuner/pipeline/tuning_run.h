@@ -29,6 +29,7 @@
 #include "tuner/pipeline/fuzz_pool.h"
 #include "tuner/pipeline/kernel_timer.h"
 #include "tuner/pipeline/pruning.h"
+#include "tuner/pipeline/recorded_warm_start.h"
 #include "tuner/pipeline/worker_client.h"
 #include "tuner/search/search_budget.h"
 
@@ -103,8 +104,7 @@ struct TuningSummary {
   std::map<std::string, double> stage_seconds;  // "compile", "fuzz", "verify", "time", ...
   std::optional<ResultRecord> best;  // the fastest ok configuration this search settled
   std::string confirm_note;          // how the re-measurement went ("" when none ran)
-  std::vector<GemmShape> warm_start_shapes;  // the recorded shapes a guided search started from
-  int warm_start_points = 0;                 // the configurations it took from them
+  WarmStart warm_start;              // what a guided search started from (empty: a cold start)
 };
 
 class TuningRun {
