@@ -78,12 +78,12 @@ done
 for f in "$WORK"/strategies-*.txt; do [ -f "$f" ] && { echo "== $(basename "$f" .txt)"; cat "$f"; }; done
 if ls "$WORK"/guided-*.txt >/dev/null 2>&1; then
   echo "== real guided tunes at 20% (each shape warm started from those before it) against the exhaustive optimum"
+  field() { sed -n "s/^  \"$1\": \"\{0,1\}\([^\"]*[^\",]\)\"\{0,1\},\{0,1\}$/\1/p"; }  # from query's JSON
   printf '%-10s %-16s %-58s %9s %9s %7s\n' strategy shape "best configuration found" "ms" optimum ratio
   for f in "$WORK"/guided-*.txt; do
     name=$(basename "$f" .txt); strategy=${name#guided-}; strategy=${strategy%%-*}; shape=${name##*-}
     found=$("$BIN" query --shape "$shape" --exact --json --db "$WORK/guided-$strategy.db" 2>/dev/null)
     best=$("$BIN" query --shape "$shape" --exact --json --db "$WORK/exhaustive.db" 2>/dev/null)
-    field() { sed -n "s/^  \"$1\": \"\{0,1\}\([^\"]*[^\",]\)\"\{0,1\},\{0,1\}$/\1/p"; }  # from query's JSON
     ms=$(field median_ms <<<"$found"); optimum=$(field median_ms <<<"$best")
     printf '%-10s %-16s %-58s %9.4f %9.4f %7.3f\n' "$strategy" "$shape" "$(field config <<<"$found")" "$ms" "$optimum" \
       "$(awk -v a="$ms" -v b="$optimum" 'BEGIN { print a / b }')"

@@ -179,8 +179,9 @@ class BayesianOptimization final : public SearchStrategy {
       }
     };
     take_from(trust_region(fastest));
+    if (batch.size() == max_count) return;
     std::vector<std::size_t> everywhere;
-    for (std::size_t index = 0; index < space_.size() && batch.size() < max_count; ++index) {
+    for (std::size_t index = 0; index < space_.size(); ++index) {
       if (!history_.proposed(index)) everywhere.push_back(index);
     }
     take_from(std::move(everywhere));

@@ -1,7 +1,10 @@
 #include "tuner/search/search_moves.h"
 
 namespace tiletune {
+namespace {
 
+// A configuration as far as can be from all of `chosen` (any when it is empty), so that a first
+// batch covers the space instead of clustering by chance.
 std::size_t pick_spread_out(const ConfigurationSpace& space, const SearchHistory& history,
                             const std::vector<std::size_t>& chosen, SearchRandom& random) {
   if (chosen.empty()) return history.random_unproposed(random);
@@ -9,6 +12,8 @@ std::size_t pick_spread_out(const ConfigurationSpace& space, const SearchHistory
       space.farthest(chosen, [&](std::size_t index) { return !history.proposed(index); });
   return farthest[random.below(farthest.size())];
 }
+
+}  // namespace
 
 void add_first_batch(const ConfigurationSpace& space, SearchHistory& history,
                      const std::vector<std::size_t>& starting_points, std::size_t max_count,

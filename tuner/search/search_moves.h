@@ -19,11 +19,6 @@ void add_first_batch(const ConfigurationSpace& space, SearchHistory& history,
                      const std::vector<std::size_t>& starting_points, std::size_t max_count,
                      SearchRandom& random, std::vector<std::size_t>& batch);
 
-// A configuration as far as can be from all of `chosen` (any when it is empty), so that a first
-// batch covers the space instead of clustering by chance.
-std::size_t pick_spread_out(const ConfigurationSpace& space, const SearchHistory& history,
-                            const std::vector<std::size_t>& chosen, SearchRandom& random);
-
 // The configuration nearest to `point` (which need not be valid): `point` itself when it is a
 // valid configuration not proposed yet.
 std::size_t pick_nearest_unproposed(const ConfigurationSpace& space, const SearchHistory& history,
