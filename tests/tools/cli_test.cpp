@@ -713,5 +713,71 @@ TEST_F(CpuTune, AGuidedStrategySettlesItsBudgetAndABadBudgetIsOneLine) {
   expect_one_line_failure(tiletune(tune("tiled.cu", {"--strategy", "bogus"})), 2);
 }
 
+// --- the CPU backend runs template code natively: each configuration in a child process ------
+
+// FAULT 1 writes a terabyte past C (one thread, once M > 1), FAULT 2 never returns (once M > 1),
+// FAULT 0 is correct and comes last: it must still be fuzzed after the other two.
+const char* const kFaultyTemplate = R"(// tiletune: name faulty
+// tiletune: entry faulty_gemm
+// tiletune: param FAULT 1 2 0
+// tiletune: block 8, 8
+// tiletune: grid ceil_div(N, 8), ceil_div(M, 8)
+extern "C" __global__ void faulty_gemm(const float* A, const float* B, float* C, int M, int N, int K,
+                                       int lda, int ldb, int ldc) {
+  const int row = blockIdx.y * 8 + threadIdx.y;
+  const int col = blockIdx.x * 8 + threadIdx.x;
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];
+  C[(size_t)row * ldc + col] = acc;
+#if TT_FAULT == 1
+  if (row == 0 && col == 0 && M > 1) C[(size_t)1 << 40] = 0.0f;
+#elif TT_FAULT == 2
+  if (row == 0 && col == 0 && M > 1) { volatile int spin = 1; while (spin) {} }
+#endif
+}
+)";
+
+// The text of the replay command's --case argument in a FAIL block about `config`.
+std::string replayed_case(const std::string& err, const std::string& config) {
+  const std::size_t fail = err.find("FAIL faulty [" + config + "]");
+  const std::size_t replay = err.find("replay: ", fail);
+  if (fail == std::string::npos || replay == std::string::npos) return "";
+  const std::size_t at = err.find("--case '", replay);
+  if (at == std::string::npos) return "";
+  return err.substr(at + 8, err.find('\'', at + 8) - at - 8);
+}
+
+TEST_F(CpuTune, FuzzReportsAFarWriteAndAnEndlessLoopWithTheirCaseAndGoesOn) {
+  write_file(dir_ / "faulty.cu", kFaultyTemplate);
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome run = tiletune({"fuzz", (dir_ / "faulty.cu").string(), (kTemplates / "tiled.cu").string(),
+                                "--backend", "cpu", "--cases", "10", "--watchdog", "2"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(120)) << run;
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.err, ::testing::ContainsRegex(
+                           "FAIL faulty \\[FAULT=1\\]: crashed on case [0-9]+: the process fuzzing it "
+                           "was killed by signal 11"))
+      << run;
+  EXPECT_THAT(run.err, ::testing::ContainsRegex(
+                           "FAIL faulty \\[FAULT=2\\]: hung \\(no progress\\) on case [0-9]+: the "
+                           "process fuzzing it was killed after 2 s without output"))
+      << run;
+  EXPECT_THAT(run.err, HasSubstr("pass faulty [FAULT=0]: 10 cases")) << run;
+  EXPECT_THAT(run.err, HasSubstr("pass tiled [TILE=32,PAD=1,SWIZZLE=0]: 10 cases")) << run;
+  EXPECT_THAT(run.out, HasSubstr("10 configurations passed, 2 failed")) << run;
+
+  // Each replay line reproduces its failure on the case it names.
+  for (const auto& [config, what] : {std::pair{"FAULT=1", "crashed on case 1"},
+                                     std::pair{"FAULT=2", "hung (no progress) on case 1"}}) {
+    const std::string gemm_case = replayed_case(run.err, config);
+    ASSERT_FALSE(gemm_case.empty()) << config << "\n" << run;
+    const Outcome replay = tiletune({"fuzz", (dir_ / "faulty.cu").string(), "--backend", "cpu",
+                                     "--config", config, "--case", gemm_case, "--watchdog", "2"});
+    EXPECT_EQ(replay.exit_code, 1) << replay;
+    EXPECT_THAT(replay.err, HasSubstr(what)) << replay;
+  }
+}
+
 }  // namespace
 }  // namespace tiletune

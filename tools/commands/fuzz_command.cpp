@@ -8,7 +8,11 @@
 // --sanitize: on the CPU the kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer
 // (fuzz/cpu_backend/sanitizer_runtime.h); on the GPU a sample of cases is replayed under
 // compute-sanitizer's four tools after the fuzz (gpu_sanitize.h).
+//
+// On the CPU each configuration is fuzzed in a child process with a watchdog (isolated_fuzz.h):
+// a kernel that crashes or hangs fails its configuration, with the case, and the run goes on.
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -18,6 +22,7 @@
 #include "tools/commands/commands.h"
 #include "tools/commands/configuration_fuzzer.h"
 #include "tools/commands/gpu_sanitize.h"
+#include "tools/commands/isolated_fuzz.h"
 #include "tuner/search_space.h"
 
 namespace tiletune::cli {
@@ -35,7 +40,26 @@ struct FuzzOptions {
   bool sanitize = false;
   int sanitize_cases = 4;
   bool sanitizer_child = false;  // hidden: replay under compute-sanitizer, with markers
+  double watchdog_seconds = 30;  // cpu: the longest a configuration's child may stay silent
+  bool isolated_child = false;   // hidden: fuzz one configuration here, for a parent (cpu)
 };
+
+std::chrono::milliseconds watchdog(const FuzzOptions& options) {
+  return std::chrono::milliseconds(std::int64_t(options.watchdog_seconds * 1000));
+}
+
+// The child that fuzzes one configuration on the CPU (isolated_fuzz.h).
+std::vector<std::string> isolated_child_argv(const FuzzOptions& options, const KernelTemplate& tmpl,
+                                             const Configuration& config) {
+  std::vector<std::string> argv = {"/proc/self/exe", "fuzz", tmpl.path.string(), "--backend", "cpu",
+                                   "--config", config.to_string(), "--cases", std::to_string(options.cases),
+                                   "--seed", std::to_string(options.seed), "--watchdog",
+                                   fmt::format("{}", options.watchdog_seconds), "--isolated-child"};
+  if (options.no_shrink) argv.push_back("--no-shrink");
+  if (options.sanitize) argv.push_back("--sanitize");
+  for (const std::string& text : options.replay_cases) argv.insert(argv.end(), {"--case", text});
+  return argv;
+}
 
 std::string replay_command(const FuzzOptions& options, const KernelTemplate& tmpl,
                            const Configuration& config, const GemmCase& gemm_case) {
@@ -106,6 +130,14 @@ int run(const FuzzOptions& options) {
   settings.seed = options.seed;
   settings.shrink = !options.no_shrink;
   settings.limits = backend.case_limits();
+  if (options.isolated_child) {
+    if (options.backend != "cpu" || templates.size() != 1 || options.configs.size() != 1) {
+      throw UsageError("--isolated-child fuzzes one configuration of one template on the CPU");
+    }
+    fuzz_as_isolated_child(backend, templates.front(), configurations_of(templates.front(), options).front(),
+                           settings, replay, watchdog(options));
+    return kSuccess;
+  }
 
   int failed = 0, passed = 0, skipped = 0;
   long cases_run = 0;
@@ -120,7 +152,9 @@ int run(const FuzzOptions& options) {
       const std::string label = fmt::format("{} [{}]", tmpl.name, config.to_string());
       progress_line(fmt::format("fuzz {} on {}", label, backend.where()), false);
       const ConfigurationOutcome outcome =
-          fuzz_configuration_on(backend, tmpl, config, settings, replay);
+          options.backend == "cpu"
+              ? fuzz_in_child(isolated_child_argv(options, tmpl, config), watchdog(options))
+              : fuzz_configuration_on(backend, tmpl, config, settings, replay);
       using Kind = ConfigurationOutcome::Kind;
       seconds += outcome.seconds;
       switch (outcome.kind) {
@@ -142,6 +176,15 @@ int run(const FuzzOptions& options) {
         case Kind::failed:
           ++failed;
           cases_run += outcome.report.cases_passed + 1 + outcome.report.shrink_steps;
+          if (!outcome.died.empty()) {
+            progress_line(describe_death(label, outcome,
+                                         outcome.report.counterexample
+                                             ? replay_command(options, tmpl, config,
+                                                              *outcome.report.counterexample)
+                                             : ""),
+                          true);
+            break;
+          }
           progress_line(describe_failure(label, outcome.report,
                                          outcome.report.counterexample
                                              ? replay_command(options, tmpl, config,
@@ -190,7 +233,12 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
   command->add_option("--sanitize-cases", options->sanitize_cases,
                       "gpu --sanitize: cases replayed per configuration and tool")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--watchdog", options->watchdog_seconds,
+                      "cpu: seconds a configuration may go without finishing a case before it is "
+                      "killed and failed (each runs in a child process)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   command->add_flag("--sanitizer-child", options->sanitizer_child)->group("");  // internal
+  command->add_flag("--isolated-child", options->isolated_child)->group("");  // internal
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

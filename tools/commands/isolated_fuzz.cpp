@@ -1,0 +1,166 @@
+#include "tools/commands/isolated_fuzz.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tuner/child_process.h"
+
+namespace tiletune::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kCasePrefix = "tiletune-fuzz-case: ";
+constexpr std::string_view kAlivePrefix = "tiletune-fuzz-alive";
+constexpr std::string_view kResultPrefix = "tiletune-fuzz-result: ";
+
+// One line on stdout, flushed at once: the parent must see it even if the next case kills us.
+void say(std::string_view line) {
+  fmt::print(stdout, "{}\n", line);
+  std::fflush(stdout);
+}
+
+json to_json(const ConfigurationOutcome& outcome) {
+  const FuzzReport& r = outcome.report;
+  return {{"kind", int(outcome.kind)},
+          {"verdict", int(r.verdict)},
+          {"cases_passed", r.cases_passed},
+          {"shrink_steps", r.shrink_steps},
+          {"counterexample", r.counterexample ? r.counterexample->to_string() : ""},
+          {"finding", r.finding},
+          {"detail", outcome.detail},
+          {"probe", outcome.probe},
+          {"seconds", outcome.seconds}};
+}
+
+ConfigurationOutcome outcome_from_json(const json& j) {
+  ConfigurationOutcome outcome;
+  outcome.kind = ConfigurationOutcome::Kind(j.at("kind").get<int>());
+  FuzzReport& r = outcome.report;
+  r.verdict = FuzzVerdict(j.at("verdict").get<int>());
+  r.cases_passed = j.at("cases_passed").get<int>();
+  r.shrink_steps = j.at("shrink_steps").get<int>();
+  if (const auto text = j.at("counterexample").get<std::string>(); !text.empty()) {
+    r.counterexample = GemmCase::parse(text);
+  }
+  r.finding = j.at("finding").get<std::string>();
+  outcome.detail = j.at("detail").get<std::string>();
+  outcome.probe = j.at("probe").get<std::string>();
+  outcome.seconds = j.at("seconds").get<double>();
+  return outcome;
+}
+
+// Says "alive" every `interval` until stopped: the build before the first case is the host
+// compiler's work, which the watchdog does not judge.
+class Heartbeat {
+ public:
+  explicit Heartbeat(std::chrono::milliseconds interval)
+      : thread_([this, interval] {
+          std::unique_lock lock(mutex_);
+          while (!stopped_) {
+            if (stop_.wait_for(lock, interval, [&] { return stopped_; })) break;
+            say(kAlivePrefix);
+          }
+        }) {}
+  ~Heartbeat() {
+    stop();
+    thread_.join();
+  }
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopped_ = true;
+    }
+    stop_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable stop_;
+  bool stopped_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+void fuzz_as_isolated_child(FuzzBackend& backend, const KernelTemplate& tmpl,
+                            const Configuration& config, const FuzzSettings& settings,
+                            const std::vector<GemmCase>& replay, std::chrono::milliseconds watchdog) {
+  Heartbeat heartbeat(std::max(std::chrono::milliseconds(10), watchdog / 4));
+  backend.announce_cases([&](const GemmCase& gemm_case) {
+    heartbeat.stop();  // from the first case on, the cases are the progress
+    say(fmt::format("{}{}", kCasePrefix, gemm_case.to_string()));
+  });
+  const ConfigurationOutcome outcome = fuzz_configuration_on(backend, tmpl, config, settings, replay);
+  heartbeat.stop();
+  say(fmt::format("{}{}", kResultPrefix, to_json(outcome).dump()));
+}
+
+ConfigurationOutcome fuzz_in_child(const std::vector<std::string>& child_argv,
+                                   std::chrono::milliseconds watchdog) {
+  ChildProcessOptions options;
+  options.silence_timeout = watchdog;
+  const auto start = std::chrono::steady_clock::now();
+  const ChildProcessResult child = run_child_process(child_argv, options);
+
+  std::optional<ConfigurationOutcome> result;
+  std::optional<std::string> last_case;
+  int cases = 0;
+  std::string last_error;  // the child's own "tiletune: " line, if it printed one
+  std::istringstream lines(child.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(kCasePrefix)) {
+      last_case = line.substr(kCasePrefix.size());
+      ++cases;
+    } else if (line.starts_with(kResultPrefix)) {
+      result = outcome_from_json(json::parse(line.substr(kResultPrefix.size())));
+    } else if (!line.starts_with(kAlivePrefix)) {
+      if (line.starts_with("tiletune: ")) last_error = line.substr(10);
+      fmt::print(stderr, "{}\n", line);  // sanitizer reports, a kernel's printf
+    }
+  }
+  if (result) return *result;
+  const bool signalled = child.exit_code > 128 && !child.timed_out;
+  if (!child.timed_out && !signalled && !last_error.empty() &&
+      (child.exit_code == 2 || child.exit_code == 3)) {
+    throw std::runtime_error(last_error);
+  }
+
+  ConfigurationOutcome died;
+  died.kind = ConfigurationOutcome::Kind::failed;
+  died.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  died.died = child.describe_exit();
+  died.report.verdict = FuzzVerdict::launch_error;
+  died.report.cases_passed = std::max(0, cases - 1);
+  if (last_case) {
+    died.report.counterexample = GemmCase::parse(*last_case);
+    died.report.finding = fmt::format("{} on case {}: the process fuzzing it was {}",
+                                      child.silent ? "hung (no progress)" : "crashed", cases,
+                                      died.died);
+  } else {
+    died.report.finding =
+        fmt::format("the process fuzzing it ended before its first case: {}", died.died);
+  }
+  return died;
+}
+
+std::string describe_death(const std::string& label, const ConfigurationOutcome& outcome,
+                           const std::string& replay_command) {
+  std::string text = fmt::format("FAIL {}: {}", label, outcome.report.finding);
+  if (outcome.report.counterexample) {
+    text += fmt::format("\n  case (not shrunk: the process died on it): {}\n  replay: {}",
+                        outcome.report.counterexample->problem.to_string(), replay_command);
+  }
+  return text;
+}
+
+}  // namespace tiletune::cli
