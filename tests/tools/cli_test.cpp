@@ -779,5 +779,54 @@ TEST_F(CpuTune, FuzzReportsAFarWriteAndAnEndlessLoopWithTheirCaseAndGoesOn) {
   }
 }
 
+// --- the watchdog judges progress, not length; a timeout is retried once --------------------
+
+// MODE 1 is correct but sleeps 0.25 s in every fuzz case (none at the tuning shape, M = 40): its
+// fuzz of 20 cases takes 5 s, longer than the watchdog, with each case well within it. MODE 2
+// never returns from a fuzz case. MODE 0 is correct and quick.
+const char* const kSlowTemplate = R"(// tiletune: name slow
+// tiletune: entry slow_gemm
+// tiletune: param MODE 1 2 0
+// tiletune: block 8, 8
+// tiletune: grid ceil_div(N, 8), ceil_div(M, 8)
+#if !defined(__CUDA_ARCH__)
+#include <unistd.h>
+#endif
+extern "C" __global__ void slow_gemm(const float* A, const float* B, float* C, int M, int N, int K,
+                                     int lda, int ldb, int ldc) {
+  const int row = blockIdx.y * 8 + threadIdx.y;
+  const int col = blockIdx.x * 8 + threadIdx.x;
+#if !defined(__CUDA_ARCH__) && TT_MODE == 1
+  if (M != 40 && row == 0 && col == 0) usleep(250000);
+#elif TT_MODE == 2
+  if (M != 40 && row == 0 && col == 0) { volatile int spin = 1; while (spin) {} }
+#endif
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];
+  C[(size_t)row * ldc + col] = acc;
+}
+)";
+
+TEST_F(CpuTune, ASlowButProgressingFuzzIsOkAndAHangIsATimeoutAfterOneRetry) {
+  write_file(dir_ / "slow.cu", kSlowTemplate);
+  for (const char* fuzz_workers : {"1", "0"}) {
+    SCOPED_TRACE(std::string("--fuzz-workers ") + fuzz_workers);
+    fs::remove(db());
+    const Outcome run = tiletune({"tune", (dir_ / "slow.cu").string(), "--backend", "cpu", "--shape",
+                                  "40x36x20", "--cases", "20", "--watchdog", "2", "--fuzz-workers",
+                                  fuzz_workers, "--db", db().string()});
+    ASSERT_EQ(run.exit_code, 0) << run;
+    EXPECT_EQ(settled_line(run), "settled: 2 ok, 1 timeout") << run;
+    EXPECT_THAT(run.err, HasSubstr("MODE=1: ok")) << run;
+    EXPECT_THAT(run.err, ::testing::ContainsRegex(
+                             "MODE=2: timeout: the worker was silent for 2 s and was killed \\(stage: "
+                             "fuzz, case [^)]*\\); the same on a retry in a fresh worker"))
+        << run;
+    const auto ranking = ResultStore(db()).ranking("CPU backend", {40, 36, 20}, std::string("slow"));
+    ASSERT_EQ(ranking.size(), 2u);
+  }
+}
+
 }  // namespace
 }  // namespace tiletune

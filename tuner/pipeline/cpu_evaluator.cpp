@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "fuzz/announcing_executor.h"
 #include "fuzz/cpu_backend/cpu_executor.h"
 #include "fuzz/gemm_operands.h"
 #include "tuner/nvrtc_compiler.h"
@@ -65,7 +66,7 @@ CpuEvaluator::CpuEvaluator(CpuBackendOptions options)
     : options_(std::move(options)), device_(cpu_backend_device()) {}
 
 EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
-                                         const StageCallback& stage) {
+                                         const StageCallback& stage, const CaseCallback& before_case) {
   EvaluationOutcome outcome;
   ResultRecord& result = outcome.result;
   result = result_keys(tmpl, request);
@@ -84,7 +85,8 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
   try {
     if (request.fuzz) {
       stage("fuzz");
-      const FuzzReport fuzz = fuzz_configuration(*executor, config, request.fuzz_settings);
+      AnnouncingExecutor announced(*executor, before_case);
+      const FuzzReport fuzz = fuzz_configuration(announced, config, request.fuzz_settings);
       if (fuzz.verdict != FuzzVerdict::passed) {
         result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
                                                                   : ResultStatus::launch_error;
