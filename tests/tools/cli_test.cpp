@@ -828,5 +828,108 @@ TEST_F(CpuTune, ASlowButProgressingFuzzIsOkAndAHangIsATimeoutAfterOneRetry) {
   }
 }
 
+// --- what the CPU backend cannot run is a recorded status; headers beside a template work ----
+
+// A template whose index arithmetic lives in a header beside it, included by a relative path.
+const char* const kRelativeIncludeTemplate = R"(// tiletune: name relinc
+// tiletune: entry relinc_gemm
+// tiletune: param X 0 1
+// tiletune: block 8, 8
+// tiletune: grid ceil_div(N, 8), ceil_div(M, 8)
+#include "helpers.h"
+extern "C" __global__ void relinc_gemm(const float* A, const float* B, float* C, int M, int N, int K,
+                                       int lda, int ldb, int ldc) {
+  const int row = INDEX_OF(blockIdx.y, threadIdx.y);
+  const int col = INDEX_OF(blockIdx.x, threadIdx.x);
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];
+  C[(size_t)row * ldc + col] = acc;
+}
+)";
+
+TEST_F(CpuTune, ARelativeIncludeWorksOnBothBackendsAndAChangedHeaderIsNeverServedStale) {
+  fs::create_directories(dir_ / "src");
+  write_file(dir_ / "src" / "relinc.cu", kRelativeIncludeTemplate);
+  write_file(dir_ / "src" / "helpers.h", "#pragma once\n#define INDEX_OF(b, t) ((b) * 8 + (t))\n");
+  const std::string kernel = (dir_ / "src" / "relinc.cu").string();
+  const std::vector<std::string> fuzz{"fuzz", kernel, "--backend", "cpu", "--cases", "10"};
+  const std::vector<std::string> tune{"tune", kernel, "--backend", "cpu", "--shape", "40x36x20",
+                                      "--cases", "10", "--db", db().string()};
+
+  const Outcome compiled = tiletune({"compile", kernel, "--arch", "sm_90"});
+  EXPECT_EQ(compiled.exit_code, 0) << compiled;
+  const Outcome fuzzed = tiletune(fuzz);
+  EXPECT_EQ(fuzzed.exit_code, 0) << fuzzed;
+  EXPECT_THAT(fuzzed.out, HasSubstr("2 configurations passed")) << fuzzed;
+  const Outcome tuned = tiletune(tune);
+  EXPECT_EQ(tuned.exit_code, 0) << tuned;
+  EXPECT_EQ(settled_line(tuned), "settled: 2 ok") << tuned;
+
+  // A bug in the header: every cache (NVRTC's, the CPU backend's, the database's fuzz passes)
+  // must see a new version of the template.
+  write_file(dir_ / "src" / "helpers.h", "#pragma once\n#define INDEX_OF(b, t) ((b) * 8 + (t) + 1)\n");
+  const Outcome refuzzed = tiletune(fuzz);
+  EXPECT_EQ(refuzzed.exit_code, 1) << refuzzed;
+  EXPECT_THAT(refuzzed.err, HasSubstr("FAIL relinc [X=0]")) << refuzzed;
+  const Outcome retuned = tiletune(tune);
+  EXPECT_EQ(settled_line(retuned), "settled: 2 wrong_result") << retuned;
+}
+
+// X=1 uses a warp shuffle, which the CPU backend cannot run; X=0 is correct and comes after it.
+const char* const kWarpShuffleTemplate = R"(// tiletune: name shuffle
+// tiletune: entry shuffle_gemm
+// tiletune: param X 1 0
+// tiletune: block 32, 1
+// tiletune: grid N, M
+extern "C" __global__ void shuffle_gemm(const float* A, const float* B, float* C, int M, int N, int K,
+                                        int lda, int ldb, int ldc) {
+  const int row = blockIdx.y;
+  const int col = blockIdx.x;
+  float acc = 0.0f;
+  for (int k = threadIdx.x; k < K; k += 32) acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];
+#if TT_X
+  for (int o = 16; o > 0; o /= 2) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if (threadIdx.x == 0) C[(size_t)row * ldc + col] = acc;
+#else
+  __shared__ float part[32];
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float sum = 0.0f;
+    for (int i = 0; i < 32; ++i) sum += part[i];
+    C[(size_t)row * ldc + col] = sum;
+  }
+#endif
+}
+)";
+
+TEST_F(CpuTune, CodeTheCpuBackendCannotRunIsRecordedAndTheTuneGoesOn) {
+  write_file(dir_ / "shuffle.cu", kWarpShuffleTemplate);
+  const Outcome run = tiletune({"tune", (dir_ / "shuffle.cu").string(), "--backend", "cpu", "--shape",
+                                "40x36x20", "--cases", "10", "--db", db().string()});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_EQ(settled_line(run), "settled: 1 device_limit, 1 ok") << run;
+  EXPECT_THAT(run.err, HasSubstr("X=1: device_limit: not supported on the CPU backend: warp shuffle "
+                                 "(__shfl_down_sync)"))
+      << run;
+}
+
+TEST_F(CpuTune, AShapeTooLargeForHostMemoryIsRecordedAndTheTuneGoesOn) {
+  // 500000 x 1000000 x 1000000: A alone takes 2 TB. Two configurations of the template above
+  // (its correct one first), each recorded; the run is not aborted.
+  write_file(dir_ / "relinc.cu", kRelativeIncludeTemplate);
+  write_file(dir_ / "helpers.h", "#define INDEX_OF(b, t) ((b) * 8 + (t))\n");
+  const Outcome run = tiletune({"tune", (dir_ / "relinc.cu").string(), "--backend", "cpu", "--shape",
+                                "500000x1000000x1000000", "--cases", "10", "--db", db().string()});
+  // No correct configuration for the shape: exit 0 or 1 by the rules for that, never an abort.
+  EXPECT_THAT(run.exit_code, AnyOf(0, 1)) << run;
+  EXPECT_EQ(settled_line(run), "settled: 2 device_limit") << run;
+  EXPECT_THAT(run.err, ::testing::ContainsRegex("X=0: device_limit: the shape 500000x1000000x1000000 "
+                                                "needs [0-9.]+ GiB of host memory"))
+      << run;
+  EXPECT_EQ(recorded(), 2);
+}
+
 }  // namespace
 }  // namespace tiletune
