@@ -931,5 +931,42 @@ TEST_F(CpuTune, AShapeTooLargeForHostMemoryIsRecordedAndTheTuneGoesOn) {
   EXPECT_EQ(recorded(), 2);
 }
 
+// --- a confirmation that did not finish is redone by the resume -------------------------------
+
+// The state a kill leaves when it comes while the best few are re-measured: here after the
+// confirmation recorded 3 of its 5 results. The resume measures nothing new, but confirms again.
+TEST_F(CpuTune, AResumeRedoesAConfirmationThatDidNotFinish) {
+  const Outcome first = tiletune(tune("tiled.cu"));
+  ASSERT_EQ(first.exit_code, 0) << first;
+  ASSERT_THAT(first.out, HasSubstr("the best 5 re-measured together")) << first;
+  const GemmShape shape{40, 36, 20};
+  {
+    ResultStore store(db());
+    const GpuRecord gpu = store.gpus().front();
+    const std::int64_t gpu_id = store.register_gpu(gpu);
+    std::vector<ResultRecord> ranking = store.ranking("CPU backend", shape, std::string("tiled"));
+    ASSERT_GE(ranking.size(), 5u);
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_THAT(ranking[i].detail, StartsWith("re-measured with the best 5"));
+      ranking[i].detail = "";  // as the first timing recorded it
+      store.record_result(gpu_id, gpu, ranking[i]);
+    }
+  }
+  const Outcome resumed = tiletune(tune("tiled.cu"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed;
+  EXPECT_EQ(settled_line(resumed), "settled: 9 recorded earlier") << resumed;
+  EXPECT_THAT(resumed.out, HasSubstr("the best 5 re-measured together")) << resumed;
+  int confirmed = 0;
+  for (const ResultRecord& r : ResultStore(db()).ranking("CPU backend", shape, std::string("tiled"))) {
+    confirmed += r.detail.starts_with("re-measured with the best 5") ? 1 : 0;
+  }
+  EXPECT_GE(confirmed, 5);
+
+  // Once it finished, a resume confirms nothing again.
+  const Outcome again = tiletune(tune("tiled.cu"));
+  ASSERT_EQ(again.exit_code, 0) << again;
+  EXPECT_THAT(again.out, ::testing::Not(HasSubstr("re-measured together"))) << again;
+}
+
 }  // namespace
 }  // namespace tiletune
