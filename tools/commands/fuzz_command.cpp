@@ -13,6 +13,7 @@
 // a kernel that crashes or hangs fails its configuration, with the case, and the run goes on.
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -41,23 +42,23 @@ struct FuzzOptions {
   int sanitize_cases = 4;
   bool sanitizer_child = false;  // hidden: replay under compute-sanitizer, with markers
   double watchdog_seconds = 30;  // cpu: the longest a configuration's child may stay silent
-  bool isolated_child = false;   // hidden: fuzz one configuration here, for a parent (cpu)
+  // hidden: fuzz only this configuration of this template, here, for a parent (cpu)
+  std::string isolated_template, isolated_config;
 };
 
 std::chrono::milliseconds watchdog(const FuzzOptions& options) {
   return std::chrono::milliseconds(std::int64_t(options.watchdog_seconds * 1000));
 }
 
-// The child that fuzzes one configuration on the CPU (isolated_fuzz.h).
-std::vector<std::string> isolated_child_argv(const FuzzOptions& options, const KernelTemplate& tmpl,
-                                             const Configuration& config) {
-  std::vector<std::string> argv = {"/proc/self/exe", "fuzz", tmpl.path.string(), "--backend", "cpu",
-                                   "--config", config.to_string(), "--cases", std::to_string(options.cases),
-                                   "--seed", std::to_string(options.seed), "--watchdog",
-                                   fmt::format("{}", options.watchdog_seconds), "--isolated-child"};
-  if (options.no_shrink) argv.push_back("--no-shrink");
-  if (options.sanitize) argv.push_back("--sanitize");
-  for (const std::string& text : options.replay_cases) argv.insert(argv.end(), {"--case", text});
+// The child that fuzzes one configuration on the CPU (isolated_fuzz.h): this command line as it
+// was given, so that the child runs with every option of ours, narrowed to that configuration.
+std::vector<std::string> isolated_child_argv(const KernelTemplate& tmpl, const Configuration& config) {
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> argv;
+  for (std::string word; std::getline(cmdline, word, '\0');) argv.push_back(word);
+  if (argv.empty()) throw std::runtime_error("cannot read /proc/self/cmdline");
+  argv.front() = "/proc/self/exe";
+  argv.insert(argv.end(), {"--isolated-template", tmpl.path.string(), "--isolated-config", config.to_string()});
   return argv;
 }
 
@@ -130,13 +131,14 @@ int run(const FuzzOptions& options) {
   settings.seed = options.seed;
   settings.shrink = !options.no_shrink;
   settings.limits = backend.case_limits();
-  if (options.isolated_child) {
-    if (options.backend != "cpu" || templates.size() != 1 || options.configs.size() != 1) {
-      throw UsageError("--isolated-child fuzzes one configuration of one template on the CPU");
+  if (!options.isolated_config.empty()) {
+    for (const KernelTemplate& tmpl : templates) {
+      if (tmpl.path.string() != options.isolated_template) continue;
+      fuzz_as_isolated_child(backend, tmpl, tmpl.parse_configuration(options.isolated_config), settings,
+                             replay, watchdog(options));
+      return kSuccess;
     }
-    fuzz_as_isolated_child(backend, templates.front(), configurations_of(templates.front(), options).front(),
-                           settings, replay, watchdog(options));
-    return kSuccess;
+    throw UsageError("--isolated-template names none of the templates given");
   }
 
   int failed = 0, passed = 0, skipped = 0;
@@ -153,7 +155,7 @@ int run(const FuzzOptions& options) {
       progress_line(fmt::format("fuzz {} on {}", label, backend.where()), false);
       const ConfigurationOutcome outcome =
           options.backend == "cpu"
-              ? fuzz_in_child(isolated_child_argv(options, tmpl, config), watchdog(options))
+              ? fuzz_in_child(isolated_child_argv(tmpl, config), watchdog(options))
               : fuzz_configuration_on(backend, tmpl, config, settings, replay);
       using Kind = ConfigurationOutcome::Kind;
       seconds += outcome.seconds;
@@ -238,7 +240,8 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
                       "killed and failed (each runs in a child process)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   command->add_flag("--sanitizer-child", options->sanitizer_child)->group("");  // internal
-  command->add_flag("--isolated-child", options->isolated_child)->group("");  // internal
+  command->add_option("--isolated-template", options->isolated_template)->group("");  // internal
+  command->add_option("--isolated-config", options->isolated_config)->group("");    // internal
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

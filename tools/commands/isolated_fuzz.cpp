@@ -1,5 +1,7 @@
 #include "tools/commands/isolated_fuzz.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/child_process.h"
+#include "tuner/pipeline/evaluation_worker.h"
 
 namespace tiletune::cli {
 namespace {
@@ -95,6 +98,9 @@ class Heartbeat {
 void fuzz_as_isolated_child(FuzzBackend& backend, const KernelTemplate& tmpl,
                             const Configuration& config, const FuzzSettings& settings,
                             const std::vector<GemmCase>& replay, std::chrono::milliseconds watchdog) {
+  // In a process group of its own (the watchdog kills the whole group), so Ctrl-C does not reach
+  // it: it dies with the parent instead, even in a kernel that never returns.
+  die_with_parent(getppid());
   Heartbeat heartbeat(std::max(std::chrono::milliseconds(10), watchdog / 4));
   backend.announce_cases([&](const GemmCase& gemm_case) {
     heartbeat.stop();  // from the first case on, the cases are the progress
@@ -143,9 +149,14 @@ ConfigurationOutcome fuzz_in_child(const std::vector<std::string>& child_argv,
   died.report.cases_passed = std::max(0, cases - 1);
   if (last_case) {
     died.report.counterexample = GemmCase::parse(*last_case);
-    died.report.finding = fmt::format("{} on case {}: the process fuzzing it was {}",
-                                      child.silent ? "hung (no progress)" : "crashed", cases,
-                                      died.died);
+    if (child.silent || signalled) {
+      died.report.finding = fmt::format("{} on case {}: the process fuzzing it was {}",
+                                        child.silent ? "hung (no progress)" : "crashed", cases,
+                                        died.died);
+    } else {
+      died.report.finding = fmt::format(
+          "the process fuzzing it ended on case {} without a result ({})", cases, died.died);
+    }
   } else {
     died.report.finding =
         fmt::format("the process fuzzing it ended before its first case: {}", died.died);

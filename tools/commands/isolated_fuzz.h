@@ -1,6 +1,7 @@
 // The CPU backend runs template code natively: a kernel that writes far out of bounds kills the
 // process running it, one that never returns hangs it. `tiletune fuzz --backend cpu` therefore
-// fuzzes each configuration in a child tiletune (`fuzz ... --config X --isolated-child`), which
+// fuzzes each configuration in a child tiletune (its own command line, narrowed by hidden options
+// to one configuration: `--isolated-template PATH --isolated-config X`), which
 // announces every case before running it and prints its outcome last. The parent kills a child
 // that stays silent for longer than the watchdog, and turns a death into that configuration's
 // failure, with the case it happened on; the run goes on with the next configuration.
@@ -21,7 +22,7 @@ void fuzz_as_isolated_child(FuzzBackend& backend, const KernelTemplate& tmpl,
                             const Configuration& config, const FuzzSettings& settings,
                             const std::vector<GemmCase>& replay, std::chrono::milliseconds watchdog);
 
-// Parent side: runs `child_argv` (a `tiletune fuzz ... --isolated-child` of one configuration)
+// Parent side: runs `child_argv` (a `tiletune fuzz ... --isolated-config X` of one configuration)
 // and returns its outcome, or how it died (ConfigurationOutcome::died). What else the child
 // printed (sanitizer reports) goes to our stderr. Throws std::runtime_error when the child
 // failed for its environment or its arguments (a "tiletune: " line, exit 2 or 3).
