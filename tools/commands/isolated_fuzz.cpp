@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -124,14 +125,23 @@ ConfigurationOutcome fuzz_in_child(const std::vector<std::string>& child_argv,
   std::string last_error;  // the child's own "tiletune: " line, if it printed one
   std::istringstream lines(child.output);
   for (std::string line; std::getline(lines, line);) {
-    if (line.starts_with(kCasePrefix)) {
-      last_case = line.substr(kCasePrefix.size());
+    // A kernel's printf without a newline may sit in front of a marker on its line.
+    const std::size_t case_at = line.find(kCasePrefix), result_at = line.find(kResultPrefix);
+    const std::string_view before =
+        std::string_view(line).substr(0, std::min({case_at, result_at, line.find(kAlivePrefix), line.size()}));
+    if (!before.empty()) {
+      if (before.starts_with("tiletune: ")) last_error = before.substr(10);
+      fmt::print(stderr, "{}\n", before);  // sanitizer reports, a kernel's printf
+    }
+    if (case_at != std::string::npos) {
+      last_case = line.substr(case_at + kCasePrefix.size());
       ++cases;
-    } else if (line.starts_with(kResultPrefix)) {
-      result = outcome_from_json(json::parse(line.substr(kResultPrefix.size())));
-    } else if (!line.starts_with(kAlivePrefix)) {
-      if (line.starts_with("tiletune: ")) last_error = line.substr(10);
-      fmt::print(stderr, "{}\n", line);  // sanitizer reports, a kernel's printf
+    } else if (result_at != std::string::npos) {
+      try {
+        result = outcome_from_json(json::parse(line.substr(result_at + kResultPrefix.size())));
+      } catch (const std::exception&) {
+        result.reset();  // garbled: judged as a child that gave no result
+      }
     }
   }
   if (result) return *result;
@@ -148,7 +158,11 @@ ConfigurationOutcome fuzz_in_child(const std::vector<std::string>& child_argv,
   died.report.verdict = FuzzVerdict::launch_error;
   died.report.cases_passed = std::max(0, cases - 1);
   if (last_case) {
-    died.report.counterexample = GemmCase::parse(*last_case);
+    try {
+      died.report.counterexample = GemmCase::parse(*last_case);
+    } catch (const std::invalid_argument&) {
+      // cut short: the case stays unnamed
+    }
     if (child.silent || signalled) {
       died.report.finding = fmt::format("{} on case {}: the process fuzzing it was {}",
                                         child.silent ? "hung (no progress)" : "crashed", cases,
