@@ -144,7 +144,12 @@ ConfigurationOutcome fuzz_in_child(const std::vector<std::string>& child_argv,
       }
     }
   }
-  if (result) return *result;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (result) {
+    result->seconds = seconds;  // as the user waits for it: the child's start included
+    return *result;
+  }
   const bool signalled = child.exit_code > 128 && !child.timed_out;
   if (!child.timed_out && !signalled && !last_error.empty() &&
       (child.exit_code == 2 || child.exit_code == 3)) {
@@ -153,7 +158,7 @@ ConfigurationOutcome fuzz_in_child(const std::vector<std::string>& child_argv,
 
   ConfigurationOutcome died;
   died.kind = ConfigurationOutcome::Kind::failed;
-  died.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  died.seconds = seconds;
   died.died = child.describe_exit();
   died.report.verdict = FuzzVerdict::launch_error;
   died.report.cases_passed = std::max(0, cases - 1);
