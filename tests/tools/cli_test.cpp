@@ -781,9 +781,10 @@ TEST_F(CpuTune, FuzzReportsAFarWriteAndAnEndlessLoopWithTheirCaseAndGoesOn) {
 
 // --- the watchdog judges progress, not length; a timeout is retried once --------------------
 
-// MODE 1 is correct but sleeps 0.25 s in every fuzz case (none at the tuning shape, M = 40): its
-// fuzz of 20 cases takes 5 s, longer than the watchdog, with each case well within it. MODE 2
-// never returns from a fuzz case. MODE 0 is correct and quick.
+// MODE 1 is correct but sleeps 0.5 s in every fuzz case (none at the tuning shape, M = 40): its
+// fuzz of 12 cases takes 6 s, longer than the watchdog (4 s, which also leaves a loaded machine
+// time to build each kernel), with each case well within it. MODE 2 never returns from a fuzz
+// case. MODE 0 is correct and quick.
 const char* const kSlowTemplate = R"(// tiletune: name slow
 // tiletune: entry slow_gemm
 // tiletune: param MODE 1 2 0
@@ -797,7 +798,7 @@ extern "C" __global__ void slow_gemm(const float* A, const float* B, float* C, i
   const int row = blockIdx.y * 8 + threadIdx.y;
   const int col = blockIdx.x * 8 + threadIdx.x;
 #if !defined(__CUDA_ARCH__) && TT_MODE == 1
-  if (M != 40 && row == 0 && col == 0) usleep(250000);
+  if (M != 40 && row == 0 && col == 0) usleep(500000);
 #elif TT_MODE == 2
   if (M != 40 && row == 0 && col == 0) { volatile int spin = 1; while (spin) {} }
 #endif
@@ -814,13 +815,13 @@ TEST_F(CpuTune, ASlowButProgressingFuzzIsOkAndAHangIsATimeoutAfterOneRetry) {
     SCOPED_TRACE(std::string("--fuzz-workers ") + fuzz_workers);
     fs::remove(db());
     const Outcome run = tiletune({"tune", (dir_ / "slow.cu").string(), "--backend", "cpu", "--shape",
-                                  "40x36x20", "--cases", "20", "--watchdog", "2", "--fuzz-workers",
+                                  "40x36x20", "--cases", "12", "--watchdog", "4", "--fuzz-workers",
                                   fuzz_workers, "--db", db().string()});
     ASSERT_EQ(run.exit_code, 0) << run;
     EXPECT_EQ(settled_line(run), "settled: 2 ok, 1 timeout") << run;
     EXPECT_THAT(run.err, HasSubstr("MODE=1: ok")) << run;
     EXPECT_THAT(run.err, ::testing::ContainsRegex(
-                             "MODE=2: timeout: the worker was silent for 2 s and was killed \\(stage: "
+                             "MODE=2: timeout: the worker was silent for 4 s and was killed \\(stage: "
                              "fuzz, case [^)]*\\); the same on a retry in a fresh worker"))
         << run;
     const auto ranking = ResultStore(db()).ranking("CPU backend", {40, 36, 20}, std::string("slow"));
