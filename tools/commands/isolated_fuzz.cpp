@@ -108,6 +108,7 @@ void fuzz_as_isolated_child(FuzzBackend& backend, const KernelTemplate& tmpl,
     say(fmt::format("{}{}", kCasePrefix, gemm_case.to_string()));
   });
   const ConfigurationOutcome outcome = fuzz_configuration_on(backend, tmpl, config, settings, replay);
+  backend.announce_cases({});  // it speaks of this heartbeat, which ends here
   heartbeat.stop();
   say(fmt::format("{}{}", kResultPrefix, to_json(outcome).dump()));
 }
@@ -129,8 +130,9 @@ ConfigurationOutcome fuzz_in_child(const std::vector<std::string>& child_argv,
     const std::size_t case_at = line.find(kCasePrefix), result_at = line.find(kResultPrefix);
     const std::string_view before =
         std::string_view(line).substr(0, std::min({case_at, result_at, line.find(kAlivePrefix), line.size()}));
-    if (!before.empty()) {
-      if (before.starts_with("tiletune: ")) last_error = before.substr(10);
+    if (before.starts_with("tiletune: ")) {
+      last_error = before.substr(10);
+    } else if (!before.empty()) {
       fmt::print(stderr, "{}\n", before);  // sanitizer reports, a kernel's printf
     }
     if (case_at != std::string::npos) {
@@ -151,10 +153,9 @@ ConfigurationOutcome fuzz_in_child(const std::vector<std::string>& child_argv,
     return *result;
   }
   const bool signalled = child.exit_code > 128 && !child.timed_out;
-  if (!child.timed_out && !signalled && !last_error.empty() &&
-      (child.exit_code == 2 || child.exit_code == 3)) {
-    throw std::runtime_error(last_error);
-  }
+  // A child that ended by itself, saying why, failed for its environment (no host compiler, say),
+  // which every other configuration would meet too.
+  if (!child.timed_out && !signalled && !last_error.empty()) throw std::runtime_error(last_error);
 
   ConfigurationOutcome died;
   died.kind = ConfigurationOutcome::Kind::failed;

@@ -24,8 +24,8 @@ void fuzz_as_isolated_child(FuzzBackend& backend, const KernelTemplate& tmpl,
 
 // Parent side: runs `child_argv` (a `tiletune fuzz ... --isolated-config X` of one configuration)
 // and returns its outcome, or how it died (ConfigurationOutcome::died). What else the child
-// printed (sanitizer reports) goes to our stderr. Throws std::runtime_error when the child
-// failed for its environment or its arguments (a "tiletune: " line, exit 2 or 3).
+// printed (sanitizer reports) goes to our stderr. Throws std::runtime_error with the child's
+// message when it ended by itself with a "tiletune: " line (its environment or arguments failed).
 ConfigurationOutcome fuzz_in_child(const std::vector<std::string>& child_argv,
                                    std::chrono::milliseconds watchdog);
 
