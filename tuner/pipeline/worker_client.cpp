@@ -35,17 +35,16 @@ const DeviceProperties& WorkerClient::device() {
 
 EvaluationOutcome WorkerClient::evaluate(const EvaluationRequest& request,
                                          const Evaluator::StageCallback& stage) {
-  std::string first_timeout;  // what the first attempt's watchdog said, when it fired
+  std::string first_timeout;  // how the first attempt ended, when its watchdog fired
   for (;;) {
-    std::string reached;
-    std::optional<EvaluationOutcome> outcome = attempt(request, stage, reached);
+    std::string gone;  // how the worker went, when it did
+    std::optional<EvaluationOutcome> outcome = attempt(request, stage, gone);
     if (outcome) return std::move(*outcome);
-    // The worker is gone (attempt() said how in `reached`'s place, see below).
     const bool timed_out = last_gone_timed_out_;
     if (timed_out && first_timeout.empty()) {
       // A silence may be the machine's fault (swapping, another job): a fresh worker tries once
       // more before a correct configuration is recorded as a hang.
-      first_timeout = reached;
+      first_timeout = gone;
       stage("retry");
       continue;
     }
@@ -56,7 +55,7 @@ EvaluationOutcome WorkerClient::evaluate(const EvaluationRequest& request,
     result.config = request.config;
     result.shape = request.shape;
     result.status = timed_out ? ResultStatus::timeout : ResultStatus::crashed;
-    result.detail = reached;
+    result.detail = gone;
     if (!first_timeout.empty()) {
       result.detail += timed_out ? "; the same on a retry in a fresh worker"
                                  : fmt::format("; on a retry after the first attempt {}", first_timeout);
