@@ -122,6 +122,7 @@ bool wait_readable(int fd, std::optional<std::chrono::milliseconds> wait) {
 }  // namespace
 
 std::string ChildProcessResult::describe_exit() const {
+  if (silent && timeout) return fmt::format("killed after {} without output", describe_duration(*timeout));
   if (timed_out) {
     return timeout ? fmt::format("killed after the {} timeout", describe_duration(*timeout))
                    : std::string("killed after its timeout");
@@ -163,7 +164,7 @@ ChildProcessResult run_child_process(const std::vector<std::string>& argv,
   SpawnActions::check(posix_spawn_file_actions_adddup2(actions.get(), write_end.get(), STDERR_FILENO),
                       "posix_spawn_file_actions_adddup2");
   SpawnAttributes attributes;
-  if (options.timeout) {
+  if (options.timeout || options.silence_timeout) {
     // A group of its own (led by the child), so that a timeout can kill all of it.
     SpawnActions::check(posix_spawnattr_setflags(attributes.get(), POSIX_SPAWN_SETPGROUP),
                         "posix_spawnattr_setflags");
@@ -179,20 +180,31 @@ ChildProcessResult run_child_process(const std::vector<std::string>& argv,
   }
 
   ChildProcessResult result;
-  result.timeout = options.timeout;
+  result.timeout = options.silence_timeout ? options.silence_timeout : options.timeout;
   const std::optional<Clock::time_point> deadline =
       options.timeout ? std::optional(Clock::now() + *options.timeout) : std::nullopt;
+  Clock::time_point last_output = Clock::now();
   for (;;) {
     std::optional<std::chrono::milliseconds> left;
-    if (deadline) {
-      left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
-      if (left->count() <= 0) {
-        result.timed_out = true;
-        break;
+    bool silence_decides = false;
+    if (deadline) left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+    if (options.silence_timeout) {
+      const auto quiet_left =
+          std::chrono::ceil<std::chrono::milliseconds>(last_output + *options.silence_timeout - Clock::now());
+      if (!left || quiet_left < *left) {
+        left = quiet_left;
+        silence_decides = true;
       }
+    }
+    if (left && left->count() <= 0) {
+      result.timed_out = true;
+      result.silent = silence_decides;
+      if (!silence_decides) result.timeout = options.timeout;
+      break;
     }
     if (!wait_readable(read_end.get(), left)) continue;  // the loop notices the deadline
     if (!read_some(read_end.get(), result.output)) break;
+    last_output = Clock::now();
   }
   if (result.timed_out) {
     kill(-pid, SIGKILL);

@@ -18,15 +18,20 @@ struct ChildProcessOptions {
   // too). With one it gets a process group of its own, and the whole group is killed with SIGKILL
   // when the time is up: a tool that forks helpers (compute-sanitizer does) leaves none behind.
   std::optional<std::chrono::milliseconds> timeout;
+  // Like `timeout`, but measured from the child's last output: a child that reports its progress
+  // may run as long as it likes, as long as it is never silent for this long.
+  std::optional<std::chrono::milliseconds> silence_timeout;
 };
 
 struct ChildProcessResult {
   int exit_code = 0;       // 128 + the signal when killed by one (137 after a timeout)
   std::string output;      // stdout and stderr together, in the order they were written
-  bool timed_out = false;  // killed because the timeout passed
+  bool timed_out = false;  // killed because the timeout (or the silence timeout) passed
+  bool silent = false;     // of those, killed for its silence
   std::optional<std::chrono::milliseconds> timeout;  // the one it ran under, for messages
 
-  // "exit code 3", "killed by signal 11 (Segmentation fault)", "killed after the 60 s timeout".
+  // "exit code 3", "killed by signal 11 (Segmentation fault)", "killed after the 60 s timeout",
+  // "killed after 2 s without output".
   std::string describe_exit() const;
 };
 

@@ -12,6 +12,8 @@
 #include <map>
 #include <sstream>
 
+#include "tuner/local_includes.h"
+
 namespace tiletune {
 namespace {
 
@@ -383,7 +385,8 @@ KernelTemplate load_template(const std::filesystem::path& path) {
   contents << file.rdbuf();
   if (file.bad()) fail("read error");
 
-  KernelTemplate tmpl = parse_template(std::move(contents).str(), path.string());
+  // Headers beside it become part of its text (local_includes.h), hence of its version.
+  KernelTemplate tmpl = parse_template(inline_local_includes(std::move(contents).str(), path), path.string());
   tmpl.path = path;
   return tmpl;
 }

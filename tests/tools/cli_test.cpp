@@ -713,5 +713,261 @@ TEST_F(CpuTune, AGuidedStrategySettlesItsBudgetAndABadBudgetIsOneLine) {
   expect_one_line_failure(tiletune(tune("tiled.cu", {"--strategy", "bogus"})), 2);
 }
 
+// --- the CPU backend runs template code natively: each configuration in a child process ------
+
+// FAULT 1 writes a terabyte past C (one thread, once M > 1), FAULT 2 never returns (once M > 1),
+// FAULT 0 is correct and comes last: it must still be fuzzed after the other two.
+const char* const kFaultyTemplate = R"(// tiletune: name faulty
+// tiletune: entry faulty_gemm
+// tiletune: param FAULT 1 2 0
+// tiletune: block 8, 8
+// tiletune: grid ceil_div(N, 8), ceil_div(M, 8)
+extern "C" __global__ void faulty_gemm(const float* A, const float* B, float* C, int M, int N, int K,
+                                       int lda, int ldb, int ldc) {
+  const int row = blockIdx.y * 8 + threadIdx.y;
+  const int col = blockIdx.x * 8 + threadIdx.x;
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];
+  C[(size_t)row * ldc + col] = acc;
+#if TT_FAULT == 1
+  if (row == 0 && col == 0 && M > 1) C[(size_t)1 << 40] = 0.0f;
+#elif TT_FAULT == 2
+  if (row == 0 && col == 0 && M > 1) { volatile int spin = 1; while (spin) {} }
+#endif
+}
+)";
+
+// The text of the replay command's --case argument in a FAIL block about `config`.
+std::string replayed_case(const std::string& err, const std::string& config) {
+  const std::size_t fail = err.find("FAIL faulty [" + config + "]");
+  const std::size_t replay = err.find("replay: ", fail);
+  if (fail == std::string::npos || replay == std::string::npos) return "";
+  const std::size_t at = err.find("--case '", replay);
+  if (at == std::string::npos) return "";
+  return err.substr(at + 8, err.find('\'', at + 8) - at - 8);
+}
+
+TEST_F(CpuTune, FuzzReportsAFarWriteAndAnEndlessLoopWithTheirCaseAndGoesOn) {
+  write_file(dir_ / "faulty.cu", kFaultyTemplate);
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome run = tiletune({"fuzz", (dir_ / "faulty.cu").string(), (kTemplates / "tiled.cu").string(),
+                                "--backend", "cpu", "--cases", "10", "--watchdog", "2"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(120)) << run;
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.err, ::testing::ContainsRegex(
+                           "FAIL faulty \\[FAULT=1\\]: crashed on case [0-9]+: the process fuzzing it "
+                           "was killed by signal 11"))
+      << run;
+  EXPECT_THAT(run.err, ::testing::ContainsRegex(
+                           "FAIL faulty \\[FAULT=2\\]: hung \\(no progress\\) on case [0-9]+: the "
+                           "process fuzzing it was killed after 2 s without output"))
+      << run;
+  EXPECT_THAT(run.err, HasSubstr("pass faulty [FAULT=0]: 10 cases")) << run;
+  EXPECT_THAT(run.err, HasSubstr("pass tiled [TILE=32,PAD=1,SWIZZLE=0]: 10 cases")) << run;
+  EXPECT_THAT(run.out, HasSubstr("10 configurations passed, 2 failed")) << run;
+
+  // Each replay line reproduces its failure on the case it names.
+  for (const auto& [config, what] : {std::pair{"FAULT=1", "crashed on case 1"},
+                                     std::pair{"FAULT=2", "hung (no progress) on case 1"}}) {
+    const std::string gemm_case = replayed_case(run.err, config);
+    ASSERT_FALSE(gemm_case.empty()) << config << "\n" << run;
+    const Outcome replay = tiletune({"fuzz", (dir_ / "faulty.cu").string(), "--backend", "cpu",
+                                     "--config", config, "--case", gemm_case, "--watchdog", "2"});
+    EXPECT_EQ(replay.exit_code, 1) << replay;
+    EXPECT_THAT(replay.err, HasSubstr(what)) << replay;
+  }
+}
+
+// --- the watchdog judges progress, not length; a timeout is retried once --------------------
+
+// MODE 1 is correct but sleeps 0.5 s in every fuzz case (none at the tuning shape, M = 40): its
+// fuzz of 12 cases takes 6 s, longer than the watchdog (4 s, which also leaves a loaded machine
+// time to build each kernel), with each case well within it. MODE 2 never returns from a fuzz
+// case. MODE 0 is correct and quick.
+const char* const kSlowTemplate = R"(// tiletune: name slow
+// tiletune: entry slow_gemm
+// tiletune: param MODE 1 2 0
+// tiletune: block 8, 8
+// tiletune: grid ceil_div(N, 8), ceil_div(M, 8)
+#if !defined(__CUDA_ARCH__)
+#include <unistd.h>
+#endif
+extern "C" __global__ void slow_gemm(const float* A, const float* B, float* C, int M, int N, int K,
+                                     int lda, int ldb, int ldc) {
+  const int row = blockIdx.y * 8 + threadIdx.y;
+  const int col = blockIdx.x * 8 + threadIdx.x;
+#if !defined(__CUDA_ARCH__) && TT_MODE == 1
+  if (M != 40 && row == 0 && col == 0) usleep(500000);
+#elif TT_MODE == 2
+  if (M != 40 && row == 0 && col == 0) { volatile int spin = 1; while (spin) {} }
+#endif
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];
+  C[(size_t)row * ldc + col] = acc;
+}
+)";
+
+TEST_F(CpuTune, ASlowButProgressingFuzzIsOkAndAHangIsATimeoutAfterOneRetry) {
+  write_file(dir_ / "slow.cu", kSlowTemplate);
+  for (const char* fuzz_workers : {"1", "0"}) {
+    SCOPED_TRACE(std::string("--fuzz-workers ") + fuzz_workers);
+    fs::remove(db());
+    const Outcome run = tiletune({"tune", (dir_ / "slow.cu").string(), "--backend", "cpu", "--shape",
+                                  "40x36x20", "--cases", "12", "--watchdog", "4", "--fuzz-workers",
+                                  fuzz_workers, "--db", db().string()});
+    ASSERT_EQ(run.exit_code, 0) << run;
+    EXPECT_EQ(settled_line(run), "settled: 2 ok, 1 timeout") << run;
+    EXPECT_THAT(run.err, HasSubstr("MODE=1: ok")) << run;
+    EXPECT_THAT(run.err, ::testing::ContainsRegex(
+                             "MODE=2: timeout: the worker was silent for 4 s and was killed \\(stage: "
+                             "fuzz, case [^)]*\\); the same on a retry in a fresh worker"))
+        << run;
+    const auto ranking = ResultStore(db()).ranking("CPU backend", {40, 36, 20}, std::string("slow"));
+    ASSERT_EQ(ranking.size(), 2u);
+  }
+}
+
+// --- what the CPU backend cannot run is a recorded status; headers beside a template work ----
+
+// A template whose index arithmetic lives in a header beside it, included by a relative path.
+const char* const kRelativeIncludeTemplate = R"(// tiletune: name relinc
+// tiletune: entry relinc_gemm
+// tiletune: param X 0 1
+// tiletune: block 8, 8
+// tiletune: grid ceil_div(N, 8), ceil_div(M, 8)
+#include "helpers.h"
+extern "C" __global__ void relinc_gemm(const float* A, const float* B, float* C, int M, int N, int K,
+                                       int lda, int ldb, int ldc) {
+  const int row = INDEX_OF(blockIdx.y, threadIdx.y);
+  const int col = INDEX_OF(blockIdx.x, threadIdx.x);
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];
+  C[(size_t)row * ldc + col] = acc;
+}
+)";
+
+TEST_F(CpuTune, ARelativeIncludeWorksOnBothBackendsAndAChangedHeaderIsNeverServedStale) {
+  fs::create_directories(dir_ / "src");
+  write_file(dir_ / "src" / "relinc.cu", kRelativeIncludeTemplate);
+  write_file(dir_ / "src" / "helpers.h", "#pragma once\n#define INDEX_OF(b, t) ((b) * 8 + (t))\n");
+  const std::string kernel = (dir_ / "src" / "relinc.cu").string();
+  const std::vector<std::string> fuzz{"fuzz", kernel, "--backend", "cpu", "--cases", "10"};
+  const std::vector<std::string> tune{"tune", kernel, "--backend", "cpu", "--shape", "40x36x20",
+                                      "--cases", "10", "--db", db().string()};
+
+  const Outcome compiled = tiletune({"compile", kernel, "--arch", "sm_90"});
+  EXPECT_EQ(compiled.exit_code, 0) << compiled;
+  const Outcome fuzzed = tiletune(fuzz);
+  EXPECT_EQ(fuzzed.exit_code, 0) << fuzzed;
+  EXPECT_THAT(fuzzed.out, HasSubstr("2 configurations passed")) << fuzzed;
+  const Outcome tuned = tiletune(tune);
+  EXPECT_EQ(tuned.exit_code, 0) << tuned;
+  EXPECT_EQ(settled_line(tuned), "settled: 2 ok") << tuned;
+
+  // A bug in the header: every cache (NVRTC's, the CPU backend's, the database's fuzz passes)
+  // must see a new version of the template.
+  write_file(dir_ / "src" / "helpers.h", "#pragma once\n#define INDEX_OF(b, t) ((b) * 8 + (t) + 1)\n");
+  const Outcome refuzzed = tiletune(fuzz);
+  EXPECT_EQ(refuzzed.exit_code, 1) << refuzzed;
+  EXPECT_THAT(refuzzed.err, HasSubstr("FAIL relinc [X=0]")) << refuzzed;
+  const Outcome retuned = tiletune(tune);
+  EXPECT_EQ(settled_line(retuned), "settled: 2 wrong_result") << retuned;
+}
+
+// X=1 uses a warp shuffle, which the CPU backend cannot run; X=0 is correct and comes after it.
+const char* const kWarpShuffleTemplate = R"(// tiletune: name shuffle
+// tiletune: entry shuffle_gemm
+// tiletune: param X 1 0
+// tiletune: block 32, 1
+// tiletune: grid N, M
+extern "C" __global__ void shuffle_gemm(const float* A, const float* B, float* C, int M, int N, int K,
+                                        int lda, int ldb, int ldc) {
+  const int row = blockIdx.y;
+  const int col = blockIdx.x;
+  float acc = 0.0f;
+  for (int k = threadIdx.x; k < K; k += 32) acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];
+#if TT_X
+  for (int o = 16; o > 0; o /= 2) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if (threadIdx.x == 0) C[(size_t)row * ldc + col] = acc;
+#else
+  __shared__ float part[32];
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float sum = 0.0f;
+    for (int i = 0; i < 32; ++i) sum += part[i];
+    C[(size_t)row * ldc + col] = sum;
+  }
+#endif
+}
+)";
+
+TEST_F(CpuTune, CodeTheCpuBackendCannotRunIsRecordedAndTheTuneGoesOn) {
+  write_file(dir_ / "shuffle.cu", kWarpShuffleTemplate);
+  const Outcome run = tiletune({"tune", (dir_ / "shuffle.cu").string(), "--backend", "cpu", "--shape",
+                                "40x36x20", "--cases", "10", "--db", db().string()});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_EQ(settled_line(run), "settled: 1 device_limit, 1 ok") << run;
+  EXPECT_THAT(run.err, HasSubstr("X=1: device_limit: not supported on the CPU backend: warp shuffle "
+                                 "(__shfl_down_sync)"))
+      << run;
+}
+
+TEST_F(CpuTune, AShapeTooLargeForHostMemoryIsRecordedAndTheTuneGoesOn) {
+  // 500000 x 1000000 x 1000000: A alone takes 2 TB. Two configurations of the template above
+  // (its correct one first), each recorded; the run is not aborted.
+  write_file(dir_ / "relinc.cu", kRelativeIncludeTemplate);
+  write_file(dir_ / "helpers.h", "#define INDEX_OF(b, t) ((b) * 8 + (t))\n");
+  const Outcome run = tiletune({"tune", (dir_ / "relinc.cu").string(), "--backend", "cpu", "--shape",
+                                "500000x1000000x1000000", "--cases", "10", "--db", db().string()});
+  // No correct configuration for the shape: exit 0 or 1 by the rules for that, never an abort.
+  EXPECT_THAT(run.exit_code, AnyOf(0, 1)) << run;
+  EXPECT_EQ(settled_line(run), "settled: 2 device_limit") << run;
+  EXPECT_THAT(run.err, ::testing::ContainsRegex("X=0: device_limit: the shape 500000x1000000x1000000 "
+                                                "needs [0-9.]+ GiB of host memory"))
+      << run;
+  EXPECT_EQ(recorded(), 2);
+}
+
+// --- a confirmation that did not finish is redone by the resume -------------------------------
+
+// The state a kill leaves when it comes while the best few are re-measured: here after the
+// confirmation recorded 3 of its 5 results. The resume measures nothing new, but confirms again.
+TEST_F(CpuTune, AResumeRedoesAConfirmationThatDidNotFinish) {
+  const Outcome first = tiletune(tune("tiled.cu"));
+  ASSERT_EQ(first.exit_code, 0) << first;
+  ASSERT_THAT(first.out, HasSubstr("the best 5 re-measured together")) << first;
+  const GemmShape shape{40, 36, 20};
+  {
+    ResultStore store(db());
+    const GpuRecord gpu = store.gpus().front();
+    const std::int64_t gpu_id = store.register_gpu(gpu);
+    std::vector<ResultRecord> ranking = store.ranking("CPU backend", shape, std::string("tiled"));
+    ASSERT_GE(ranking.size(), 5u);
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_THAT(ranking[i].detail, StartsWith("re-measured with the best 5"));
+      ranking[i].detail = "";  // as the first timing recorded it
+      store.record_result(gpu_id, gpu, ranking[i]);
+    }
+  }
+  const Outcome resumed = tiletune(tune("tiled.cu"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed;
+  EXPECT_EQ(settled_line(resumed), "settled: 9 recorded earlier") << resumed;
+  EXPECT_THAT(resumed.out, HasSubstr("the best 5 re-measured together")) << resumed;
+  int confirmed = 0;
+  for (const ResultRecord& r : ResultStore(db()).ranking("CPU backend", shape, std::string("tiled"))) {
+    confirmed += r.detail.starts_with("re-measured with the best 5") ? 1 : 0;
+  }
+  EXPECT_GE(confirmed, 5);
+
+  // Once it finished, a resume confirms nothing again.
+  const Outcome again = tiletune(tune("tiled.cu"));
+  ASSERT_EQ(again.exit_code, 0) << again;
+  EXPECT_THAT(again.out, ::testing::Not(HasSubstr("re-measured together"))) << again;
+}
+
 }  // namespace
 }  // namespace tiletune

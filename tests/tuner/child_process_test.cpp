@@ -136,6 +136,25 @@ TEST(ChildProcess, ATimeoutKillsTheWholeProcessGroupAndKeepsWhatWasPrinted) {
   EXPECT_TRUE(grandchild_dead) << "the grandchild " << grandchild << " outlived the timeout";
 }
 
+// A silence timeout measures the quiet between outputs, not the whole run: a child printing
+// every 100 ms runs well past it, one that stops printing is killed.
+TEST(ChildProcess, ASilenceTimeoutLetsATalkativeChildRunAndKillsASilentOne) {
+  ChildProcessOptions options;
+  options.silence_timeout = 400ms;
+  const auto start = std::chrono::steady_clock::now();
+  const ChildProcessResult talkative =
+      shell("for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo $i; sleep 0.1; done", options);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 1000ms);
+  EXPECT_FALSE(talkative.timed_out) << talkative.output;
+  EXPECT_EQ(talkative.exit_code, 0);
+
+  const ChildProcessResult silent = shell("echo started; sleep 30", options);
+  EXPECT_TRUE(silent.timed_out);
+  EXPECT_TRUE(silent.silent);
+  EXPECT_EQ(silent.output, "started\n");
+  EXPECT_THAT(silent.describe_exit(), HasSubstr("400 ms without output"));
+}
+
 TEST(ChildProcess, AMissingProgramThrowsWithItsNameAndCause) {
   try {
     run_child_process({"tiletune-no-such-program-here", "--version"});

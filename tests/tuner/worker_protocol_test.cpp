@@ -81,6 +81,13 @@ TEST(WorkerProtocol, EveryReplyKindRoundTrips) {
   ASSERT_EQ(back.timings.size(), 2u);
   EXPECT_EQ(back.timings[1].runs, 11);
 
+  WorkerReply progress;
+  progress.kind = WorkerReply::Kind::progress;
+  progress.text = "9x9x1 lda=4 ldb=11 ldc=15 inputs=real data=1 schedule=2";
+  back = decode_reply(encode(progress));
+  EXPECT_EQ(back.kind, WorkerReply::Kind::progress);
+  EXPECT_EQ(back.text, progress.text);
+
   WorkerReply fatal;
   fatal.kind = WorkerReply::Kind::fatal;
   fatal.text = "no CUDA driver";

@@ -75,7 +75,9 @@ std::unique_ptr<GemmExecutor> make_executor(FuzzBackend& backend,
                                              const Configuration& config,
                                              const GemmShape& typical, std::string& skip_reason) {
   if (backend.device() == nullptr) {
-    return std::make_unique<CpuExecutor>(tmpl, config, backend.cpu_options());
+    auto cpu = std::make_unique<CpuExecutor>(tmpl, config, backend.cpu_options());
+    if (!backend.announce()) return cpu;
+    return std::make_unique<AnnouncingExecutor>(std::move(cpu), backend.announce());
   }
   const GpuDevice& device = *backend.device();
   const CompiledKernelImage& image = backend.compiled()->get(tmpl, config);

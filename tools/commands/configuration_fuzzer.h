@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz/announcing_executor.h"
 #include "fuzz/cpu_backend/cpu_backend_options.h"
 #include "fuzz/large_index_probe.h"
 #include "fuzz/property_runner.h"
@@ -38,6 +39,9 @@ class FuzzBackend {
   // configuration is skipped with that reason (`tiletune mutants` runs each in a child instead).
   void mark_context_lost(std::string why) { context_lost_ = std::move(why); }
   const std::string& context_lost() const { return context_lost_; }
+  // On the CPU: called before every case runs (the fuzz of a child process says where it is).
+  void announce_cases(AnnouncingExecutor::Announce announce) { announce_ = std::move(announce); }
+  const AnnouncingExecutor::Announce& announce() const { return announce_; }
 
  private:
   std::string name_;
@@ -46,6 +50,7 @@ class FuzzBackend {
   std::unique_ptr<LargeIndexProbe> probe_;
   CpuBackendOptions cpu_options_;
   std::string context_lost_;  // the launch that lost it, or ""
+  AnnouncingExecutor::Announce announce_;
 };
 
 struct ConfigurationOutcome {
@@ -55,6 +60,9 @@ struct ConfigurationOutcome {
   std::string detail;  // why it was skipped, or the compiler's log
   std::string probe;   // on the GPU: how the large-index probe went ("" when it did not run)
   double seconds = 0;  // compile, load and cases
+  // failed: how the process fuzzing it died ("" when it did not); report.counterexample is then
+  // the case it was running, not a minimal one (isolated_fuzz.h).
+  std::string died;
 };
 
 // Fuzzes one configuration with `settings`, or when `replay` is not empty runs exactly those

@@ -8,7 +8,12 @@
 // --sanitize: on the CPU the kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer
 // (fuzz/cpu_backend/sanitizer_runtime.h); on the GPU a sample of cases is replayed under
 // compute-sanitizer's four tools after the fuzz (gpu_sanitize.h).
+//
+// On the CPU each configuration is fuzzed in a child process with a watchdog (isolated_fuzz.h):
+// a kernel that crashes or hangs fails its configuration, with the case, and the run goes on.
 #include <algorithm>
+#include <chrono>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -18,6 +23,7 @@
 #include "tools/commands/commands.h"
 #include "tools/commands/configuration_fuzzer.h"
 #include "tools/commands/gpu_sanitize.h"
+#include "tools/commands/isolated_fuzz.h"
 #include "tuner/search_space.h"
 
 namespace tiletune::cli {
@@ -35,7 +41,26 @@ struct FuzzOptions {
   bool sanitize = false;
   int sanitize_cases = 4;
   bool sanitizer_child = false;  // hidden: replay under compute-sanitizer, with markers
+  double watchdog_seconds = 30;  // cpu: the longest a configuration's child may stay silent
+  // hidden: fuzz only this configuration of this template, here, for a parent (cpu)
+  std::string isolated_template, isolated_config;
 };
+
+std::chrono::milliseconds watchdog(const FuzzOptions& options) {
+  return std::chrono::milliseconds(std::int64_t(options.watchdog_seconds * 1000));
+}
+
+// The child that fuzzes one configuration on the CPU (isolated_fuzz.h): this command line as it
+// was given, so that the child runs with every option of ours, narrowed to that configuration.
+std::vector<std::string> isolated_child_argv(const KernelTemplate& tmpl, const Configuration& config) {
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> argv;
+  for (std::string word; std::getline(cmdline, word, '\0');) argv.push_back(word);
+  if (argv.empty()) throw std::runtime_error("cannot read /proc/self/cmdline");
+  argv.front() = "/proc/self/exe";
+  argv.insert(argv.end(), {"--isolated-template", tmpl.path.string(), "--isolated-config", config.to_string()});
+  return argv;
+}
 
 std::string replay_command(const FuzzOptions& options, const KernelTemplate& tmpl,
                            const Configuration& config, const GemmCase& gemm_case) {
@@ -106,6 +131,15 @@ int run(const FuzzOptions& options) {
   settings.seed = options.seed;
   settings.shrink = !options.no_shrink;
   settings.limits = backend.case_limits();
+  if (!options.isolated_config.empty()) {
+    for (const KernelTemplate& tmpl : templates) {
+      if (tmpl.path.string() != options.isolated_template) continue;
+      fuzz_as_isolated_child(backend, tmpl, tmpl.parse_configuration(options.isolated_config), settings,
+                             replay, watchdog(options));
+      return kSuccess;
+    }
+    throw UsageError("--isolated-template names none of the templates given");
+  }
 
   int failed = 0, passed = 0, skipped = 0;
   long cases_run = 0;
@@ -120,7 +154,9 @@ int run(const FuzzOptions& options) {
       const std::string label = fmt::format("{} [{}]", tmpl.name, config.to_string());
       progress_line(fmt::format("fuzz {} on {}", label, backend.where()), false);
       const ConfigurationOutcome outcome =
-          fuzz_configuration_on(backend, tmpl, config, settings, replay);
+          options.backend == "cpu"
+              ? fuzz_in_child(isolated_child_argv(tmpl, config), watchdog(options))
+              : fuzz_configuration_on(backend, tmpl, config, settings, replay);
       using Kind = ConfigurationOutcome::Kind;
       seconds += outcome.seconds;
       switch (outcome.kind) {
@@ -142,6 +178,15 @@ int run(const FuzzOptions& options) {
         case Kind::failed:
           ++failed;
           cases_run += outcome.report.cases_passed + 1 + outcome.report.shrink_steps;
+          if (!outcome.died.empty()) {
+            progress_line(describe_death(label, outcome,
+                                         outcome.report.counterexample
+                                             ? replay_command(options, tmpl, config,
+                                                              *outcome.report.counterexample)
+                                             : ""),
+                          true);
+            break;
+          }
           progress_line(describe_failure(label, outcome.report,
                                          outcome.report.counterexample
                                              ? replay_command(options, tmpl, config,
@@ -190,7 +235,13 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
   command->add_option("--sanitize-cases", options->sanitize_cases,
                       "gpu --sanitize: cases replayed per configuration and tool")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--watchdog", options->watchdog_seconds,
+                      "cpu: seconds a configuration may go without finishing a case before it is "
+                      "killed and failed (each runs in a child process)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   command->add_flag("--sanitizer-child", options->sanitizer_child)->group("");  // internal
+  command->add_option("--isolated-template", options->isolated_template)->group("");  // internal
+  command->add_option("--isolated-config", options->isolated_config)->group("");    // internal
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

@@ -35,7 +35,8 @@ void add_session_options(CLI::App& command, SessionOptions& options) {
   command.add_option("--cache-dir", options.cache_dir,
                      "where compiled cubins are kept (default $TILETUNE_CACHE_DIR, else ~/.cache/tiletune/cubins)");
   command.add_option("--watchdog", options.watchdog_seconds,
-                     "seconds an evaluation may stay silent before its worker is killed")
+                     "seconds an evaluation may stay silent (each fuzz case counts as progress) before "
+                     "its worker is killed; a timeout is retried once")
       ->capture_default_str()->check(CLI::PositiveNumber);
   command.add_option("--fuzz-workers", options.fuzz_workers,
                      fmt::format("processes that fuzz configurations side by side (0: the evaluation "

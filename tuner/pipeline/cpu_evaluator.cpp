@@ -2,8 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <new>
+#include <optional>
+#include <string>
 #include <thread>
 
+#include <fmt/format.h>
+
+#include "fuzz/announcing_executor.h"
 #include "fuzz/cpu_backend/cpu_executor.h"
 #include "fuzz/gemm_operands.h"
 #include "tuner/nvrtc_compiler.h"
@@ -19,6 +26,37 @@ GemmCase full_shape_case(const GemmShape& shape, std::uint64_t data_seed) {
   full.inputs = InputKind::real;
   full.data_seed = data_seed;
   return full;
+}
+
+// Host bytes the full-shape case takes: A, B and C inside their guard bands, and C's copy that
+// the check compares the guards against.
+double full_shape_bytes(const GemmShape& shape) {
+  const GemmProblem p = GemmProblem::packed(shape);
+  const double guards = double(guard_elements(p.lda) + guard_elements(p.ldb) + guard_elements(p.ldc));
+  return 4.0 * (2 * guards + double(shape.m) * double(p.lda) + double(shape.k) * double(p.ldb) +
+                2 * double(shape.m) * double(p.ldc));
+}
+
+// MemAvailable from /proc/meminfo, in bytes; nothing where it cannot be read.
+std::optional<double> available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string name;
+  double kib = 0;
+  std::string unit;
+  while (meminfo >> name >> kib >> unit) {
+    if (name == "MemAvailable:") return kib * 1024;
+  }
+  return std::nullopt;
+}
+
+// Why the full shape does not fit in this machine's memory, or nothing when it does.
+std::optional<std::string> exceeds_host_memory(const GemmShape& shape) {
+  const double needed = full_shape_bytes(shape);
+  const std::optional<double> available = available_memory_bytes();
+  if (!available || needed <= *available) return std::nullopt;
+  return fmt::format("the shape {} needs {:.1f} GiB of host memory on the CPU backend, {:.1f} GiB are "
+                     "available",
+                     shape.to_string(), needed / (1 << 30), *available / (1 << 30));
 }
 
 // Wall-clock runs of the whole grid, by the same rules as the GPU timer.
@@ -65,7 +103,7 @@ CpuEvaluator::CpuEvaluator(CpuBackendOptions options)
     : options_(std::move(options)), device_(cpu_backend_device()) {}
 
 EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
-                                         const StageCallback& stage) {
+                                         const StageCallback& stage, const CaseCallback& before_case) {
   EvaluationOutcome outcome;
   ResultRecord& result = outcome.result;
   result = result_keys(tmpl, request);
@@ -80,11 +118,18 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     result.status = ResultStatus::compile_error;
     result.detail = e.log();
     return outcome;
+  } catch (const UnsupportedOnBackend& e) {
+    // What this backend cannot run, as a device lacking a feature: the configuration's outcome,
+    // not the end of the tune.
+    result.status = ResultStatus::device_limit;
+    result.detail = e.what();
+    return outcome;
   }
   try {
     if (request.fuzz) {
       stage("fuzz");
-      const FuzzReport fuzz = fuzz_configuration(*executor, config, request.fuzz_settings);
+      AnnouncingExecutor announced(*executor, before_case);
+      const FuzzReport fuzz = fuzz_configuration(announced, config, request.fuzz_settings);
       if (fuzz.verdict != FuzzVerdict::passed) {
         result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
                                                                   : ResultStatus::launch_error;
@@ -95,6 +140,11 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     outcome.fuzz_passed = true;
     if (!request.measure) return outcome;
 
+    if (auto too_large = exceeds_host_memory(request.shape)) {
+      result.status = ResultStatus::device_limit;
+      result.detail = *too_large;
+      return outcome;
+    }
     stage("verify");
     const GemmCase full = full_shape_case(request.shape, request.data_seed);
     const FuzzReport check = run_single_case(*executor, full);
@@ -113,6 +163,10 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
   } catch (const UnsupportedOnBackend& e) {
     result.status = ResultStatus::device_limit;
     result.detail = e.what();
+  } catch (const std::bad_alloc&) {
+    result.status = ResultStatus::device_limit;
+    result.detail = fmt::format("the shape {} does not fit in host memory on the CPU backend",
+                                request.shape.to_string());
   }
   return outcome;
 }

@@ -20,7 +20,7 @@ class CpuEvaluator : public Evaluator {
 
   const DeviceProperties& device() const override { return device_; }
   EvaluationOutcome evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
-                             const StageCallback& stage) override;
+                             const StageCallback& stage, const CaseCallback& before_case) override;
   std::vector<Timing> remeasure(const KernelTemplate& tmpl, const RemeasureRequest& request) override;
   // A kernel that faults takes the process with it; one that returns leaves it usable.
   bool usable() const override { return true; }

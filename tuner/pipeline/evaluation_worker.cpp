@@ -106,9 +106,14 @@ int run_evaluation_worker(const EvaluatorFactory& open, int request_fd, int repl
       if (request.kind == WorkerRequest::Kind::evaluate) {
         const KernelTemplate& tmpl = template_of(request.evaluate.tmpl);
         const EvaluationOutcome outcome =
-            evaluator->evaluate(tmpl, request.evaluate, [&](const std::string& stage) {
-              reply(channel, text_reply(WorkerReply::Kind::stage, stage));
-            });
+            evaluator->evaluate(
+                tmpl, request.evaluate,
+                [&](const std::string& stage) {
+                  reply(channel, text_reply(WorkerReply::Kind::stage, stage));
+                },
+                [&](const GemmCase& gemm_case) {
+                  reply(channel, text_reply(WorkerReply::Kind::progress, gemm_case.to_string()));
+                });
         WorkerReply done;
         done.kind = WorkerReply::Kind::result;
         done.result = outcome.result;

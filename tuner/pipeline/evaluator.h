@@ -24,6 +24,8 @@ struct EvaluationOutcome {
 class Evaluator {
  public:
   using StageCallback = std::function<void(const std::string& stage)>;
+  // Called before each fuzz case runs: the worker reports it as progress.
+  using CaseCallback = std::function<void(const GemmCase& gemm_case)>;
 
   virtual ~Evaluator() = default;
 
@@ -33,7 +35,7 @@ class Evaluator {
   // Never throws for what the configuration does (that is the result's status); throws for the
   // environment only.
   virtual EvaluationOutcome evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
-                                     const StageCallback& stage) = 0;
+                                     const StageCallback& stage, const CaseCallback& before_case) = 0;
 
   // One timing per configuration, in order. Throws CudaError (or LaunchError) when a launch fails.
   virtual std::vector<Timing> remeasure(const KernelTemplate& tmpl, const RemeasureRequest& request) = 0;

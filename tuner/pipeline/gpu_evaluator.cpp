@@ -1,5 +1,6 @@
 #include "tuner/pipeline/gpu_evaluator.h"
 
+#include "fuzz/announcing_executor.h"
 #include "fuzz/gpu_executor.h"
 
 namespace tiletune {
@@ -29,7 +30,7 @@ Timing GpuEvaluator::time(const GpuKernel& kernel, const LaunchGeometry& geometr
 }
 
 EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
-                                         const StageCallback& stage) {
+                                         const StageCallback& stage, const CaseCallback& before_case) {
   EvaluationOutcome outcome;
   ResultRecord& result = outcome.result;
   result = result_keys(tmpl, request);
@@ -60,7 +61,8 @@ EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
 
     if (request.fuzz) {
       stage("fuzz");
-      const FuzzReport fuzz = fuzz_configuration(executor, config, request.fuzz_settings);
+      AnnouncingExecutor announced(executor, before_case);
+      const FuzzReport fuzz = fuzz_configuration(announced, config, request.fuzz_settings);
       if (fuzz.verdict != FuzzVerdict::passed) {
         result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
                                                                   : ResultStatus::launch_error;

@@ -5,6 +5,7 @@
 #include <future>
 #include <mutex>
 #include <stop_token>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -99,6 +100,9 @@ void add_report(ResultRecord& result, const PtxasReport& report) {
 std::string fuzz_key(const KernelTemplate& tmpl, const std::string& config) {
   return tmpl.source_hash + ' ' + config;
 }
+
+// How a re-measured result's detail starts: what says that the confirmation recorded it.
+constexpr std::string_view kConfirmedDetail = "re-measured with the best ";
 
 bool is_pruned(ResultStatus status) {
   return status == ResultStatus::device_limit || status == ResultStatus::pruned;
@@ -326,14 +330,21 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
 }
 
 void TuningRun::confirm(Search& search) {
-  if (!search.measured_new || settings_.confirm_top < 2 || settings_.confirm_rounds < 1) return;
+  if (settings_.confirm_top < 2 || settings_.confirm_rounds < 1) return;
   std::vector<ResultRecord> top;
+  int ok = 0, confirmed = 0;  // results of this version and shape: ok, and of those re-measured
   for (const ResultRecord& r : store_.ranking(gpu_.name, search.shape, search.tmpl.name)) {
     if (r.template_hash != search.tmpl.source_hash) continue;
-    top.push_back(r);
-    if (int(top.size()) == settings_.confirm_top) break;
+    ++ok;
+    if (r.detail.starts_with(kConfirmedDetail)) ++confirmed;
+    if (int(top.size()) < settings_.confirm_top) top.push_back(r);
   }
   if (top.size() < 2) return;
+  // Each result the confirmation re-measures is recorded as such when it ends: fewer of them than
+  // it re-measures means that it did not finish (a kill while it ran), and a resumed tune, which
+  // measures nothing new, must still redo it.
+  const bool completed_earlier = confirmed >= std::min(ok, settings_.confirm_top);
+  if (!search.measured_new && completed_earlier) return;
   search.event(nullptr, fmt::format("re-measuring the best {}", top.size()));
   RemeasureRequest request;
   request.tmpl = {search.tmpl.name, search.tmpl.source_hash, search.tmpl.path.string(), search.tmpl.source};
@@ -353,8 +364,7 @@ void TuningRun::confirm(Search& search) {
   for (std::size_t i = 0; i < top.size(); ++i) {
     ResultRecord r = top[i];
     set_timing(r, (*timings)[i], search.shape);
-    r.detail = fmt::format("re-measured with the best {} in {} interleaved rounds", top.size(),
-                           request.rounds);
+    r.detail = fmt::format("{}{} in {} interleaved rounds", kConfirmedDetail, top.size(), request.rounds);
     record(r);
     if (search.settled_ok.contains(r.config)) search.settled_ok[r.config] = r;
   }

@@ -35,10 +35,43 @@ const DeviceProperties& WorkerClient::device() {
 
 EvaluationOutcome WorkerClient::evaluate(const EvaluationRequest& request,
                                          const Evaluator::StageCallback& stage) {
+  std::string first_timeout;  // how the first attempt ended, when its watchdog fired
+  for (;;) {
+    std::string gone;  // how the worker went, when it did
+    std::optional<EvaluationOutcome> outcome = attempt(request, stage, gone);
+    if (outcome) return std::move(*outcome);
+    const bool timed_out = last_gone_timed_out_;
+    if (timed_out && first_timeout.empty()) {
+      // A silence may be the machine's fault (swapping, another job): a fresh worker tries once
+      // more before a correct configuration is recorded as a hang.
+      first_timeout = gone;
+      stage("retry");
+      continue;
+    }
+    EvaluationOutcome failed;
+    ResultRecord& result = failed.result;
+    result.template_name = request.tmpl.name;
+    result.template_hash = request.tmpl.source_hash;
+    result.config = request.config;
+    result.shape = request.shape;
+    result.status = timed_out ? ResultStatus::timeout : ResultStatus::crashed;
+    result.detail = gone;
+    if (!first_timeout.empty()) {
+      result.detail += timed_out ? "; the same on a retry in a fresh worker"
+                                 : fmt::format("; on a retry after the first attempt {}", first_timeout);
+    }
+    return failed;
+  }
+}
+
+std::optional<EvaluationOutcome> WorkerClient::attempt(const EvaluationRequest& request,
+                                                       const Evaluator::StageCallback& stage,
+                                                       std::string& gone) {
   ensure_started();
   WorkerRequest message;
   message.evaluate = request;
   std::string reached = "start";
+  std::string last_case;  // the fuzz case in progress, if any
   try {
     process_.send(encode(message));
     for (;;) {
@@ -46,7 +79,11 @@ EvaluationOutcome WorkerClient::evaluate(const EvaluationRequest& request,
       switch (reply.kind) {
         case WorkerReply::Kind::stage:
           reached = reply.text;
+          last_case.clear();
           stage(reached);
+          break;
+        case WorkerReply::Kind::progress:
+          last_case = reply.text;
           break;
         case WorkerReply::Kind::result:
           if (reply.worker_exits) process_.stop();
@@ -60,15 +97,10 @@ EvaluationOutcome WorkerClient::evaluate(const EvaluationRequest& request,
       }
     }
   } catch (const WorkerGone& e) {
-    EvaluationOutcome outcome;
-    ResultRecord& result = outcome.result;
-    result.template_name = request.tmpl.name;
-    result.template_hash = request.tmpl.source_hash;
-    result.config = request.config;
-    result.shape = request.shape;
-    result.status = e.timed_out() ? ResultStatus::timeout : ResultStatus::crashed;
-    result.detail = fmt::format("{} (stage: {})", e.what(), reached);
-    return outcome;
+    last_gone_timed_out_ = e.timed_out();
+    gone = last_case.empty() ? fmt::format("{} (stage: {})", e.what(), reached)
+                             : fmt::format("{} (stage: {}, case {})", e.what(), reached, last_case);
+    return std::nullopt;
   }
 }
 

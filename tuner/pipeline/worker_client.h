@@ -1,8 +1,10 @@
 // The tuner's side of the evaluation worker: evaluations run in a child process (worker_process.h)
 // so that a configuration which crashes, hangs or poisons its CUDA context costs only that
 // process. A worker that dies, or stays silent past the watchdog, turns the evaluation it was in
-// into a result (status crashed or timeout, with the stage it reached), and the next evaluation
-// starts a fresh worker.
+// into a result (status crashed or timeout, with the stage and the fuzz case it reached), and the
+// next evaluation starts a fresh worker. The watchdog measures silence between messages, and the
+// worker reports every fuzz case: a long fuzz that makes progress is never a timeout. A timeout
+// is retried once in a fresh worker before it is recorded.
 #pragma once
 
 #include <chrono>
@@ -18,7 +20,7 @@ namespace tiletune {
 class WorkerClient {
  public:
   // `argv` starts a worker (`tiletune worker ...`); `watchdog` is the longest silence allowed
-  // between two of its messages (stages are reported as they start).
+  // between two of its messages (stages and fuzz cases are reported as they start).
   WorkerClient(std::vector<std::string> argv, std::chrono::milliseconds watchdog);
 
   // The worker's device, starting the worker if it is not running. Throws GpuUnavailable with
@@ -38,11 +40,16 @@ class WorkerClient {
  private:
   void ensure_started();
   WorkerReply receive();
+  // One try at an evaluation: its outcome, or nothing when the worker died or was killed, with
+  // how and where in `gone` (and whether it was the watchdog in last_gone_timed_out_).
+  std::optional<EvaluationOutcome> attempt(const EvaluationRequest& request,
+                                           const Evaluator::StageCallback& stage, std::string& gone);
 
   WorkerProcess process_;
   std::chrono::milliseconds watchdog_;
   std::optional<DeviceProperties> device_;
   int started_ = 0;
+  bool last_gone_timed_out_ = false;
 };
 
 }  // namespace tiletune

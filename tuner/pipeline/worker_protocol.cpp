@@ -82,6 +82,7 @@ std::string encode(const WorkerReply& reply) {
   switch (reply.kind) {
     case WorkerReply::Kind::ready: return json{{"ready", reply.device}}.dump();
     case WorkerReply::Kind::stage: return json{{"stage", reply.text}}.dump();
+    case WorkerReply::Kind::progress: return json{{"progress", reply.text}}.dump();
     case WorkerReply::Kind::result:
       return json{{"result", reply.result}, {"fuzz_passed", reply.fuzz_passed},
                   {"worker_exits", reply.worker_exits}}.dump();
@@ -100,6 +101,9 @@ WorkerReply decode_reply(const std::string& line) {
     } else if (j.contains("stage")) {
       reply.kind = WorkerReply::Kind::stage;
       j.at("stage").get_to(reply.text);
+    } else if (j.contains("progress")) {
+      reply.kind = WorkerReply::Kind::progress;
+      j.at("progress").get_to(reply.text);
     } else if (j.contains("result")) {
       reply.kind = WorkerReply::Kind::result;
       j.at("result").get_to(reply.result);

@@ -1,7 +1,7 @@
 // What the tuner and its evaluation worker (worker_process.h) say to each other: one JSON object
 // per line. The tuner asks for an evaluation or a re-measurement; the worker first says which
-// device it opened, then reports each stage as it starts (so the tuner's watchdog can tell a slow
-// stage from a hang) and finally the result.
+// device it opened, then reports each stage and each fuzz case as it starts (so the tuner's
+// watchdog can tell a slow stage from a hang) and finally the result.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +51,8 @@ struct WorkerReply {
   enum class Kind {
     ready,    // device: the worker is up on this device
     stage,    // text: the stage that starts now
+    progress, // text: the fuzz case that starts now (the watchdog measures the silence between
+              // cases, so a long fuzz that makes progress is never taken for a hang)
     result,   // result, fuzz_passed
     timings,  // timings: one per configuration of a RemeasureRequest, in its order
     fatal,    // text: the worker cannot work here (no GPU, no NVRTC); it exits after this
