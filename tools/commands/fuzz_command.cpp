@@ -18,6 +18,7 @@
 #include "tools/commands/commands.h"
 #include "tools/commands/configuration_fuzzer.h"
 #include "tools/commands/gpu_sanitize.h"
+#include "tools/commands/shell_command.h"
 #include "tuner/search_space.h"
 
 namespace tiletune::cli {
@@ -39,10 +40,10 @@ struct FuzzOptions {
 
 std::string replay_command(const FuzzOptions& options, const KernelTemplate& tmpl,
                            const Configuration& config, const GemmCase& gemm_case) {
-  const bool cpu_sanitize = options.sanitize && options.backend == "cpu";
-  return fmt::format("tiletune fuzz {} --backend {}{} --config {} --case '{}'", tmpl.path.string(),
-                     options.backend, cpu_sanitize ? " --sanitize" : "", config.to_string(),
-                     gemm_case.to_string());
+  std::vector<std::string> words{"tiletune", "fuzz", tmpl.path.string(), "--backend", options.backend};
+  if (options.sanitize && options.backend == "cpu") words.push_back("--sanitize");
+  words.insert(words.end(), {"--config", config.to_string(), "--case", gemm_case.to_string()});
+  return shell_command(words);
 }
 
 std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const FuzzOptions& options) {
