@@ -52,9 +52,9 @@ std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const F
     for (const std::string& text : options.configs) chosen.push_back(tmpl.parse_configuration(text));
     return chosen;
   }
-  std::vector<Configuration> configs = enumerate_configurations(tmpl);
-  if (options.sample > 0) configs = sample_configurations(std::move(configs), options.sample, options.seed);
-  return configs;
+  // A sample is drawn without listing the space, which may be too large to list.
+  if (options.sample > 0) return sample_configurations(tmpl, options.sample, options.seed);
+  return enumerate_configurations(tmpl);
 }
 
 int run(const FuzzOptions& options) {

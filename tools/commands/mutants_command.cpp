@@ -153,11 +153,13 @@ void run_mutant(const MutantsOptions& options, FuzzBackend& backend, const Mutan
   std::vector<Configuration> configs;
   if (!options.config.empty()) {
     configs.push_back(suite.original.parse_configuration(options.config));
+  } else if (options.sample > 0) {
+    configs = sample_configurations(suite.original, options.sample, options.seed,
+                                    [&](const Configuration& config) { return mutant.live_in(suite.original, config); });
   } else {
     for (Configuration& config : enumerate_configurations(suite.original)) {
       if (mutant.live_in(suite.original, config)) configs.push_back(std::move(config));
     }
-    if (options.sample > 0) configs = sample_configurations(std::move(configs), options.sample, options.seed);
   }
   const FuzzSettings settings = fuzz_settings(options, backend);
 
