@@ -768,7 +768,7 @@ TEST_F(Cli, ATemplateNamedAfterAStemThatIsNotAnIdentifierGetsAnIdentifier) {
   const Outcome run = tiletune({"compile", (dir_ / "my-kernel.cu").string(), "--config", "BLOCK_X=8,BLOCK_Y=8",
                                 "--arch", "sm_90", "--cubin-dir", (dir_ / "cubins").string()});
   ASSERT_EQ(run.exit_code, 0) << run;
-  EXPECT_TRUE(fs::exists(dir_ / "cubins" / "my_kernel-BLOCK_X=8,BLOCK_Y=8.cubin")) << run;
+  EXPECT_TRUE(fs::exists(dir_ / "cubins" / "my_kernel-BLOCK_X_8_BLOCK_Y_8.cubin")) << run;
 }
 
 // tiled.cu without its store mask, in a folder whose name has spaces and a quote: the printed
@@ -794,7 +794,7 @@ TEST_F(CpuTune, TheReplayLineQuotesEveryArgumentAndReplaysTheSameFailureThroughT
   EXPECT_THAT(replay, StartsWith("tiletune fuzz ")) << replay;
 
   const std::string command = "cd " + quoted(dir_.string()) + " && PATH=" + quoted(kBinary.parent_path().string()) +
-                              ":\"$PATH\" sh -c " + quoted(replay) + " >replay.out 2>replay.err";
+                              ":\"$PATH\" sh -c " + tiletune::quoted(replay) + " >replay.out 2>replay.err";
   const int status = std::system(command.c_str());
   const std::string replayed = read_file(dir_ / "replay.err");
   ASSERT_TRUE(WIFEXITED(status)) << replayed;
