@@ -241,14 +241,14 @@ Connection open_read_only(const std::filesystem::path& path, bool immutable) {
   return db;
 }
 
-// Opens a database to read it, changing nothing (ResultStore::Access::read_only).
-sqlite3* open_database_read_only(const std::filesystem::path& path) {
+// Opens a database to read it, changing nothing (ResultStore::Access::read_only); `version` is
+// set to its schema version.
+sqlite3* open_database_read_only(const std::filesystem::path& path, int& version) {
   std::error_code error;
   if (!std::filesystem::exists(path, error)) {
     throw DatabaseError(path.string() + ": no such database (run 'tiletune tune' first)");
   }
   Connection db = open_read_only(path, false);
-  int version = 0;
   try {
     version = schema_version(db.get(), path);  // the first read: it rejects non-SQLite files
   } catch (const DatabaseError&) {
@@ -339,8 +339,11 @@ ResultStatus parse_result_status(const std::string& text) {
 }
 
 ResultStore::ResultStore(const std::filesystem::path& path, Access access)
-    : db_(access == Access::read_only ? open_database_read_only(path) : open_database(path)),
-      path_(path) {}
+    : db_(access == Access::read_only ? open_database_read_only(path, schema_version_)
+                                      : open_database(path)),
+      path_(path) {
+  if (access == Access::read_write) schema_version_ = kSchemaVersion;  // created or migrated
+}
 
 ResultStore::~ResultStore() { sqlite3_close_v2(db_); }
 
@@ -453,6 +456,10 @@ void ResultStore::record_fuzz_pass(std::int64_t gpu_id, const std::string& templ
 
 std::map<std::string, int> ResultStore::fuzz_passes(std::int64_t gpu_id,
                                                     const std::string& template_hash) const {
+  if (schema_version_ < 3) {  // read as it is: the table came with version 3
+    throw DatabaseError(path_.string() + ": schema version " + std::to_string(schema_version_) +
+                        " keeps no fuzz passes: run 'tiletune tune' with this database to migrate it");
+  }
   Statement query(db_, path_, "reading the fuzz passes of template version " + template_hash, R"sql(
       SELECT f.config, max(f.cases)
       FROM fuzz_passes f JOIN templates t ON t.id = f.template_id

@@ -101,7 +101,8 @@ class ResultStore {
     // For what only reads (query, list, strategies): the file must exist and is never changed, nor
     // its journal mode, nor any file created beside it (except the -shm and -wal files a reader of
     // a WAL database needs, where the folder is writable). Older schema versions are read as they
-    // are; a read-only file in a read-only folder is read too.
+    // are (fuzz_passes, which version 3 brought, asks for a tune to migrate them); a read-only
+    // file in a read-only folder is read too.
     read_only,
   };
 
@@ -157,6 +158,7 @@ class ResultStore {
   std::vector<ResultSummary> summary() const;
 
  private:
+  int schema_version_ = 0;  // read-only, an older version may be read as it is
   sqlite3* db_ = nullptr;
   std::filesystem::path path_;
 };

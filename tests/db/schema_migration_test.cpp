@@ -260,6 +260,14 @@ TEST_F(SchemaMigrationTest, ReadOnlyOpeningReadsOlderVersionsWithoutMigrating) {
       ASSERT_TRUE(best.has_value());
       expect_same_result(*best, version_1_fast());
       EXPECT_FALSE(store.summary().empty());
+      try {
+        store.fuzz_passes(1, "h2");
+        ADD_FAILURE() << "read fuzz passes from a version " << version << " file";
+      } catch (const DatabaseError& error) {
+        EXPECT_EQ(std::string(error.what()), db_path().string() + ": schema version " + version +
+                                                 " keeps no fuzz passes: run 'tiletune tune' with this "
+                                                 "database to migrate it");
+      }
     }
     EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), version);
   }
