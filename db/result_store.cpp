@@ -2,7 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -210,6 +212,75 @@ void enable_wal(sqlite3* db, const std::filesystem::path& path) {
   }
 }
 
+// A path as an SQLite URI's path: every byte but the unreserved ones and '/' percent-encoded.
+std::string uri_path(const std::filesystem::path& path) {
+  constexpr std::string_view kUnreserved = "-._~/";
+  std::string encoded;
+  for (const unsigned char c : std::filesystem::absolute(path).string()) {
+    if (std::isalnum(c) || kUnreserved.find(char(c)) != std::string_view::npos) {
+      encoded += char(c);
+    } else {
+      constexpr std::string_view kHex = "0123456789ABCDEF";
+      encoded += {'%', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return encoded;
+}
+
+using Connection = std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)>;
+
+Connection open_read_only(const std::filesystem::path& path, bool immutable) {
+  sqlite3* raw = nullptr;
+  const std::string name = immutable ? "file:" + uri_path(path) + "?immutable=1" : path.string();
+  const int rc = sqlite3_open_v2(name.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  Connection db(raw, &sqlite3_close_v2);
+  if (rc != SQLITE_OK) fail(db.get(), path, "opening to read");
+  if (sqlite3_busy_timeout(db.get(), kBusyTimeoutMs) != SQLITE_OK) {
+    fail(db.get(), path, "setting the busy timeout");
+  }
+  return db;
+}
+
+// Opens a database to read it, changing nothing (ResultStore::Access::read_only); `version` is
+// set to its schema version.
+sqlite3* open_database_read_only(const std::filesystem::path& path, int& version) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    throw DatabaseError(path.string() + ": no such database (run 'tiletune tune' first)");
+  }
+  Connection db = open_read_only(path, false);
+  try {
+    version = schema_version(db.get(), path);  // the first read: it rejects non-SQLite files
+  } catch (const DatabaseError&) {
+    // A WAL database in a folder this process cannot write: SQLite cannot create the -shm file
+    // its readers share. A writer would need a -wal file there, so where there is none nothing
+    // writes the file, and it can be read as it stands.
+    const int code = sqlite3_errcode(db.get());
+    std::filesystem::path wal = path;
+    wal += "-wal";
+    if ((code != SQLITE_CANTOPEN && code != SQLITE_READONLY) || std::filesystem::exists(wal, error)) throw;
+    db = open_read_only(path, true);
+    version = schema_version(db.get(), path);
+  }
+  if (version == 0) {
+    Statement objects(db.get(), path, "reading the schema", "SELECT count(*) FROM sqlite_schema");
+    objects.step();
+    throw DatabaseError(path.string() + (objects.int64(0) == 0
+                                             ? ": no tiletune schema yet (run 'tiletune tune' first)"
+                                             : ": not a tiletune database (it has tables but no schema version)"));
+  }
+  // Versions 1 and 2 differ from this one in what only a tune writes (the statuses a result may
+  // have, the fuzz passes): what a reader asks for reads the same.
+  const bool older = std::any_of(kMigrations.begin(), kMigrations.end(),
+                                 [&](const Migration& m) { return m.from == version; });
+  if (version != kSchemaVersion && !older) {
+    throw DatabaseError(path.string() + ": unsupported schema version " + std::to_string(version) +
+                        " (this tiletune reads version " + std::to_string(kSchemaVersion) +
+                        " and versions 1 and 2)");
+  }
+  return db.release();
+}
+
 sqlite3* open_database(const std::filesystem::path& path) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
@@ -267,8 +338,12 @@ ResultStatus parse_result_status(const std::string& text) {
   throw std::invalid_argument("unknown result status '" + text + "'");
 }
 
-ResultStore::ResultStore(const std::filesystem::path& path)
-    : db_(open_database(path)), path_(path) {}
+ResultStore::ResultStore(const std::filesystem::path& path, Access access)
+    : db_(access == Access::read_only ? open_database_read_only(path, schema_version_)
+                                      : open_database(path)),
+      path_(path) {
+  if (access == Access::read_write) schema_version_ = kSchemaVersion;  // created or migrated
+}
 
 ResultStore::~ResultStore() { sqlite3_close_v2(db_); }
 
@@ -381,6 +456,10 @@ void ResultStore::record_fuzz_pass(std::int64_t gpu_id, const std::string& templ
 
 std::map<std::string, int> ResultStore::fuzz_passes(std::int64_t gpu_id,
                                                     const std::string& template_hash) const {
+  if (schema_version_ < 3) {  // read as it is: the table came with version 3
+    throw DatabaseError(path_.string() + ": schema version " + std::to_string(schema_version_) +
+                        " keeps no fuzz passes: run 'tiletune tune' with this database to migrate it");
+  }
   Statement query(db_, path_, "reading the fuzz passes of template version " + template_hash, R"sql(
       SELECT f.config, max(f.cases)
       FROM fuzz_passes f JOIN templates t ON t.id = f.template_id

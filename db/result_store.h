@@ -94,11 +94,21 @@ struct ResultSummary {
 
 class ResultStore {
  public:
-  // Opens or creates the database (schema created, checked, or migrated from versions 1 and 2,
-  // each step in one transaction). Throws DatabaseError with the path and SQLite's message when
-  // the file cannot be opened or written, is not a tiletune database, or has a schema version it
-  // cannot read.
-  explicit ResultStore(const std::filesystem::path& path);
+  enum class Access {
+    // Opens or creates the database, switches it to WAL mode, creates, checks or migrates (from
+    // versions 1 and 2, each step in one transaction) its schema.
+    read_write,
+    // For what only reads (query, list, strategies): the file must exist and is never changed, nor
+    // its journal mode, nor any file created beside it (except the -shm and -wal files a reader of
+    // a WAL database needs, where the folder is writable). Older schema versions are read as they
+    // are (fuzz_passes, which version 3 brought, asks for a tune to migrate them); a read-only
+    // file in a read-only folder is read too.
+    read_only,
+  };
+
+  // Throws DatabaseError with the path and SQLite's message when the file cannot be opened (or,
+  // to write, written), is not a tiletune database, or has a schema version it cannot read.
+  explicit ResultStore(const std::filesystem::path& path, Access access = Access::read_write);
   ~ResultStore();
   ResultStore(const ResultStore&) = delete;
   ResultStore& operator=(const ResultStore&) = delete;
@@ -148,6 +158,7 @@ class ResultStore {
   std::vector<ResultSummary> summary() const;
 
  private:
+  int schema_version_ = 0;  // read-only, an older version may be read as it is
   sqlite3* db_ = nullptr;
   std::filesystem::path path_;
 };

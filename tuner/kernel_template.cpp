@@ -74,6 +74,19 @@ std::vector<std::string_view> split_top_level(std::string_view s) {
   return items;
 }
 
+// A file's stem as a template name: names go into file paths (caches, --cubin-dir), so they are
+// identifiers; any other character becomes '_' ("my-kernel.cu" is my_kernel), as does a leading
+// digit's place ("3mm.cu" is _3mm).
+std::string name_from_stem(const std::string& origin) {
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::string name = std::filesystem::path(origin).stem().string();
+  for (char& c : name) {
+    if (!digit(c) && !is_identifier(std::string(1, c))) c = '_';
+  }
+  if (name.empty() || digit(name.front())) name = "_" + name;
+  return name;
+}
+
 std::string join_names(const std::vector<Parameter>& parameters) {
   std::string names;
   for (const Parameter& p : parameters) names += (names.empty() ? "" : ", ") + p.name;
@@ -84,7 +97,7 @@ class TemplateParser {
  public:
   TemplateParser(std::string source, const std::string& origin) : origin_(origin) {
     tmpl_.source = std::move(source);
-    tmpl_.name = std::filesystem::path(origin).stem().string();
+    tmpl_.name = name_from_stem(origin);
   }
 
   KernelTemplate parse() {
@@ -152,6 +165,10 @@ class TemplateParser {
     if (word == "name") {
       if (argument.find_first_of(kBlanks) != std::string_view::npos) {
         fail(line, fmt::format("name '{}' must be a single word", argument));
+      }
+      // The name goes into file paths: nothing but an identifier may reach them.
+      if (!is_identifier(argument)) {
+        fail(line, fmt::format("name '{}' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", argument));
       }
       tmpl_.name = std::string(argument);
     } else if (word == "entry") {

@@ -1,6 +1,7 @@
 // A kernel template: one CUDA C++ file with its tuning declarations in comment lines.
 //
-//   // tiletune: name tiled                     (optional; default: the file name's stem)
+//   // tiletune: name tiled                     (an identifier, optional; default: the file name's
+//                                               stem, other characters made '_')
 //   // tiletune: entry tiled_gemm               (the extern "C" __global__ entry point)
 //   // tiletune: param TILE 8 16 32             (a tunable parameter and its candidate values)
 //   // tiletune: require !(PAD && SWIZZLE)      (a constraint; every one must be non-zero)

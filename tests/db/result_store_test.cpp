@@ -4,11 +4,14 @@
 #include "db/result_store.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <map>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <regex>
 #include <string>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "tests/db/result_store_test_support.h"
+#include "tuner/kernel_template.h"
 
 namespace tiletune {
 namespace {
@@ -535,6 +539,119 @@ TEST_F(ResultStoreTest, SummaryCounts) {
   EXPECT_EQ(rows[2].results, 1);
   EXPECT_EQ(rows[2].ok, 0);
   EXPECT_FALSE(rows[2].best_tflops.has_value());
+}
+
+// --- read-only opening (query, list, strategies): nothing about the file changes ------------
+
+// A database with one result, in rollback-journal (DELETE) mode as another program may keep it.
+void prepare_in_delete_mode(const fs::path& path) {
+  {
+    ResultStore store(path);
+    const std::int64_t gpu_id = store.register_gpu(h200());
+    store.register_template(make_template("tiled", "h1"));
+    store.record_result(gpu_id, h200(), make_result("tiled", "h1", "c", kSquare, ResultStatus::ok, 1.5));
+  }
+  EXPECT_EQ(query_file(path, "PRAGMA journal_mode = DELETE"), "delete");
+}
+
+// The file's bytes as a hash, for before and after (the bytes themselves would print as pages).
+std::string hash_of(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return fnv1a_hex(std::string(std::istreambuf_iterator<char>(in), {}));
+}
+
+std::vector<std::string> files_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST_F(ResultStoreTest, ReadOnlyOpeningReadsAndChangesNothing) {
+  prepare_in_delete_mode(db_path());
+  const std::string before = hash_of(db_path());
+  {
+    ResultStore store(db_path(), ResultStore::Access::read_only);
+    ASSERT_TRUE(store.best("NVIDIA H200", kSquare).has_value());
+    EXPECT_EQ(store.best("NVIDIA H200", kSquare)->config, "c");
+    EXPECT_EQ(store.summary().size(), 1u);
+    EXPECT_EQ(store.templates().size(), 1u);
+    EXPECT_EQ(store.gpus().size(), 1u);
+    EXPECT_THROW(store.register_template(make_template("naive", "h2")), DatabaseError);
+  }
+  EXPECT_EQ(hash_of(db_path()), before) << "the file was changed";
+  EXPECT_EQ(query_file(db_path(), "PRAGMA journal_mode"), "delete");
+  EXPECT_EQ(files_in(dir_), std::vector<std::string>{"tiletune.db"}) << "no -wal, -shm or -journal";
+}
+
+TEST_F(ResultStoreTest, ReadOnlyOpeningOfAWriteProtectedFileReads) {
+  prepare_in_delete_mode(db_path());
+  const std::string before = hash_of(db_path());
+  fs::permissions(db_path(), fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  {
+    ResultStore store(db_path(), ResultStore::Access::read_only);
+    EXPECT_TRUE(store.best("NVIDIA H200", kSquare).has_value());
+  }
+  EXPECT_EQ(hash_of(db_path()), before);
+}
+
+// A WAL database (as tune leaves it) in a folder this process cannot write: SQLite's readers
+// cannot make the -shm file they share there, and the store reads the file as it stands.
+TEST_F(ResultStoreTest, ReadOnlyOpeningOfAWalFileInAWriteProtectedFolderReads) {
+  if (geteuid() == 0) GTEST_SKIP() << "root may write anywhere: run the tests as another user to check this";
+  {
+    ResultStore store(db_path());
+    const std::int64_t gpu_id = store.register_gpu(h200());
+    store.register_template(make_template("tiled", "h1"));
+    store.record_result(gpu_id, h200(), make_result("tiled", "h1", "c", kSquare, ResultStatus::ok, 1.5));
+  }
+  const std::string before = hash_of(db_path());
+  fs::permissions(db_path(), fs::perms::owner_read);
+  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec);
+  std::optional<ResultRecord> best;
+  try {
+    ResultStore store(db_path(), ResultStore::Access::read_only);
+    best = store.best("NVIDIA H200", kSquare);
+  } catch (const DatabaseError& error) {
+    ADD_FAILURE() << error.what();
+  }
+  fs::permissions(dir_, fs::perms::owner_all);
+  EXPECT_TRUE(best.has_value());
+  EXPECT_EQ(hash_of(db_path()), before);
+  EXPECT_EQ(files_in(dir_), std::vector<std::string>{"tiletune.db"});
+}
+
+TEST_F(ResultStoreTest, ReadOnlyOpeningOfAMissingOrEmptyFileCreatesNothing) {
+  try {
+    ResultStore store(db_path(), ResultStore::Access::read_only);
+    ADD_FAILURE() << "opened a missing file";
+  } catch (const DatabaseError& error) {
+    EXPECT_EQ(std::string(error.what()), db_path().string() + ": no such database (run 'tiletune tune' first)");
+  }
+  EXPECT_TRUE(files_in(dir_).empty());
+
+  std::ofstream(db_path()).close();
+  try {
+    ResultStore store(db_path(), ResultStore::Access::read_only);
+    ADD_FAILURE() << "opened an empty file";
+  } catch (const DatabaseError& error) {
+    EXPECT_EQ(std::string(error.what()), db_path().string() + ": no tiletune schema yet (run 'tiletune tune' first)");
+  }
+  EXPECT_EQ(fs::file_size(db_path()), 0u) << "no schema was created";
+  EXPECT_EQ(files_in(dir_), std::vector<std::string>{"tiletune.db"});
+}
+
+TEST_F(ResultStoreTest, ReadOnlyOpeningRefusesWhatIsNotATiletuneDatabase) {
+  const fs::path other = dir_ / "other.db";
+  query_file(other, "CREATE TABLE notes (text TEXT)");
+  EXPECT_THROW((ResultStore{other, ResultStore::Access::read_only}), DatabaseError);
+  { ResultStore store(db_path()); }
+  query_file(db_path(), "PRAGMA user_version = 99");
+  EXPECT_THROW((ResultStore{db_path(), ResultStore::Access::read_only}), DatabaseError);
+  const fs::path garbage = dir_ / "garbage.db";
+  std::ofstream(garbage, std::ios::binary) << std::string(4096, '\x5a');
+  EXPECT_THROW((ResultStore{garbage, ResultStore::Access::read_only}), DatabaseError);
+  EXPECT_EQ(hash_of(garbage), fnv1a_hex(std::string(4096, '\x5a')));
 }
 
 }  // namespace

@@ -243,6 +243,36 @@ TEST_F(SchemaMigrationTest, Version2FileGainsAnEmptyFuzzPassTable) {
   EXPECT_EQ(query_file(db_path(), "PRAGMA foreign_key_check"), "");
 }
 
+// query and list open read-only: an older file answers as it is, and stays at its version.
+TEST_F(SchemaMigrationTest, ReadOnlyOpeningReadsOlderVersionsWithoutMigrating) {
+  for (const char* version : {"1", "2"}) {
+    SCOPED_TRACE(version);
+    fs::remove(db_path());
+    if (std::string(version) == "1") {
+      write_version_1_database(db_path());
+    } else {
+      write_version_2_database(db_path());
+    }
+    {
+      ResultStore store(db_path(), ResultStore::Access::read_only);
+      expect_version_1_rows(store);
+      const auto best = store.best("NVIDIA H200", kSquare);
+      ASSERT_TRUE(best.has_value());
+      expect_same_result(*best, version_1_fast());
+      EXPECT_FALSE(store.summary().empty());
+      try {
+        store.fuzz_passes(1, "h2");
+        ADD_FAILURE() << "read fuzz passes from a version " << version << " file";
+      } catch (const DatabaseError& error) {
+        EXPECT_EQ(std::string(error.what()), db_path().string() + ": schema version " + version +
+                                                 " keeps no fuzz passes: run 'tiletune tune' with this "
+                                                 "database to migrate it");
+      }
+    }
+    EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), version);
+  }
+}
+
 // Keeps the migrations' tables the same as db/schema.sql's.
 TEST_F(SchemaMigrationTest, MigratedSchemaMatchesANewOne) {
   write_version_1_database(db_path());

@@ -3,6 +3,7 @@
 // and `query` against a database prepared here with ResultStore.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 
 #include "db/result_store.h"
 #include "tuner/gpu_device.h"
+#include "tuner/kernel_template.h"
 
 namespace tiletune {
 namespace {
@@ -967,6 +969,161 @@ TEST_F(CpuTune, AResumeRedoesAConfirmationThatDidNotFinish) {
   const Outcome again = tiletune(tune("tiled.cu"));
   ASSERT_EQ(again.exit_code, 0) << again;
   EXPECT_THAT(again.out, ::testing::Not(HasSubstr("re-measured together"))) << again;
+}
+
+// --- hostile input: counts capped, names checked, replay lines quoted, spaces too large to
+// list, databases only read -------------------------------------------------------------------
+
+TEST_F(CpuTune, FuzzWorkersBeyondTheCoresAreCappedWithAMessage) {
+  const std::string cores = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
+  const Outcome run = tiletune(tune("naive.cu", {"--fuzz-workers", "100000", "--budget", "4"}, 5));
+  ASSERT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.err, HasSubstr("tiletune: --fuzz-workers 100000 capped to " + cores +
+                                 ": this machine has " + cores + " cores\n")) << run;
+  EXPECT_THAT(run.out, HasSubstr("(" + cores + " fuzz workers)")) << run;
+  const std::size_t started = run.out.find("workers started ");
+  ASSERT_NE(started, std::string::npos) << run;
+  EXPECT_LE(std::stoi(run.out.substr(started + 16)), std::stoi(cores) + 1) << "the fuzz workers and the evaluation worker";
+}
+
+// naive.cu declaring `name` as a path: refused on its line by every command, and nothing lands
+// outside the caches or --cubin-dir (which sit deep enough for the name to climb out of them).
+TEST_F(CpuTune, ATemplateNameThatIsAPathIsRefusedAndNothingIsWrittenOutside) {
+  const fs::path deep = dir_ / "a" / "b" / "c" / "d";
+  fs::create_directories(deep);
+  setenv("XDG_CACHE_HOME", (deep / "cache").c_str(), 1);
+  setenv("TILETUNE_CACHE_DIR", (deep / "cubins").c_str(), 1);
+  std::string source = read_file(kTemplates / "naive.cu");
+  const std::string name = "// tiletune: name naive";
+  ASSERT_NE(source.find(name), std::string::npos);
+  source.replace(source.find(name), name.size(), "// tiletune: name ../../../../escaped");
+  const fs::path kernel = deep / "escape.cu";
+  write_file(kernel, source);
+  const std::string config = "BLOCK_X=8,BLOCK_Y=8";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"compile", kernel.string(), "--config", config, "--cubin-dir", (deep / "kept").string()},
+        std::vector<std::string>{"fuzz", kernel.string(), "--backend", "cpu", "--config", config, "--cases", "5"},
+        std::vector<std::string>{"tune", kernel.string(), "--backend", "cpu", "--shape", "40x36x20", "--cases",
+                                 "5", "--db", (deep / "tune.db").string()}}) {
+    SCOPED_TRACE(args.front());
+    const Outcome run = tiletune(args);
+    expect_one_line_failure(run, 2);
+    EXPECT_THAT(run.err, HasSubstr(kernel.string() + ":7: name '../../../../escaped' is not an identifier")) << run;
+  }
+  for (const auto& entry : fs::recursive_directory_iterator(dir_)) {
+    EXPECT_THAT(entry.path().filename().string(), ::testing::Not(HasSubstr("escaped"))) << entry.path();
+  }
+}
+
+// Without a `name`, a file's stem that is not an identifier gives one: my-kernel.cu is my_kernel.
+TEST_F(Cli, ATemplateNamedAfterAStemThatIsNotAnIdentifierGetsAnIdentifier) {
+  std::string source = read_file(kTemplates / "naive.cu");
+  const std::string name = "// tiletune: name naive\n";
+  ASSERT_NE(source.find(name), std::string::npos);
+  source.erase(source.find(name), name.size());
+  write_file(dir_ / "my-kernel.cu", source);
+  const Outcome run = tiletune({"compile", (dir_ / "my-kernel.cu").string(), "--config", "BLOCK_X=8,BLOCK_Y=8",
+                                "--arch", "sm_90", "--cubin-dir", (dir_ / "cubins").string()});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  EXPECT_TRUE(fs::exists(dir_ / "cubins" / "my_kernel-BLOCK_X_8_BLOCK_Y_8.cubin")) << run;
+}
+
+// tiled.cu without its store mask, in a folder whose name has spaces and a quote: the printed
+// replay line, run by the shell as it stands, replays the same failure.
+TEST_F(CpuTune, TheReplayLineQuotesEveryArgumentAndReplaysTheSameFailureThroughTheShell) {
+  const fs::path folder = dir_ / "kernels with spaces and a ' quote";
+  fs::create_directories(folder);
+  std::string source = read_file(kTemplates / "tiled.cu");
+  const std::string mask = "  if (row < M && col < N) {";
+  ASSERT_NE(source.find(mask), std::string::npos);
+  source.replace(source.find(mask), mask.size(), "  {");
+  const fs::path kernel = folder / "no store mask $(touch pwned).cu";
+  write_file(kernel, source);
+  const Outcome run = tiletune({"fuzz", kernel.string(), "--backend", "cpu", "--config",
+                                "TILE=8,PAD=0,SWIZZLE=0", "--cases", "50"});
+  ASSERT_EQ(run.exit_code, 1) << run;
+  std::string failure, replay;
+  for (const std::string& line : run.err_lines()) {
+    if (line.starts_with("FAIL ")) failure = line;
+    if (line.starts_with("  replay: ")) replay = line.substr(10);
+  }
+  ASSERT_FALSE(replay.empty()) << run;
+  EXPECT_THAT(replay, StartsWith("tiletune fuzz ")) << replay;
+
+  const std::string command = "cd " + quoted(dir_.string()) + " && PATH=" + quoted(kBinary.parent_path().string()) +
+                              ":\"$PATH\" sh -c " + tiletune::quoted(replay) + " >replay.out 2>replay.err";
+  const int status = std::system(command.c_str());
+  const std::string replayed = read_file(dir_ / "replay.err");
+  ASSERT_TRUE(WIFEXITED(status)) << replayed;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << replay << "\n" << replayed;
+  EXPECT_THAT(replayed, HasSubstr(failure + "\n")) << replay;
+  EXPECT_FALSE(fs::exists(dir_ / "pwned")) << "the shell ran what the file name holds";
+}
+
+// 12 parameters of 10 values: a space of 10^12 configurations. A sample is drawn without listing
+// it; what must list it is refused at once, naming the size and the limit, before any file is made.
+TEST_F(CpuTune, ASpaceTooLargeToListIsSampledOrRefusedInOneLine) {
+  std::string source = read_file(kTemplates / "naive.cu");
+  const std::string params = "// tiletune: param BLOCK_X 8 16 32 64 128\n// tiletune: param BLOCK_Y 1 2 4 8 16 32\n";
+  ASSERT_NE(source.find(params), std::string::npos);
+  std::string twelve;
+  for (int p = 0; p < 10; ++p) twelve += "// tiletune: param P" + std::to_string(p) + " 0 1 2 3 4 5 6 7 8 9\n";
+  twelve += "// tiletune: param BLOCK_X 8 16 24 32 40 48 56 64 96 128\n"
+            "// tiletune: param BLOCK_Y 1 2 3 4 5 6 7 8 16 32\n";
+  source.replace(source.find(params), params.size(), twelve);
+  const fs::path kernel = dir_ / "huge.cu";
+  write_file(kernel, source);
+
+  const Outcome sampled = tiletune({"fuzz", kernel.string(), "--backend", "cpu", "--sample", "2", "--cases", "5"});
+  ASSERT_EQ(sampled.exit_code, 0) << sampled;
+  EXPECT_THAT(sampled.out, HasSubstr("2 configurations passed, 0 failed")) << sampled;
+
+  const std::string refusal = "naive has 1000000000000 configurations before requirements";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"tune", kernel.string(), "--backend", "cpu", "--shape", "40x36x20", "--budget",
+                                 "5", "--strategy", "random", "--db", db().string()},
+        std::vector<std::string>{"fuzz", kernel.string(), "--backend", "cpu", "--cases", "5"},
+        std::vector<std::string>{"compile", kernel.string(), "--arch", "sm_90"}}) {
+    SCOPED_TRACE(args.front());
+    const Outcome run = tiletune(args);
+    expect_one_line_failure(run, 2);
+    EXPECT_THAT(run.err, HasSubstr(refusal)) << run;
+    EXPECT_THAT(run.err, HasSubstr("more than the 1000000 tiletune enumerates")) << run;
+  }
+  EXPECT_FALSE(fs::exists(db())) << "refused before the database was made";
+}
+
+// query and list only read: a database kept in rollback-journal mode by another program, write
+// protected in a write-protected folder, answers and stays byte for byte as it was, with no
+// -wal, -shm or -journal file beside it.
+TEST_F(Cli, QueryAndListOnlyReadTheDatabase) {
+  const fs::path folder = dir_ / "read-only";
+  fs::create_directories(folder);
+  const fs::path db = folder / "results.db";
+  prepare_database(db, kGpu);
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA journal_mode = DELETE", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  ASSERT_EQ(read_file(db)[18], 1) << "the file's header says rollback journal";
+  const std::string before = fnv1a_hex(read_file(db));
+  const auto read_only = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
+  fs::permissions(db, read_only);
+  fs::permissions(folder, read_only | fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec);
+
+  const Outcome query = tiletune({"query", "--shape", "1024x1024x1024", "--gpu", kGpu, "--db", db.string()});
+  const Outcome list = tiletune({"list", "--db", db.string()});
+  const Outcome strategies = tiletune({"strategies", "--db", db.string(), "--kernel", "nothing", "--shape", "64x64x64"});
+  fs::permissions(folder, fs::perms::owner_all);
+  EXPECT_EQ(query.exit_code, 0) << query;
+  EXPECT_THAT(query.out, HasSubstr("TILE=32,PAD=1,SWIZZLE=0")) << query;
+  EXPECT_EQ(list.exit_code, 0) << list;
+  EXPECT_THAT(list.out, HasSubstr("tiled 00000000000000aa kernels_src/tiled.cu")) << list;
+  EXPECT_EQ(strategies.exit_code, 1) << strategies;
+  EXPECT_EQ(fnv1a_hex(read_file(db)), before) << "the database was changed";
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(folder)) files.push_back(entry.path().filename().string());
+  EXPECT_THAT(files, ::testing::ElementsAre("results.db"));
 }
 
 }  // namespace

@@ -142,6 +142,28 @@ TEST(KernelTemplate, BadNameOrEntry) {
       AllOf(StartsWith("t.cu:1: "), HasSubstr("single word")));
   EXPECT_THAT(template_error(std::string("// tiletune: entry 9lives\n") + kBlock + kGrid),
               AllOf(StartsWith("t.cu:1: "), HasSubstr("entry '9lives' is not a C identifier")));
+  EXPECT_THAT(template_error(std::string("// tiletune: entry a/../b\n") + kBlock + kGrid),
+              AllOf(StartsWith("t.cu:1: "), HasSubstr("entry 'a/../b' is not a C identifier")));
+}
+
+// A name goes into file paths (the caches, --cubin-dir): only identifiers pass.
+TEST(KernelTemplate, NameThatIsNotAnIdentifierIsRefused) {
+  for (const std::string name : {"../../../../escaped", "a/b", "..", "x.y", "9lives", "tiled~x", "a-b"}) {
+    SCOPED_TRACE(name);
+    EXPECT_THAT(template_error("// tiletune: name " + name + "\n" + kEntry + kBlock + kGrid),
+                AllOf(StartsWith("t.cu:1: "), HasSubstr("name '" + name + "' is not an identifier")));
+  }
+  EXPECT_EQ(parse_template("// tiletune: name _Tiled_2\n" + std::string(kEntry) + kParam + kBlock + kGrid, "t.cu").name,
+            "_Tiled_2");
+}
+
+// A file's stem that is not an identifier gives one: other characters become '_'.
+TEST(KernelTemplate, DefaultNameFromAStemThatIsNotAnIdentifier) {
+  const std::string source = std::string(kEntry) + kParam + kBlock + kGrid;
+  EXPECT_EQ(parse_template(source, "dir/my-kernel.cu").name, "my_kernel");
+  EXPECT_EQ(parse_template(source, "a b/x y'z.v2.cu").name, "x_y_z_v2");
+  EXPECT_EQ(parse_template(source, "3mm.cu").name, "_3mm");
+  EXPECT_EQ(parse_template(source, "..").name, "__");
 }
 
 TEST(KernelTemplate, BadParameters) {

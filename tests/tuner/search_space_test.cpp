@@ -101,5 +101,75 @@ TEST(SearchSpace, EmptyCandidateListGivesNothing) {
   EXPECT_TRUE(enumerate_configurations(tmpl).empty());
 }
 
+// `count` parameters P0, P1, ... of the values 0 to 9 each: a grid of 10^count configurations.
+std::string ten_values_each(int count) {
+  std::string declarations;
+  for (int p = 0; p < count; ++p) declarations += "// tiletune: param P" + std::to_string(p) + " 0 1 2 3 4 5 6 7 8 9\n";
+  return declarations;
+}
+
+TEST(SearchSpace, GridSizeIsTheProductOfTheValueCountsAndNeverOverflows) {
+  EXPECT_EQ(grid_size(load_template(kTemplates / "tiled.cu")), 12u);
+  EXPECT_EQ(grid_size(with_declarations(ten_values_each(12))), 1'000'000'000'000u);
+  EXPECT_EQ(grid_size(with_declarations(ten_values_each(19))), 10'000'000'000'000'000'000u);
+  EXPECT_EQ(grid_size(with_declarations(ten_values_each(20))), std::nullopt) << "10^20 > 2^64";
+}
+
+// 12 parameters of 10 values: 10^12 configurations would take terabytes; they are refused before
+// any is listed, with the size and the limit.
+TEST(SearchSpace, EnumeratingASpaceAboveTheLimitIsRefusedNamingItsSizeAndTheLimit) {
+  const KernelTemplate big = with_declarations(ten_values_each(12));
+  try {
+    enumerate_configurations(big);
+    ADD_FAILURE() << "enumerated 10^12 configurations";
+  } catch (const SpaceTooLarge& e) {
+    EXPECT_THAT(e.what(), ::testing::StartsWith("space: space has 1000000000000 configurations before requirements"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("more than the 1000000 tiletune enumerates"));
+  }
+  EXPECT_THROW(check_enumerable(big), SpaceTooLarge);
+  EXPECT_THROW(check_enumerable(with_declarations(ten_values_each(20))), SpaceTooLarge);
+  EXPECT_NO_THROW(check_enumerable(with_declarations(ten_values_each(6))));  // 10^6: the limit itself
+  EXPECT_THROW(check_enumerable(with_declarations(ten_values_each(6) + "// tiletune: param Q 1 2\n")),
+               SpaceTooLarge);
+}
+
+TEST(SearchSpace, SamplingASpaceTooLargeToListDrawsValidConfigurations) {
+  const KernelTemplate big =
+      with_declarations(ten_values_each(12) + "// tiletune: require P0 + P1 < 6 && P11 % 2 == 0\n");
+  const std::vector<Configuration> sample = sample_configurations(big, 20, 7);
+  ASSERT_EQ(sample.size(), 20u);
+  for (std::size_t i = 0; i < sample.size(); ++i) {
+    EXPECT_TRUE(big.satisfies_requirements(sample[i])) << sample[i].to_string();
+    if (i > 0) EXPECT_LT(sample[i - 1].values, sample[i].values) << "distinct, in the space's order";
+  }
+  EXPECT_EQ(strings(sample_configurations(big, 20, 7)), strings(sample)) << "same seed, same sample";
+  EXPECT_NE(strings(sample_configurations(big, 20, 8)), strings(sample));
+  const auto keep = [](const Configuration& config) { return config.at("P5") == 3; };
+  for (const Configuration& config : sample_configurations(big, 5, 7, keep)) EXPECT_EQ(config.at("P5"), 3);
+}
+
+TEST(SearchSpace, SamplingASpaceThatCanBeListedDrawsTheSameSampleAsBefore) {
+  const KernelTemplate tiled = load_template(kTemplates / "tiled.cu");
+  EXPECT_EQ(strings(sample_configurations(tiled, 5, 42)),
+            strings(sample_configurations(enumerate_configurations(tiled), 5, 42)));
+  const auto keep = [](const Configuration& config) { return config.at("TILE") != 8; };
+  std::vector<Configuration> kept = enumerate_configurations(tiled);
+  std::erase_if(kept, [&](const Configuration& config) { return !keep(config); });
+  EXPECT_EQ(strings(sample_configurations(tiled, 3, 42, keep)), strings(sample_configurations(kept, 3, 42)));
+}
+
+TEST(SearchSpace, ASampleOfALargeSpaceWhoseRequirementsRejectNearlyAllIsOneError) {
+  std::string require = "// tiletune: require 1";
+  for (int p = 0; p < 12; ++p) require += " && P" + std::to_string(p) + " == 0";
+  const KernelTemplate big = with_declarations(ten_values_each(12) + require + "\n");
+  try {
+    sample_configurations(big, 3, 1);
+    ADD_FAILURE() << "a sample of a space with one valid configuration in 10^12";
+  } catch (const SpaceTooLarge& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("found only 0 valid ones, fewer than the 3 asked for"));
+  }
+  EXPECT_THROW(sample_configurations(with_declarations(ten_values_each(12)), 2'000'000, 1), SpaceTooLarge);
+}
+
 }  // namespace
 }  // namespace tiletune

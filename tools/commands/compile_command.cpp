@@ -75,6 +75,9 @@ CompileResult compile_timed(const KernelTemplate& tmpl, const Configuration& con
 
 int run(const CompileOptions& options) {
   const std::vector<KernelTemplate> templates = load_templates(options.kernels);
+  if (options.config.empty()) {
+    for (const KernelTemplate& tmpl : templates) check_enumerable(tmpl);  // before any output
+  }
   const std::string arch = options.arch.empty() ? default_arch() : options.arch;
   fmt::print("NVRTC {} for {}\n{:<12} {:<40} {:>5} {:>10} {:>7} {:>8}\n", nvrtc_version(), arch,
              "template", "configuration", "regs", "smem B", "spill B", "ms");

@@ -24,6 +24,7 @@
 #include "tools/commands/configuration_fuzzer.h"
 #include "tools/commands/gpu_sanitize.h"
 #include "tools/commands/isolated_fuzz.h"
+#include "tools/commands/shell_command.h"
 #include "tuner/search_space.h"
 
 namespace tiletune::cli {
@@ -64,10 +65,10 @@ std::vector<std::string> isolated_child_argv(const KernelTemplate& tmpl, const C
 
 std::string replay_command(const FuzzOptions& options, const KernelTemplate& tmpl,
                            const Configuration& config, const GemmCase& gemm_case) {
-  const bool cpu_sanitize = options.sanitize && options.backend == "cpu";
-  return fmt::format("tiletune fuzz {} --backend {}{} --config {} --case '{}'", tmpl.path.string(),
-                     options.backend, cpu_sanitize ? " --sanitize" : "", config.to_string(),
-                     gemm_case.to_string());
+  std::vector<std::string> words{"tiletune", "fuzz", tmpl.path.string(), "--backend", options.backend};
+  if (options.sanitize && options.backend == "cpu") words.push_back("--sanitize");
+  words.insert(words.end(), {"--config", config.to_string(), "--case", gemm_case.to_string()});
+  return shell_command(words);
 }
 
 std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const FuzzOptions& options) {
@@ -76,9 +77,9 @@ std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const F
     for (const std::string& text : options.configs) chosen.push_back(tmpl.parse_configuration(text));
     return chosen;
   }
-  std::vector<Configuration> configs = enumerate_configurations(tmpl);
-  if (options.sample > 0) configs = sample_configurations(std::move(configs), options.sample, options.seed);
-  return configs;
+  // A sample is drawn without listing the space, which may be too large to list.
+  if (options.sample > 0) return sample_configurations(tmpl, options.sample, options.seed);
+  return enumerate_configurations(tmpl);
 }
 
 int run(const FuzzOptions& options) {

@@ -14,7 +14,7 @@ int run(const std::string& db) {
   if (!std::filesystem::exists(db)) {
     throw UsageError(fmt::format("{}: no such database (run 'tiletune tune' first)", db));
   }
-  ResultStore store(db);
+  ResultStore store(db, ResultStore::Access::read_only);
   fmt::print("GPUs\n");
   for (const GpuRecord& g : store.gpus()) {
     fmt::print("  {} ({}, {} SMs, {:.0f} GiB, driver {}, NVRTC {})\n", g.name, g.arch(), g.sm_count,

@@ -18,6 +18,7 @@
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
 #include "tools/commands/configuration_fuzzer.h"
+#include "tools/commands/shell_command.h"
 #include "tuner/child_process.h"
 #include "tuner/search_space.h"
 
@@ -134,9 +135,9 @@ std::int64_t volume(const GemmCase& c) {
 std::string replay_command(const MutantsOptions& options, const MutantSuite& suite,
                            const std::string& mutant, const Configuration& config,
                            const GemmCase& gemm_case) {
-  return fmt::format("tiletune mutants {} --backend {} --mutant {} --config {} --case '{}'",
-                     suite.path.string(), options.backend, mutant, config.to_string(),
-                     gemm_case.to_string());
+  return shell_command({"tiletune", "mutants", suite.path.string(), "--backend", options.backend,
+                        "--mutant", mutant, "--config", config.to_string(), "--case",
+                        gemm_case.to_string()});
 }
 
 void run_mutant(const MutantsOptions& options, FuzzBackend& backend, const MutantSuite& suite,
@@ -152,11 +153,13 @@ void run_mutant(const MutantsOptions& options, FuzzBackend& backend, const Mutan
   std::vector<Configuration> configs;
   if (!options.config.empty()) {
     configs.push_back(suite.original.parse_configuration(options.config));
+  } else if (options.sample > 0) {
+    configs = sample_configurations(suite.original, options.sample, options.seed,
+                                    [&](const Configuration& config) { return mutant.live_in(suite.original, config); });
   } else {
     for (Configuration& config : enumerate_configurations(suite.original)) {
       if (mutant.live_in(suite.original, config)) configs.push_back(std::move(config));
     }
-    if (options.sample > 0) configs = sample_configurations(std::move(configs), options.sample, options.seed);
   }
   const FuzzSettings settings = fuzz_settings(options, backend);
 

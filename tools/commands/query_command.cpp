@@ -47,7 +47,7 @@ int run(const QueryOptions& options) {
   if (!std::filesystem::exists(options.db)) {
     throw UsageError(fmt::format("{}: no such database (run 'tiletune tune' first)", options.db));
   }
-  ResultStore store(options.db);
+  ResultStore store(options.db, ResultStore::Access::read_only);
   const std::string gpu = choose_gpu(options, store);
   const std::optional<std::string> kernel =
       options.kernel.empty() ? std::nullopt : std::optional<std::string>(options.kernel);

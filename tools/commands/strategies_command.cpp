@@ -109,7 +109,7 @@ int run(const StrategiesOptions& options) {
   if (!std::filesystem::exists(options.db)) {
     throw UsageError(fmt::format("{}: no such database (run 'tiletune tune' first)", options.db));
   }
-  ResultStore store(options.db);
+  ResultStore store(options.db, ResultStore::Access::read_only);
   const std::string gpu = choose_gpu(options, store);
   const std::vector<TemplateRecord> recorded = store.templates();
   const auto version = std::find_if(recorded.begin(), recorded.end(),

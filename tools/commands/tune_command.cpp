@@ -66,6 +66,7 @@ int planned_total(const std::vector<KernelTemplate>& templates, const std::vecto
 
 int run(const TuneOptions& options) {
   const std::vector<KernelTemplate> templates = load_templates(options.kernels);
+  for (const KernelTemplate& tmpl : templates) check_enumerable(tmpl);  // before any file is made
   const std::vector<GemmShape> shapes = parse_shapes(options.shapes);
   std::optional<SearchBudget> budget;
   try {

@@ -24,8 +24,19 @@ std::optional<CubinCache> open_cache(const std::string& dir) {
 
 }  // namespace
 
-unsigned default_fuzz_workers() {
-  return std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u);
+unsigned machine_cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+unsigned default_fuzz_workers() { return std::clamp(machine_cores() / 2, 1u, 8u); }
+
+unsigned capped_fuzz_workers(int requested) {
+  if (requested < 0) return default_fuzz_workers();
+  // A worker beyond the cores only waits for one, and each is a process (with a CUDA context on
+  // the GPU): asking for 100000 would fork until the host runs out of processes.
+  const unsigned cores = machine_cores();
+  if (unsigned(requested) <= cores) return unsigned(requested);
+  fmt::print(stderr, "tiletune: --fuzz-workers {} capped to {}: this machine has {} cores\n",
+             requested, cores, cores);
+  return cores;
 }
 
 void add_session_options(CLI::App& command, SessionOptions& options) {
@@ -40,7 +51,8 @@ void add_session_options(CLI::App& command, SessionOptions& options) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   command.add_option("--fuzz-workers", options.fuzz_workers,
                      fmt::format("processes that fuzz configurations side by side (0: the evaluation "
-                                 "worker fuzzes them one by one; default {} here)", default_fuzz_workers()))
+                                 "worker fuzzes them one by one; default {} here, at most the {} cores)",
+                                 default_fuzz_workers(), machine_cores()))
       ->check(CLI::NonNegativeNumber);
 }
 
@@ -53,8 +65,7 @@ TuningSession::TuningSession(const SessionOptions& options) {
   }
   const std::chrono::milliseconds watchdog(std::int64_t(options.watchdog_seconds * 1000));
   worker_ = std::make_unique<WorkerClient>(argv, watchdog);
-  const unsigned fuzz_workers =
-      options.fuzz_workers < 0 ? default_fuzz_workers() : unsigned(options.fuzz_workers);
+  const unsigned fuzz_workers = capped_fuzz_workers(options.fuzz_workers);
   if (fuzz_workers > 0) fuzz_pool_ = std::make_unique<FuzzPool>(argv, watchdog, fuzz_workers);
   compiled_ = std::make_unique<CompiledKernels>(worker_->device().arch(), 0, open_cache(options.cache_dir));
 }

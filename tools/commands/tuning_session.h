@@ -23,6 +23,9 @@ struct SessionOptions {
 
 // Fuzz workers when none are asked for: half the cores (the other half compiles), at most 8.
 unsigned default_fuzz_workers();
+// The fuzz workers to start for --fuzz-workers `requested` (-1: the default): at most one per
+// core, saying so on stderr when that caps the request.
+unsigned capped_fuzz_workers(int requested);
 
 // Adds --backend, --cache-dir, --watchdog and --fuzz-workers to a command.
 void add_session_options(CLI::App& command, SessionOptions& options);
