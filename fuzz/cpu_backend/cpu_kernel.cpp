@@ -8,6 +8,7 @@
 #include <atomic>
 #include <filesystem>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "fuzz/cpu_backend/sanitizer_runtime.h"
 #include "fuzz/cpu_backend/worker_pool.h"
 #include "fuzz/gemm_executor.h"
+#include "tuner/entry_contract.h"
 #include "tuner/nvrtc_compiler.h"
 
 namespace tiletune {
@@ -46,6 +48,14 @@ std::size_t thread_local_bytes(void* handle) {
 template <class Function>
 Function symbol(void* handle, const char* name) {
   return reinterpret_cast<Function>(dlsym(handle, name));
+}
+
+// The type T in the __PRETTY_FUNCTION__ of tt_cpu_type_text<T> (cuda_on_cpu.h): GCC writes
+// "... [with T = void(int, int)]", Clang "... [T = void (int, int)]". The whole text otherwise.
+std::string type_in_pretty_function(std::string_view text) {
+  const std::size_t start = text.find("T = ");
+  if (start == std::string_view::npos || !text.ends_with(']')) return std::string(text);
+  return std::string(text.substr(start + 4, text.size() - 1 - (start + 4)));
 }
 
 // What CUDA rejects at launch, so that the CPU backend rejects it too.
@@ -119,9 +129,12 @@ void CpuKernel::load() {
   }
   const auto abi_version = symbol<unsigned int (*)()>(module_.handle, "tt_cpu_abi_version");
   const auto bind = symbol<void (*)(const tt_cpu_host*)>(module_.handle, "tt_cpu_bind");
+  const auto entry_is_contract = symbol<int (*)()>(module_.handle, "tt_cpu_entry_is_contract");
+  const auto entry_type = symbol<const char* (*)()>(module_.handle, "tt_cpu_entry_type");
   module_.enter = symbol<void (*)(const tt_cpu_thread*)>(module_.handle, "tt_cpu_enter");
   module_.entry = symbol<GemmEntry>(module_.handle, entry_.c_str());
   if (abi_version == nullptr || bind == nullptr || module_.enter == nullptr ||
+      entry_is_contract == nullptr || entry_type == nullptr ||
       abi_version() != TT_CPU_ABI_VERSION) {
     dlclose(module_.handle);
     module_.handle = nullptr;
@@ -137,6 +150,13 @@ void CpuKernel::load() {
     throw CompileError(
         fmt::format("{} has no entry point {} for the CPU backend", label_, entry_),
         fmt::format("no extern \"C\" function named {} in {}", entry_, object_path_.string()));
+  }
+  if (auto mismatch = entry_type_mismatch(entry_, entry_is_contract() != 0,
+                                          type_in_pretty_function(entry_type()))) {
+    dlclose(module_.handle);
+    module_.handle = nullptr;
+    forget_copy();
+    throw EntryContractError(label_, *mismatch);
   }
   bind(&cpu_host_functions());
   module_.thread_local_bytes = thread_local_bytes(module_.handle);
