@@ -74,8 +74,10 @@ CubinElf::CubinElf(const std::vector<char>& bytes) : bytes_(bytes) {
     sections_.push_back(std::move(s));
   }
 
+  bool has_symbols = false;
   for (const Elf64_Shdr& table : headers) {
     if (table.sh_type != SHT_SYMTAB) continue;
+    has_symbols = true;
     if (table.sh_entsize != sizeof(Elf64_Sym) || table.sh_link >= headers.size()) {
       throw CubinFormatError("a symbol table of an unknown shape");
     }
@@ -89,6 +91,8 @@ CubinElf::CubinElf(const std::vector<char>& bytes) : bytes_(bytes) {
       kernels_.push_back(string_at(bytes_, strings.sh_offset, strings.sh_size, symbol.st_name));
     }
   }
+  // Without one, which kernels there are is unknown, not none.
+  if (!has_symbols) throw CubinFormatError("no symbol table");
 }
 
 bool CubinElf::defines_kernel(const std::string& name) const {

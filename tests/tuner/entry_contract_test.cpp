@@ -5,9 +5,11 @@
 // driver reports.
 #include "tuner/entry_contract.h"
 
+#include <elf.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -148,6 +150,18 @@ TEST(CubinElf, AFileThatIsNotAWholeElfFileIsAFormatError) {
   std::vector<char> truncated = compiled_kernels().cubin;
   truncated.resize(truncated.size() / 2);  // the section headers are at the end
   EXPECT_THROW(CubinElf{truncated}, CubinFormatError);
+  // Without a symbol table which kernels there are is unknown, not none.
+  std::vector<char> no_symbols = compiled_kernels().cubin;
+  Elf64_Ehdr header;
+  std::memcpy(&header, no_symbols.data(), sizeof header);
+  for (std::size_t i = 0; i < header.e_shnum; ++i) {
+    char* at = no_symbols.data() + header.e_shoff + i * sizeof(Elf64_Shdr);
+    Elf64_Shdr section;
+    std::memcpy(&section, at, sizeof section);
+    if (section.sh_type == SHT_SYMTAB) section.sh_type = SHT_PROGBITS;
+    std::memcpy(at, &section, sizeof section);
+  }
+  EXPECT_THROW(CubinElf{no_symbols}, CubinFormatError);
 }
 
 // --- refused after NVRTC ---------------------------------------------------------------------
