@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
@@ -58,6 +59,19 @@ std::string type_in_pretty_function(std::string_view text) {
   return std::string(text.substr(start + 4, text.size() - 1 - (start + 4)));
 }
 
+// Why the entry is not in the code, when the build's first error is on the line that reports the
+// entry's type (kernel_build.cpp): the source declares no function of that name, or several.
+std::optional<std::string> missing_entry_in_build_log(const std::string& log,
+                                                      const std::string& entry) {
+  const std::size_t error = log.find(": error: ");
+  if (error == std::string::npos) return std::nullopt;
+  const std::size_t line_start = log.rfind('\n', error) + 1;  // npos + 1 is 0
+  if (log.compare(line_start, kEntryTypeOrigin.size(), kEntryTypeOrigin) != 0) return std::nullopt;
+  const std::size_t reason = error + std::string_view(": error: ").size();
+  return fmt::format("entry {} is not in the compiled code: {}", entry,
+                     log.substr(reason, log.find('\n', reason) - reason));
+}
+
 // What CUDA rejects at launch, so that the CPU backend rejects it too.
 void check_geometry(const LaunchGeometry& g) {
   const auto& [bx, by, bz] = g.block;
@@ -93,7 +107,16 @@ CpuKernel::CpuKernel(const KernelTemplate& tmpl, const Configuration& config,
         "LD_PRELOAD=$(c++ -print-file-name=libasan.so) (tiletune fuzz --sanitize does that "
         "itself)");
   }
-  const KernelObject object = build_kernel_object(tmpl, config, options);
+  const KernelObject object = [&] {
+    try {
+      return build_kernel_object(tmpl, config, options);
+    } catch (const CompileError& e) {
+      if (auto missing = missing_entry_in_build_log(e.log(), entry_)) {
+        throw EntryContractError(label_, *missing);
+      }
+      throw;
+    }
+  }();
   object_path_ = object.path;
   from_cache_ = object.from_cache;
   sanitized_ = options.sanitize;
@@ -147,9 +170,11 @@ void CpuKernel::load() {
     dlclose(module_.handle);
     module_.handle = nullptr;
     forget_copy();
-    throw CompileError(
-        fmt::format("{} has no entry point {} for the CPU backend", label_, entry_),
-        fmt::format("no extern \"C\" function named {} in {}", entry_, object_path_.string()));
+    // The source declares it (the line appended after it compiled), under a C++ name.
+    throw EntryContractError(
+        label_, fmt::format("entry {} is not in the compiled code under that name (a C++ name, "
+                            "mangled); declare it extern \"C\"",
+                            entry_));
   }
   if (auto mismatch = entry_type_mismatch(entry_, entry_is_contract() != 0,
                                           type_in_pretty_function(entry_type()))) {

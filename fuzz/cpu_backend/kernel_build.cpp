@@ -117,9 +117,8 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
   // The line directive makes the compiler's messages name the template, at its own line numbers.
   // After the source, the macro that makes the object report its entry's type (cuda_on_cpu.h).
   const std::string origin = kernel_source_origin(tmpl);
-  std::string unit = fmt::format("#line 1 \"{}\"\n{}\n#line 1 \"<tiletune: the entry's type>\"\n"
-                                 "TT_CPU_ENTRY_CONTRACT({})\n",
-                                 origin, tmpl.source, tmpl.entry);
+  std::string unit = fmt::format("#line 1 \"{}\"\n{}\n#line 1 \"{}\"\nTT_CPU_ENTRY_CONTRACT({})\n",
+                                 origin, tmpl.source, kEntryTypeOrigin, tmpl.entry);
 
   // The dynamic shared memory definitions follow from the unit, given their capacity.
   const std::string key =

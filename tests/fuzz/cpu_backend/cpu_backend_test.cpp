@@ -363,6 +363,20 @@ TEST(CpuBackend, AnEntryTakingOtherParametersIsRefusedWhenLoadedNamingItsType) {
               ::testing::StartsWith("entry custom_gemm is void(float*, const float*, const float*, "));
 }
 
+TEST(CpuBackend, AnEntryThatIsNotInTheCodeIsRefusedInOneLine) {
+  KernelTemplate misspelt = custom("misspelt", "  if (row < M && col < N) C[row * ldc + col] = 0;\n");
+  misspelt.entry = "custom_gemmm";
+  const std::string refusal = entry_refusal(misspelt);
+  EXPECT_THAT(refusal, ::testing::StartsWith("entry custom_gemmm is not in the compiled code: "));
+  EXPECT_THAT(refusal, ::testing::HasSubstr("custom_gemmm"));
+  EXPECT_THAT(refusal, ::testing::Not(::testing::HasSubstr("\n")));
+
+  KernelTemplate mangled = custom("mangled", "  if (row < M && col < N) C[row * ldc + col] = 0;\n");
+  mangled.source.replace(mangled.source.find("extern \"C\" "), 11, "");
+  EXPECT_EQ(entry_refusal(mangled), "entry custom_gemm is not in the compiled code under that name "
+                                    "(a C++ name, mangled); declare it extern \"C\"");
+}
+
 TEST(CpuBackend, AnEntryOfTheContractsTypeLoadsWhateverItsQualifiers) {
   EXPECT_EQ(entry_refusal(with_signature("restricted",
                                          "const float* __restrict__ A, const float* __restrict__ "
