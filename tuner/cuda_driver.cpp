@@ -31,6 +31,10 @@ CudaDriver load_driver() {
   }
   TILETUNE_CUDA_DRIVER_FUNCTIONS(TILETUNE_RESOLVE)
 #undef TILETUNE_RESOLVE
+#define TILETUNE_RESOLVE_OPTIONAL(fn) \
+  driver.fn = reinterpret_cast<decltype(driver.fn)>(dlsym(library, TILETUNE_EXPANDED_NAME(fn)));
+  TILETUNE_CUDA_DRIVER_OPTIONAL_FUNCTIONS(TILETUNE_RESOLVE_OPTIONAL)
+#undef TILETUNE_RESOLVE_OPTIONAL
 
   const CUresult init = driver.cuInit(0);
   if (init != CUDA_SUCCESS) {

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "tuner/cubin_elf.h"
+#include "tuner/entry_contract.h"
+
 namespace tiletune {
 
 std::optional<std::string> exceeds_device_limits(const LaunchGeometry& geometry,
@@ -35,14 +38,61 @@ std::optional<std::string> exceeds_device_limits(const LaunchGeometry& geometry,
   return std::nullopt;
 }
 
+namespace {
+
+// More than any kernel takes: the driver's answers end well before.
+constexpr std::size_t kMaxParameters = 4096;
+
+// The loaded entry's parameters as the driver lays them out; none where the driver cannot tell
+// (one older than CUDA 12.4 lacks cuFuncGetParamInfo).
+std::optional<std::vector<KernelParameter>> driver_parameter_layout(CUfunction function) {
+  const auto get_parameter = cuda_driver().cuFuncGetParamInfo;
+  if (get_parameter == nullptr) return std::nullopt;
+  std::vector<KernelParameter> layout;
+  for (std::size_t index = 0; index < kMaxParameters; ++index) {
+    std::size_t offset = 0, size = 0;
+    const CUresult result = get_parameter(function, index, &offset, &size);
+    if (result == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+    if (result != CUDA_SUCCESS) return std::nullopt;
+    layout.push_back({offset, size});
+  }
+  // No parameter at all is also how a driver that cannot read the layout would answer; an entry
+  // that truly takes none was refused after NVRTC, from the cubin (check_compiled_entry).
+  if (layout.empty()) return std::nullopt;
+  return layout;
+}
+
+// The kernels the cubin defines; none when it cannot be read.
+std::optional<std::vector<std::string>> kernels_in(const CompiledKernelImage& image) {
+  try {
+    return CubinElf(image.cubin).kernels();
+  } catch (const CubinFormatError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 GpuKernel::GpuKernel(const CompiledKernelImage& image, const std::string& entry) {
   const CudaDriver& cu = cuda_driver();
   check_cuda(cu.cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData");
-  const CUresult found = cu.cuModuleGetFunction(&function_, module_, entry.c_str());
-  if (found != CUDA_SUCCESS) {
+  const auto unload = [&] {
     cu.cuModuleUnload(module_);
     module_ = nullptr;
+  };
+  const CUresult found = cu.cuModuleGetFunction(&function_, module_, entry.c_str());
+  if (found != CUDA_SUCCESS) {
+    unload();
+    if (found == CUDA_ERROR_NOT_FOUND) {
+      if (auto kernels = kernels_in(image)) throw EntryContractError(missing_entry_line(entry, *kernels));
+    }
     check_cuda(found, fmt::format("cuModuleGetFunction('{}')", entry).c_str());
+  }
+  if (const auto layout = driver_parameter_layout(function_)) {
+    if (auto mismatch = parameter_layout_mismatch(entry, *layout)) {
+      unload();
+      throw EntryContractError(*mismatch);
+    }
   }
 }
 

@@ -20,8 +20,11 @@ std::optional<std::string> exceeds_device_limits(const LaunchGeometry& geometry,
 
 class GpuKernel {
  public:
-  // Loads the cubin and finds the entry point; raises the dynamic shared memory limit when the
-  // template asks for more than the default. Throws CudaError.
+  // Loads the cubin and finds the entry point, whose parameters must be the contract's
+  // (entry_contract.h) as far as the driver reports them (CUDA 12.4 and later); raises the
+  // dynamic shared memory limit when the template asks for more than the default. Throws
+  // EntryContractError (a CompileError) for an entry that is missing or breaks the contract,
+  // CudaError for the rest.
   GpuKernel(const CompiledKernelImage& image, const std::string& entry);
   ~GpuKernel();
   GpuKernel(const GpuKernel&) = delete;

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "tuner/entry_contract.h"
+
 namespace tiletune {
 namespace {
 
@@ -193,9 +195,11 @@ CompiledKernelImage compile_cuda_source(const std::string& source, const std::st
 
 CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Configuration& config,
                                           const std::string& arch) {
-  return compile_with_options(tmpl.source, nvrtc_file_name(tmpl), nvrtc_options(tmpl, config, arch),
-                              arch, tmpl.entry,
-                              fmt::format("{} [{}]", tmpl.name, config.to_string()));
+  const std::string what = fmt::format("{} [{}]", tmpl.name, config.to_string());
+  CompiledKernelImage image = compile_with_options(
+      tmpl.source, nvrtc_file_name(tmpl), nvrtc_options(tmpl, config, arch), arch, tmpl.entry, what);
+  check_compiled_entry(image, tmpl.entry, what);
+  return image;
 }
 
 }  // namespace tiletune

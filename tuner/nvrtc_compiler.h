@@ -75,7 +75,9 @@ CompiledKernelImage compile_cuda_source(const std::string& source, const std::st
                                         const std::string& what);
 
 // Compiles the configuration for arch ("sm_90", "sm_80", ...). Throws CompileError with NVRTC's
-// log when the source does not compile, NvrtcError when NVRTC itself fails.
+// log when the source does not compile, EntryContractError (a CompileError, entry_contract.h) when
+// the code has no kernel named as the template's entry or one whose parameters are not the
+// contract's, NvrtcError when NVRTC itself fails.
 CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Configuration& config,
                                           const std::string& arch);
 

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 #include "fuzz/cpu_backend/sanitizer_runtime.h"
 #include "fuzz/cpu_backend/worker_pool.h"
 #include "fuzz/gemm_executor.h"
+#include "tuner/entry_contract.h"
 #include "tuner/nvrtc_compiler.h"
 
 namespace tiletune {
@@ -46,6 +49,27 @@ std::size_t thread_local_bytes(void* handle) {
 template <class Function>
 Function symbol(void* handle, const char* name) {
   return reinterpret_cast<Function>(dlsym(handle, name));
+}
+
+// The type T in the __PRETTY_FUNCTION__ of tt_cpu_type_text<T> (cuda_on_cpu.h): GCC writes
+// "... [with T = void(int, int)]", Clang "... [T = void (int, int)]". The whole text otherwise.
+std::string type_in_pretty_function(std::string_view text) {
+  const std::size_t start = text.find("T = ");
+  if (start == std::string_view::npos || !text.ends_with(']')) return std::string(text);
+  return std::string(text.substr(start + 4, text.size() - 1 - (start + 4)));
+}
+
+// Why the entry is not in the code, when the build's first error is on the line that reports the
+// entry's type (kernel_build.cpp): the source declares no function of that name, or several.
+std::optional<std::string> missing_entry_in_build_log(const std::string& log,
+                                                      const std::string& entry) {
+  const std::size_t error = log.find(": error: ");
+  if (error == std::string::npos) return std::nullopt;
+  const std::size_t line_start = log.rfind('\n', error) + 1;  // npos + 1 is 0
+  if (log.compare(line_start, kEntryTypeOrigin.size(), kEntryTypeOrigin) != 0) return std::nullopt;
+  const std::size_t reason = error + std::string_view(": error: ").size();
+  return fmt::format("entry {} is not in the compiled code: {}", entry,
+                     log.substr(reason, log.find('\n', reason) - reason));
 }
 
 // What CUDA rejects at launch, so that the CPU backend rejects it too.
@@ -83,7 +107,16 @@ CpuKernel::CpuKernel(const KernelTemplate& tmpl, const Configuration& config,
         "LD_PRELOAD=$(c++ -print-file-name=libasan.so) (tiletune fuzz --sanitize does that "
         "itself)");
   }
-  const KernelObject object = build_kernel_object(tmpl, config, options);
+  const KernelObject object = [&] {
+    try {
+      return build_kernel_object(tmpl, config, options);
+    } catch (const CompileError& e) {
+      if (auto missing = missing_entry_in_build_log(e.log(), entry_)) {
+        throw EntryContractError(label_, *missing);
+      }
+      throw;
+    }
+  }();
   object_path_ = object.path;
   from_cache_ = object.from_cache;
   sanitized_ = options.sanitize;
@@ -119,9 +152,12 @@ void CpuKernel::load() {
   }
   const auto abi_version = symbol<unsigned int (*)()>(module_.handle, "tt_cpu_abi_version");
   const auto bind = symbol<void (*)(const tt_cpu_host*)>(module_.handle, "tt_cpu_bind");
+  const auto entry_is_contract = symbol<int (*)()>(module_.handle, "tt_cpu_entry_is_contract");
+  const auto entry_type = symbol<const char* (*)()>(module_.handle, "tt_cpu_entry_type");
   module_.enter = symbol<void (*)(const tt_cpu_thread*)>(module_.handle, "tt_cpu_enter");
   module_.entry = symbol<GemmEntry>(module_.handle, entry_.c_str());
   if (abi_version == nullptr || bind == nullptr || module_.enter == nullptr ||
+      entry_is_contract == nullptr || entry_type == nullptr ||
       abi_version() != TT_CPU_ABI_VERSION) {
     dlclose(module_.handle);
     module_.handle = nullptr;
@@ -134,9 +170,18 @@ void CpuKernel::load() {
     dlclose(module_.handle);
     module_.handle = nullptr;
     forget_copy();
-    throw CompileError(
-        fmt::format("{} has no entry point {} for the CPU backend", label_, entry_),
-        fmt::format("no extern \"C\" function named {} in {}", entry_, object_path_.string()));
+    // The source declares it (the line appended after it compiled), under a C++ name.
+    throw EntryContractError(
+        label_, fmt::format("entry {} is not in the compiled code under that name (a C++ name, "
+                            "mangled); declare it extern \"C\"",
+                            entry_));
+  }
+  if (auto mismatch = entry_type_mismatch(entry_, entry_is_contract() != 0,
+                                          type_in_pretty_function(entry_type()))) {
+    dlclose(module_.handle);
+    module_.handle = nullptr;
+    forget_copy();
+    throw EntryContractError(label_, *mismatch);
   }
   bind(&cpu_host_functions());
   module_.thread_local_bytes = thread_local_bytes(module_.handle);

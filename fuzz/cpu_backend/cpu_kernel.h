@@ -19,8 +19,9 @@ class WorkerPool;
 class CpuKernel {
  public:
   // Builds the configuration (or finds it in the cache) and loads it. Throws what
-  // build_kernel_object throws, CompileError when the entry point is missing, and
-  // std::runtime_error when the object cannot be loaded.
+  // build_kernel_object throws, EntryContractError (a CompileError, tuner/entry_contract.h) when
+  // the entry is missing or its type is not the contract's, and std::runtime_error when the
+  // object cannot be loaded.
   CpuKernel(const KernelTemplate& tmpl, const Configuration& config,
             const CpuBackendOptions& options = {});
   ~CpuKernel();

@@ -34,7 +34,7 @@ struct tt_cpu_host {
 }  // extern "C"
 
 // Bumped whenever the structures above or the exported functions below change.
-#define TT_CPU_ABI_VERSION 1
+#define TT_CPU_ABI_VERSION 2
 
 #ifndef TT_CPU_BACKEND_HOST
 
@@ -56,6 +56,32 @@ static tt_cpu_host tt_cpu_host_functions;
 extern "C" unsigned int tt_cpu_abi_version(void) { return TT_CPU_ABI_VERSION; }
 extern "C" void tt_cpu_bind(const tt_cpu_host* host) { tt_cpu_host_functions = *host; }
 extern "C" void tt_cpu_enter(const tt_cpu_thread* thread) { tt_cpu_current = thread; }
+
+// The entry's type: tiletune appends TT_CPU_ENTRY_CONTRACT(entry) to the kernel's source
+// (kernel_build.cpp), so that the object tells whether its entry's type is the contract's and
+// prints that type as the compiler sees it (tt_cpu_entry_type). An entry taking other parameters
+// is then refused when the object is loaded, before it runs (cpu_kernel.cpp).
+typedef void tt_cpu_contract_entry(const float*, const float*, float*, int, int, int, int, int,
+                                   int);
+typedef void tt_cpu_contract_entry_noexcept(const float*, const float*, float*, int, int, int, int,
+                                            int, int) noexcept;
+template <class A, class B>
+struct tt_cpu_same_type {
+  static const bool value = false;
+};
+template <class A>
+struct tt_cpu_same_type<A, A> {
+  static const bool value = true;
+};
+// "const char* tt_cpu_type_text() [with T = void(int, int)]" (Clang: "[T = void (int, int)]").
+template <class T>
+const char* tt_cpu_type_text() { return __PRETTY_FUNCTION__; }
+#define TT_CPU_ENTRY_CONTRACT(entry)                                                   \
+  extern "C" int tt_cpu_entry_is_contract(void) {                                      \
+    return tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry>::value ||           \
+           tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry_noexcept>::value;    \
+  }                                                                                    \
+  extern "C" const char* tt_cpu_entry_type(void) { return tt_cpu_type_text<decltype(entry)>(); }
 
 // ---- qualifiers -----------------------------------------------------------------------------
 

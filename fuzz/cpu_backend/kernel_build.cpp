@@ -115,8 +115,10 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
   for (std::string& definition : tmpl.macro_definitions(config)) flags.push_back(definition);
 
   // The line directive makes the compiler's messages name the template, at its own line numbers.
+  // After the source, the macro that makes the object report its entry's type (cuda_on_cpu.h).
   const std::string origin = kernel_source_origin(tmpl);
-  std::string unit = fmt::format("#line 1 \"{}\"\n{}\n", origin, tmpl.source);
+  std::string unit = fmt::format("#line 1 \"{}\"\n{}\n#line 1 \"{}\"\nTT_CPU_ENTRY_CONTRACT({})\n",
+                                 origin, tmpl.source, kEntryTypeOrigin, tmpl.entry);
 
   // The dynamic shared memory definitions follow from the unit, given their capacity.
   const std::string key =

@@ -20,6 +20,10 @@ namespace tiletune {
 // have on an H100 or H200, so the CPU backend runs whatever the GPU can.
 inline constexpr std::size_t kCpuDynamicSharedCapacity = 227 * 1024;
 
+// The file name the compiler's messages give the line appended after the kernel's source, which
+// makes the object report its entry's type (cuda_on_cpu.h, TT_CPU_ENTRY_CONTRACT).
+inline constexpr std::string_view kEntryTypeOrigin = "<tiletune: the entry's type>";
+
 struct KernelObject {
   std::filesystem::path path;  // the shared object, in the cache folder
   bool from_cache = false;     // found there rather than compiled now

@@ -11,6 +11,7 @@
 
 #include "fuzz/gpu_executor.h"
 #include "fuzz/property_runner.h"
+#include "tuner/entry_contract.h"
 #include "tuner/nvrtc_compiler.h"
 #include "tuner/search_space.h"
 
@@ -101,6 +102,37 @@ TEST_F(GpuFuzz, BackendNameIsTheGpu) {
   const CompiledKernelImage image = compile_configuration(tmpl, config, arch());
   GpuExecutor executor(*device_, tmpl, config, image);
   EXPECT_EQ(executor.backend_name(), "gpu " + device_->properties().name);
+}
+
+// Compiled without compile_configuration's check of the cubin, so that what refuses the entry is
+// the layout the driver reports (cuFuncGetParamInfo, CUDA 12.4 and later) when it is loaded.
+TEST_F(GpuFuzz, AnEntryTakingOtherParametersIsRefusedBeforeAnyCase) {
+  if (cuda_driver().cuFuncGetParamInfo == nullptr) {
+    GTEST_SKIP() << "the driver is older than CUDA 12.4: it cannot report a parameter layout";
+  }
+  const KernelTemplate tmpl = parse_template(R"(// tiletune: entry swapped_gemm
+// tiletune: param BLOCK 16
+// tiletune: block BLOCK, BLOCK
+// tiletune: grid ceil_div(N, BLOCK), ceil_div(M, BLOCK)
+extern "C" __global__ void swapped_gemm(int M, int N, int K, const float* A, const float* B, float* C) {
+  const int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= M || col >= N) return;
+  float sum = 0;
+  for (int i = 0; i < K; ++i) sum += A[row * K + i] * B[i * N + col];
+  C[row * N + col] = sum;
+}
+)", "swapped.cu");
+  const Configuration config = tmpl.parse_configuration("BLOCK=16");
+  const CompiledKernelImage image = compile_cuda_source(
+      tmpl.source, "swapped.cu", tmpl.macro_definitions(config), arch(), tmpl.entry, "swapped");
+  try {
+    GpuExecutor executor(*device_, tmpl, config, image);
+    ADD_FAILURE() << "an entry taking (int M, int N, int K, const float* A, ...) was loaded";
+  } catch (const EntryContractError& e) {
+    EXPECT_EQ(e.log(), "entry swapped_gemm takes 6 parameters (4, 4, 4, 8, 8, 8 bytes); the "
+                       "contract is 9: (const float* A, const float* B, float* C, int M, int N, "
+                       "int K, int lda, int ldb, int ldc)");
+  }
 }
 
 TEST_F(GpuFuzz, MutantLoadingAUnmaskedAlongKIsCaughtAtOneElement) {

@@ -267,6 +267,106 @@ TEST_F(Cli, CompileOfATemplateWithACudaErrorFindsItAndExitsOne) {
   EXPECT_THAT(run.out, HasSubstr("0 configurations compiled for sm_90, 2 failed"));
 }
 
+// --- the entry contract ----------------------------------------------------------------------
+
+// The naive product under `declaration` ("NAME(parameters)"), whose entry is declared `entry`.
+std::string gemm_template(const std::string& entry, const std::string& declaration,
+                          const std::string& index_a = "row * lda + i",
+                          const std::string& index_b = "i * ldb + col",
+                          const std::string& index_c = "row * ldc + col") {
+  return "// tiletune: entry " + entry +
+         "\n"
+         "// tiletune: param BLOCK 8 16\n"
+         "// tiletune: block BLOCK, BLOCK\n"
+         "// tiletune: grid ceil_div(N, BLOCK), ceil_div(M, BLOCK)\n" +
+         declaration +
+         " {\n"
+         "  const int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+         "  const int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "  if (row >= M || col >= N) return;\n"
+         "  float sum = 0;\n"
+         "  for (int i = 0; i < K; ++i) sum += A[" + index_a + "] * B[" + index_b + "];\n"
+         "  C[" + index_c + "] = sum;\n"
+         "}\n";
+}
+
+const std::string kContractParameters =
+    "(const float* A, const float* B, float* C, int M, int N, int K, int lda, int ldb, int ldc)";
+
+// Right for packed matrices, but its parameters are (M, N, K, A, B, C): launched with the
+// contract's arguments it reads pointers as sizes and sizes as pointers.
+std::string swapped_signature_template() {
+  return gemm_template("swapped_gemm",
+                       "extern \"C\" __global__ void swapped_gemm(int M, int N, int K, "
+                       "const float* A, const float* B, float* C)",
+                       "row * K + i", "i * N + col", "row * N + col");
+}
+
+TEST_F(Cli, CompileOfATemplateWhoseEntryIsMisspeltFailsNamingIt) {
+  const fs::path misspelt = dir_ / "misspelt.cu";
+  write_file(misspelt, gemm_template("misspelt_gemm",
+                                     "extern \"C\" __global__ void mispelt_gemm" + kContractParameters));
+  const Outcome run = tiletune({"compile", misspelt.string(), "--arch", "sm_90"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.out, HasSubstr("misspelt     BLOCK=8                                  compile error\n"
+                                 "entry misspelt_gemm is not in the compiled code, whose __global__ "
+                                 "functions are mispelt_gemm\n")) << run;
+  EXPECT_THAT(run.out, HasSubstr("0 configurations compiled for sm_90, 2 failed")) << run;
+}
+
+TEST_F(Cli, CompileOfAnEntryThatIsNotExternCFailsNamingItsCppName) {
+  const fs::path mangled = dir_ / "mangled.cu";
+  write_file(mangled, gemm_template("mangled_gemm", "__global__ void mangled_gemm" + kContractParameters));
+  const Outcome run = tiletune({"compile", mangled.string(), "--arch", "sm_90"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.out, HasSubstr("entry mangled_gemm is not in the compiled code: it is compiled as "
+                                 "_Z12mangled_gemmPKfS0_Pfiiiiii, a C++ name; declare it extern \"C\"\n"))
+      << run;
+  EXPECT_THAT(run.out, HasSubstr("0 configurations compiled for sm_90, 2 failed")) << run;
+}
+
+TEST_F(Cli, CompileOfAnEntryTakingOtherParametersFailsNamingThem) {
+  const fs::path swapped = dir_ / "swapped.cu";
+  write_file(swapped, swapped_signature_template());
+  const Outcome run = tiletune({"compile", swapped.string(), "--arch", "sm_80"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.out, HasSubstr("entry swapped_gemm takes 6 parameters (4, 4, 4, 8, 8, 8 bytes); "
+                                 "the contract is 9: " + kContractParameters + "\n")) << run;
+  EXPECT_THAT(run.out, HasSubstr("0 configurations compiled for sm_80, 2 failed")) << run;
+}
+
+TEST_F(Cli, CpuFuzzRefusesAnEntryTakingOtherParametersBeforeAnyCase) {
+  const fs::path cache = fs::path(TILETUNE_BINARY_DIR) / "tests" / "tools" / "cpu-tune-cache";
+  setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  const fs::path swapped = dir_ / "swapped.cu";
+  write_file(swapped, swapped_signature_template());
+  const Outcome run = tiletune({"fuzz", swapped.string(), "--backend", "cpu", "--cases", "20"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  for (const char* config : {"BLOCK=8", "BLOCK=16"}) {
+    EXPECT_THAT(run.err, HasSubstr("FAIL swapped [" + std::string(config) + "]: ")) << run;
+  }
+  EXPECT_THAT(run.err, HasSubstr("entry swapped_gemm is void(int, int, int, const float*, const "
+                                 "float*, float*); the contract is void" + kContractParameters + "\n"))
+      << run;
+  EXPECT_THAT(run.err, ::testing::Not(HasSubstr("minimal case"))) << "refused before any case";
+  EXPECT_THAT(run.out, StartsWith("0 configurations passed, 2 failed")) << run;
+}
+
+TEST_F(Cli, GpuFuzzRefusesAnEntryTakingOtherParametersBeforeAnyCase) {
+  std::string why;
+  if (!gpu_present(&why)) GTEST_SKIP() << "no GPU: " << why;
+  setenv("TILETUNE_CACHE_DIR", (dir_ / "cubins").c_str(), 1);
+  const fs::path swapped = dir_ / "swapped.cu";
+  write_file(swapped, swapped_signature_template());
+  const Outcome run = tiletune({"fuzz", swapped.string(), "--cases", "20"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.err, HasSubstr("FAIL swapped [BLOCK=8]: ")) << run;
+  EXPECT_THAT(run.err, HasSubstr("entry swapped_gemm takes 6 parameters (4, 4, 4, 8, 8, 8 bytes); "
+                                 "the contract is 9: " + kContractParameters + "\n")) << run;
+  EXPECT_THAT(run.err, ::testing::Not(HasSubstr("minimal case"))) << "refused before any case";
+  EXPECT_THAT(run.out, StartsWith("0 configurations passed, 2 failed")) << run;
+}
+
 // --- query against a prepared database ------------------------------------------------------
 
 GpuRecord recorded_gpu(const std::string& name) {
@@ -704,6 +804,32 @@ TEST_F(CpuTune, AGuidedTuneWarmStartsFromTheNearestRecordedShape) {
   const Outcome cold = tune_at("39x35x19", {"--cold-start"});
   ASSERT_EQ(cold.exit_code, 0) << cold;
   EXPECT_THAT(cold.out, ::testing::Not(HasSubstr("warm start"))) << cold;
+}
+
+// The swapped parameters are refused from NVRTC's output, which tune compiles on the CPU backend
+// too; C before A and B has the contract's layout, and the CPU backend's check of the entry's type
+// refuses it.
+TEST_F(CpuTune, AnEntryTakingOtherParametersIsRecordedACompileErrorNamingThem) {
+  const fs::path swapped = dir_ / "swapped.cu", output_first = dir_ / "output_first.cu";
+  write_file(swapped, swapped_signature_template());
+  write_file(output_first,
+             gemm_template("output_first_gemm",
+                           "extern \"C\" __global__ void output_first_gemm(float* C, const float* A, "
+                           "const float* B, int M, int N, int K, int lda, int ldb, int ldc)"));
+  const Outcome run = tiletune({"tune", swapped.string(), output_first.string(), "--backend", "cpu",
+                                "--shape", "40x36x20", "--cases", "20", "--db", db().string()});
+  EXPECT_THAT(run.exit_code, AnyOf(0, 1)) << run;  // not a crash
+  EXPECT_EQ(settled_line(run), "settled: 4 compile_error") << run;
+  EXPECT_THAT(run.err, HasSubstr("swapped 40x36x20 BLOCK=16: compile_error: entry swapped_gemm takes "
+                                 "6 parameters (4, 4, 4, 8, 8, 8 bytes); the contract is 9: " +
+                                 kContractParameters + "\n"))
+      << run;
+  EXPECT_THAT(run.err, HasSubstr("output_first 40x36x20 BLOCK=16: compile_error: entry "
+                                 "output_first_gemm is void(float*, const float*, const float*, int, "
+                                 "int, int, int, int, int); the contract is void" +
+                                 kContractParameters + "\n"))
+      << run;
+  EXPECT_TRUE(ResultStore(db()).ranking("CPU backend", {40, 36, 20}).empty());
 }
 
 TEST_F(CpuTune, AGuidedStrategySettlesItsBudgetAndABadBudgetIsOneLine) {

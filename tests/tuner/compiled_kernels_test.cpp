@@ -27,7 +27,8 @@ KernelTemplate half_broken_template() {
   return parse_template(
       "// tiletune: name half\n// tiletune: entry half_gemm\n// tiletune: param T 4 8\n"
       "// tiletune: block T\n// tiletune: grid 1\n"
-      "extern \"C\" __global__ void half_gemm(float* C) {\n"
+      "extern \"C\" __global__ void half_gemm(const float* A, const float* B, float* C, int M, int N,"
+      " int K, int lda, int ldb, int ldc) {\n"
       "#if TT_T == 8\n  C[threadIdx.x] = undeclared_thing;\n#else\n  C[threadIdx.x] = TT_T;\n#endif\n"
       "}\n",
       "half.cu");

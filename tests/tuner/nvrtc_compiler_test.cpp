@@ -103,7 +103,8 @@ TEST(Nvrtc, ParametersReachTheSourceAsPrefixedMacros) {
       "// tiletune: entry k\n// tiletune: param WIDTH 3\n// tiletune: block 1\n// tiletune: grid 1\n"
       "static_assert(TT_WIDTH == 3, \"TT_WIDTH\");\n"
       "#ifdef WIDTH\n#error bare macro\n#endif\n"
-      "extern \"C\" __global__ void k(float* out) { out[threadIdx.x] = TT_WIDTH; }\n",
+      "extern \"C\" __global__ void k(const float* A, const float* B, float* C, int M, int N, int K,"
+      " int lda, int ldb, int ldc) { C[threadIdx.x] = TT_WIDTH; }\n",
       "macros.cu");
   const Configuration config = tmpl.parse_configuration("WIDTH=3");
   const CompiledKernelImage image = compile_configuration(tmpl, config, "sm_90");

@@ -2,6 +2,7 @@
 
 #include "fuzz/announcing_executor.h"
 #include "fuzz/gpu_executor.h"
+#include "tuner/entry_contract.h"
 
 namespace tiletune {
 
@@ -84,6 +85,9 @@ EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     stage("time");
     const Timing timing = time(executor.kernel(), geometry, request.timing);
     set_timing(result, timing, request.shape);
+  } catch (const EntryContractError& e) {  // found when the entry is loaded
+    result.status = ResultStatus::compile_error;
+    result.detail = e.log();
   } catch (const CudaError& e) {
     result.status = ResultStatus::launch_error;
     result.detail = e.what();

@@ -3,6 +3,7 @@
 // caught, and what it cannot run is refused cleanly. Sanitized (with AddressSanitizer's runtime
 // preloaded), an access to the guards or padding and undefined behaviour are findings of a case,
 // and the process goes on.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -21,6 +22,7 @@
 #include "fuzz/cpu_backend/cpu_kernel.h"
 #include "fuzz/cpu_backend/sanitizer_runtime.h"
 #include "fuzz/gemm_executor.h"
+#include "tuner/entry_contract.h"
 #include "tuner/kernel_template.h"
 #include "tuner/nvrtc_compiler.h"
 #include "tuner/search_space.h"
@@ -311,6 +313,76 @@ TEST(CpuBackend, CompileErrorCarriesTheCompilersMessage) {
     // The log names the template and the line in it.
     EXPECT_NE(e.log().find("broken.cu:11"), std::string::npos) << e.log();
   }
+}
+
+// custom_gemm declared with `parameters` instead of the contract's; its body is the naive product
+// for packed matrices, so that nothing but the signature is wrong.
+KernelTemplate with_signature(const std::string& name, const std::string& parameters) {
+  return parse_template(R"(// tiletune: entry custom_gemm
+// tiletune: param TILE 8
+// tiletune: block TILE, TILE
+// tiletune: grid ceil_div(N, TILE), ceil_div(M, TILE)
+extern "C" __global__ void custom_gemm()" + parameters + R"() {
+  const int row = blockIdx.y * TT_TILE + threadIdx.y;
+  const int col = blockIdx.x * TT_TILE + threadIdx.x;
+  if (row >= int(M) || col >= int(N)) return;
+  float acc = 0;
+  for (int i = 0; i < int(K); ++i) acc += A[row * K + i] * B[i * N + col];
+  C[row * N + col] = acc;
+}
+)",
+                        name + ".cu");
+}
+
+// The one line an entry of another type is refused with when it is loaded, or "" when it loads.
+std::string entry_refusal(const KernelTemplate& tmpl) {
+  try {
+    CpuKernel kernel(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
+    return "";
+  } catch (const EntryContractError& e) {
+    EXPECT_NE(std::string(e.what()).find(tmpl.name + " (TILE=8): "), std::string::npos) << e.what();
+    return e.log();
+  }
+}
+
+TEST(CpuBackend, AnEntryTakingOtherParametersIsRefusedWhenLoadedNamingItsType) {
+  EXPECT_EQ(entry_refusal(with_signature(
+                "swapped", "int M, int N, int K, const float* A, const float* B, float* C")),
+            "entry custom_gemm is void(int, int, int, const float*, const float*, float*); the "
+            "contract is void(const float* A, const float* B, float* C, int M, int N, int K, int "
+            "lda, int ldb, int ldc)");
+  // Sizes and places the GPU's layout check cannot tell from the contract's.
+  EXPECT_THAT(entry_refusal(with_signature("unsigned_sizes",
+                                           "const float* A, const float* B, float* C, unsigned M, "
+                                           "unsigned N, unsigned K, int lda, int ldb, int ldc")),
+              ::testing::StartsWith("entry custom_gemm is void(const float*, const float*, float*, "
+                                    "unsigned int, unsigned int, unsigned int, int, int, int);"));
+  EXPECT_THAT(entry_refusal(with_signature("output_first",
+                                           "float* C, const float* A, const float* B, int M, int "
+                                           "N, int K, int lda, int ldb, int ldc")),
+              ::testing::StartsWith("entry custom_gemm is void(float*, const float*, const float*, "));
+}
+
+TEST(CpuBackend, AnEntryThatIsNotInTheCodeIsRefusedInOneLine) {
+  KernelTemplate misspelt = custom("misspelt", "  if (row < M && col < N) C[row * ldc + col] = 0;\n");
+  misspelt.entry = "custom_gemmm";
+  const std::string refusal = entry_refusal(misspelt);
+  EXPECT_THAT(refusal, ::testing::StartsWith("entry custom_gemmm is not in the compiled code: "));
+  EXPECT_THAT(refusal, ::testing::HasSubstr("custom_gemmm"));
+  EXPECT_THAT(refusal, ::testing::Not(::testing::HasSubstr("\n")));
+
+  KernelTemplate mangled = custom("mangled", "  if (row < M && col < N) C[row * ldc + col] = 0;\n");
+  mangled.source.replace(mangled.source.find("extern \"C\" "), 11, "");
+  EXPECT_EQ(entry_refusal(mangled), "entry custom_gemm is not in the compiled code under that name "
+                                    "(a C++ name, mangled); declare it extern \"C\"");
+}
+
+TEST(CpuBackend, AnEntryOfTheContractsTypeLoadsWhateverItsQualifiers) {
+  EXPECT_EQ(entry_refusal(with_signature("restricted",
+                                         "const float* __restrict__ A, const float* __restrict__ "
+                                         "B, float* __restrict__ C, const int M, const int N, "
+                                         "const int K, int lda, int ldb, int ldc")),
+            "");
 }
 
 TEST(CpuBackend, SecondBuildComesFromTheCache) {

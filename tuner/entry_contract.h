@@ -1,0 +1,62 @@
+// The contract every template's entry point keeps (README, "Writing a template"):
+//
+//   extern "C" __global__ void NAME(const float* A, const float* B, float* C,
+//                                   int M, int N, int K, int lda, int ldb, int ldc)
+//
+// tiletune launches the entry with exactly those nine arguments, so an entry that takes others
+// would read garbage and be reported as wrong results. It is refused before any case instead, in
+// one line naming the entry's parameters and the contract's:
+// - after NVRTC: the entry must be a kernel of the cubin, and where the cubin's parameter
+//   records can be read, their layout must be the contract's (check_compiled_entry);
+// - on the GPU, after loading: the layout the driver reports (gpu_kernel.cpp);
+// - on the CPU backend: the entry's C++ type, as the host compiler sees it (cpu_kernel.cpp).
+// A layout tells sizes and offsets only: (float* C, const float* A, ...) or unsigned sizes pass
+// it; the CPU backend's check of the type catches those.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/cubin_elf.h"
+#include "tuner/nvrtc_compiler.h"
+
+namespace tiletune {
+
+// "(const float* A, const float* B, float* C, int M, int N, int K, int lda, int ldb, int ldc)"
+extern const char* const kEntryContractParameters;
+
+// An entry that breaks the contract: a compile error of its configuration, whose log is the one
+// line that says how.
+class EntryContractError : public CompileError {
+ public:
+  explicit EntryContractError(const std::string& line) : CompileError(line, line) {}
+  // what: "tiled [TILE=16]"; line: what is wrong with its entry.
+  EntryContractError(const std::string& what, const std::string& line)
+      : CompileError(what + ": " + line, line) {}
+};
+
+// Three 8-byte pointers at offsets 0, 8, 16, then six 4-byte ints at 24 to 44.
+const std::vector<KernelParameter>& contract_parameter_layout();
+
+// Why an entry with these parameters breaks the contract, in one line ("entry tiled_gemm takes 6
+// parameters (4, 4, 4, 8, 8, 8 bytes); the contract is 9: (const float* A, ...)"), or nothing.
+std::optional<std::string> parameter_layout_mismatch(const std::string& entry,
+                                                     const std::vector<KernelParameter>& layout);
+
+// Why the entry is not among the kernels the code defines, in one line: a kernel whose mangled
+// name is the entry's (declared without extern "C") is named, otherwise the kernels there are.
+std::string missing_entry_line(const std::string& entry, const std::vector<std::string>& kernels);
+
+// Why an entry of this C++ type (as the host compiler prints it) breaks the contract, or nothing
+// when `is_contract`.
+std::optional<std::string> entry_type_mismatch(const std::string& entry, bool is_contract,
+                                               const std::string& type);
+
+// Checks NVRTC's output for `entry`: throws EntryContractError (what: "tiled [TILE=16]") when the
+// cubin defines no kernel of that name, or when its parameter records say it takes other
+// parameters than the contract's. A cubin this reader cannot read is left to the GPU's check.
+void check_compiled_entry(const CompiledKernelImage& image, const std::string& entry,
+                          const std::string& what);
+
+}  // namespace tiletune
