@@ -1,8 +1,153 @@
 #include "fuzz/case_generator.h"
 
 #include <algorithm>
+#include <array>
+#include <limits>
+
+#include <fmt/format.h>
 
 namespace tiletune {
+namespace {
+
+// How far a size moves to meet the requirements (a multiple of 1024 is in reach of any size), how
+// many rounds over the six sizes, and how many fresh draws before the known admissible problem.
+constexpr std::int64_t kReach = 1024;
+constexpr int kRepairRounds = 4;
+constexpr int kDraws = 8;
+constexpr std::int64_t kLargestSize = std::numeric_limits<int>::max();
+
+struct Size {
+  const char* name;
+  std::int64_t GemmProblem::*ld;     // for a leading dimension
+  std::int64_t GemmShape::*dimension;  // for M, N, K
+};
+
+// The sizes in the order they are repaired; each dimension with the leading dimensions that must
+// stay at least as large (lda >= K, ldb >= N, ldc >= N).
+constexpr std::array<Size, 6> kSizes = {{{"M", nullptr, &GemmShape::m},
+                                         {"N", nullptr, &GemmShape::n},
+                                         {"K", nullptr, &GemmShape::k},
+                                         {"lda", &GemmProblem::lda, nullptr},
+                                         {"ldb", &GemmProblem::ldb, nullptr},
+                                         {"ldc", &GemmProblem::ldc, nullptr}}};
+
+std::int64_t lowest(const GemmProblem& p, const Size& size) {
+  if (size.dimension != nullptr) return 1;
+  if (size.ld == &GemmProblem::lda) return p.shape.k;
+  return p.shape.n;
+}
+
+// Sets one size; a dimension carries its leading dimensions along, keeping their padding.
+void set_size(GemmProblem& p, const Size& size, std::int64_t value) {
+  if (size.ld != nullptr) {
+    p.*size.ld = value;
+    return;
+  }
+  const std::int64_t delta = value - p.shape.*size.dimension;
+  p.shape.*size.dimension = value;
+  if (size.dimension == &GemmShape::k) p.lda += delta;
+  if (size.dimension == &GemmShape::n) {
+    p.ldb += delta;
+    p.ldc += delta;
+  }
+}
+
+std::int64_t get_size(const GemmProblem& p, const Size& size) {
+  return size.ld != nullptr ? p.*size.ld : p.shape.*size.dimension;
+}
+
+}  // namespace
+
+CaseRequirements::CaseRequirements(const KernelTemplate& tmpl, const Configuration& config)
+    : parameters_(tmpl.bindings(config)), requirements_(tmpl.requirements) {
+  for (std::size_t i = 0; i < requirements_.size(); ++i) {
+    for (Expression& part : requirements_[i].conjuncts()) conjuncts_.push_back({std::move(part), i});
+  }
+}
+
+int CaseRequirements::unmet(const GemmProblem& p, std::size_t* first) const {
+  Bindings values = parameters_;
+  values["M"] = p.shape.m;
+  values["N"] = p.shape.n;
+  values["K"] = p.shape.k;
+  values["lda"] = p.lda;
+  values["ldb"] = p.ldb;
+  values["ldc"] = p.ldc;
+  int count = 0;
+  for (const Conjunct& conjunct : conjuncts_) {
+    bool met = false;
+    try {
+      met = conjunct.expression.evaluate(values) != 0;
+    } catch (const ExpressionError&) {
+      // e.g. a division by zero: not met
+    }
+    if (!met && count++ == 0 && first != nullptr) *first = conjunct.requirement;
+  }
+  return count;
+}
+
+std::optional<std::string> CaseRequirements::violated(const GemmProblem& problem) const {
+  std::size_t first = 0;
+  if (unmet(problem, &first) == 0) return std::nullopt;
+  return requirements_[first].text();
+}
+
+bool CaseRequirements::repair(GemmProblem& p) const {
+  int unmet_now = unmet(p);
+  for (int round = 0; round < kRepairRounds && unmet_now > 0; ++round) {
+    const int unmet_before = unmet_now;
+    for (const Size& size : kSizes) {
+      if (unmet_now == 0) break;
+      // Only a size that some requirement reads can help.
+      const bool read = std::any_of(conjuncts_.begin(), conjuncts_.end(), [&](const Conjunct& c) {
+        return c.expression.references(size.name);
+      });
+      if (!read) continue;
+      const std::int64_t from = get_size(p, size), low = lowest(p, size);
+      for (std::int64_t step = 1; step <= kReach; ++step) {
+        bool moved = false;
+        for (const std::int64_t to : {from - step, from + step}) {  // the smaller first
+          if (to < low || to > kLargestSize) continue;
+          GemmProblem moved_problem = p;
+          set_size(moved_problem, size, to);
+          if (!moved_problem.valid()) continue;
+          if (const int unmet_there = unmet(moved_problem); unmet_there < unmet_now) {
+            p = moved_problem;
+            unmet_now = unmet_there;
+            moved = true;
+            break;
+          }
+        }
+        if (moved) break;
+      }
+    }
+    if (unmet_now == unmet_before) break;  // no size could help: more rounds would not either
+  }
+  return unmet_now == 0;
+}
+
+std::optional<GemmProblem> CaseRequirements::find_admissible() const {
+  for (const std::int64_t size : {1, 7, 64, 100, 1000, 4096}) {
+    for (const std::int64_t padding : {0, 3}) {
+      GemmProblem p = GemmProblem::packed({size, size, size});
+      p.lda += padding;
+      p.ldb += padding;
+      p.ldc += padding;
+      if (repair(p)) return p;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string CaseRequirements::why_none() const {
+  GemmProblem p = GemmProblem::packed({64, 64, 64});
+  repair(p);
+  std::size_t first = 0;
+  if (unmet(p, &first) == 0) return "";
+  return fmt::format("no case meets requirement '{}' (each size moved up to {} from several "
+                     "starting problems)",
+                     requirements_[first].text(), kReach);
+}
 
 std::vector<std::int64_t> remainder_moduli(const Configuration& config) {
   std::vector<std::int64_t> moduli;
@@ -30,44 +175,65 @@ rc::Gen<std::int64_t> gen_dimension(const std::vector<std::int64_t>& moduli,
   });
 }
 
-rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const CaseLimits& limits) {
-  return rc::gen::exec([moduli, limits] {
+namespace {
+
+GemmProblem draw_problem(const std::vector<std::int64_t>& moduli, const CaseLimits& limits) {
+  GemmProblem problem;
+  GemmShape& s = problem.shape;
+  // About one case in eight. Bools shrink to false, so a crowded failure shrinks on toward the
+  // ordinary sizes when it still fails there.
+  const bool crowded = limits.crowded_cases && *rc::gen::arbitrary<bool>() &&
+                       *rc::gen::arbitrary<bool>() && *rc::gen::arbitrary<bool>();
+  if (crowded) {
+    // By value: RapidCheck shrinks lazily, after this call has returned.
+    const auto many_tiles = rc::gen::exec([moduli, limits] {
+      const std::int64_t tile = *rc::gen::elementOf(moduli);
+      const std::int64_t fewest = std::max<std::int64_t>(1, (limits.min_crowded_size + tile - 1) / tile);
+      const std::int64_t most = std::max(fewest, (limits.max_crowded_size - tile + 1) / tile);
+      const std::int64_t whole = *rc::gen::inRange<std::int64_t>(fewest, most + 1);
+      return whole * tile + *rc::gen::inRange<std::int64_t>(1, tile);
+    });
+    s.m = *many_tiles;
+    s.n = *many_tiles;
+    s.k = *many_tiles;  // many K tiles: many windows for a race between load and use
+  } else {
+    s.m = *gen_dimension(moduli, limits.max_whole_tiles);
+    s.n = *gen_dimension(moduli, limits.max_whole_tiles);
+    s.k = *rc::gen::weightedOneOf<std::int64_t>({
+        {8, gen_dimension(moduli, limits.max_whole_tiles)},
+        {1, rc::gen::inRange<std::int64_t>(1, limits.max_long_k + 1)},
+    });
+  }
+  // Half the strides are wider than the matrix, from the first case on (inRange would favour
+  // packed while RapidCheck's size is small). A bool shrinks to false, so failures shrink to
+  // packed strides; a branch of weightedOneOf would never shrink across branches.
+  const auto extra = [&limits] {
+    const bool wider = limits.max_extra_ld > 0 && *rc::gen::arbitrary<bool>();
+    return wider ? *rc::gen::inRange<std::int64_t>(1, limits.max_extra_ld + 1) : 0;
+  };
+  problem.lda = s.k + extra();
+  problem.ldb = s.n + extra();
+  problem.ldc = s.n + extra();
+  return problem;
+}
+
+}  // namespace
+
+rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const CaseLimits& limits,
+                                const CaseRequirements& requirements,
+                                const std::optional<GemmProblem>& admissible) {
+  return rc::gen::exec([moduli, limits, requirements, admissible] {
     GemmCase c;
-    GemmShape& s = c.problem.shape;
-    // About one case in eight. Bools shrink to false, so a crowded failure shrinks on toward the
-    // ordinary sizes when it still fails there.
-    const bool crowded = limits.crowded_cases && *rc::gen::arbitrary<bool>() &&
-                         *rc::gen::arbitrary<bool>() && *rc::gen::arbitrary<bool>();
-    if (crowded) {
-      // By value: RapidCheck shrinks lazily, after this call has returned.
-      const auto many_tiles = rc::gen::exec([moduli, limits] {
-        const std::int64_t tile = *rc::gen::elementOf(moduli);
-        const std::int64_t fewest = std::max<std::int64_t>(1, (limits.min_crowded_size + tile - 1) / tile);
-        const std::int64_t most = std::max(fewest, (limits.max_crowded_size - tile + 1) / tile);
-        const std::int64_t whole = *rc::gen::inRange<std::int64_t>(fewest, most + 1);
-        return whole * tile + *rc::gen::inRange<std::int64_t>(1, tile);
-      });
-      s.m = *many_tiles;
-      s.n = *many_tiles;
-      s.k = *many_tiles;  // many K tiles: many windows for a race between load and use
-    } else {
-      s.m = *gen_dimension(moduli, limits.max_whole_tiles);
-      s.n = *gen_dimension(moduli, limits.max_whole_tiles);
-      s.k = *rc::gen::weightedOneOf<std::int64_t>({
-          {8, gen_dimension(moduli, limits.max_whole_tiles)},
-          {1, rc::gen::inRange<std::int64_t>(1, limits.max_long_k + 1)},
-      });
+    c.problem = draw_problem(moduli, limits);
+    // Repaired here, inside the generator, so that every shrunk case is repaired too.
+    for (int draw = 1; !requirements.empty() && !requirements.repair(c.problem); ++draw) {
+      if (draw == kDraws && admissible) {
+        c.problem = *admissible;
+        break;
+      }
+      if (draw == kDraws) break;  // no known admissible problem: the runner refuses to get here
+      c.problem = draw_problem(moduli, limits);
     }
-    // Half the strides are wider than the matrix, from the first case on (inRange would favour
-    // packed while RapidCheck's size is small). A bool shrinks to false, so failures shrink to
-    // packed strides; a branch of weightedOneOf would never shrink across branches.
-    const auto extra = [&limits] {
-      const bool wider = limits.max_extra_ld > 0 && *rc::gen::arbitrary<bool>();
-      return wider ? *rc::gen::inRange<std::int64_t>(1, limits.max_extra_ld + 1) : 0;
-    };
-    c.problem.lda = s.k + extra();
-    c.problem.ldb = s.n + extra();
-    c.problem.ldc = s.n + extra();
     c.inputs = *rc::gen::element(InputKind::small_integers, InputKind::real);
     c.data_seed = *rc::gen::inRange<std::uint64_t>(0, 1u << 30);
     c.schedule_seed = *rc::gen::inRange<std::uint64_t>(0, 1u << 30);

@@ -9,7 +9,8 @@
 namespace tiletune {
 
 // In a stable order: the first parameter varies slowest, values in declared order.
-// With a shape, requirements that read M, N or K are applied too.
+// With a shape, requirements that read M, N, K, lda, ldb or ldc are applied too, to the shape's
+// packed problem (lda = K, ldb = ldc = N: how the tuner verifies and times it).
 std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
                                                     const GemmShape* shape = nullptr);
 

@@ -247,6 +247,78 @@ TEST(CaseGenerator, EachShrinkIsAValidProblem) {
   }
 }
 
+// --- requirements ---------------------------------------------------------------------------
+
+// A template that states preconditions on the problem, and its one configuration.
+KernelTemplate with_requirements(const std::string& requirements) {
+  return parse_template("// tiletune: entry k\n// tiletune: param T 16\n" + requirements +
+                            "// tiletune: block T\n// tiletune: grid 1\n",
+                        "req.cu");
+}
+const Configuration kT16{{{"T", 16}}};
+
+TEST(CaseRequirements, EveryCaseAndEveryShrinkMeetsThem) {
+  const KernelTemplate tmpl = with_requirements(
+      "// tiletune: require M % 8 == 0 && N % T == 0\n// tiletune: require lda % 4 == 0\n"
+      "// tiletune: require ldc % 4 == 0 && K >= 3\n");
+  const CaseRequirements requirements(tmpl, kT16);
+  const rc::Gen<GemmCase> gen = gen_gemm_case({16}, {}, requirements, requirements.find_admissible());
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    const rc::Shrinkable<GemmCase> root = gen(rc::Random(seed));
+    ASSERT_TRUE(root.value().problem.valid()) << root.value().to_string();
+    ASSERT_TRUE(tmpl.satisfies_requirements(kT16, root.value().problem)) << root.value().to_string();
+    if (seed > 20) continue;
+    auto shrinks = root.shrinks();
+    for (int seen = 0; seen < 100; ++seen) {
+      const auto shrink = shrinks.next();
+      if (!shrink) break;
+      ASSERT_TRUE(tmpl.satisfies_requirements(kT16, shrink->value().problem)) << shrink->value().to_string();
+    }
+    // All the way down: the smallest admissible case, packed where the requirements allow.
+    const GemmCase smallest = shrink_all_the_way(root);
+    EXPECT_EQ(smallest.problem.shape, (GemmShape{8, 16, 3})) << smallest.to_string();
+    EXPECT_EQ(smallest.problem.lda, 4) << smallest.to_string();
+    EXPECT_EQ(smallest.problem.ldb, 16) << smallest.to_string();
+    EXPECT_EQ(smallest.problem.ldc, 16) << smallest.to_string();
+  }
+}
+
+TEST(CaseRequirements, RepairMovesEachSizeToTheNearestAdmissibleValue) {
+  const KernelTemplate tmpl = with_requirements("// tiletune: require M % 8 == 0 && lda % 4 == 0\n");
+  const CaseRequirements requirements(tmpl, kT16);
+  GemmProblem p{{13, 5, 7}, 9, 5, 5};
+  ASSERT_EQ(requirements.violated(p), "M % 8 == 0 && lda % 4 == 0");
+  ASSERT_TRUE(requirements.repair(p));
+  EXPECT_EQ(p, (GemmProblem{{16, 5, 7}, 8, 5, 5})) << p.to_string();
+  EXPECT_EQ(requirements.violated(p), std::nullopt);
+  GemmProblem one = GemmProblem::packed({1, 1, 1});
+  ASSERT_TRUE(requirements.repair(one));
+  EXPECT_EQ(one, (GemmProblem{{8, 1, 1}, 4, 1, 1})) << "never below 1, lda never below K";
+}
+
+TEST(CaseRequirements, CoupledSizesAndLargeModuliAreMetToo) {
+  const KernelTemplate tmpl = with_requirements(
+      "// tiletune: require M == N\n// tiletune: require K % 512 == 0 && ldb == N + 4\n");
+  const CaseRequirements requirements(tmpl, kT16);
+  const rc::Gen<GemmCase> gen = gen_gemm_case({16}, {}, requirements, requirements.find_admissible());
+  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+    const GemmCase c = gen(rc::Random(seed)).value();
+    ASSERT_TRUE(tmpl.satisfies_requirements(kT16, c.problem)) << c.to_string();
+  }
+}
+
+TEST(CaseRequirements, NoneMeetableIsSaidNamingTheRequirement) {
+  for (const std::string requirement : {"lda < 0", "M % 2 == 0 && M % 2 == 1", "T == 8"}) {
+    const KernelTemplate tmpl = with_requirements("// tiletune: require K >= 1\n// tiletune: require " +
+                                                  requirement + "\n");
+    const CaseRequirements requirements(tmpl, kT16);
+    EXPECT_EQ(requirements.find_admissible(), std::nullopt) << requirement;
+    EXPECT_THAT(requirements.why_none(), ::testing::StartsWith("no case meets requirement '" + requirement + "'"));
+  }
+  EXPECT_TRUE(CaseRequirements().empty());
+  EXPECT_NE(CaseRequirements(with_requirements(""), kT16).find_admissible(), std::nullopt);
+}
+
 TEST(GenDimension, SizesAreWholeTilesPlusARemainderOrSmall) {
   const rc::Gen<std::int64_t> gen = gen_dimension({16}, 2);
   int partial = 0;

@@ -115,16 +115,16 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
       outcome.kind = Kind::skipped;
       outcome.detail = skip_reason;
     } else if (replay.empty()) {
-      outcome.report = fuzz_configuration(*executor, config, settings);
+      outcome.report = fuzz_configuration(*executor, config, settings, CaseRequirements(tmpl, config));
       if (gpu != nullptr && outcome.report.verdict == FuzzVerdict::passed) {
         const LargeIndexProbe& probe = *backend.large_index_probe();
         if (auto why = probe.unavailable()) {
           outcome.probe = "large-index probe skipped: " + *why;
-        } else if (auto finding = probe.check(gpu->kernel(), tmpl, config)) {
+        } else if (std::string skipped; auto finding = probe.check(gpu->kernel(), tmpl, config, &skipped)) {
           record_probe_finding(*finding, outcome.report);
           lost = finding->context_lost;
         } else {
-          outcome.probe = "large-index probe passed";
+          outcome.probe = "large-index probe passed" + (skipped.empty() ? "" : " (" + skipped + ")");
         }
       }
     } else {
@@ -158,6 +158,12 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
     lost = lost || (gpu != nullptr && gpu->context_lost());
     executor.reset();
     if (lost) backend.mark_context_lost(fmt::format("{} [{}]", tmpl.name, config.to_string()));
+    // A pass is every case asked for, run and passed (fuzz_configuration settles the same).
+    const int asked = replay.empty() ? settings.cases : int(replay.size());
+    if (outcome.report.verdict == FuzzVerdict::passed && outcome.report.cases_passed < asked) {
+      outcome.report.verdict = FuzzVerdict::too_few_cases;
+      outcome.report.finding = fmt::format("only {} of {} cases ran", outcome.report.cases_passed, asked);
+    }
     if (outcome.kind != Kind::skipped) {
       outcome.kind = outcome.report.verdict == FuzzVerdict::passed ? Kind::passed : Kind::failed;
     }

@@ -81,8 +81,13 @@ int run(const FuzzOptions& options) {
       throw UsageError(std::string("--case: ") + e.what());
     }
   }
-  // Bad configurations and a missing sanitizer are reported before any work is done.
-  for (const KernelTemplate& tmpl : templates) configurations_of(tmpl, options);
+  // Bad configurations, replayed cases their requirements exclude and a missing sanitizer are
+  // reported before any work is done.
+  for (const KernelTemplate& tmpl : templates) {
+    for (const Configuration& config : configurations_of(tmpl, options)) {
+      for (const GemmCase& gemm_case : replay) tmpl.check_requirements(config, gemm_case.problem);
+    }
+  }
   if (options.sanitize && options.backend == "gpu" && !options.sanitizer_child) {
     try {
       find_compute_sanitizer();
