@@ -267,7 +267,7 @@ TEST(CaseRequirements, EveryCaseAndEveryShrinkMeetsThem) {
     const rc::Shrinkable<GemmCase> root = gen(rc::Random(seed));
     ASSERT_TRUE(root.value().problem.valid()) << root.value().to_string();
     ASSERT_TRUE(tmpl.satisfies_requirements(kT16, root.value().problem)) << root.value().to_string();
-    if (seed > 20) continue;
+    if (seed > 4) continue;  // shrinking all the way is slow: a few suffice
     auto shrinks = root.shrinks();
     for (int seen = 0; seen < 100; ++seen) {
       const auto shrink = shrinks.next();

@@ -800,15 +800,17 @@ TEST_F(CpuTune, FuzzOfAFloorDivisionGridFailsEachConfigurationWithAMinimalCaseAn
 
 TEST_F(CpuTune, TuneOfAFloorDivisionGridRecordsNoPassExitsOneAndQueryServesNothing) {
   const fs::path floorgrid = write_floor_grid_template(dir_);
-  const Outcome run = tiletune({"tune", floorgrid.string(), "--backend", "cpu", "--shape", "40x36x20",
+  // At 128x128x32 every configuration's floor-division grid covers C exactly: only the fuzz can
+  // tell that smaller shapes are left unwritten.
+  const Outcome run = tiletune({"tune", floorgrid.string(), "--backend", "cpu", "--shape", "128x128x32",
                                 "--cases", "20", "--db", db().string()});
   EXPECT_EQ(run.exit_code, 1) << run;
   EXPECT_THAT(run.out, HasSubstr("(no correct configuration)")) << run;
   EXPECT_THAT(run.err, HasSubstr("have no correct configuration")) << run;
   EXPECT_THAT(run.err, HasSubstr("cannot run this case: ")) << run;
   EXPECT_EQ(recorded(), 21) << "every configuration is recorded, none as ok";
-  EXPECT_TRUE(ResultStore(db()).ranking("CPU backend", {40, 36, 20}, std::string("naive")).empty());
-  for (const char* shape : {"40x36x20", "64x64x64"}) {  // the tuned shape, and one it is nearest to
+  EXPECT_TRUE(ResultStore(db()).ranking("CPU backend", {128, 128, 32}, std::string("naive")).empty());
+  for (const char* shape : {"128x128x32", "100x100x40"}) {  // the tuned shape, and one it is nearest to
     const Outcome query = tiletune({"query", "--shape", shape, "--db", db().string(), "--gpu", "CPU backend"});
     expect_one_line_failure(query, 1);
     EXPECT_THAT(query.err, HasSubstr("no correct configuration recorded")) << query;
@@ -822,6 +824,16 @@ TEST_F(CpuTune, FuzzDrawsOnlyCasesThatMeetTheRequirementsAndRunsThemAll) {
   EXPECT_THAT(run.err, HasSubstr("pass aligned [BLOCK_X=16]: 60 cases")) << run;
   EXPECT_THAT(run.err, HasSubstr("pass aligned [BLOCK_X=32]: 60 cases")) << run;
   EXPECT_THAT(run.out, HasSubstr("2 configurations passed, 0 failed, 0 skipped; 120 cases")) << run;
+
+  // The kernel does need them: without its requirements the same fuzz fails.
+  std::string unrequired = read_file(aligned);
+  for (const char* line : {"// tiletune: require M % 8 == 0\n", "// tiletune: require lda % 4 == 0\n"}) {
+    unrequired.erase(unrequired.find(line), std::string(line).size());
+  }
+  write_file(dir_ / "unrequired.cu", unrequired);
+  const Outcome without = tiletune({"fuzz", (dir_ / "unrequired.cu").string(), "--backend", "cpu",
+                                    "--cases", "60", "--config", "BLOCK_X=16"});
+  EXPECT_EQ(without.exit_code, 1) << without;
 
   // A replayed case that a requirement excludes is bad input, naming the requirement.
   const Outcome replay = tiletune({"fuzz", aligned.string(), "--backend", "cpu", "--config", "BLOCK_X=16",
