@@ -9,9 +9,11 @@
 namespace tiletune {
 namespace {
 
-// How far a size moves to meet the requirements (a multiple of 1024 is in reach of any size), how
+// How far a size moves one by one to meet the requirements (a multiple of 1024 is in reach of any
+// size) and by doubling steps (a bound such as `K >= 4 * BK * SPLIT_K`), how
 // many rounds over the six sizes, and how many fresh draws before the known admissible problem.
 constexpr std::int64_t kReach = 1024;
+constexpr std::int64_t kFarthest = std::int64_t(1) << 16;
 constexpr int kRepairRounds = 4;
 constexpr int kDraws = 8;
 constexpr std::int64_t kLargestSize = std::numeric_limits<int>::max();
@@ -94,6 +96,17 @@ std::optional<std::string> CaseRequirements::violated(const GemmProblem& problem
 
 bool CaseRequirements::repair(GemmProblem& p) const {
   int unmet_now = unmet(p);
+  // Moves `size` by `step`, the smaller value first, when that meets more requirements.
+  const auto moved_by = [&](const Size& size, std::int64_t step, GemmProblem& moved) {
+    const std::int64_t from = get_size(p, size);
+    for (const std::int64_t to : {from - step, from + step}) {
+      if (to < lowest(p, size) || to > kLargestSize) continue;
+      moved = p;
+      set_size(moved, size, to);
+      if (moved.valid() && unmet(moved) < unmet_now) return true;
+    }
+    return false;
+  };
   for (int round = 0; round < kRepairRounds && unmet_now > 0; ++round) {
     const int unmet_before = unmet_now;
     for (const Size& size : kSizes) {
@@ -103,22 +116,29 @@ bool CaseRequirements::repair(GemmProblem& p) const {
         return c.expression.references(size.name);
       });
       if (!read) continue;
-      const std::int64_t from = get_size(p, size), low = lowest(p, size);
-      for (std::int64_t step = 1; step <= kReach; ++step) {
-        bool moved = false;
-        for (const std::int64_t to : {from - step, from + step}) {  // the smaller first
-          if (to < low || to > kLargestSize) continue;
-          GemmProblem moved_problem = p;
-          set_size(moved_problem, size, to);
-          if (!moved_problem.valid()) continue;
-          if (const int unmet_there = unmet(moved_problem); unmet_there < unmet_now) {
-            p = moved_problem;
-            unmet_now = unmet_there;
-            moved = true;
-            break;
+      GemmProblem moved;
+      bool found = false;
+      for (std::int64_t step = 1; step <= kReach && !found; ++step) found = moved_by(size, step, moved);
+      // Beyond the reach (`K >= 4096`), steps double; then the smallest step that still helps
+      // is searched between the last two (exact for a bound).
+      for (std::int64_t step = 2 * kReach; step <= kFarthest && !found; step *= 2) {
+        if (!moved_by(size, step, moved)) continue;
+        found = true;
+        std::int64_t fails = step / 2, works = step;
+        GemmProblem closer;
+        while (works - fails > 1) {
+          const std::int64_t middle = fails + (works - fails) / 2;
+          if (moved_by(size, middle, closer)) {
+            works = middle;
+            moved = closer;
+          } else {
+            fails = middle;
           }
         }
-        if (moved) break;
+      }
+      if (found) {
+        p = moved;
+        unmet_now = unmet(p);
       }
     }
     if (unmet_now == unmet_before) break;  // no size could help: more rounds would not either

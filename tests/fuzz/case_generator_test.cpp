@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <set>
 #include <vector>
+
+#include "tuner/search_space.h"
 
 namespace tiletune {
 namespace {
@@ -304,6 +307,34 @@ TEST(CaseRequirements, CoupledSizesAndLargeModuliAreMetToo) {
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
     const GemmCase c = gen(rc::Random(seed)).value();
     ASSERT_TRUE(tmpl.satisfies_requirements(kT16, c.problem)) << c.to_string();
+  }
+}
+
+TEST(CaseRequirements, ABoundBeyondTheReachIsMetExactly) {
+  const KernelTemplate tmpl = with_requirements("// tiletune: require K >= 4 * T * 64 && M < 2 * T\n");
+  const CaseRequirements requirements(tmpl, kT16);
+  GemmProblem p{{40, 9, 70}, 75, 9, 9};
+  ASSERT_TRUE(requirements.repair(p));
+  EXPECT_EQ(p, (GemmProblem{{31, 9, 4096}, 4101, 9, 9})) << p.to_string();
+}
+
+// The shipped warp_tiled states tuning bounds on the shape (no tile more than twice the matrix,
+// split K only with K >= 4 BK SPLIT_K): every configuration still gets cases that meet them.
+TEST(CaseRequirements, EveryWarpTiledConfigurationHasCasesThatMeetItsRequirements) {
+  const KernelTemplate tmpl =
+      load_template(std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src" / "warp_tiled.cu");
+  const std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  ASSERT_GT(configs.size(), 400u);
+  for (const Configuration& config : configs) {
+    const CaseRequirements requirements(tmpl, config);
+    const std::optional<GemmProblem> admissible = requirements.find_admissible();
+    ASSERT_TRUE(admissible.has_value()) << config.to_string() << ": " << requirements.why_none();
+    const rc::Gen<GemmCase> gen =
+        gen_gemm_case(remainder_moduli(config), {}, requirements, admissible);
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      const GemmCase c = gen(rc::Random(seed)).value();
+      ASSERT_TRUE(tmpl.satisfies_requirements(config, c.problem)) << config.to_string() << " " << c.to_string();
+    }
   }
 }
 

@@ -3,7 +3,8 @@
 // Evaluates configurations in a worker process (a crash or a hang is recorded and the tune goes
 // on), records every outcome at once (Ctrl-C or kill -9 lose nothing; the same command resumes),
 // re-measures the best few together, and prints the winner of each template and shape with where
-// the time went. Exits 1 when some template and shape has no correct configuration.
+// the time went. Exits 1 when some template and shape has no correct configuration (none of those
+// it settled was correct, or none admits the shape).
 #include <chrono>
 #include <map>
 
@@ -129,7 +130,9 @@ int run(const TuneOptions& options) {
         fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10.4f} {:>8.2f}  {}\n", shape.to_string(), tmpl.name,
                    settled, summary.best->config, summary.best->median_ms, summary.best->tflops, overall);
       } else {
-        ++without_winner;
+        // Nothing correct among what it settled, or no configuration for the shape at all; a
+        // budget that ran out before anything settled proves nothing either way.
+        if (summary.settled > 0 || summary.space == 0) ++without_winner;
         fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
                    settled, "(no correct configuration)", "", "", overall);
       }
