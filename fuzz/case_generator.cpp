@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -10,10 +11,13 @@ namespace tiletune {
 namespace {
 
 // How far a size moves one by one to meet the requirements (a multiple of 1024 is in reach of any
-// size) and by doubling steps (a bound such as `K >= 4 * BK * SPLIT_K`), how
+// size) and by doubling steps (a bound such as `K >= 4 * BK * SPLIT_K`), how many whole periods
+// one by one before doubling, the largest period (the tile sizes' least common multiple), how
 // many rounds over the six sizes, and how many fresh draws before the known admissible problem.
 constexpr std::int64_t kReach = 1024;
 constexpr std::int64_t kFarthest = std::int64_t(1) << 16;
+constexpr std::int64_t kLinearPeriods = 8;
+constexpr std::int64_t kLargestPeriod = 4096;
 constexpr int kRepairRounds = 4;
 constexpr int kDraws = 8;
 constexpr std::int64_t kLargestSize = std::numeric_limits<int>::max();
@@ -62,6 +66,10 @@ std::int64_t get_size(const GemmProblem& p, const Size& size) {
 
 CaseRequirements::CaseRequirements(const KernelTemplate& tmpl, const Configuration& config)
     : parameters_(tmpl.bindings(config)), requirements_(tmpl.requirements) {
+  for (const std::int64_t modulus : remainder_moduli(config)) {
+    const std::int64_t multiple = std::lcm(period_, modulus);
+    period_ = multiple <= kLargestPeriod ? multiple : std::max(period_, modulus);
+  }
   for (std::size_t i = 0; i < requirements_.size(); ++i) {
     for (Expression& part : requirements_[i].conjuncts()) conjuncts_.push_back({std::move(part), i});
   }
@@ -107,6 +115,30 @@ bool CaseRequirements::repair(GemmProblem& p) const {
     }
     return false;
   };
+  // The smallest multiple of `unit` by which `size` moves to meet more requirements: `linear`
+  // multiples one by one, then doubling ones, the smallest that helps searched between the last
+  // two (exact for a bound).
+  const auto search = [&](const Size& size, std::int64_t unit, std::int64_t linear, GemmProblem& moved) {
+    for (std::int64_t k = 1; k <= linear; ++k) {
+      if (moved_by(size, k * unit, moved)) return true;
+    }
+    for (std::int64_t k = 2 * linear; k * unit <= kFarthest; k *= 2) {
+      if (!moved_by(size, k * unit, moved)) continue;
+      std::int64_t fails = k / 2, works = k;
+      GemmProblem closer;
+      while (works - fails > 1) {
+        const std::int64_t middle = fails + (works - fails) / 2;
+        if (moved_by(size, middle * unit, closer)) {
+          works = middle;
+          moved = closer;
+        } else {
+          fails = middle;
+        }
+      }
+      return true;
+    }
+    return false;
+  };
   for (int round = 0; round < kRepairRounds && unmet_now > 0; ++round) {
     const int unmet_before = unmet_now;
     for (const Size& size : kSizes) {
@@ -116,26 +148,11 @@ bool CaseRequirements::repair(GemmProblem& p) const {
         return c.expression.references(size.name);
       });
       if (!read) continue;
+      // Whole periods first, which keep the partial tile the draw aimed at (`K >= 4096` from
+      // K = 70 gives 70 + k * period); then one by one (`M % 8 == 0`).
       GemmProblem moved;
-      bool found = false;
-      for (std::int64_t step = 1; step <= kReach && !found; ++step) found = moved_by(size, step, moved);
-      // Beyond the reach (`K >= 4096`), steps double; then the smallest step that still helps
-      // is searched between the last two (exact for a bound).
-      for (std::int64_t step = 2 * kReach; step <= kFarthest && !found; step *= 2) {
-        if (!moved_by(size, step, moved)) continue;
-        found = true;
-        std::int64_t fails = step / 2, works = step;
-        GemmProblem closer;
-        while (works - fails > 1) {
-          const std::int64_t middle = fails + (works - fails) / 2;
-          if (moved_by(size, middle, closer)) {
-            works = middle;
-            moved = closer;
-          } else {
-            fails = middle;
-          }
-        }
-      }
+      bool found = period_ > 1 && search(size, period_, kLinearPeriods, moved);
+      if (!found) found = search(size, 1, kReach, moved);
       if (found) {
         p = moved;
         unmet_now = unmet(p);

@@ -48,7 +48,8 @@ class CaseRequirements {
   // The text of the first requirement the problem does not meet, or nothing.
   std::optional<std::string> violated(const GemmProblem& problem) const;
   // Moves M, N, K, then lda, ldb, ldc, each to its nearest value that meets more of the
-  // requirements (a dimension's leading dimension moves with it), for a few rounds. True when the
+  // requirements, by whole tile periods where that works (so that a partial tile stays partial),
+  // else one by one (a dimension's leading dimension moves with it), for a few rounds. True when the
   // problem now meets them all; false leaves it valid but not admissible.
   bool repair(GemmProblem& problem) const;
   // An admissible problem found by repairing a fixed set of starting problems, or nothing.
@@ -64,6 +65,7 @@ class CaseRequirements {
   int unmet(const GemmProblem& problem, std::size_t* first = nullptr) const;
 
   Bindings parameters_;
+  std::int64_t period_ = 1;  // the tile sizes' least common multiple: a move by it keeps a partial tile
   std::vector<Expression> requirements_;
   std::vector<Conjunct> conjuncts_;
 };

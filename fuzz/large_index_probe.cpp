@@ -134,13 +134,13 @@ std::optional<std::string> LargeIndexProbe::unavailable() const {
 std::optional<LargeIndexFinding> LargeIndexProbe::check(const GpuKernel& kernel,
                                                         const KernelTemplate& tmpl,
                                                         const Configuration& config,
-                                                        std::string* skipped) const {
+                                                        std::vector<std::string>* skipped) const {
   for (const GemmProblem& problem : problems()) {
     // A kernel may require aligned leading dimensions; the probes' odd ones are then not its cases.
     if (const Expression* unmet = tmpl.violated_requirement(config, &problem)) {
       if (skipped != nullptr) {
-        *skipped += fmt::format("{}{} skipped (requirement '{}')", skipped->empty() ? "" : ", ",
-                                problem.to_string(), unmet->text());
+        skipped->push_back(fmt::format("{} does not meet requirement '{}'", problem.to_string(),
+                                       unmet->text()));
       }
       continue;
     }

@@ -46,7 +46,7 @@ class LargeIndexProbe {
   // failing kernel is a finding.
   std::optional<LargeIndexFinding> check(const GpuKernel& kernel, const KernelTemplate& tmpl,
                                          const Configuration& config,
-                                         std::string* skipped = nullptr) const;
+                                         std::vector<std::string>* skipped = nullptr) const;
   // Runs one of problems() (the replay of a reported probe); throws RequirementNotMet for a
   // problem the configuration's requirements exclude.
   std::optional<LargeIndexFinding> check(const GpuKernel& kernel, const KernelTemplate& tmpl,

@@ -277,10 +277,11 @@ TEST(CaseRequirements, EveryCaseAndEveryShrinkMeetsThem) {
       if (!shrink) break;
       ASSERT_TRUE(tmpl.satisfies_requirements(kT16, shrink->value().problem)) << shrink->value().to_string();
     }
-    // All the way down: the smallest admissible case, packed where the requirements allow.
+    // All the way down: 1x1x1 repaired. M and N move to the nearest multiples; K >= 3 moves by a
+    // whole tile, keeping the partial one (17 = 16 + 1); lda to the nearest multiple of 4 >= K.
     const GemmCase smallest = shrink_all_the_way(root);
-    EXPECT_EQ(smallest.problem.shape, (GemmShape{8, 16, 3})) << smallest.to_string();
-    EXPECT_EQ(smallest.problem.lda, 4) << smallest.to_string();
+    EXPECT_EQ(smallest.problem.shape, (GemmShape{8, 16, 17})) << smallest.to_string();
+    EXPECT_EQ(smallest.problem.lda, 20) << smallest.to_string();
     EXPECT_EQ(smallest.problem.ldb, 16) << smallest.to_string();
     EXPECT_EQ(smallest.problem.ldc, 16) << smallest.to_string();
   }
@@ -310,12 +311,13 @@ TEST(CaseRequirements, CoupledSizesAndLargeModuliAreMetToo) {
   }
 }
 
-TEST(CaseRequirements, ABoundBeyondTheReachIsMetExactly) {
+TEST(CaseRequirements, ABoundIsMetByWholeTilesKeepingThePartialOne) {
   const KernelTemplate tmpl = with_requirements("// tiletune: require K >= 4 * T * 64 && M < 2 * T\n");
   const CaseRequirements requirements(tmpl, kT16);
   GemmProblem p{{40, 9, 70}, 75, 9, 9};
   ASSERT_TRUE(requirements.repair(p));
-  EXPECT_EQ(p, (GemmProblem{{31, 9, 4096}, 4101, 9, 9})) << p.to_string();
+  // K: the first 70 + 16 k >= 4096; M: 40 - 16 < 32.
+  EXPECT_EQ(p, (GemmProblem{{24, 9, 4102}, 4107, 9, 9})) << p.to_string();
 }
 
 // The shipped warp_tiled states tuning bounds on the shape (no tile more than twice the matrix,

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "fuzz/cpu_backend/cpu_executor.h"
 #include "fuzz/gemm_operands.h"
@@ -125,11 +126,16 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
         const LargeIndexProbe& probe = *backend.large_index_probe();
         if (auto why = probe.unavailable()) {
           outcome.probe = "large-index probe skipped: " + *why;
-        } else if (std::string skipped; auto finding = probe.check(gpu->kernel(), tmpl, config, &skipped)) {
+        } else if (std::vector<std::string> skipped;
+                   auto finding = probe.check(gpu->kernel(), tmpl, config, &skipped)) {
           record_probe_finding(*finding, outcome.report);
           lost = finding->context_lost;
+        } else if (skipped.size() == LargeIndexProbe::problems().size()) {
+          outcome.probe = fmt::format("large-index probe skipped: {}", fmt::join(skipped, "; "));
         } else {
-          outcome.probe = "large-index probe passed" + (skipped.empty() ? "" : " (" + skipped + ")");
+          outcome.probe = skipped.empty() ? "large-index probe passed"
+                                          : fmt::format("large-index probe passed ({} skipped: {})",
+                                                        skipped.size(), fmt::join(skipped, "; "));
         }
       }
     } else {
