@@ -146,7 +146,8 @@ int run(const FuzzOptions& options) {
           break;
         case Kind::failed:
           ++failed;
-          cases_run += outcome.report.cases_passed + 1 + outcome.report.shrink_steps;
+          cases_run += outcome.report.cases_passed +
+                       (outcome.report.counterexample ? 1 + outcome.report.shrink_steps : 0);
           progress_line(describe_failure(label, outcome.report,
                                          outcome.report.counterexample
                                              ? replay_command(options, tmpl, config,
