@@ -855,6 +855,28 @@ TEST_F(CpuTune, RequirementsNoCaseCanMeetFailEachConfigurationNamingTheRequireme
   EXPECT_THAT(run.err, Not(HasSubstr("pass "))) << run;
 }
 
+// A mutant fuzzed on no case at all is neither caught nor a pass: it is broken, and fails the run.
+TEST_F(CpuTune, MutantsCountAMutantFuzzedOnTooFewCasesAsBrokenNotCaught) {
+  fs::copy_file(kTemplates / "naive.cu", dir_ / "naive.cu");
+  write_file(dir_ / "suite.json", R"({
+  "template": "naive.cu",
+  "mutants": [
+    {
+      "name": "unmeetable",
+      "bug": "a requirement no case can meet",
+      "replace": [ { "from": "// tiletune: block BLOCK_X, BLOCK_Y",
+                     "to": "// tiletune: require lda < 0\n// tiletune: block BLOCK_X, BLOCK_Y" } ]
+    }
+  ]
+})");
+  const Outcome run = tiletune({"mutants", (dir_ / "suite.json").string(), "--backend", "cpu",
+                                "--cases", "10", "--config", "BLOCK_X=16,BLOCK_Y=4"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.err, HasSubstr("BROKEN naive~unmeetable [BLOCK_X=16,BLOCK_Y=4]: no case meets "
+                                 "requirement 'lda < 0'")) << run;
+  EXPECT_THAT(run.out, HasSubstr("0 mutants caught in every configuration, 1 survived")) << run;
+}
+
 TEST_F(CpuTune, TuneAppliesRequirementsToThePackedShape) {
   const fs::path aligned = write_aligned_template(dir_);
   const Outcome ok = tiletune({"tune", aligned.string(), "--backend", "cpu", "--shape", "40x36x20",
