@@ -1,5 +1,6 @@
 #include "fuzz/property_runner.h"
 
+#include <exception>
 #include <iostream>
 #include <sstream>
 #include <string_view>
@@ -60,6 +61,8 @@ std::optional<std::string> evaluate(GemmExecutor& executor, const GemmCase& gemm
   } catch (const LaunchError& e) {
     verdict = FuzzVerdict::launch_error;
     return std::string("launch failed: ") + e.what();
+  } catch (const UnsupportedOnBackend&) {
+    throw;  // about the backend, not the configuration: the caller skips it
   } catch (const std::exception& e) {  // e.g. the launch geometry of a zero-sized grid
     verdict = FuzzVerdict::cannot_run;
     return std::string(kCannotRun) + e.what();
@@ -120,6 +123,7 @@ FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& confi
     }
   }
   bool launches_broken = false;
+  std::exception_ptr unsupported;  // RapidCheck takes what a property throws for a failure
 
   const auto property = [&] {
     const GemmCase gemm_case = *gen_gemm_case(moduli, settings.limits, requirements, admissible);
@@ -127,7 +131,15 @@ FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& confi
     // alone; letting them pass keeps the first real failure as the reported one.
     if (launches_broken) return;
     FuzzVerdict verdict = FuzzVerdict::passed;
-    if (auto finding = evaluate(executor, gemm_case, verdict)) {
+    std::optional<std::string> finding;
+    try {
+      finding = evaluate(executor, gemm_case, verdict);
+    } catch (const UnsupportedOnBackend& e) {
+      unsupported = std::current_exception();
+      launches_broken = true;
+      RC_FAIL(e.what());
+    }
+    if (finding) {
       report.verdict = verdict;
       report.counterexample = gemm_case;  // shrinking only accepts failing cases: the last is minimal
       report.finding = *finding;
@@ -145,6 +157,7 @@ FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& confi
   CountingListener listener;
   const rc::detail::TestResult result =
       rc::detail::checkProperty(rc::detail::toProperty(property), metadata, params, listener);
+  if (unsupported) std::rethrow_exception(unsupported);
   settle_verdict(result, settings, report);
   report.shrink_steps = listener.accepted_shrinks;
   return report;

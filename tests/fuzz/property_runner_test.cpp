@@ -297,6 +297,17 @@ TEST(PropertyRunner, AnythingThrownButALaunchErrorFailsARunOfOneCase) {
   EXPECT_EQ(run_single_case(floor, c).verdict, FuzzVerdict::cannot_run);
 }
 
+TEST(PropertyRunner, WhatTheBackendCannotRunIsThrownForTheCallerToSkip) {
+  class NoSharedMemoryHere : public CpuSgemm {
+    void run(const GemmCase&, GemmOperands&) override {
+      throw UnsupportedOnBackend("not supported on the CPU backend: 300000 bytes of dynamic shared memory");
+    }
+  } executor;
+  EXPECT_THROW(fuzz_configuration(executor, kTile16, settings(20)), UnsupportedOnBackend);
+  const GemmCase c = GemmCase::parse("5x7x19");
+  EXPECT_THROW(run_single_case(executor, c), UnsupportedOnBackend);
+}
+
 // A template whose kernel has no row mask and loads A four floats at a time.
 KernelTemplate aligned_template(const std::string& requirements) {
   return parse_template("// tiletune: entry k\n// tiletune: param TILE 16\n" + requirements +
