@@ -20,6 +20,10 @@ constexpr std::int64_t kLinearPeriods = 8;
 constexpr std::int64_t kLargestPeriod = 4096;
 constexpr int kRepairRounds = 4;
 constexpr int kDraws = 8;
+// The most multiply-adds a repaired case keeps beyond its draw's, about those of 160 x 160 x 160:
+// its reference and its CPU run cost that much, and a split-K case of K >= 4096 runs every
+// slice's steps.
+constexpr std::int64_t kMaxRepairedVolume = std::int64_t(1) << 22;
 constexpr std::int64_t kLargestSize = std::numeric_limits<int>::max();
 
 struct Size {
@@ -163,6 +167,26 @@ bool CaseRequirements::repair(GemmProblem& p) const {
   return unmet_now == 0;
 }
 
+void CaseRequirements::fit_volume(GemmProblem& p, std::int64_t multiply_adds) const {
+  const auto volume = [](const GemmProblem& q) { return q.shape.m * q.shape.n * q.shape.k; };
+  while (volume(p) > multiply_adds) {
+    bool smaller = false;
+    // The larger of M and N first.
+    const bool m_first = p.shape.m >= p.shape.n;
+    for (const Size& size : {kSizes[m_first ? 0 : 1], kSizes[m_first ? 1 : 0]}) {
+      if (get_size(p, size) - period_ < 1) continue;
+      GemmProblem down = p;
+      set_size(down, size, get_size(p, size) - period_);
+      if (down.valid() && unmet(down) == 0) {
+        p = down;
+        smaller = true;
+        break;
+      }
+    }
+    if (!smaller) return;
+  }
+}
+
 std::optional<GemmProblem> CaseRequirements::find_admissible() const {
   for (const std::int64_t size : {1, 7, 64, 100, 1000, 4096}) {
     for (const std::int64_t padding : {0, 3}) {
@@ -263,6 +287,7 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
     GemmCase c;
     c.problem = draw_problem(moduli, limits);
     // Repaired here, inside the generator, so that every shrunk case is repaired too.
+    const GemmProblem drawn = c.problem;
     for (int draw = 1; !requirements.empty() && !requirements.repair(c.problem); ++draw) {
       if (draw == kDraws && admissible) {
         c.problem = *admissible;
@@ -270,6 +295,12 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
       }
       if (draw == kDraws) break;  // no known admissible problem: the runner refuses to get here
       c.problem = draw_problem(moduli, limits);
+    }
+    // A bound such as K >= 4096 can make a case far larger than its draw; its reference costs
+    // M * N * K, so M and N come down within the requirements.
+    const std::int64_t drawn_volume = drawn.shape.m * drawn.shape.n * drawn.shape.k;
+    if (!(c.problem == drawn)) {
+      requirements.fit_volume(c.problem, std::max(drawn_volume, kMaxRepairedVolume));
     }
     c.inputs = *rc::gen::element(InputKind::small_integers, InputKind::real);
     c.data_seed = *rc::gen::inRange<std::uint64_t>(0, 1u << 30);

@@ -52,6 +52,9 @@ class CaseRequirements {
   // else one by one (a dimension's leading dimension moves with it), for a few rounds. True when the
   // problem now meets them all; false leaves it valid but not admissible.
   bool repair(GemmProblem& problem) const;
+  // Brings M and N down by whole periods, within the requirements, while M * N * K is above
+  // `multiply_adds` (or until neither can come down).
+  void fit_volume(GemmProblem& problem, std::int64_t multiply_adds) const;
   // An admissible problem found by repairing a fixed set of starting problems, or nothing.
   std::optional<GemmProblem> find_admissible() const;
   // Why find_admissible() found nothing: "no problem meets requirement 'lda < 0' (...)".

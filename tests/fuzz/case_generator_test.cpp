@@ -320,6 +320,23 @@ TEST(CaseRequirements, ABoundIsMetByWholeTilesKeepingThePartialOne) {
   EXPECT_EQ(p, (GemmProblem{{24, 9, 4102}, 4107, 9, 9})) << p.to_string();
 }
 
+TEST(CaseRequirements, ACaseMadeLargeByABoundComesBackDownInMAndN) {
+  const KernelTemplate tmpl = with_requirements("// tiletune: require K >= 4 * T * 64\n");
+  const CaseRequirements requirements(tmpl, kT16);
+  // Draws of at most 79 x 79 x 79: every large case is the bound's doing.
+  const CaseLimits small{4, 64, 40};
+  const rc::Gen<GemmCase> gen = gen_gemm_case({16}, small, requirements, requirements.find_admissible());
+  std::int64_t largest_m = 0;
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    const GemmCase c = gen(rc::Random(seed)).value();
+    const GemmShape& s = c.problem.shape;
+    ASSERT_TRUE(tmpl.satisfies_requirements(kT16, c.problem)) << c.to_string();
+    ASSERT_LE(s.m * s.n * s.k, std::int64_t(1) << 22) << c.to_string();
+    largest_m = std::max(largest_m, s.m);
+  }
+  EXPECT_GT(largest_m, 16) << "M and N still vary";
+}
+
 // The shipped warp_tiled states tuning bounds on the shape (no tile more than twice the matrix,
 // split K only with K >= 4 BK SPLIT_K): every configuration still gets cases that meet them.
 TEST(CaseRequirements, EveryWarpTiledConfigurationHasCasesThatMeetItsRequirements) {
