@@ -1,8 +1,214 @@
 #include "fuzz/case_generator.h"
 
 #include <algorithm>
+#include <array>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
 
 namespace tiletune {
+namespace {
+
+// How far a size moves one by one to meet the requirements (a multiple of 1024 is in reach of any
+// size) and by doubling steps (a bound such as `K >= 4 * BK * SPLIT_K`), how many whole periods
+// one by one before doubling, the largest period (the tile sizes' least common multiple), how
+// many rounds over the six sizes, and how many fresh draws before the known admissible problem.
+constexpr std::int64_t kReach = 1024;
+constexpr std::int64_t kFarthest = std::int64_t(1) << 16;
+constexpr std::int64_t kLinearPeriods = 8;
+constexpr std::int64_t kLargestPeriod = 4096;
+constexpr int kRepairRounds = 4;
+constexpr int kDraws = 8;
+// The most multiply-adds a repaired case keeps beyond its draw's, about those of 160 x 160 x 160:
+// its reference and its CPU run cost that much, and a split-K case of K >= 4096 runs every
+// slice's steps.
+constexpr std::int64_t kMaxRepairedVolume = std::int64_t(1) << 22;
+constexpr std::int64_t kLargestSize = std::numeric_limits<int>::max();
+
+struct Size {
+  const char* name;
+  std::int64_t GemmProblem::*ld;     // for a leading dimension
+  std::int64_t GemmShape::*dimension;  // for M, N, K
+};
+
+// The sizes in the order they are repaired; each dimension with the leading dimensions that must
+// stay at least as large (lda >= K, ldb >= N, ldc >= N).
+constexpr std::array<Size, 6> kSizes = {{{"M", nullptr, &GemmShape::m},
+                                         {"N", nullptr, &GemmShape::n},
+                                         {"K", nullptr, &GemmShape::k},
+                                         {"lda", &GemmProblem::lda, nullptr},
+                                         {"ldb", &GemmProblem::ldb, nullptr},
+                                         {"ldc", &GemmProblem::ldc, nullptr}}};
+
+std::int64_t lowest(const GemmProblem& p, const Size& size) {
+  if (size.dimension != nullptr) return 1;
+  if (size.ld == &GemmProblem::lda) return p.shape.k;
+  return p.shape.n;
+}
+
+// Sets one size; a dimension carries its leading dimensions along, keeping their padding.
+void set_size(GemmProblem& p, const Size& size, std::int64_t value) {
+  if (size.ld != nullptr) {
+    p.*size.ld = value;
+    return;
+  }
+  const std::int64_t delta = value - p.shape.*size.dimension;
+  p.shape.*size.dimension = value;
+  if (size.dimension == &GemmShape::k) p.lda += delta;
+  if (size.dimension == &GemmShape::n) {
+    p.ldb += delta;
+    p.ldc += delta;
+  }
+}
+
+std::int64_t get_size(const GemmProblem& p, const Size& size) {
+  return size.ld != nullptr ? p.*size.ld : p.shape.*size.dimension;
+}
+
+}  // namespace
+
+CaseRequirements::CaseRequirements(const KernelTemplate& tmpl, const Configuration& config)
+    : parameters_(tmpl.bindings(config)), requirements_(tmpl.requirements) {
+  for (const std::int64_t modulus : remainder_moduli(config)) {
+    const std::int64_t multiple = std::lcm(period_, modulus);
+    period_ = multiple <= kLargestPeriod ? multiple : std::max(period_, modulus);
+  }
+  for (std::size_t i = 0; i < requirements_.size(); ++i) {
+    for (Expression& part : requirements_[i].conjuncts()) conjuncts_.push_back({std::move(part), i});
+  }
+}
+
+int CaseRequirements::unmet(const GemmProblem& p, std::size_t* first) const {
+  Bindings values = parameters_;
+  values["M"] = p.shape.m;
+  values["N"] = p.shape.n;
+  values["K"] = p.shape.k;
+  values["lda"] = p.lda;
+  values["ldb"] = p.ldb;
+  values["ldc"] = p.ldc;
+  int count = 0;
+  for (const Conjunct& conjunct : conjuncts_) {
+    bool met = false;
+    try {
+      met = conjunct.expression.evaluate(values) != 0;
+    } catch (const ExpressionError&) {
+      // e.g. a division by zero: not met
+    }
+    if (!met && count++ == 0 && first != nullptr) *first = conjunct.requirement;
+  }
+  return count;
+}
+
+std::optional<std::string> CaseRequirements::violated(const GemmProblem& problem) const {
+  std::size_t first = 0;
+  if (unmet(problem, &first) == 0) return std::nullopt;
+  return requirements_[first].text();
+}
+
+bool CaseRequirements::repair(GemmProblem& p) const {
+  int unmet_now = unmet(p);
+  // Moves `size` by `step`, the smaller value first, when that meets more requirements.
+  const auto moved_by = [&](const Size& size, std::int64_t step, GemmProblem& moved) {
+    const std::int64_t from = get_size(p, size);
+    for (const std::int64_t to : {from - step, from + step}) {
+      if (to < lowest(p, size) || to > kLargestSize) continue;
+      moved = p;
+      set_size(moved, size, to);
+      if (moved.valid() && unmet(moved) < unmet_now) return true;
+    }
+    return false;
+  };
+  // The smallest multiple of `unit` by which `size` moves to meet more requirements: `linear`
+  // multiples one by one, then doubling ones, the smallest that helps searched between the last
+  // two (exact for a bound).
+  const auto search = [&](const Size& size, std::int64_t unit, std::int64_t linear, GemmProblem& moved) {
+    for (std::int64_t k = 1; k <= linear; ++k) {
+      if (moved_by(size, k * unit, moved)) return true;
+    }
+    for (std::int64_t k = 2 * linear; k * unit <= kFarthest; k *= 2) {
+      if (!moved_by(size, k * unit, moved)) continue;
+      std::int64_t fails = k / 2, works = k;
+      GemmProblem closer;
+      while (works - fails > 1) {
+        const std::int64_t middle = fails + (works - fails) / 2;
+        if (moved_by(size, middle * unit, closer)) {
+          works = middle;
+          moved = closer;
+        } else {
+          fails = middle;
+        }
+      }
+      return true;
+    }
+    return false;
+  };
+  for (int round = 0; round < kRepairRounds && unmet_now > 0; ++round) {
+    const int unmet_before = unmet_now;
+    for (const Size& size : kSizes) {
+      if (unmet_now == 0) break;
+      // Only a size that some requirement reads can help.
+      const bool read = std::any_of(conjuncts_.begin(), conjuncts_.end(), [&](const Conjunct& c) {
+        return c.expression.references(size.name);
+      });
+      if (!read) continue;
+      // Whole periods first, which keep the partial tile the draw aimed at (`K >= 4096` from
+      // K = 70 gives 70 + k * period); then one by one (`M % 8 == 0`).
+      GemmProblem moved;
+      bool found = period_ > 1 && search(size, period_, kLinearPeriods, moved);
+      if (!found) found = search(size, 1, kReach, moved);
+      if (found) {
+        p = moved;
+        unmet_now = unmet(p);
+      }
+    }
+    if (unmet_now == unmet_before) break;  // no size could help: more rounds would not either
+  }
+  return unmet_now == 0;
+}
+
+void CaseRequirements::fit_volume(GemmProblem& p, std::int64_t multiply_adds) const {
+  const auto volume = [](const GemmProblem& q) { return q.shape.m * q.shape.n * q.shape.k; };
+  while (volume(p) > multiply_adds) {
+    bool smaller = false;
+    // The larger of M and N first.
+    const bool m_first = p.shape.m >= p.shape.n;
+    for (const Size& size : {kSizes[m_first ? 0 : 1], kSizes[m_first ? 1 : 0]}) {
+      if (get_size(p, size) - period_ < 1) continue;
+      GemmProblem down = p;
+      set_size(down, size, get_size(p, size) - period_);
+      if (down.valid() && unmet(down) == 0) {
+        p = down;
+        smaller = true;
+        break;
+      }
+    }
+    if (!smaller) return;
+  }
+}
+
+std::optional<GemmProblem> CaseRequirements::find_admissible() const {
+  for (const std::int64_t size : {1, 7, 64, 100, 1000, 4096}) {
+    for (const std::int64_t padding : {0, 3}) {
+      GemmProblem p = GemmProblem::packed({size, size, size});
+      p.lda += padding;
+      p.ldb += padding;
+      p.ldc += padding;
+      if (repair(p)) return p;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string CaseRequirements::why_none() const {
+  GemmProblem p = GemmProblem::packed({64, 64, 64});
+  repair(p);
+  std::size_t first = 0;
+  if (unmet(p, &first) == 0) return "";
+  return fmt::format("no case meets requirement '{}' (each size moved up to {} from several "
+                     "starting problems)",
+                     requirements_[first].text(), kReach);
+}
 
 std::vector<std::int64_t> remainder_moduli(const Configuration& config) {
   std::vector<std::int64_t> moduli;
@@ -30,44 +236,72 @@ rc::Gen<std::int64_t> gen_dimension(const std::vector<std::int64_t>& moduli,
   });
 }
 
-rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const CaseLimits& limits) {
-  return rc::gen::exec([moduli, limits] {
+namespace {
+
+GemmProblem draw_problem(const std::vector<std::int64_t>& moduli, const CaseLimits& limits) {
+  GemmProblem problem;
+  GemmShape& s = problem.shape;
+  // About one case in eight. Bools shrink to false, so a crowded failure shrinks on toward the
+  // ordinary sizes when it still fails there.
+  const bool crowded = limits.crowded_cases && *rc::gen::arbitrary<bool>() &&
+                       *rc::gen::arbitrary<bool>() && *rc::gen::arbitrary<bool>();
+  if (crowded) {
+    // By value: RapidCheck shrinks lazily, after this call has returned.
+    const auto many_tiles = rc::gen::exec([moduli, limits] {
+      const std::int64_t tile = *rc::gen::elementOf(moduli);
+      const std::int64_t fewest = std::max<std::int64_t>(1, (limits.min_crowded_size + tile - 1) / tile);
+      const std::int64_t most = std::max(fewest, (limits.max_crowded_size - tile + 1) / tile);
+      const std::int64_t whole = *rc::gen::inRange<std::int64_t>(fewest, most + 1);
+      return whole * tile + *rc::gen::inRange<std::int64_t>(1, tile);
+    });
+    s.m = *many_tiles;
+    s.n = *many_tiles;
+    s.k = *many_tiles;  // many K tiles: many windows for a race between load and use
+  } else {
+    s.m = *gen_dimension(moduli, limits.max_whole_tiles);
+    s.n = *gen_dimension(moduli, limits.max_whole_tiles);
+    s.k = *rc::gen::weightedOneOf<std::int64_t>({
+        {8, gen_dimension(moduli, limits.max_whole_tiles)},
+        {1, rc::gen::inRange<std::int64_t>(1, limits.max_long_k + 1)},
+    });
+  }
+  // Half the strides are wider than the matrix, from the first case on (inRange would favour
+  // packed while RapidCheck's size is small). A bool shrinks to false, so failures shrink to
+  // packed strides; a branch of weightedOneOf would never shrink across branches.
+  const auto extra = [&limits] {
+    const bool wider = limits.max_extra_ld > 0 && *rc::gen::arbitrary<bool>();
+    return wider ? *rc::gen::inRange<std::int64_t>(1, limits.max_extra_ld + 1) : 0;
+  };
+  problem.lda = s.k + extra();
+  problem.ldb = s.n + extra();
+  problem.ldc = s.n + extra();
+  return problem;
+}
+
+}  // namespace
+
+rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const CaseLimits& limits,
+                                const CaseRequirements& requirements,
+                                const std::optional<GemmProblem>& admissible) {
+  return rc::gen::exec([moduli, limits, requirements, admissible] {
     GemmCase c;
-    GemmShape& s = c.problem.shape;
-    // About one case in eight. Bools shrink to false, so a crowded failure shrinks on toward the
-    // ordinary sizes when it still fails there.
-    const bool crowded = limits.crowded_cases && *rc::gen::arbitrary<bool>() &&
-                         *rc::gen::arbitrary<bool>() && *rc::gen::arbitrary<bool>();
-    if (crowded) {
-      // By value: RapidCheck shrinks lazily, after this call has returned.
-      const auto many_tiles = rc::gen::exec([moduli, limits] {
-        const std::int64_t tile = *rc::gen::elementOf(moduli);
-        const std::int64_t fewest = std::max<std::int64_t>(1, (limits.min_crowded_size + tile - 1) / tile);
-        const std::int64_t most = std::max(fewest, (limits.max_crowded_size - tile + 1) / tile);
-        const std::int64_t whole = *rc::gen::inRange<std::int64_t>(fewest, most + 1);
-        return whole * tile + *rc::gen::inRange<std::int64_t>(1, tile);
-      });
-      s.m = *many_tiles;
-      s.n = *many_tiles;
-      s.k = *many_tiles;  // many K tiles: many windows for a race between load and use
-    } else {
-      s.m = *gen_dimension(moduli, limits.max_whole_tiles);
-      s.n = *gen_dimension(moduli, limits.max_whole_tiles);
-      s.k = *rc::gen::weightedOneOf<std::int64_t>({
-          {8, gen_dimension(moduli, limits.max_whole_tiles)},
-          {1, rc::gen::inRange<std::int64_t>(1, limits.max_long_k + 1)},
-      });
+    c.problem = draw_problem(moduli, limits);
+    // Repaired here, inside the generator, so that every shrunk case is repaired too.
+    const GemmProblem drawn = c.problem;
+    for (int draw = 1; !requirements.empty() && !requirements.repair(c.problem); ++draw) {
+      if (draw == kDraws && admissible) {
+        c.problem = *admissible;
+        break;
+      }
+      if (draw == kDraws) break;  // no known admissible problem: the runner refuses to get here
+      c.problem = draw_problem(moduli, limits);
     }
-    // Half the strides are wider than the matrix, from the first case on (inRange would favour
-    // packed while RapidCheck's size is small). A bool shrinks to false, so failures shrink to
-    // packed strides; a branch of weightedOneOf would never shrink across branches.
-    const auto extra = [&limits] {
-      const bool wider = limits.max_extra_ld > 0 && *rc::gen::arbitrary<bool>();
-      return wider ? *rc::gen::inRange<std::int64_t>(1, limits.max_extra_ld + 1) : 0;
-    };
-    c.problem.lda = s.k + extra();
-    c.problem.ldb = s.n + extra();
-    c.problem.ldc = s.n + extra();
+    // A bound such as K >= 4096 can make a case far larger than its draw; its reference costs
+    // M * N * K, so M and N come down within the requirements.
+    const std::int64_t drawn_volume = drawn.shape.m * drawn.shape.n * drawn.shape.k;
+    if (!(c.problem == drawn)) {
+      requirements.fit_volume(c.problem, std::max(drawn_volume, kMaxRepairedVolume));
+    }
     c.inputs = *rc::gen::element(InputKind::small_integers, InputKind::real);
     c.data_seed = *rc::gen::inRange<std::uint64_t>(0, 1u << 30);
     c.schedule_seed = *rc::gen::inRange<std::uint64_t>(0, 1u << 30);

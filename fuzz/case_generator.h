@@ -5,9 +5,15 @@
 // and K of many tiles, so that many blocks share each SM, each passing many barriers, and a
 // missing barrier gets caught in the act.
 // Shrinking goes toward fewer whole tiles, smaller remainders, packed strides and seed 0.
+//
+// A configuration's requirements on the problem (`require M % 8 == 0`, `require lda % 4 == 0`)
+// hold for every case drawn: each draw is moved to the nearest admissible problem inside the
+// generator, so that the shrunk cases meet them too.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <rapidcheck.h>
@@ -31,7 +37,47 @@ struct CaseLimits {
   std::int64_t min_crowded_size = 192, max_crowded_size = 512;
 };
 
+// What a configuration's requirements ask of a problem: the template's requirements with the
+// configuration's parameters bound. Empty (the default): every valid problem is admissible.
+class CaseRequirements {
+ public:
+  CaseRequirements() = default;
+  CaseRequirements(const KernelTemplate& tmpl, const Configuration& config);
+
+  bool empty() const { return conjuncts_.empty(); }
+  // The text of the first requirement the problem does not meet, or nothing.
+  std::optional<std::string> violated(const GemmProblem& problem) const;
+  // Moves M, N, K, then lda, ldb, ldc, each to its nearest value that meets more of the
+  // requirements, by whole tile periods where that works (so that a partial tile stays partial),
+  // else one by one (a dimension's leading dimension moves with it), for a few rounds. True when the
+  // problem now meets them all; false leaves it valid but not admissible.
+  bool repair(GemmProblem& problem) const;
+  // Brings M and N down by whole periods, within the requirements, while M * N * K is above
+  // `multiply_adds` (or until neither can come down).
+  void fit_volume(GemmProblem& problem, std::int64_t multiply_adds) const;
+  // An admissible problem found by repairing a fixed set of starting problems, or nothing.
+  std::optional<GemmProblem> find_admissible() const;
+  // Why find_admissible() found nothing: "no problem meets requirement 'lda < 0' (...)".
+  std::string why_none() const;
+
+ private:
+  struct Conjunct {
+    Expression expression;    // one operand of a requirement's top-level '&&'
+    std::size_t requirement;  // index into requirements_
+  };
+  int unmet(const GemmProblem& problem, std::size_t* first = nullptr) const;
+
+  Bindings parameters_;
+  std::int64_t period_ = 1;  // the tile sizes' least common multiple: a move by it keeps a partial tile
+  std::vector<Expression> requirements_;
+  std::vector<Conjunct> conjuncts_;
+};
+
 rc::Gen<std::int64_t> gen_dimension(const std::vector<std::int64_t>& moduli, std::int64_t max_whole_tiles);
-rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const CaseLimits& limits = {});
+// With requirements, `admissible` (from requirements.find_admissible()) stands in for a draw that
+// cannot be repaired after a few tries.
+rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const CaseLimits& limits = {},
+                                const CaseRequirements& requirements = {},
+                                const std::optional<GemmProblem>& admissible = std::nullopt);
 
 }  // namespace tiletune

@@ -133,8 +133,17 @@ std::optional<std::string> LargeIndexProbe::unavailable() const {
 
 std::optional<LargeIndexFinding> LargeIndexProbe::check(const GpuKernel& kernel,
                                                         const KernelTemplate& tmpl,
-                                                        const Configuration& config) const {
+                                                        const Configuration& config,
+                                                        std::vector<std::string>* skipped) const {
   for (const GemmProblem& problem : problems()) {
+    // A kernel may require aligned leading dimensions; the probes' odd ones are then not its cases.
+    if (const Expression* unmet = tmpl.violated_requirement(config, &problem)) {
+      if (skipped != nullptr) {
+        skipped->push_back(fmt::format("{} does not meet requirement '{}'", problem.to_string(),
+                                       unmet->text()));
+      }
+      continue;
+    }
     if (auto finding = check(kernel, tmpl, config, problem)) return finding;
   }
   return std::nullopt;
@@ -144,6 +153,7 @@ std::optional<LargeIndexFinding> LargeIndexProbe::check(const GpuKernel& kernel,
                                                         const KernelTemplate& tmpl,
                                                         const Configuration& config,
                                                         const GemmProblem& problem) const {
+  tmpl.check_requirements(config, problem);
   const CudaDriver& cu = cuda_driver();
   const GemmShape& s = problem.shape;
   const LaunchGeometry geometry = tmpl.launch_geometry(config, problem.shape);

@@ -40,11 +40,15 @@ class LargeIndexProbe {
   // Why the probes cannot run on this device now (not enough free memory), or nothing.
   std::optional<std::string> unavailable() const;
 
-  // Runs every probe; the first failure, or nothing when the configuration passed them all.
-  // Throws CudaError when the probe cannot be set up (memory); a failing kernel is a finding.
+  // Runs every probe whose problem meets the configuration's requirements (`skipped`, when
+  // given, says which were left out and why); the first failure, or nothing when the
+  // configuration passed them all. Throws CudaError when the probe cannot be set up (memory); a
+  // failing kernel is a finding.
   std::optional<LargeIndexFinding> check(const GpuKernel& kernel, const KernelTemplate& tmpl,
-                                         const Configuration& config) const;
-  // Runs one of problems() (the replay of a reported probe).
+                                         const Configuration& config,
+                                         std::vector<std::string>* skipped = nullptr) const;
+  // Runs one of problems() (the replay of a reported probe); throws RequirementNotMet for a
+  // problem the configuration's requirements exclude.
   std::optional<LargeIndexFinding> check(const GpuKernel& kernel, const KernelTemplate& tmpl,
                                          const Configuration& config,
                                          const GemmProblem& problem) const;

@@ -1,7 +1,11 @@
 #include "fuzz/property_runner.h"
 
+#include <exception>
 #include <iostream>
 #include <sstream>
+#include <string_view>
+
+#include <fmt/format.h>
 
 #include <rapidcheck/detail/Configuration.h>
 #include <rapidcheck/detail/Property.h>
@@ -36,13 +40,20 @@ void load_rapidcheck_configuration_quietly() {
   (void)loaded;
 }
 
-// One case: returns the finding, or nothing when the kernel got it right.
+constexpr std::string_view kCannotRun = "cannot run this case: ";
+
+// One case: returns the finding, or nothing when the kernel got it right. Whatever the case
+// throws is a finding: a case that cannot be run proves nothing about the configuration.
 std::optional<std::string> evaluate(GemmExecutor& executor, const GemmCase& gemm_case,
                                     FuzzVerdict& verdict) {
-  const GemmOperands before = make_operands(gemm_case);
-  GemmOperands after = before;
   try {
+    const GemmOperands before = make_operands(gemm_case);
+    GemmOperands after = before;
     executor.run(gemm_case, after);
+    if (auto finding = judge_launch(gemm_case, before, after)) {
+      verdict = FuzzVerdict::wrong_result;
+      return finding->to_string();
+    }
   } catch (const RecoverableLaunchError& e) {
     // A sanitizer's report: the kernel is wrong on this case, and the backend can shrink it.
     verdict = FuzzVerdict::wrong_result;
@@ -50,30 +61,85 @@ std::optional<std::string> evaluate(GemmExecutor& executor, const GemmCase& gemm
   } catch (const LaunchError& e) {
     verdict = FuzzVerdict::launch_error;
     return std::string("launch failed: ") + e.what();
-  }
-  if (auto finding = judge_launch(gemm_case, before, after)) {
-    verdict = FuzzVerdict::wrong_result;
-    return finding->to_string();
+  } catch (const UnsupportedOnBackend&) {
+    throw;  // about the backend, not the configuration: the caller skips it
+  } catch (const std::exception& e) {  // e.g. the launch geometry of a zero-sized grid
+    verdict = FuzzVerdict::cannot_run;
+    return std::string(kCannotRun) + e.what();
+  } catch (...) {
+    verdict = FuzzVerdict::cannot_run;
+    return std::string(kCannotRun) + "an exception that is not a std::exception";
   }
   return std::nullopt;
 }
 
 }  // namespace
 
+void settle_verdict(const rc::detail::TestResult& result, const FuzzSettings& settings,
+                    FuzzReport& report) {
+  rc::detail::SuccessResult success;
+  rc::detail::FailureResult failure;
+  rc::detail::GaveUpResult gave_up;
+  rc::detail::Error error;
+  if (result.match(success)) {
+    report = FuzzReport{};
+    report.cases_passed = success.numSuccess;
+    if (success.numSuccess < settings.cases) {
+      report.verdict = FuzzVerdict::too_few_cases;
+      report.finding = fmt::format("only {} of {} cases ran", success.numSuccess, settings.cases);
+    }
+  } else if (result.match(failure)) {
+    report.cases_passed = failure.numSuccess;
+    if (report.verdict == FuzzVerdict::passed) {
+      // The property failed outside the case's evaluation (its generator): never a pass.
+      report.verdict = FuzzVerdict::cannot_run;
+      report.finding = std::string(kCannotRun) + failure.description;
+    }
+  } else if (result.match(gave_up)) {
+    report = FuzzReport{};
+    report.cases_passed = gave_up.numSuccess;
+    report.verdict = FuzzVerdict::too_few_cases;
+    report.finding = fmt::format("only {} of {} cases ran: {}", gave_up.numSuccess, settings.cases,
+                                 gave_up.description);
+  } else if (result.match(error)) {
+    report = FuzzReport{};
+    report.verdict = FuzzVerdict::cannot_run;
+    report.finding = "the property itself failed: " + error.description;
+  }
+}
+
 FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& config,
-                              const FuzzSettings& settings) {
+                              const FuzzSettings& settings, const CaseRequirements& requirements) {
   load_rapidcheck_configuration_quietly();
   const std::vector<std::int64_t> moduli = remainder_moduli(config);
   FuzzReport report;
+  std::optional<GemmProblem> admissible;
+  if (!requirements.empty()) {
+    admissible = requirements.find_admissible();
+    if (!admissible) {
+      report.verdict = FuzzVerdict::too_few_cases;
+      report.finding = requirements.why_none();
+      return report;
+    }
+  }
   bool launches_broken = false;
+  std::exception_ptr unsupported;  // RapidCheck takes what a property throws for a failure
 
   const auto property = [&] {
-    const GemmCase gemm_case = *gen_gemm_case(moduli, settings.limits);
+    const GemmCase gemm_case = *gen_gemm_case(moduli, settings.limits, requirements, admissible);
     // Once a launch error has poisoned the backend every later case would fail for that reason
     // alone; letting them pass keeps the first real failure as the reported one.
     if (launches_broken) return;
     FuzzVerdict verdict = FuzzVerdict::passed;
-    if (auto finding = evaluate(executor, gemm_case, verdict)) {
+    std::optional<std::string> finding;
+    try {
+      finding = evaluate(executor, gemm_case, verdict);
+    } catch (const UnsupportedOnBackend& e) {
+      unsupported = std::current_exception();
+      launches_broken = true;
+      RC_FAIL(e.what());
+    }
+    if (finding) {
       report.verdict = verdict;
       report.counterexample = gemm_case;  // shrinking only accepts failing cases: the last is minimal
       report.finding = *finding;
@@ -91,19 +157,8 @@ FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& confi
   CountingListener listener;
   const rc::detail::TestResult result =
       rc::detail::checkProperty(rc::detail::toProperty(property), metadata, params, listener);
-
-  rc::detail::SuccessResult success;
-  rc::detail::FailureResult failure;
-  rc::detail::Error error;
-  if (result.match(success)) {
-    report = FuzzReport{};
-    report.cases_passed = success.numSuccess;
-  } else if (result.match(failure)) {
-    report.cases_passed = failure.numSuccess;
-  } else if (result.match(error)) {
-    report.verdict = FuzzVerdict::launch_error;
-    report.finding = "the property itself failed: " + error.description;
-  }
+  if (unsupported) std::rethrow_exception(unsupported);
+  settle_verdict(result, settings, report);
   report.shrink_steps = listener.accepted_shrinks;
   return report;
 }

@@ -1,12 +1,18 @@
 // Runs the GEMM property on one configuration with RapidCheck: random cases from
 // case_generator.h, each judged by gemm_oracle.h; on a failure RapidCheck shrinks the case to a
 // minimal one, which the report carries with its finding and the arguments that replay it.
+//
+// A pass means every case asked for ran and passed: a case that cannot be run (the template's
+// geometry fails for a shape it accepts, anything thrown but a launch error) fails the
+// configuration like a wrong result, and so does running fewer cases than asked.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+
+#include <rapidcheck/detail/Results.h>
 
 #include "fuzz/case_generator.h"
 #include "fuzz/gemm_executor.h"
@@ -21,7 +27,13 @@ struct FuzzSettings {
   CaseLimits limits;
 };
 
-enum class FuzzVerdict { passed, wrong_result, launch_error };
+enum class FuzzVerdict {
+  passed,
+  wrong_result,
+  launch_error,
+  cannot_run,     // a case the configuration accepts could not be run: "cannot run this case: ..."
+  too_few_cases,  // fewer cases ran than asked (none meets the requirements, RapidCheck gave up)
+};
 
 struct FuzzReport {
   FuzzVerdict verdict = FuzzVerdict::passed;
@@ -31,8 +43,16 @@ struct FuzzReport {
   std::string finding;                     // what was wrong with it
 };
 
+// Cases meet `requirements` (the template's, for this configuration; none by default).
 FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& config,
-                              const FuzzSettings& settings);
+                              const FuzzSettings& settings,
+                              const CaseRequirements& requirements = {});
+
+// How RapidCheck's result settles a report filled in by the property: passed only on success
+// with every case asked for. Apart for its tests: RapidCheck's give-up and error results are hard
+// to provoke.
+void settle_verdict(const rc::detail::TestResult& result, const FuzzSettings& settings,
+                    FuzzReport& report);
 
 // Runs one case once (the replay of a reported counterexample).
 FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case);

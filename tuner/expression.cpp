@@ -413,6 +413,38 @@ Expression Expression::parse(std::string_view text) {
   return expression;
 }
 
+namespace {
+
+void collect_conjuncts(const NodePtr& node, std::vector<NodePtr>& out) {
+  if (node->op != Op::And) {
+    out.push_back(node);
+    return;
+  }
+  for (const NodePtr& operand : node->operands) collect_conjuncts(operand, out);
+}
+
+void collect_names(const Node& node, std::set<std::string>& names) {
+  if (node.op == Op::Name) names.insert(node.name);
+  for (const NodePtr& operand : node.operands) collect_names(*operand, names);
+}
+
+}  // namespace
+
+std::vector<Expression> Expression::conjuncts() const {
+  if (!root_) return {*this};
+  std::vector<NodePtr> nodes;
+  collect_conjuncts(root_, nodes);
+  std::vector<Expression> parts;
+  for (const NodePtr& node : nodes) {
+    Expression part;
+    part.text_ = text_;
+    part.root_ = node;
+    collect_names(*node, part.names_);
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
 std::int64_t Expression::evaluate(const Bindings& bindings) const {
   if (!root_) throw ExpressionError("cannot evaluate an empty expression");
   return Evaluator(text_, bindings).evaluate(*root_);

@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tiletune {
 
@@ -49,6 +50,11 @@ class Expression {
   bool references(std::string_view name) const { return names_.count(std::string(name)) > 0; }
 
   const std::string& text() const { return text_; }
+
+  // The operands of a top-level chain of '&&' ("M % 8 == 0 && lda % 4 == 0" gives two), or the
+  // expression itself; each keeps the whole expression's text for messages. The expression is
+  // non-zero exactly when every conjunct is.
+  std::vector<Expression> conjuncts() const;
 
  private:
   std::string text_;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "tuner/local_includes.h"
@@ -22,6 +23,7 @@ constexpr std::string_view kDirectiveList =
     "name, entry, param, require, block, grid, shared, zero_output";
 constexpr std::string_view kBlanks = " \t\r\f\v";
 constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
+constexpr std::string_view kLeadingDimensions[] = {"lda", "ldb", "ldc"};
 
 std::string_view trim(std::string_view s) {
   const std::size_t first = s.find_first_not_of(kBlanks);
@@ -48,6 +50,18 @@ bool is_identifier(std::string_view s) {
 bool is_problem_size(std::string_view name) {
   return std::find(std::begin(kProblemSizes), std::end(kProblemSizes), name) !=
          std::end(kProblemSizes);
+}
+
+bool is_leading_dimension(std::string_view name) {
+  return std::find(std::begin(kLeadingDimensions), std::end(kLeadingDimensions), name) !=
+         std::end(kLeadingDimensions);
+}
+
+// Whether the expression reads a size of the problem (M, N, K, lda, ldb, ldc).
+bool reads_problem(const Expression& expression) {
+  return std::any_of(expression.names().begin(), expression.names().end(), [](const std::string& name) {
+    return is_problem_size(name) || is_leading_dimension(name);
+  });
 }
 
 std::optional<std::int64_t> parse_integer(std::string_view s) {
@@ -154,6 +168,7 @@ class TemplateParser {
     }
     if (word == "require") {
       tmpl_.requirements.push_back(expression(line, word, argument));
+      requirement_lines_.insert(line);
       return;
     }
 
@@ -191,7 +206,7 @@ class TemplateParser {
       fail(line,
            fmt::format("parameter name '{}' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", name));
     }
-    if (is_problem_size(name)) {
+    if (is_problem_size(name) || is_leading_dimension(name)) {
       fail(line, fmt::format("parameter name '{}' is reserved for the problem size", name));
     }
     const auto [first, inserted] = parameter_lines_.emplace(std::string(name), line);
@@ -246,9 +261,15 @@ class TemplateParser {
   void check_names() const {
     for (const auto& [line, expression] : expression_lines_) {
       for (const std::string& name : expression.names()) {
-        if (!is_problem_size(name) && !parameter_lines_.contains(name)) {
+        if (is_leading_dimension(name) && !requirement_lines_.contains(line)) {
+          fail(line, fmt::format("expression '{}' reads '{}': only 'require' may read the leading "
+                                 "dimensions lda, ldb, ldc",
+                                 expression.text(), name));
+        }
+        if (!is_problem_size(name) && !is_leading_dimension(name) &&
+            !parameter_lines_.contains(name)) {
           fail(line, fmt::format("expression '{}' reads '{}', which is neither a parameter ({}) "
-                                 "nor a problem size (M, N, K)",
+                                 "nor a problem size (M, N, K, and in 'require' lda, ldb, ldc)",
                                  expression.text(), name, join_names(tmpl_.parameters)));
         }
       }
@@ -260,6 +281,7 @@ class TemplateParser {
   std::map<std::string, std::size_t, std::less<>> first_line_;       // once-only directives
   std::map<std::string, std::size_t, std::less<>> parameter_lines_;  // parameter -> its line
   std::vector<std::pair<std::size_t, Expression>> expression_lines_;
+  std::set<std::size_t> requirement_lines_;  // the lines of 'require' declarations
 };
 
 }  // namespace
@@ -298,21 +320,46 @@ Bindings KernelTemplate::bindings(const Configuration& config, const GemmShape* 
   return result;
 }
 
-bool KernelTemplate::satisfies_requirements(const Configuration& config,
-                                            const GemmShape* shape) const {
-  const Bindings values = bindings(config, shape);
+Bindings KernelTemplate::bindings(const Configuration& config, const GemmProblem& problem) const {
+  Bindings result = bindings(config, &problem.shape);
+  result["lda"] = problem.lda;
+  result["ldb"] = problem.ldb;
+  result["ldc"] = problem.ldc;
+  return result;
+}
+
+const Expression* KernelTemplate::violated_requirement(const Configuration& config,
+                                                       const GemmProblem* problem) const {
+  const Bindings values = problem ? bindings(config, *problem) : bindings(config);
   for (const Expression& requirement : requirements) {
-    const bool reads_shape =
-        std::any_of(std::begin(kProblemSizes), std::end(kProblemSizes),
-                    [&](std::string_view s) { return requirement.references(s); });
-    if (reads_shape && shape == nullptr) continue;
+    if (problem == nullptr && reads_problem(requirement)) continue;
     try {
-      if (requirement.evaluate(values) == 0) return false;
+      if (requirement.evaluate(values) == 0) return &requirement;
     } catch (const ExpressionError&) {
-      return false;  // e.g. a division by zero for this configuration: not a usable point
+      return &requirement;  // e.g. a division by zero for this configuration: not a usable point
     }
   }
-  return true;
+  return nullptr;
+}
+
+void KernelTemplate::check_requirements(const Configuration& config,
+                                        const GemmProblem& problem) const {
+  if (const Expression* unmet = violated_requirement(config, &problem)) {
+    throw RequirementNotMet(fmt::format("{} [{}]: the problem {} does not meet requirement '{}'",
+                                        name, config.to_string(), problem.to_string(),
+                                        unmet->text()));
+  }
+}
+
+bool KernelTemplate::satisfies_requirements(const Configuration& config,
+                                            const GemmProblem& problem) const {
+  return violated_requirement(config, &problem) == nullptr;
+}
+
+bool KernelTemplate::satisfies_requirements(const Configuration& config,
+                                            const GemmShape* shape) const {
+  if (shape == nullptr) return violated_requirement(config) == nullptr;
+  return satisfies_requirements(config, GemmProblem::packed(*shape));
 }
 
 LaunchGeometry KernelTemplate::launch_geometry(const Configuration& config,

@@ -13,7 +13,8 @@
 //
 // Parameters reach the source as macros with the prefix TT_ (TILE becomes -DTT_TILE=16): a bare
 // macro named T would break NVRTC's own headers. Expressions (expression.h) may use every
-// parameter and the problem sizes M, N, K.
+// parameter and the problem sizes M, N, K; requirements may also read the leading dimensions
+// lda, ldb, ldc (a kernel that loads A as float4 needs `require lda % 4 == 0`).
 #pragma once
 
 #include <array>
@@ -36,6 +37,13 @@ inline constexpr const char* kParameterMacroPrefix = "TT_";
 class TemplateError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A problem that a configuration's requirements exclude, checked before anything launches it:
+// "tiled [TILE=16]: the problem 37x29x45 lda=45 ldb=29 ldc=29 does not meet requirement 'lda % 4 == 0'".
+class RequirementNotMet : public TemplateError {
+ public:
+  using TemplateError::TemplateError;
 };
 
 struct Parameter {
@@ -78,12 +86,22 @@ struct KernelTemplate {
   // The -D options for one configuration: {"-DTT_TILE=16", "-DTT_PAD=1", ...}.
   std::vector<std::string> macro_definitions(const Configuration& config) const;
 
-  // Parameters bound to the configuration, plus M, N, K when a shape is given.
+  // Parameters bound to the configuration, plus M, N, K when a shape is given (and lda, ldb, ldc
+  // when a problem is).
   Bindings bindings(const Configuration& config, const GemmShape* shape = nullptr) const;
+  Bindings bindings(const Configuration& config, const GemmProblem& problem) const;
 
-  // Whether every requirement holds. Requirements that read M, N or K are only checked when a
-  // shape is given (so that compiling needs no shape).
+  // Whether every requirement holds. Requirements that read M, N, K, lda, ldb or ldc are only
+  // checked when a problem is given (so that compiling needs none); a shape stands for its
+  // packed problem (lda = K, ldb = ldc = N), as the tuner verifies and times it.
   bool satisfies_requirements(const Configuration& config, const GemmShape* shape = nullptr) const;
+  bool satisfies_requirements(const Configuration& config, const GemmProblem& problem) const;
+  // The first requirement that does not hold for the problem (one that cannot be evaluated, e.g.
+  // a division by zero, does not hold), or nullptr.
+  const Expression* violated_requirement(const Configuration& config,
+                                         const GemmProblem* problem = nullptr) const;
+  // Throws RequirementNotMet naming the first requirement the problem does not meet.
+  void check_requirements(const Configuration& config, const GemmProblem& problem) const;
 
   // Evaluates block, grid, shared memory and zero_output; throws TemplateError when a value is < 0 (or < 1
   // for a dimension) or does not fit in 32 bits.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -58,6 +59,10 @@ std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
     return configurations;  // an empty factor empties the product
   }
 
+  // The tuner verifies and times a shape with packed leading dimensions: requirements on lda,
+  // ldb, ldc are checked there.
+  const std::optional<GemmProblem> packed =
+      shape ? std::optional(GemmProblem::packed(*shape)) : std::nullopt;
   // An odometer over the candidate indices: the last parameter turns fastest.
   std::vector<std::size_t> index(parameters.size(), 0);
   for (;;) {
@@ -65,7 +70,9 @@ std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       config.values.emplace_back(parameters[i].name, parameters[i].values[index[i]]);
     }
-    if (tmpl.satisfies_requirements(config, shape)) configurations.push_back(std::move(config));
+    const bool admissible = packed ? tmpl.satisfies_requirements(config, *packed)
+                                   : tmpl.satisfies_requirements(config);
+    if (admissible) configurations.push_back(std::move(config));
 
     std::size_t digit = parameters.size();
     while (digit > 0 && ++index[digit - 1] == parameters[digit - 1].values.size()) {

@@ -30,8 +30,9 @@ std::optional<std::uint64_t> grid_size(const KernelTemplate& tmpl);
 void check_enumerable(const KernelTemplate& tmpl);
 
 // In a stable order: the first parameter varies slowest, values in declared order.
-// With a shape, requirements that read M, N or K are applied too. Throws SpaceTooLarge first
-// (check_enumerable).
+// With a shape, requirements that read M, N, K, lda, ldb or ldc are applied too, to the shape's
+// packed problem (lda = K, ldb = ldc = N: how the tuner verifies and times it). Throws
+// SpaceTooLarge first (check_enumerable).
 std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
                                                     const GemmShape* shape = nullptr);
 

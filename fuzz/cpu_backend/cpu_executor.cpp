@@ -34,6 +34,7 @@ void CpuExecutor::launch(const GemmCase& gemm_case, GemmOperands& operands) cons
 void CpuExecutor::run(const GemmCase& gemm_case, GemmOperands& operands) {
   const GemmProblem& p = gemm_case.problem;
   if (!p.valid()) throw LaunchError("invalid problem " + p.to_string());
+  template_.check_requirements(config_, p);
   if (!sanitize_) {
     launch(gemm_case, operands);
     return;

@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <set>
 #include <vector>
+
+#include "tuner/search_space.h"
 
 namespace tiletune {
 namespace {
@@ -245,6 +248,125 @@ TEST(CaseGenerator, EachShrinkIsAValidProblem) {
     }
     EXPECT_GT(seen, 0) << root.value().to_string() << " has no shrinks";
   }
+}
+
+// --- requirements ---------------------------------------------------------------------------
+
+// A template that states preconditions on the problem, and its one configuration.
+KernelTemplate with_requirements(const std::string& requirements) {
+  return parse_template("// tiletune: entry k\n// tiletune: param T 16\n" + requirements +
+                            "// tiletune: block T\n// tiletune: grid 1\n",
+                        "req.cu");
+}
+const Configuration kT16{{{"T", 16}}};
+
+TEST(CaseRequirements, EveryCaseAndEveryShrinkMeetsThem) {
+  const KernelTemplate tmpl = with_requirements(
+      "// tiletune: require M % 8 == 0 && N % T == 0\n// tiletune: require lda % 4 == 0\n"
+      "// tiletune: require ldc % 4 == 0 && K >= 3\n");
+  const CaseRequirements requirements(tmpl, kT16);
+  const rc::Gen<GemmCase> gen = gen_gemm_case({16}, {}, requirements, requirements.find_admissible());
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    const rc::Shrinkable<GemmCase> root = gen(rc::Random(seed));
+    ASSERT_TRUE(root.value().problem.valid()) << root.value().to_string();
+    ASSERT_TRUE(tmpl.satisfies_requirements(kT16, root.value().problem)) << root.value().to_string();
+    if (seed > 4) continue;  // shrinking all the way is slow: a few suffice
+    auto shrinks = root.shrinks();
+    for (int seen = 0; seen < 100; ++seen) {
+      const auto shrink = shrinks.next();
+      if (!shrink) break;
+      ASSERT_TRUE(tmpl.satisfies_requirements(kT16, shrink->value().problem)) << shrink->value().to_string();
+    }
+    // All the way down: 1x1x1 repaired. M and N move to the nearest multiples; K >= 3 moves by a
+    // whole tile, keeping the partial one (17 = 16 + 1); lda to the nearest multiple of 4 >= K.
+    const GemmCase smallest = shrink_all_the_way(root);
+    EXPECT_EQ(smallest.problem.shape, (GemmShape{8, 16, 17})) << smallest.to_string();
+    EXPECT_EQ(smallest.problem.lda, 20) << smallest.to_string();
+    EXPECT_EQ(smallest.problem.ldb, 16) << smallest.to_string();
+    EXPECT_EQ(smallest.problem.ldc, 16) << smallest.to_string();
+  }
+}
+
+TEST(CaseRequirements, RepairMovesEachSizeToTheNearestAdmissibleValue) {
+  const KernelTemplate tmpl = with_requirements("// tiletune: require M % 8 == 0 && lda % 4 == 0\n");
+  const CaseRequirements requirements(tmpl, kT16);
+  GemmProblem p{{13, 5, 7}, 9, 5, 5};
+  ASSERT_EQ(requirements.violated(p), "M % 8 == 0 && lda % 4 == 0");
+  ASSERT_TRUE(requirements.repair(p));
+  EXPECT_EQ(p, (GemmProblem{{16, 5, 7}, 8, 5, 5})) << p.to_string();
+  EXPECT_EQ(requirements.violated(p), std::nullopt);
+  GemmProblem one = GemmProblem::packed({1, 1, 1});
+  ASSERT_TRUE(requirements.repair(one));
+  EXPECT_EQ(one, (GemmProblem{{8, 1, 1}, 4, 1, 1})) << "never below 1, lda never below K";
+}
+
+TEST(CaseRequirements, CoupledSizesAndLargeModuliAreMetToo) {
+  const KernelTemplate tmpl = with_requirements(
+      "// tiletune: require M == N\n// tiletune: require K % 512 == 0 && ldb == N + 4\n");
+  const CaseRequirements requirements(tmpl, kT16);
+  const rc::Gen<GemmCase> gen = gen_gemm_case({16}, {}, requirements, requirements.find_admissible());
+  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+    const GemmCase c = gen(rc::Random(seed)).value();
+    ASSERT_TRUE(tmpl.satisfies_requirements(kT16, c.problem)) << c.to_string();
+  }
+}
+
+TEST(CaseRequirements, ABoundIsMetByWholeTilesKeepingThePartialOne) {
+  const KernelTemplate tmpl = with_requirements("// tiletune: require K >= 4 * T * 64 && M < 2 * T\n");
+  const CaseRequirements requirements(tmpl, kT16);
+  GemmProblem p{{40, 9, 70}, 75, 9, 9};
+  ASSERT_TRUE(requirements.repair(p));
+  // K: the first 70 + 16 k >= 4096; M: 40 - 16 < 32.
+  EXPECT_EQ(p, (GemmProblem{{24, 9, 4102}, 4107, 9, 9})) << p.to_string();
+}
+
+TEST(CaseRequirements, ACaseMadeLargeByABoundComesBackDownInMAndN) {
+  const KernelTemplate tmpl = with_requirements("// tiletune: require K >= 4 * T * 64\n");
+  const CaseRequirements requirements(tmpl, kT16);
+  // Draws of at most 79 x 79 x 79: every large case is the bound's doing.
+  const CaseLimits small{4, 64, 40};
+  const rc::Gen<GemmCase> gen = gen_gemm_case({16}, small, requirements, requirements.find_admissible());
+  std::int64_t largest_m = 0;
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    const GemmCase c = gen(rc::Random(seed)).value();
+    const GemmShape& s = c.problem.shape;
+    ASSERT_TRUE(tmpl.satisfies_requirements(kT16, c.problem)) << c.to_string();
+    ASSERT_LE(s.m * s.n * s.k, std::int64_t(1) << 22) << c.to_string();
+    largest_m = std::max(largest_m, s.m);
+  }
+  EXPECT_GT(largest_m, 16) << "M and N still vary";
+}
+
+// The shipped warp_tiled states tuning bounds on the shape (no tile more than twice the matrix,
+// split K only with K >= 4 BK SPLIT_K): every configuration still gets cases that meet them.
+TEST(CaseRequirements, EveryWarpTiledConfigurationHasCasesThatMeetItsRequirements) {
+  const KernelTemplate tmpl =
+      load_template(std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src" / "warp_tiled.cu");
+  const std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  ASSERT_GT(configs.size(), 400u);
+  for (const Configuration& config : configs) {
+    const CaseRequirements requirements(tmpl, config);
+    const std::optional<GemmProblem> admissible = requirements.find_admissible();
+    ASSERT_TRUE(admissible.has_value()) << config.to_string() << ": " << requirements.why_none();
+    const rc::Gen<GemmCase> gen =
+        gen_gemm_case(remainder_moduli(config), {}, requirements, admissible);
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      const GemmCase c = gen(rc::Random(seed)).value();
+      ASSERT_TRUE(tmpl.satisfies_requirements(config, c.problem)) << config.to_string() << " " << c.to_string();
+    }
+  }
+}
+
+TEST(CaseRequirements, NoneMeetableIsSaidNamingTheRequirement) {
+  for (const std::string requirement : {"lda < 0", "M % 2 == 0 && M % 2 == 1", "T == 8"}) {
+    const KernelTemplate tmpl = with_requirements("// tiletune: require K >= 1\n// tiletune: require " +
+                                                  requirement + "\n");
+    const CaseRequirements requirements(tmpl, kT16);
+    EXPECT_EQ(requirements.find_admissible(), std::nullopt) << requirement;
+    EXPECT_THAT(requirements.why_none(), ::testing::StartsWith("no case meets requirement '" + requirement + "'"));
+  }
+  EXPECT_TRUE(CaseRequirements().empty());
+  EXPECT_NE(CaseRequirements(with_requirements(""), kT16).find_admissible(), std::nullopt);
 }
 
 TEST(GenDimension, SizesAreWholeTilesPlusARemainderOrSmall) {

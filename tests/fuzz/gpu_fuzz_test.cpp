@@ -51,7 +51,8 @@ class GpuFuzz : public ::testing::Test {
     FuzzSettings settings;
     settings.cases = cases;
     settings.seed = seed;
-    const FuzzReport report = fuzz_configuration(executor, config, settings);
+    const FuzzReport report =
+        fuzz_configuration(executor, config, settings, CaseRequirements(tmpl, config));
     EXPECT_FALSE(executor.context_lost()) << tmpl.name << " [" << config.to_string() << "]";
     return report;
   }

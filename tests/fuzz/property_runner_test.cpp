@@ -255,5 +255,150 @@ TEST(PropertyRunner, BugOnlyInLongCasesIsStillFound) {
   EXPECT_EQ(report.counterexample->problem.shape.n, 1);
 }
 
+// --- cases that cannot be run, requirements, too few cases ------------------------------------
+
+// Throws what the template's launch geometry throws for a grid of zero blocks (grid N / 16): a
+// case the configuration accepts but cannot run.
+class ZeroGridBelowTile : public CpuSgemm {
+ public:
+  void run(const GemmCase& gemm_case, GemmOperands& operands) override {
+    if (gemm_case.problem.shape.n < 16) {
+      ++refused;
+      throw TemplateError("floor: grid x for TILE=16 at " + gemm_case.problem.shape.to_string() +
+                          ": 'N / 16' is 0, outside [1, 4294967295]");
+    }
+    CpuSgemm::run(gemm_case, operands);
+  }
+  int refused = 0;
+};
+
+TEST(PropertyRunner, ACaseThatCannotRunFailsWithItsReasonAndAMinimalCase) {
+  ZeroGridBelowTile executor;
+  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(50));
+  EXPECT_EQ(report.verdict, FuzzVerdict::cannot_run) << report.finding;
+  EXPECT_THAT(report.finding, StartsWith("cannot run this case: floor: grid x"));
+  ASSERT_TRUE(report.counterexample.has_value());
+  EXPECT_EQ(report.counterexample->problem.shape.n, 1) << "shrunk to the smallest N that fails";
+  EXPECT_EQ(report.counterexample->problem.shape.m, 1);
+  EXPECT_EQ(report.counterexample->problem.shape.k, 1);
+  EXPECT_GT(executor.refused, 0);
+}
+
+TEST(PropertyRunner, AnythingThrownButALaunchErrorFailsARunOfOneCase) {
+  class ThrowsAnInt : public CpuSgemm {
+    void run(const GemmCase&, GemmOperands&) override { throw 7; }
+  } executor;
+  const GemmCase c = GemmCase::parse("5x7x19 lda=21 ldb=7 ldc=9 inputs=small_integers data=4 schedule=0");
+  const FuzzReport report = run_single_case(executor, c);
+  EXPECT_EQ(report.verdict, FuzzVerdict::cannot_run);
+  EXPECT_THAT(report.finding, StartsWith("cannot run this case: "));
+  EXPECT_EQ(report.cases_passed, 0);
+  ZeroGridBelowTile floor;
+  EXPECT_EQ(run_single_case(floor, c).verdict, FuzzVerdict::cannot_run);
+}
+
+TEST(PropertyRunner, WhatTheBackendCannotRunIsThrownForTheCallerToSkip) {
+  class NoSharedMemoryHere : public CpuSgemm {
+    void run(const GemmCase&, GemmOperands&) override {
+      throw UnsupportedOnBackend("not supported on the CPU backend: 300000 bytes of dynamic shared memory");
+    }
+  } executor;
+  EXPECT_THROW(fuzz_configuration(executor, kTile16, settings(20)), UnsupportedOnBackend);
+  const GemmCase c = GemmCase::parse("5x7x19");
+  EXPECT_THROW(run_single_case(executor, c), UnsupportedOnBackend);
+}
+
+// A template whose kernel has no row mask and loads A four floats at a time.
+KernelTemplate aligned_template(const std::string& requirements) {
+  return parse_template("// tiletune: entry k\n// tiletune: param TILE 16\n" + requirements +
+                            "// tiletune: block TILE\n// tiletune: grid ceil_div(N, TILE)\n",
+                        "aligned.cu");
+}
+
+// Refuses (as the real executors do) any case the requirements exclude.
+class ChecksRequirements : public CpuSgemm {
+ public:
+  explicit ChecksRequirements(KernelTemplate tmpl) : tmpl_(std::move(tmpl)) {}
+  void run(const GemmCase& gemm_case, GemmOperands& operands) override {
+    tmpl_.check_requirements(kTile16, gemm_case.problem);
+    CpuSgemm::run(gemm_case, operands);
+  }
+ private:
+  KernelTemplate tmpl_;
+};
+
+TEST(PropertyRunner, EveryCaseMeetsTheRequirementsAndAllCasesRun) {
+  const KernelTemplate tmpl = aligned_template(
+      "// tiletune: require M % 8 == 0 && lda % 4 == 0\n// tiletune: require ldc % 4 == 0\n");
+  ChecksRequirements executor(tmpl);
+  const FuzzReport report =
+      fuzz_configuration(executor, kTile16, settings(100), CaseRequirements(tmpl, kTile16));
+  EXPECT_EQ(report.verdict, FuzzVerdict::passed) << report.finding;
+  EXPECT_EQ(report.cases_passed, 100);
+  EXPECT_EQ(executor.runs, 100);
+}
+
+TEST(PropertyRunner, AShrunkCaseMeetsTheRequirements) {
+  const KernelTemplate tmpl = aligned_template("// tiletune: require M % 8 == 0 && lda % 4 == 0\n");
+  class Checked : public ChecksRequirements {
+   public:
+    using ChecksRequirements::ChecksRequirements;
+    std::int64_t k_end(std::int64_t k) const override { return k / 16 * 16; }  // drops K's last partial tile
+  } executor(tmpl);
+  const FuzzReport report =
+      fuzz_configuration(executor, kTile16, settings(100), CaseRequirements(tmpl, kTile16));
+  ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
+  ASSERT_TRUE(report.counterexample.has_value());
+  const GemmProblem& minimal = report.counterexample->problem;
+  EXPECT_TRUE(tmpl.satisfies_requirements(kTile16, minimal)) << minimal.to_string();
+  EXPECT_EQ(minimal.shape.m, 8) << minimal.to_string();
+  EXPECT_NE(minimal.shape.k % 16, 0) << minimal.to_string();
+}
+
+TEST(PropertyRunner, RequirementsNoCaseMeetsAreAnErrorNamingThem) {
+  for (const std::string requirement : {"lda < 0", "M % 2 == 0 && M % 2 == 1"}) {
+    const KernelTemplate tmpl = aligned_template("// tiletune: require " + requirement + "\n");
+    CpuSgemm executor;
+    const FuzzReport report =
+        fuzz_configuration(executor, kTile16, settings(20), CaseRequirements(tmpl, kTile16));
+    EXPECT_EQ(report.verdict, FuzzVerdict::too_few_cases);
+    EXPECT_THAT(report.finding, HasSubstr("no case meets requirement '" + requirement + "'"));
+    EXPECT_EQ(report.cases_passed, 0);
+    EXPECT_EQ(executor.runs, 0);
+  }
+}
+
+TEST(PropertyRunner, FewerCasesThanAskedIsNeverAPass) {
+  FuzzSettings asked = settings(100);
+  FuzzReport report;
+  settle_verdict(rc::detail::SuccessResult{40, {}}, asked, report);
+  EXPECT_EQ(report.verdict, FuzzVerdict::too_few_cases);
+  EXPECT_EQ(report.cases_passed, 40);
+  EXPECT_THAT(report.finding, HasSubstr("only 40 of 100 cases ran"));
+
+  report = FuzzReport{};
+  settle_verdict(rc::detail::GaveUpResult{0, "Too many cases discarded"}, asked, report);
+  EXPECT_EQ(report.verdict, FuzzVerdict::too_few_cases);
+  EXPECT_THAT(report.finding, HasSubstr("only 0 of 100 cases ran: Too many cases discarded"));
+
+  report = FuzzReport{};
+  settle_verdict(rc::detail::Error("reproduce string mismatch"), asked, report);
+  EXPECT_NE(report.verdict, FuzzVerdict::passed);
+  EXPECT_THAT(report.finding, HasSubstr("reproduce string mismatch"));
+
+  report = FuzzReport{};  // a property that failed before any case was judged (its generator)
+  rc::detail::FailureResult failure;
+  failure.numSuccess = 3;
+  failure.description = "generator threw";
+  settle_verdict(failure, asked, report);
+  EXPECT_EQ(report.verdict, FuzzVerdict::cannot_run);
+  EXPECT_THAT(report.finding, HasSubstr("generator threw"));
+
+  report = FuzzReport{};
+  settle_verdict(rc::detail::SuccessResult{100, {}}, asked, report);
+  EXPECT_EQ(report.verdict, FuzzVerdict::passed);
+  EXPECT_EQ(report.cases_passed, 100);
+}
+
 }  // namespace
 }  // namespace tiletune

@@ -31,6 +31,7 @@ namespace {
 
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 namespace fs = std::filesystem;
@@ -1250,6 +1251,182 @@ TEST_F(Cli, QueryAndListOnlyReadTheDatabase) {
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(folder)) files.push_back(entry.path().filename().string());
   EXPECT_THAT(files, ::testing::ElementsAre("results.db"));
+}
+
+// --- verdicts: no empty or false pass ---------------------------------------------------------
+
+// naive.cu with the classic floor-division grid: N / BLOCK_X blocks, none at all when N < BLOCK_X.
+fs::path write_floor_grid_template(const fs::path& dir) {
+  std::string source = read_file(kTemplates / "naive.cu");
+  const std::string grid = "// tiletune: grid ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y)";
+  const std::size_t at = source.find(grid);
+  EXPECT_NE(at, std::string::npos) << "naive.cu's grid line changed";
+  if (at != std::string::npos) source.replace(at, grid.size(), "// tiletune: grid N / BLOCK_X, M / BLOCK_Y");
+  const fs::path path = dir / "floorgrid.cu";
+  write_file(path, source);
+  return path;
+}
+
+// No row mask (M % 8 == 0 required) and A read as float4 (lda % 4 == 0 required).
+constexpr const char* kAlignedTemplate = R"(// tiletune: name aligned
+// tiletune: entry aligned_gemm
+// tiletune: param BLOCK_X 16 32
+// tiletune: require M % 8 == 0
+// tiletune: require lda % 4 == 0
+// tiletune: block BLOCK_X, 8
+// tiletune: grid ceil_div(N, BLOCK_X), M / 8
+extern "C" __global__ void aligned_gemm(const float* __restrict__ A, const float* __restrict__ B,
+                                        float* __restrict__ C, int M, int N, int K, int lda,
+                                        int ldb, int ldc) {
+  const int col = blockIdx.x * TT_BLOCK_X + threadIdx.x;
+  const int row = blockIdx.y * 8 + threadIdx.y;
+  if (col >= N) return;
+  const float* a = A + (size_t)row * lda;
+  float acc = 0.0f;
+  int k = 0;
+  for (; k + 4 <= K; k += 4) {
+    const float4 v = *reinterpret_cast<const float4*>(a + k);
+    acc += v.x * B[(size_t)k * ldb + col];
+    acc += v.y * B[(size_t)(k + 1) * ldb + col];
+    acc += v.z * B[(size_t)(k + 2) * ldb + col];
+    acc += v.w * B[(size_t)(k + 3) * ldb + col];
+  }
+  for (; k < K; ++k) acc += a[k] * B[(size_t)k * ldb + col];
+  C[(size_t)row * ldc + col] = acc;
+}
+)";
+
+fs::path write_aligned_template(const fs::path& dir, const std::string& extra_requirement = "") {
+  std::string source = kAlignedTemplate;
+  if (!extra_requirement.empty()) {
+    source.insert(source.find("// tiletune: block"), "// tiletune: require " + extra_requirement + "\n");
+  }
+  const fs::path path = dir / "aligned.cu";
+  write_file(path, source);
+  return path;
+}
+
+// The line of `text` that contains `needle`, or "".
+std::string line_with(const std::string& text, const std::string& needle) {
+  const std::size_t at = text.find(needle);
+  if (at == std::string::npos) return "";
+  const std::size_t start = text.rfind('\n', at) + 1;
+  return text.substr(start, text.find('\n', at) - start);
+}
+
+TEST_F(CpuTune, FuzzOfAFloorDivisionGridFailsEachConfigurationWithAMinimalCaseAndAReplay) {
+  const fs::path floorgrid = write_floor_grid_template(dir_);
+  const Outcome run = tiletune({"fuzz", floorgrid.string(), "--backend", "cpu", "--cases", "50",
+                                "--config", "BLOCK_X=16,BLOCK_Y=4", "--config", "BLOCK_X=128,BLOCK_Y=1"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.out, HasSubstr("0 configurations passed, 2 failed")) << run;
+  for (const char* config : {"BLOCK_X=16,BLOCK_Y=4", "BLOCK_X=128,BLOCK_Y=1"}) {
+    const std::string fail = line_with(run.err, std::string("FAIL naive [") + config + "]");
+    EXPECT_THAT(fail, HasSubstr("cannot run this case: ")) << run;
+    EXPECT_THAT(fail, HasSubstr("is 0, outside [1, ")) << run;
+  }
+  EXPECT_THAT(run.err, HasSubstr("minimal case (")) << run;
+  const std::string replay = line_with(run.err, "replay: tiletune fuzz ");
+  ASSERT_NE(replay, "") << run;
+  const std::size_t case_at = replay.find("--case '");
+  ASSERT_NE(case_at, std::string::npos) << replay;
+  const std::string minimal = replay.substr(case_at + 8, replay.rfind('\'') - case_at - 8);
+  const Outcome again = tiletune({"fuzz", floorgrid.string(), "--backend", "cpu", "--config",
+                                  "BLOCK_X=16,BLOCK_Y=4", "--case", minimal});
+  EXPECT_EQ(again.exit_code, 1) << again;
+  EXPECT_THAT(again.err, HasSubstr("cannot run this case: ")) << again;
+}
+
+TEST_F(CpuTune, TuneOfAFloorDivisionGridRecordsNoPassExitsOneAndQueryServesNothing) {
+  const fs::path floorgrid = write_floor_grid_template(dir_);
+  // At 128x128x32 every configuration's floor-division grid covers C exactly: only the fuzz can
+  // tell that smaller shapes are left unwritten.
+  const Outcome run = tiletune({"tune", floorgrid.string(), "--backend", "cpu", "--shape", "128x128x32",
+                                "--cases", "20", "--db", db().string()});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.out, HasSubstr("(no correct configuration)")) << run;
+  EXPECT_THAT(run.err, HasSubstr("have no correct configuration")) << run;
+  EXPECT_THAT(run.err, HasSubstr("cannot run this case: ")) << run;
+  EXPECT_EQ(recorded(), 21) << "every configuration is recorded, none as ok";
+  EXPECT_TRUE(ResultStore(db()).ranking("CPU backend", {128, 128, 32}, std::string("naive")).empty());
+  for (const char* shape : {"128x128x32", "100x100x40"}) {  // the tuned shape, and one it is nearest to
+    const Outcome query = tiletune({"query", "--shape", shape, "--db", db().string(), "--gpu", "CPU backend"});
+    expect_one_line_failure(query, 1);
+    EXPECT_THAT(query.err, HasSubstr("no correct configuration recorded")) << query;
+  }
+}
+
+TEST_F(CpuTune, FuzzDrawsOnlyCasesThatMeetTheRequirementsAndRunsThemAll) {
+  const fs::path aligned = write_aligned_template(dir_);
+  const Outcome run = tiletune({"fuzz", aligned.string(), "--backend", "cpu", "--cases", "60"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.err, HasSubstr("pass aligned [BLOCK_X=16]: 60 cases")) << run;
+  EXPECT_THAT(run.err, HasSubstr("pass aligned [BLOCK_X=32]: 60 cases")) << run;
+  EXPECT_THAT(run.out, HasSubstr("2 configurations passed, 0 failed, 0 skipped; 120 cases")) << run;
+
+  // The kernel does need them: without its requirements the same fuzz fails.
+  std::string unrequired = read_file(aligned);
+  for (const char* line : {"// tiletune: require M % 8 == 0\n", "// tiletune: require lda % 4 == 0\n"}) {
+    unrequired.erase(unrequired.find(line), std::string(line).size());
+  }
+  write_file(dir_ / "unrequired.cu", unrequired);
+  const Outcome without = tiletune({"fuzz", (dir_ / "unrequired.cu").string(), "--backend", "cpu",
+                                    "--cases", "60", "--config", "BLOCK_X=16"});
+  EXPECT_EQ(without.exit_code, 1) << without;
+
+  // A replayed case that a requirement excludes is bad input, naming the requirement.
+  const Outcome replay = tiletune({"fuzz", aligned.string(), "--backend", "cpu", "--config", "BLOCK_X=16",
+                                   "--case", "16x16x6 lda=6 ldb=16 ldc=16"});
+  expect_one_line_failure(replay, 2);
+  EXPECT_THAT(replay.err, HasSubstr("does not meet requirement 'lda % 4 == 0'")) << replay;
+  const Outcome admitted = tiletune({"fuzz", aligned.string(), "--backend", "cpu", "--config", "BLOCK_X=16",
+                                     "--case", "16x16x6 lda=8 ldb=16 ldc=16"});
+  EXPECT_EQ(admitted.exit_code, 0) << admitted;
+}
+
+TEST_F(CpuTune, RequirementsNoCaseCanMeetFailEachConfigurationNamingTheRequirement) {
+  const fs::path aligned = write_aligned_template(dir_, "lda < 0");
+  const Outcome run = tiletune({"fuzz", aligned.string(), "--backend", "cpu", "--cases", "20"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.out, HasSubstr("0 configurations passed, 2 failed, 0 skipped; 0 cases")) << run;
+  EXPECT_THAT(line_with(run.err, "FAIL aligned [BLOCK_X=16]"),
+              HasSubstr("no case meets requirement 'lda < 0'")) << run;
+  EXPECT_THAT(run.err, Not(HasSubstr("pass "))) << run;
+}
+
+// A mutant fuzzed on no case at all is neither caught nor a pass: it is broken, and fails the run.
+TEST_F(CpuTune, MutantsCountAMutantFuzzedOnTooFewCasesAsBrokenNotCaught) {
+  fs::copy_file(kTemplates / "naive.cu", dir_ / "naive.cu");
+  write_file(dir_ / "suite.json", R"({
+  "template": "naive.cu",
+  "mutants": [
+    {
+      "name": "unmeetable",
+      "bug": "a requirement no case can meet",
+      "replace": [ { "from": "// tiletune: block BLOCK_X, BLOCK_Y",
+                     "to": "// tiletune: require lda < 0\n// tiletune: block BLOCK_X, BLOCK_Y" } ]
+    }
+  ]
+})");
+  const Outcome run = tiletune({"mutants", (dir_ / "suite.json").string(), "--backend", "cpu",
+                                "--cases", "10", "--config", "BLOCK_X=16,BLOCK_Y=4"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.err, HasSubstr("BROKEN naive~unmeetable [BLOCK_X=16,BLOCK_Y=4]: no case meets "
+                                 "requirement 'lda < 0'")) << run;
+  EXPECT_THAT(run.out, HasSubstr("0 mutants caught in every configuration, 1 survived")) << run;
+}
+
+TEST_F(CpuTune, TuneAppliesRequirementsToThePackedShape) {
+  const fs::path aligned = write_aligned_template(dir_);
+  const Outcome ok = tiletune({"tune", aligned.string(), "--backend", "cpu", "--shape", "40x36x20",
+                               "--cases", "20", "--db", db().string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok;
+  EXPECT_EQ(settled_line(ok), "settled: 2 ok") << ok;
+  // K = 22: the packed lda is 22, which `lda % 4 == 0` excludes; nothing to tune is no winner.
+  const Outcome excluded = tiletune({"tune", aligned.string(), "--backend", "cpu", "--shape", "40x36x22",
+                                     "--cases", "20", "--db", db().string()});
+  EXPECT_EQ(excluded.exit_code, 1) << excluded;
+  EXPECT_THAT(excluded.out, HasSubstr("(no correct configuration)")) << excluded;
 }
 
 }  // namespace

@@ -238,6 +238,21 @@ TEST(Expression, Overflow) {
   EXPECT_EQ(eval("-9223372036854775807 - 1"), INT64_MIN);
 }
 
+TEST(Expression, ConjunctsSplitTopLevelAndsOnly) {
+  const Expression e = Expression::parse("M % 8 == 0 && (lda % 4 == 0 && T > 1) && (N == 1 || K == 2)");
+  const std::vector<Expression> parts = e.conjuncts();
+  ASSERT_EQ(parts.size(), 4u);
+  const Bindings values{{"M", 16}, {"lda", 6}, {"T", 2}, {"N", 3}, {"K", 2}};
+  EXPECT_EQ(parts[0].evaluate(values), 1);
+  EXPECT_EQ(parts[1].evaluate(values), 0);  // lda % 4 == 0
+  EXPECT_EQ(parts[2].evaluate(values), 1);
+  EXPECT_EQ(parts[3].evaluate(values), 1);
+  EXPECT_THAT(parts[1].names(), ElementsAre("lda"));
+  EXPECT_THAT(parts[3].names(), ElementsAre("K", "N"));
+  EXPECT_EQ(parts[1].text(), e.text()) << "each part keeps the whole requirement's text";
+  EXPECT_EQ(Expression::parse("A || B && C").conjuncts().size(), 1u);
+}
+
 TEST(Expression, DefaultConstructedCannotBeEvaluated) {
   EXPECT_THROW(Expression{}.evaluate({}), ExpressionError);
 }

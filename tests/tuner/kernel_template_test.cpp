@@ -388,6 +388,47 @@ TEST(KernelTemplate, ShapeRequirementsNeedAShape) {
   EXPECT_FALSE(tmpl.satisfies_requirements(t16, &not_divisible));
 }
 
+TEST(KernelTemplate, RequirementsMayReadLeadingDimensions) {
+  const KernelTemplate tmpl = parse_template(
+      std::string(kEntry) + "// tiletune: param T 4 8\n// tiletune: require lda % T == 0 && ldb >= N\n" +
+          "// tiletune: require M % 2 == 0\n" + kBlock + kGrid,
+      "t.cu");
+  const Configuration t4 = tmpl.parse_configuration("T=4");
+  EXPECT_TRUE(tmpl.satisfies_requirements(t4));  // skipped without a problem, as for compile
+  EXPECT_EQ(tmpl.violated_requirement(t4), nullptr);
+  const GemmProblem aligned{{2, 3, 5}, 8, 3, 3}, odd_lda{{2, 3, 5}, 6, 3, 3}, odd_m{{3, 3, 5}, 8, 3, 3};
+  EXPECT_TRUE(tmpl.satisfies_requirements(t4, aligned));
+  EXPECT_NO_THROW(tmpl.check_requirements(t4, aligned));
+  ASSERT_NE(tmpl.violated_requirement(t4, &odd_lda), nullptr);
+  EXPECT_EQ(tmpl.violated_requirement(t4, &odd_lda)->text(), "lda % T == 0 && ldb >= N");
+  EXPECT_EQ(tmpl.violated_requirement(t4, &odd_m)->text(), "M % 2 == 0");
+  try {
+    tmpl.check_requirements(t4, odd_lda);
+    FAIL() << "a problem with lda = 6 passed 'lda % 4 == 0'";
+  } catch (const RequirementNotMet& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "t [T=4]: the problem 2x3x5 lda=6 ldb=3 ldc=3 does not meet requirement "
+              "'lda % T == 0 && ldb >= N'");
+  }
+  const GemmShape k20{2, 3, 20}, k10{2, 3, 10};  // a shape stands for its packed problem
+  EXPECT_TRUE(tmpl.satisfies_requirements(t4, &k20));
+  EXPECT_FALSE(tmpl.satisfies_requirements(t4, &k10));
+  const Bindings bindings = tmpl.bindings(t4, odd_lda);
+  EXPECT_EQ(bindings.at("lda"), 6);
+  EXPECT_EQ(bindings.at("ldb"), 3);
+  EXPECT_EQ(bindings.at("ldc"), 3);
+}
+
+TEST(KernelTemplate, OnlyRequirementsMayReadLeadingDimensions) {
+  const std::string head = std::string(kEntry) + kParam;
+  EXPECT_THAT(template_error(head + kBlock + "// tiletune: grid ceil_div(lda, T)\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("reads 'lda'"), HasSubstr("only 'require'")));
+  EXPECT_THAT(template_error(head + kBlock + kGrid + "// tiletune: shared ldc * 4\n"),
+              AllOf(StartsWith("t.cu:5: "), HasSubstr("reads 'ldc'")));
+  EXPECT_THAT(template_error(std::string(kEntry) + "// tiletune: param ldb 1 2\n" + kBlock + kGrid),
+              HasSubstr("parameter name 'ldb' is reserved"));
+}
+
 TEST(KernelTemplate, ConfigurationToStringAndAt) {
   const Configuration config{{{"TILE", 16}, {"PAD", 1}, {"SWIZZLE", 0}}};
   EXPECT_EQ(config.to_string(), "TILE=16,PAD=1,SWIZZLE=0");

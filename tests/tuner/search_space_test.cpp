@@ -83,6 +83,16 @@ TEST(SearchSpace, ShapeRequirementsAreSkippedWithoutAShapeAndAppliedWithOne) {
   EXPECT_TRUE(enumerate_configurations(tmpl, &too_small).empty());
 }
 
+TEST(SearchSpace, LeadingDimensionRequirementsApplyToThePackedProblemOfTheShape) {
+  const KernelTemplate tmpl = with_declarations(
+      "// tiletune: param T 4 8\n// tiletune: require lda % T == 0 && ldc % 4 == 0\n");
+  EXPECT_THAT(strings(enumerate_configurations(tmpl)), ElementsAre("T=4", "T=8"));
+  const GemmShape k20{8, 12, 20};  // lda = 20, ldc = 12
+  EXPECT_THAT(strings(enumerate_configurations(tmpl, &k20)), ElementsAre("T=4"));
+  const GemmShape n10{8, 10, 16};  // ldc = 10
+  EXPECT_TRUE(enumerate_configurations(tmpl, &n10).empty());
+}
+
 TEST(SearchSpace, RequirementThatFailsToEvaluateIsNotSatisfied) {
   // T=2 divides by zero, T=7 leaves a remainder: only T=3 remains.
   const KernelTemplate tmpl =

@@ -83,6 +83,7 @@ int run(const BenchOptions& options) {
     const Configuration config = tmpl.parse_configuration(best->config);
     const GpuKernel kernel(compile_configuration(tmpl, config, gpu.arch()), tmpl.entry);
     const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
+    tmpl.check_requirements(config, GemmProblem::packed(shape));
     ShapeVerifier verifier(device, GemmProblem::packed(shape), 7);
     if (auto wrong = verifier.verify(kernel, geometry)) {
       throw std::runtime_error(fmt::format("{} [{}] is wrong: {}", tmpl.name, best->config, *wrong));

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "fuzz/cpu_backend/cpu_executor.h"
 #include "fuzz/gemm_operands.h"
@@ -82,8 +83,13 @@ std::unique_ptr<GemmExecutor> make_executor(FuzzBackend& backend,
   const GpuDevice& device = *backend.device();
   const CompiledKernelImage& image = backend.compiled()->get(tmpl, config);
   auto gpu = std::make_unique<GpuExecutor>(device, tmpl, config, image);
-  if (auto limit = exceeds_device_limits(tmpl.launch_geometry(config, typical), gpu->resources(),
-                                         device.properties())) {
+  LaunchGeometry geometry;
+  try {
+    geometry = tmpl.launch_geometry(config, typical);
+  } catch (const TemplateError&) {
+    return gpu;  // no geometry at this shape: the fuzz reports it with a case that shows it
+  }
+  if (auto limit = exceeds_device_limits(geometry, gpu->resources(), device.properties())) {
     skip_reason = "beyond this device: " + *limit;
     return nullptr;
   }
@@ -117,16 +123,21 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
       outcome.kind = Kind::skipped;
       outcome.detail = skip_reason;
     } else if (replay.empty()) {
-      outcome.report = fuzz_configuration(*executor, config, settings);
+      outcome.report = fuzz_configuration(*executor, config, settings, CaseRequirements(tmpl, config));
       if (gpu != nullptr && outcome.report.verdict == FuzzVerdict::passed) {
         const LargeIndexProbe& probe = *backend.large_index_probe();
         if (auto why = probe.unavailable()) {
           outcome.probe = "large-index probe skipped: " + *why;
-        } else if (auto finding = probe.check(gpu->kernel(), tmpl, config)) {
+        } else if (std::vector<std::string> skipped;
+                   auto finding = probe.check(gpu->kernel(), tmpl, config, &skipped)) {
           record_probe_finding(*finding, outcome.report);
           lost = finding->context_lost;
+        } else if (skipped.size() == LargeIndexProbe::problems().size()) {
+          outcome.probe = fmt::format("large-index probe skipped: {}", fmt::join(skipped, "; "));
         } else {
-          outcome.probe = "large-index probe passed";
+          outcome.probe = skipped.empty() ? "large-index probe passed"
+                                          : fmt::format("large-index probe passed ({} skipped: {})",
+                                                        skipped.size(), fmt::join(skipped, "; "));
         }
       }
     } else {
@@ -160,6 +171,12 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
     lost = lost || (gpu != nullptr && gpu->context_lost());
     executor.reset();
     if (lost) backend.mark_context_lost(fmt::format("{} [{}]", tmpl.name, config.to_string()));
+    // A pass is every case asked for, run and passed (fuzz_configuration settles the same).
+    const int asked = replay.empty() ? settings.cases : int(replay.size());
+    if (outcome.report.verdict == FuzzVerdict::passed && outcome.report.cases_passed < asked) {
+      outcome.report.verdict = FuzzVerdict::too_few_cases;
+      outcome.report.finding = fmt::format("only {} of {} cases ran", outcome.report.cases_passed, asked);
+    }
     if (outcome.kind != Kind::skipped) {
       outcome.kind = outcome.report.verdict == FuzzVerdict::passed ? Kind::passed : Kind::failed;
     }

@@ -107,8 +107,13 @@ int run(const FuzzOptions& options) {
       throw UsageError(std::string("--case: ") + e.what());
     }
   }
-  // Bad configurations and a missing sanitizer are reported before any work is done.
-  for (const KernelTemplate& tmpl : templates) configurations_of(tmpl, options);
+  // Bad configurations, replayed cases their requirements exclude and a missing sanitizer are
+  // reported before any work is done.
+  for (const KernelTemplate& tmpl : templates) {
+    for (const Configuration& config : configurations_of(tmpl, options)) {
+      for (const GemmCase& gemm_case : replay) tmpl.check_requirements(config, gemm_case.problem);
+    }
+  }
   if (options.sanitize && options.backend == "gpu" && !options.sanitizer_child) {
     try {
       find_compute_sanitizer();
@@ -178,7 +183,8 @@ int run(const FuzzOptions& options) {
           break;
         case Kind::failed:
           ++failed;
-          cases_run += outcome.report.cases_passed + 1 + outcome.report.shrink_steps;
+          cases_run += outcome.report.cases_passed +
+                       (outcome.report.counterexample ? 1 + outcome.report.shrink_steps : 0);
           if (!outcome.died.empty()) {
             progress_line(describe_death(label, outcome,
                                          outcome.report.counterexample

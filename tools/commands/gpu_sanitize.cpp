@@ -18,17 +18,40 @@
 namespace tiletune::cli {
 namespace fs = std::filesystem;
 
+namespace {
+
+// Moves the problem until it meets every configuration's requirements (`require M % TILE == 0`
+// over TILE 16 and 32 ends on a multiple of 32); false when a few passes do not get there.
+bool meet_all(const std::vector<CaseRequirements>& requirements, GemmProblem& problem) {
+  for (int pass = 0; pass < 3; ++pass) {
+    bool all = true;
+    for (const CaseRequirements& r : requirements) {
+      if (r.violated(problem)) {
+        all = false;
+        r.repair(problem);
+      }
+    }
+    if (all) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<GemmCase> sanitizer_sample(const KernelTemplate& tmpl, const SanitizeSettings& settings) {
   std::vector<std::int64_t> moduli;
+  std::vector<CaseRequirements> requirements;  // every case is replayed on every configuration
   for (const Configuration& config : enumerate_configurations(tmpl)) {
     for (std::int64_t modulus : remainder_moduli(config)) {
       if (std::find(moduli.begin(), moduli.end(), modulus) == moduli.end()) moduli.push_back(modulus);
     }
+    requirements.emplace_back(tmpl, config);
   }
   const rc::Gen<GemmCase> gen = gen_gemm_case(moduli, CaseLimits{});
   std::vector<GemmCase> cases;
-  for (int i = 0; i < settings.cases; ++i) {
-    cases.push_back(gen(rc::Random(settings.seed * 7919 + std::uint64_t(i) + 1)).value());
+  for (int i = 0; int(cases.size()) < settings.cases && i < 10 * settings.cases; ++i) {
+    GemmCase c = gen(rc::Random(settings.seed * 7919 + std::uint64_t(i) + 1)).value();
+    if (meet_all(requirements, c.problem)) cases.push_back(c);
   }
   return cases;
 }

@@ -73,6 +73,11 @@ ConfigVerdict evaluate_in_process(FuzzBackend& backend, const KernelTemplate& mu
       break;
     case Kind::passed: verdict.kind = ConfigVerdict::Kind::survived; break;
     case Kind::failed:
+      if (outcome.report.verdict == FuzzVerdict::too_few_cases) {  // proves nothing either way
+        verdict.kind = ConfigVerdict::Kind::broken;
+        verdict.finding = outcome.report.finding;
+        break;
+      }
       verdict.kind = ConfigVerdict::Kind::caught;
       verdict.finding = outcome.report.finding;
       verdict.minimal = outcome.report.counterexample;
@@ -162,6 +167,10 @@ void run_mutant(const MutantsOptions& options, FuzzBackend& backend, const Mutan
     }
   }
   const FuzzSettings settings = fuzz_settings(options, backend);
+  // A replayed case the requirements exclude is bad input (RequirementNotMet), not a catch.
+  for (const Configuration& config : configs) {
+    for (const GemmCase& gemm_case : replay) suite.original.check_requirements(config, gemm_case.problem);
+  }
 
   for (const Configuration& config : configs) {
     if (!mutant.live_in(suite.original, config)) continue;

@@ -3,7 +3,8 @@
 // Evaluates configurations in a worker process (a crash or a hang is recorded and the tune goes
 // on), records every outcome at once (Ctrl-C or kill -9 lose nothing; the same command resumes),
 // re-measures the best few together, and prints the winner of each template and shape with where
-// the time went.
+// the time went. Exits 1 when some template and shape has no correct configuration (none of those
+// it settled was correct, or none admits the shape).
 #include <chrono>
 #include <map>
 
@@ -119,6 +120,7 @@ int run(const TuneOptions& options) {
   fmt::print("\n{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", "shape", "template", "settled",
              "best configuration (this search)", "median ms", "TFLOP/s", "best recorded");
   std::size_t i = 0;
+  int without_winner = 0;
   for (const KernelTemplate& tmpl : templates) {
     for (const GemmShape& shape : shapes) {
       const TuningSummary& summary = summaries[i++];
@@ -129,6 +131,9 @@ int run(const TuneOptions& options) {
         fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10.4f} {:>8.2f}  {}\n", shape.to_string(), tmpl.name,
                    settled, summary.best->config, summary.best->median_ms, summary.best->tflops, overall);
       } else {
+        // Nothing correct among what it settled, or no configuration for the shape at all; a
+        // budget that ran out before anything settled proves nothing either way.
+        if (summary.settled > 0 || summary.space == 0) ++without_winner;
         fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
                    settled, "(no correct configuration)", "", "", overall);
       }
@@ -152,6 +157,11 @@ int run(const TuneOptions& options) {
              wall, settled_before / std::max(wall, 1e-9), compiles.compiled, compiles.compile_seconds,
              compiles.from_cache, session.workers_started(), session.fuzz_workers());
   fmt::print("time by stage: {}\n", split.empty() ? "none" : split);
+  if (without_winner > 0) {
+    fmt::print(stderr, "tiletune: {} of {} template and shape pairs have no correct configuration\n",
+               without_winner, summaries.size());
+    return kFindings;
+  }
   return kSuccess;
 }
 

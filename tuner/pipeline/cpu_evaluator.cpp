@@ -108,7 +108,6 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
   ResultRecord& result = outcome.result;
   result = result_keys(tmpl, request);
   const Configuration config = tmpl.parse_configuration(request.config);
-  result.dynamic_shared_bytes = int(tmpl.launch_geometry(config, request.shape).dynamic_shared_bytes);
 
   stage("build");
   std::unique_ptr<CpuExecutor> executor;
@@ -126,11 +125,14 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     return outcome;
   }
   try {
+    result.dynamic_shared_bytes = int(tmpl.launch_geometry(config, request.shape).dynamic_shared_bytes);
     if (request.fuzz) {
       stage("fuzz");
       AnnouncingExecutor announced(*executor, before_case);
-      const FuzzReport fuzz = fuzz_configuration(announced, config, request.fuzz_settings);
-      if (fuzz.verdict != FuzzVerdict::passed) {
+      const FuzzReport fuzz = fuzz_configuration(announced, config, request.fuzz_settings,
+                                                 CaseRequirements(tmpl, config));
+      // Fewer cases than asked is never a pass (fuzz_configuration settles the same).
+      if (fuzz.verdict != FuzzVerdict::passed || fuzz.cases_passed < request.fuzz_settings.cases) {
         result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
                                                                   : ResultStatus::launch_error;
         result.detail = fuzz_detail(fuzz);
@@ -147,6 +149,7 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     }
     stage("verify");
     const GemmCase full = full_shape_case(request.shape, request.data_seed);
+    tmpl.check_requirements(config, full.problem);
     const FuzzReport check = run_single_case(*executor, full);
     if (check.verdict != FuzzVerdict::passed) {
       result.status = check.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
@@ -167,6 +170,11 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     result.status = ResultStatus::device_limit;
     result.detail = fmt::format("the shape {} does not fit in host memory on the CPU backend",
                                 request.shape.to_string());
+  } catch (const TemplateError& e) {
+    // The geometry at the full shape fails (a grid of zero blocks), or the shape does not meet a
+    // requirement (the search space leaves those out).
+    result.status = ResultStatus::launch_error;
+    result.detail = std::string("cannot run the full shape: ") + e.what();
   }
   return outcome;
 }

@@ -1,5 +1,7 @@
 #include "tuner/pipeline/gpu_evaluator.h"
 
+#include <fmt/format.h>
+
 #include "fuzz/announcing_executor.h"
 #include "fuzz/gpu_executor.h"
 #include "tuner/entry_contract.h"
@@ -63,8 +65,10 @@ EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     if (request.fuzz) {
       stage("fuzz");
       AnnouncingExecutor announced(executor, before_case);
-      const FuzzReport fuzz = fuzz_configuration(announced, config, request.fuzz_settings);
-      if (fuzz.verdict != FuzzVerdict::passed) {
+      const FuzzReport fuzz = fuzz_configuration(announced, config, request.fuzz_settings,
+                                                 CaseRequirements(tmpl, config));
+      // Fewer cases than asked is never a pass (fuzz_configuration settles the same).
+      if (fuzz.verdict != FuzzVerdict::passed || fuzz.cases_passed < request.fuzz_settings.cases) {
         result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
                                                                   : ResultStatus::launch_error;
         result.detail = fuzz_detail(fuzz);
@@ -75,6 +79,13 @@ EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     outcome.fuzz_passed = true;
     if (!request.measure) return outcome;
 
+    const GemmProblem packed = GemmProblem::packed(request.shape);  // as the verifier lays it out
+    if (const Expression* unmet = tmpl.violated_requirement(config, &packed)) {
+      result.status = ResultStatus::launch_error;  // the search space leaves such shapes out
+      result.detail = fmt::format("the full shape {} does not meet requirement '{}'",
+                                  packed.to_string(), unmet->text());
+      return outcome;
+    }
     ShapeVerifier& full = verifier(request.shape, request.data_seed, stage);
     stage("verify");
     if (auto wrong = full.verify(executor.kernel(), geometry)) {
@@ -92,6 +103,9 @@ EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     result.status = ResultStatus::launch_error;
     result.detail = e.what();
     context_lost_ = context_lost_ || e.context_is_lost();
+  } catch (const TemplateError& e) {  // the geometry at the full shape fails: a grid of zero blocks
+    result.status = ResultStatus::launch_error;
+    result.detail = std::string("cannot run the full shape: ") + e.what();
   }
   return outcome;
 }
