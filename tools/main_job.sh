@@ -34,21 +34,24 @@ fi
 
 echo "tiletune: without a GPU, compiling every configuration and fuzzing them on the CPU instead"
 logs=$(mktemp -d "${TMPDIR:-/tmp}/tiletune-main-job.XXXXXX") || exit 3
-trap 'rm -rf "$logs"' EXIT
+compile_pid=""
+trap '[ -n "$compile_pid" ] && kill "$compile_pid" 2>/dev/null; rm -rf "$logs"' EXIT
 worst=0
-# Runs a step, its output shown and kept in $logs/NAME; remembers the worst exit status.
-step() {
-  local name=$1; shift
-  "$@" 2>&1 | tee "$logs/$name"
-  local status=${PIPESTATUS[0]}
-  ((status > worst)) && worst=$status
-  return 0
-}
+# Remembers the worst exit status.
+note() { (($1 > worst)) && worst=$1; return 0; }
 # The numbers of the last line of $logs/NAME matching the sed expression, or "?".
 count() { local n; n=$(sed -nE "s/$2/\\1/p" "$logs/$1" | tail -n 1); echo "${n:-?}"; }
 
-step compile "$tiletune" compile "${templates[@]}" --arch sm_90
-step fuzz "$tiletune" fuzz "${templates[@]}" --backend cpu --cases "$cases"
+# The NVRTC compile runs beside the CPU fuzz (whose host compiles run one at a time), so that
+# both cores work; its table is printed when both are done.
+"$tiletune" compile "${templates[@]}" --arch sm_90 >"$logs/compile" 2>&1 &
+compile_pid=$!
+"$tiletune" fuzz "${templates[@]}" --backend cpu --cases "$cases" 2>&1 | tee "$logs/fuzz"
+note "${PIPESTATUS[0]}"
+wait "$compile_pid"
+note $?
+compile_pid=""
+cat "$logs/compile"
 
 compiled=$(count compile '^([0-9]+) configurations compiled for .*$')
 compile_failed=$(count compile '^[0-9]+ configurations compiled for [^,]*, ([0-9]+) failed$')
