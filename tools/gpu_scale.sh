@@ -64,7 +64,7 @@ if [[ $STEPS == *search* ]]; then
     done
   done
   rm -f "$WORK/zoo.db"*
-  timed fault-zoo "$BIN" tune kernels_src/fault_zoo.cu --shape 1000x1000x1000 --watchdog 5 --db "$WORK/zoo.db"
+  timed fault-zoo "$BIN" tune tests/fixtures/kernels/fault_zoo.cu --shape 1000x1000x1000 --watchdog 5 --db "$WORK/zoo.db"
 fi
 # At most a few files come back from a lent machine: one archive and the summary.
 tar czf "$OUT/gpu-scale.tgz" -C "$WORK" --exclude=cubins . && cp "$WORK/summary.txt" "$OUT/"

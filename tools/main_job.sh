@@ -1,15 +1,71 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: set up, then
-#  - with a GPU: tune the shipped templates for 4096x4096x4096 and print the best configurations;
-#  - without one: say so, compile every configuration with NVRTC and fuzz them all on the CPU.
+# The main job on a fresh machine: set up, then, on the shipped templates (kernels_src/*.cu)
+#  - with a GPU: tune them for 4096x4096x4096 and print the best configurations;
+#  - without one (or with --no-gpu, as CI runs it): say so, compile every configuration with
+#    NVRTC and fuzz every configuration on the CPU backend, 40 cases each, from the CPU kernel
+#    cache (~/.cache/tiletune/cpu; from an empty one about 380 s of CPU time: 9 minutes
+#    measured on 2 busy cores, about 4 expected on idle ones).
+# The last line is a one-line summary. The exit status is the worst of the steps': 0 when every
+# step passed, else the failing step's (1 findings, 2 bad input, 3 no NVRTC...).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
+force_cpu=0
+case "${1:-}" in
+  --no-gpu) force_cpu=1 ;;
+  "") ;;
+  *) echo "tiletune main job: unknown argument '$1' (usage: tools/main_job.sh [--no-gpu])" >&2; exit 2 ;;
+esac
+cases=40
+
 bash tools/setup.sh || exit $?
 tiletune=build/tools/tiletune
+templates=(kernels_src/*.cu)
+minutes() { awk -v s=$((SECONDS - started)) 'BEGIN { printf "%.1f min", s / 60 }'; }
 
-"$tiletune" tune kernels_src/*.cu --shape 4096x4096x4096
-status=$?
-[ "$status" -ne 3 ] && exit "$status"  # 3: no GPU here (tools/commands/command_line.h)
+if ((!force_cpu)); then
+  "$tiletune" tune "${templates[@]}" --shape 4096x4096x4096
+  status=$?
+  if [ "$status" -ne 3 ]; then  # 3: no GPU here (tools/commands/command_line.h)
+    verdict=$([ "$status" -eq 0 ] && echo passed || echo "FAILED (exit $status)")
+    echo "main job (GPU): tuned ${#templates[@]} shipped templates for 4096x4096x4096: $verdict in $(minutes)"
+    exit "$status"
+  fi
+fi
+
 echo "tiletune: without a GPU, compiling every configuration and fuzzing them on the CPU instead"
-"$tiletune" compile kernels_src/*.cu --arch sm_90 || exit $?
-"$tiletune" fuzz kernels_src/*.cu --backend cpu --cases 40
+logs=$(mktemp -d "${TMPDIR:-/tmp}/tiletune-main-job.XXXXXX") || exit 3
+compile_pid=""
+trap '[ -n "$compile_pid" ] && kill "$compile_pid" 2>/dev/null; rm -rf "$logs"' EXIT
+worst=0
+# Remembers the worst exit status.
+note() { (($1 > worst)) && worst=$1; return 0; }
+# The numbers of the last line of $logs/NAME matching the sed expression, or "?".
+count() { local n; n=$(sed -nE "s/$2/\\1/p" "$logs/$1" | tail -n 1); echo "${n:-?}"; }
+
+# The NVRTC compile runs beside the CPU fuzz (whose host compiles run one at a time), so that
+# both cores work; its table is printed when both are done.
+"$tiletune" compile "${templates[@]}" --arch sm_90 >"$logs/compile" 2>&1 &
+compile_pid=$!
+"$tiletune" fuzz "${templates[@]}" --backend cpu --cases "$cases" 2>&1 | tee "$logs/fuzz"
+note "${PIPESTATUS[0]}"
+wait "$compile_pid"
+note $?
+compile_pid=""
+cat "$logs/compile"
+
+compiled=$(count compile '^([0-9]+) configurations compiled for .*$')
+compile_failed=$(count compile '^[0-9]+ configurations compiled for [^,]*, ([0-9]+) failed$')
+passed=$(count fuzz '^([0-9]+) configurations passed, .*$')
+failed=$(count fuzz '^[0-9]+ configurations passed, ([0-9]+) failed.*$')
+skipped=$(count fuzz '^[0-9]+ configurations passed, [0-9]+ failed, ([0-9]+) skipped.*$')
+# A step that ended without its summary line is unknown, never a pass.
+for n in "$compiled" "$compile_failed" "$passed" "$failed" "$skipped"; do
+  [ "$n" = "?" ] && ((worst == 0)) && worst=1
+done
+names=$(for t in "${templates[@]}"; do basename "$t" .cu; done | paste -sd, -)
+verdict=$([ "$worst" -eq 0 ] && echo passed || echo "FAILED (exit $worst)")
+echo "main job (no GPU): $names: NVRTC compiled $compiled configurations ($compile_failed failed)," \
+     "CPU fuzz of every configuration, $cases cases each: $passed passed, $failed failed," \
+     "$skipped skipped; $verdict in $(minutes)"
+exit "$worst"

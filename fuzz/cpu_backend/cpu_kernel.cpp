@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -20,6 +19,7 @@
 #include "fuzz/gemm_executor.h"
 #include "tuner/entry_contract.h"
 #include "tuner/nvrtc_compiler.h"
+#include "tuner/private_files.h"
 
 namespace tiletune {
 namespace fs = std::filesystem;
@@ -133,14 +133,16 @@ void CpuKernel::load() {
     // symbolizer learns the loaded objects once and would name the old one's source lines. And
     // each load is a private copy (the loader shares a file that is loaded already), whose UBSan
     // checks have reported nothing yet.
-    static std::atomic<unsigned> copies{0};
-    loaded_path_ = fs::temp_directory_path() / fmt::format("tiletune-{}-{}-{}", getpid(), copies++,
-                                                           object_path_.filename().string());
-    std::error_code error;
-    fs::copy_file(object_path_, loaded_path_, fs::copy_options::overwrite_existing, error);
-    if (error) {
-      throw std::runtime_error(fmt::format("cannot copy {} to {}: {}", object_path_.string(),
-                                           loaded_path_.string(), error.message()));
+    // The copy goes into a private directory of its own: a predictable name in $TMPDIR would let
+    // anyone plant a symlink there, through which the copy overwrites a file of the user's.
+    loaded_path_ = make_private_directory(fs::temp_directory_path(), "tiletune-kernel-") /
+                   object_path_.filename();
+    try {
+      copy_to_new_file(object_path_, loaded_path_);
+    } catch (const std::system_error& e) {
+      forget_copy();
+      throw std::runtime_error(
+          fmt::format("cannot copy {} to {}: {}", object_path_.string(), loaded_path_.string(), e.what()));
     }
     flags |= RTLD_NODELETE;
   }
@@ -187,11 +189,12 @@ void CpuKernel::load() {
   module_.thread_local_bytes = thread_local_bytes(module_.handle);
 }
 
-// The private copy of a sanitized object, once it will not run again. Its mapping stays.
+// The private copy of a sanitized object and its directory, once it will not run again. Its
+// mapping stays.
 void CpuKernel::forget_copy() {
   if (loaded_path_ == object_path_) return;
   std::error_code ignored;
-  fs::remove(loaded_path_, ignored);
+  fs::remove_all(loaded_path_.parent_path(), ignored);
 }
 
 void CpuKernel::reload() {

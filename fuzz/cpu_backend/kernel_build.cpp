@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
@@ -13,20 +15,23 @@
 #include "fuzz/cpu_backend/host_compiler.h"
 #include "fuzz/cpu_backend/source_scan.h"
 #include "fuzz/gemm_executor.h"
+#include "tuner/cache_limit.h"
 #include "tuner/nvrtc_compiler.h"
+#include "tuner/private_files.h"
 
 namespace tiletune {
 namespace fs = std::filesystem;
 
 namespace {
 
-// A file in the cache folder under a name no other process or thread uses, removed unless kept.
+// A file in the cache folder under a name no other process or thread uses, created exclusively
+// (tuner/private_files.h), removed unless published.
 class TemporaryFile {
  public:
   explicit TemporaryFile(const fs::path& final_path) {
-    static std::atomic<unsigned> counter{0};
-    path_ = final_path;
-    path_ += fmt::format(".tmp-{}-{}", getpid(), counter++);
+    const TemporaryBeside created = create_temporary_beside(final_path);
+    close(created.fd);
+    path_ = created.path;
   }
   ~TemporaryFile() {
     std::error_code ignored;
@@ -66,6 +71,16 @@ std::string dynamic_shared_definitions(const std::vector<DynamicSharedArray>& ar
   return text;
 }
 
+// The cap of each CPU cache folder this process writes (tuner/cache_limit.h).
+CacheCap& cache_cap(const fs::path& cache) {
+  static std::mutex mutex;
+  static std::map<fs::path, std::unique_ptr<CacheCap>> caps;
+  const std::lock_guard lock(mutex);
+  auto& cap = caps[cache];
+  if (!cap) cap = std::make_unique<CacheCap>(cache, &cpu_cache_entry, cache_cap_or_default());
+  return *cap;
+}
+
 std::string joined(const std::vector<std::string>& words) {
   std::string text;
   for (const std::string& word : words) text += word + '\n';
@@ -79,6 +94,8 @@ std::string kernel_source_origin(const KernelTemplate& tmpl) {
   const bool plain = !path.empty() && path.find_first_of("\"\\\n") == std::string::npos;
   return plain ? path : tmpl.name + ".cu";
 }
+
+bool cpu_cache_entry(const fs::path& file) { return file.extension() == ".so"; }
 
 fs::path default_cpu_cache_dir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
@@ -125,7 +142,10 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
       fnv1a_hex(compiler.identity() + '\0' + joined(flags) + '\0' + std::string(header) + '\0' +
                 unit + '\0' + std::to_string(kCpuDynamicSharedCapacity));
   const fs::path object_path = cache / fmt::format("{}-{}.so", tmpl.name, key);
-  if (fs::exists(object_path)) return {object_path, true};
+  if (fs::exists(object_path)) {
+    touch_entry(object_path);  // used now: the last to be evicted
+    return {object_path, true};
+  }
 
   std::vector<std::string> common = flags;
   common.insert(common.end(), {"-x", "c++", "-include", header_path.string()});
@@ -161,6 +181,9 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
     throw CompileError(what + " does not compile for the CPU backend", compiled.output);
   }
   object.publish(object_path);
+  std::error_code error;
+  const std::uintmax_t bytes = fs::file_size(object_path, error);
+  cache_cap(cache).wrote(object_path, error ? 0 : bytes);
   return {object_path, false};
 }
 

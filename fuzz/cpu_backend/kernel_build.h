@@ -36,6 +36,11 @@ std::string kernel_source_origin(const KernelTemplate& tmpl);
 // $XDG_CACHE_HOME/tiletune/cpu, else ~/.cache/tiletune/cpu.
 std::filesystem::path default_cpu_cache_dir();
 
+// Whether a file of the cache folder is a built kernel: what its size cap (tuner/cache_limit.h)
+// counts and evicts, least recently used first (a hit marks an object used). The shared header
+// beside them is tiny and is never evicted, so that no build loses it midway.
+bool cpu_cache_entry(const std::filesystem::path& file);
+
 // The text of cuda_on_cpu.h, embedded in the binary at build time.
 std::string_view cuda_on_cpu_header_text();
 

@@ -38,6 +38,8 @@ namespace fs = std::filesystem;
 
 const fs::path kBinary = fs::path(TILETUNE_BINARY_DIR) / "tools" / "tiletune";
 const fs::path kTemplates = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+// Templates that are not shipped: test fixtures.
+const fs::path kFixtureTemplates = fs::path(TILETUNE_SOURCE_DIR) / "tests" / "fixtures" / "kernels";
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -617,6 +619,7 @@ class CpuTune : public Cli {
     setenv("TILETUNE_CACHE_DIR", (cache / "cubins").c_str(), 1);
   }
 
+  // `kernel`: a shipped template's file name, or an absolute path.
   std::vector<std::string> tune(const std::string& kernel, std::vector<std::string> extra = {},
                                 int cases = 20) const {
     std::vector<std::string> args{"tune", (kTemplates / kernel).string(), "--backend", "cpu",
@@ -647,7 +650,7 @@ class CpuTuneFaults : public CpuTune, public ::testing::WithParamInterface<const
 
 TEST_P(CpuTuneFaults, EveryFaultOfTheZooIsRecordedAndEveryGoodVariantTimed) {
   const std::vector<std::string> options{"--watchdog", "2", "--fuzz-workers", GetParam()};
-  const Outcome first = tiletune(tune("fault_zoo.cu", options));
+  const Outcome first = tiletune(tune((kFixtureTemplates / "fault_zoo.cu").string(), options));
   ASSERT_EQ(first.exit_code, 0) << first;
   EXPECT_THAT(first.out, HasSubstr("(" + std::string(GetParam()) + " fuzz workers)")) << first;
   EXPECT_EQ(settled_line(first), "settled: 2 compile_error, 2 crashed, 2 device_limit, 2 ok, 2 timeout") << first;
@@ -658,7 +661,7 @@ TEST_P(CpuTuneFaults, EveryFaultOfTheZooIsRecordedAndEveryGoodVariantTimed) {
   ASSERT_EQ(ranking.size(), 2u);
   for (const ResultRecord& r : ranking) EXPECT_GT(r.median_ms, 0.0) << r.config;
 
-  const Outcome again = tiletune(tune("fault_zoo.cu", options));
+  const Outcome again = tiletune(tune((kFixtureTemplates / "fault_zoo.cu").string(), options));
   ASSERT_EQ(again.exit_code, 0) << again;
   EXPECT_EQ(settled_line(again), "settled: 10 recorded earlier") << "nothing is measured twice";
   EXPECT_THAT(again.out, HasSubstr("compiled 0 ")) << again;

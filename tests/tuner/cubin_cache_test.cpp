@@ -195,6 +195,45 @@ TEST_F(CubinCacheTest, EveryPartOfTheKeyMakesAnotherEntry) {
   expect_same_outcome(cache.load(sample_key()), sample_image());
 }
 
+// The cap: once the entries outgrow it, a store evicts the least recently used, a hit counting as
+// a use; the entry just stored stays; what a killed writer left is cleared and temporaries are
+// named with their writer's pid.
+TEST_F(CubinCacheTest, StoresPastTheCapEvictTheLeastRecentlyUsedEntries) {
+  const auto key_of = [](int i) {
+    CubinKey key = sample_key();
+    key.config = "TILE=" + std::to_string(i);
+    return key;
+  };
+  const std::uint64_t entry_bytes = [&] {
+    CubinCache probe(dir_ / "probe");
+    probe.store(key_of(0), sample_image());
+    return fs::file_size(probe.entry_path(key_of(0)));
+  }();
+  fs::create_directories(cache_dir());
+  const std::string dead_writer = ".tmp-999999999-abcdef";  // no such pid
+  write_file(cache_dir() / ("leftover.entry" + dead_writer), "half an entry");
+
+  CubinCache cache(cache_dir(), 3 * entry_bytes + entry_bytes / 2);  // room for 3
+  for (int i = 1; i <= 3; ++i) {
+    cache.store(key_of(i), sample_image());
+    fs::last_write_time(cache.entry_path(key_of(i)),
+                        fs::file_time_type::clock::now() - std::chrono::seconds(100 - i));
+  }
+  EXPECT_EQ(files_in(cache_dir()).size(), 3u) << "the killed writer's temporary is cleared";
+  ASSERT_TRUE(cache.load(key_of(1)).has_value());  // a hit: entry 2 is now the least recently used
+  cache.store(key_of(4), sample_image());
+  EXPECT_TRUE(cache.load(key_of(1)).has_value());
+  EXPECT_FALSE(cache.load(key_of(2)).has_value()) << "the least recently used is evicted";
+  EXPECT_TRUE(cache.load(key_of(4)).has_value());
+  EXPECT_LE(files_in(cache_dir()).size(), 3u);
+
+  CubinCache tiny(dir_ / "tiny", 1);  // smaller than any entry: the one just stored stays
+  tiny.store(key_of(1), sample_image());
+  tiny.store(key_of(2), sample_image());
+  EXPECT_FALSE(tiny.load(key_of(1)).has_value());
+  EXPECT_TRUE(tiny.load(key_of(2)).has_value());
+}
+
 // The source enters the key by its digest: any change of a byte, or of the length, changes it.
 TEST(CubinCacheKey, SourceDigestCoversEveryByteAndTheLength) {
   const std::string source = "extern \"C\" __global__ void k(float* c) { c[0] = 1.0f; }\n";

@@ -1,7 +1,5 @@
 #include "tools/commands/gpu_sanitize.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +11,7 @@
 #include "fuzz/case_generator.h"
 #include "fuzz/compute_sanitizer.h"
 #include "tools/commands/command_line.h"
+#include "tuner/private_files.h"
 #include "tuner/search_space.h"
 
 namespace tiletune::cli {
@@ -77,8 +76,8 @@ int run_sanitizer_child(FuzzBackend& backend, const KernelTemplate& tmpl,
 int sanitize_on_gpu(const std::vector<KernelTemplate>& templates, const SanitizeSettings& settings) {
   const fs::path sanitizer = find_compute_sanitizer();
   const fs::path self = fs::read_symlink("/proc/self/exe");
-  const fs::path logs = fs::temp_directory_path() / fmt::format("tiletune-sanitize-{}", getpid());
-  fs::create_directories(logs);
+  // A private directory (mkdtemp): a predictable name in $TMPDIR could be someone else's symlink.
+  const fs::path logs = make_private_directory(fs::temp_directory_path(), "tiletune-sanitize-");
 
   int with_findings = 0;
   for (const KernelTemplate& tmpl : templates) {
@@ -101,7 +100,7 @@ int sanitize_on_gpu(const std::vector<KernelTemplate>& templates, const Sanitize
                                 to_string(tool), cases.size()), false);
       const SanitizerResult result = run_compute_sanitizer(sanitizer, tool, child);
       const fs::path log = logs / fmt::format("{}-{}.log", tmpl.name, to_string(tool));
-      std::ofstream(log) << result.log;
+      std::ofstream(log) << result.log;  // in the private directory: no one else can plant a link
       if (result.failure) {
         throw std::runtime_error(fmt::format("compute-sanitizer {} on {} proves nothing: {} (log: {})",
                                              to_string(tool), tmpl.name, *result.failure,

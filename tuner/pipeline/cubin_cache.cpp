@@ -28,6 +28,8 @@
 
 #include <fmt/format.h>
 
+#include "tuner/private_files.h"
+
 namespace tiletune {
 namespace {
 
@@ -171,9 +173,14 @@ std::optional<std::string> write_atomically(const std::filesystem::path& target,
   std::filesystem::create_directories(target.parent_path(), error);
   if (error) return fmt::format("cannot create the directory: {}", error.message());
 
-  std::string temporary = target.string() + ".tmp.XXXXXX";
-  const int fd = mkstemp(temporary.data());  // unique even among processes sharing the cache
-  if (fd < 0) return fmt::format("cannot create a file in it: {}", std::strerror(errno));
+  TemporaryBeside created;
+  try {
+    created = create_temporary_beside(target);  // unique even among processes sharing the cache
+  } catch (const std::system_error& e) {
+    return fmt::format("cannot create a file in it: {}", e.code().message());
+  }
+  const int fd = created.fd;
+  const std::string temporary = created.path.string();
   const auto give_up = [&](const char* doing) {
     const std::string reason = fmt::format("cannot {}: {}", doing, std::strerror(errno));
     close(fd);
@@ -249,12 +256,16 @@ std::filesystem::path default_cubin_cache_dir() {
   return {};
 }
 
-CubinCache::CubinCache(std::filesystem::path directory)
-    : directory_(std::move(directory)), stopped_(std::make_shared<std::atomic<bool>>(false)) {}
+CubinCache::CubinCache(std::filesystem::path directory, std::uint64_t cap)
+    : directory_(std::move(directory)),
+      stopped_(std::make_shared<std::atomic<bool>>(false)),
+      cap_(std::make_shared<CacheCap>(directory_, &CubinCache::is_entry, cap)) {}
 
 std::filesystem::path CubinCache::entry_path(const CubinKey& key) const {
   return directory_ / (key.digest() + ".entry");
 }
+
+bool CubinCache::is_entry(const std::filesystem::path& file) { return file.extension() == ".entry"; }
 
 std::optional<CompileOutcome> CubinCache::load(const CubinKey& key) const {
   if (directory_.empty()) return std::nullopt;
@@ -262,7 +273,9 @@ std::optional<CompileOutcome> CubinCache::load(const CubinKey& key) const {
   if (!file) return std::nullopt;
   const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
   if (file.bad()) return std::nullopt;  // e.g. a directory where the entry should be
-  return parse(text, key.text());
+  std::optional<CompileOutcome> outcome = parse(text, key.text());
+  if (outcome) touch_entry(entry_path(key));  // used now: the last to be evicted
+  return outcome;
 }
 
 void CubinCache::store(const CubinKey& key, const CompileOutcome& outcome) {
@@ -272,8 +285,11 @@ void CubinCache::store(const CubinKey& key, const CompileOutcome& outcome) {
     return;
   }
   try {
-    if (auto failure = write_atomically(entry_path(key), serialize(key.text(), outcome))) {
+    const std::string entry = serialize(key.text(), outcome);
+    if (auto failure = write_atomically(entry_path(key), entry)) {
       stop(fmt::format("{}: {}", directory_.string(), *failure));
+    } else {
+      cap_->wrote(entry_path(key), entry.size());
     }
   } catch (const std::exception& e) {  // out of memory, say: still not worth failing a tune
     stop(fmt::format("{}: {}", directory_.string(), e.what()));

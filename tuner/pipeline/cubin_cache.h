@@ -6,8 +6,12 @@
 // and version, the architecture. The file is named by a 128-bit digest of the key, and the stored
 // key is compared on every load, so a digest collision is a miss, never a wrong hit.
 //
-// Entries are written to a temporary file in the cache directory and renamed into place, so that
-// tuners (and their worker processes) sharing the cache never read a half-written one. A file
+// Entries are written to a temporary file in the cache directory (created exclusively, named with
+// the writer's pid: tuner/private_files.h) and renamed into place, so that tuners (and their
+// worker processes) sharing the cache never read a half-written one. The entries together are
+// kept under a size cap (tuner/cache_limit.h: 2 GiB unless $TILETUNE_CACHE_MAX_SIZE says
+// otherwise): a hit marks its entry used, and a store past the cap evicts the least recently
+// used entries. A file
 // that cannot be read or parsed (truncated, corrupt, foreign: each entry ends with a checksum) is
 // a miss, and storing overwrites it. A cache that cannot create or write its directory stores
 // nothing more after one warning line on stderr: the cache never fails a tune.
@@ -21,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tuner/cache_limit.h"
 #include "tuner/kernel_template.h"
 #include "tuner/nvrtc_compiler.h"
 
@@ -63,16 +68,17 @@ std::filesystem::path default_cubin_cache_dir();
 
 class CubinCache {
  public:
-  // The cache kept in `directory`, which is created when the first entry is stored. An empty
-  // path stores nothing (with the one warning). Copies share the warned-and-stopped state.
-  explicit CubinCache(std::filesystem::path directory);
+  // The cache kept in `directory`, which is created when the first entry is stored, its entries
+  // at most `cap` bytes together. An empty path stores nothing (with the one warning). Copies
+  // share the warned-and-stopped state and the cap's count.
+  explicit CubinCache(std::filesystem::path directory, std::uint64_t cap = cache_cap_or_default());
 
   const std::filesystem::path& directory() const { return directory_; }
   // Where the key's entry is (or would be) kept.
   std::filesystem::path entry_path(const CubinKey& key) const;
 
-  // The stored outcome; none when there is no entry or it is damaged or another key's.
-  // Thread-safe.
+  // The stored outcome; none when there is no entry or it is damaged or another key's. A hit
+  // marks the entry used (its modification time). Thread-safe.
   std::optional<CompileOutcome> load(const CubinKey& key) const;
   // Stores the outcome atomically, replacing any entry. Never throws for want of a directory,
   // space or permission: it warns once and stores nothing more. Thread-safe.
@@ -80,11 +86,15 @@ class CubinCache {
   // False once storing has failed (and been warned about).
   bool writable() const { return !stopped_->load(); }
 
+  // Whether a file of a cache directory is an entry (what the cap counts and evicts).
+  static bool is_entry(const std::filesystem::path& file);
+
  private:
   void stop(const std::string& reason);
 
   std::filesystem::path directory_;
   std::shared_ptr<std::atomic<bool>> stopped_;
+  std::shared_ptr<CacheCap> cap_;
 };
 
 }  // namespace tiletune

@@ -1,0 +1,63 @@
+// The built tiletune binary run from a test: in a folder, with extra environment variables, its
+// exit code and output kept.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tiletune::testing_tools {
+
+inline const std::filesystem::path kTiletune =
+    std::filesystem::path(TILETUNE_BINARY_DIR) / "tools" / "tiletune";
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+struct TiletuneRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+inline std::ostream& operator<<(std::ostream& os, const TiletuneRun& run) {
+  return os << "exit " << run.exit_code << "\n--- stdout\n" << run.out << "--- stderr\n" << run.err;
+}
+
+// Runs tiletune with `args` in `dir` (stdout and stderr to files there), `environment` added to
+// this process's. `before_exec` runs in the child, whose pid tiletune keeps, just before it.
+template <class BeforeExec = void (*)()>
+TiletuneRun run_tiletune(const std::filesystem::path& dir, const std::vector<std::string>& args,
+                 const std::map<std::string, std::string>& environment = {},
+                 BeforeExec before_exec = [] {}) {
+  const std::filesystem::path out = dir / "stdout", err = dir / "stderr";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(127);
+    for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
+    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(127);
+    before_exec();
+    std::vector<char*> argv{const_cast<char*>(kTiletune.c_str())};
+    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execv(kTiletune.c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  TiletuneRun run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.out = read_text(out);
+  run.err = read_text(err);
+  return run;
+}
+
+}  // namespace tiletune::testing_tools
