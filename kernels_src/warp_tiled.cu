@@ -38,12 +38,13 @@
 // 24 to 48 k in flight; at most half an SM's shared memory, so that two blocks fit.
 // tiletune: require BK * STAGES >= 24 && BK * STAGES <= 48
 // tiletune: require STAGES * BK * (BM + BN + 4) * 4 <= 113 * 1024
-// No tile more than twice the matrix it covers.
-// tiletune: require BM < 2 * max(M, 32) && BN < 2 * max(N, 32)
-// Split K only with small block tiles, where C's tiles are too few to fill the GPU, and with at
-// least 4 steps per slice.
+// Split K only with small block tiles.
 // tiletune: require SPLIT_K == 1 || BM * BN <= 64 * 64
-// tiletune: require SPLIT_K == 1 || (ceil_div(M, BM) * ceil_div(N, BN) < 128 && K >= 4 * BK * SPLIT_K)
+// Tuning limits, not preconditions (every configuration is correct at every shape, and is fuzzed
+// so): no tile more than twice the matrix it covers, and split K only where C's tiles are too few
+// to fill the GPU, with at least 4 steps per slice.
+// tiletune: tune_if BM < 2 * max(M, 32) && BN < 2 * max(N, 32)
+// tiletune: tune_if SPLIT_K == 1 || (ceil_div(M, BM) * ceil_div(N, BN) < 128 && K >= 4 * BK * SPLIT_K)
 // tiletune: block (BM / TM) * (BN / TN)
 // tiletune: grid ceil_div(N, BN), ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN + (SWIZZLE ? 0 : 4)) * 4

@@ -20,7 +20,7 @@ namespace {
 
 constexpr std::string_view kDirectivePrefix = "// tiletune:";
 constexpr std::string_view kDirectiveList =
-    "name, entry, param, require, block, grid, shared, zero_output";
+    "name, entry, param, require, tune_if, block, grid, shared, zero_output";
 constexpr std::string_view kBlanks = " \t\r\f\v";
 constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
 constexpr std::string_view kLeadingDimensions[] = {"lda", "ldb", "ldc"};
@@ -155,8 +155,8 @@ class TemplateParser {
       fail(line, fmt::format("missing directive (expected one of {})", kDirectiveList));
     }
     const bool known = word == "name" || word == "entry" || word == "param" || word == "require" ||
-                       word == "block" || word == "grid" || word == "shared" ||
-                       word == "zero_output";
+                       word == "tune_if" || word == "block" || word == "grid" ||
+                       word == "shared" || word == "zero_output";
     if (!known) {
       fail(line, fmt::format("unknown directive '{}' (expected one of {})", word, kDirectiveList));
     }
@@ -169,6 +169,10 @@ class TemplateParser {
     if (word == "require") {
       tmpl_.requirements.push_back(expression(line, word, argument));
       requirement_lines_.insert(line);
+      return;
+    }
+    if (word == "tune_if") {
+      tmpl_.tuning_limits.push_back(expression(line, word, argument));
       return;
     }
 
@@ -354,6 +358,17 @@ void KernelTemplate::check_requirements(const Configuration& config,
 bool KernelTemplate::satisfies_requirements(const Configuration& config,
                                             const GemmProblem& problem) const {
   return violated_requirement(config, &problem) == nullptr;
+}
+
+bool KernelTemplate::worth_tuning(const Configuration& config, const GemmShape& shape) const {
+  const Bindings values = bindings(config, &shape);
+  return std::all_of(tuning_limits.begin(), tuning_limits.end(), [&](const Expression& limit) {
+    try {
+      return limit.evaluate(values) != 0;
+    } catch (const ExpressionError&) {
+      return false;  // e.g. a division by zero for this configuration: not worth a measurement
+    }
+  });
 }
 
 bool KernelTemplate::satisfies_requirements(const Configuration& config,

@@ -5,6 +5,8 @@
 //   // tiletune: entry tiled_gemm               (the extern "C" __global__ entry point)
 //   // tiletune: param TILE 8 16 32             (a tunable parameter and its candidate values)
 //   // tiletune: require !(PAD && SWIZZLE)      (a constraint; every one must be non-zero)
+//   // tiletune: tune_if BM < 2 * max(M, 32)    (a tuning limit: where the configuration is worth
+//                                               measuring; it stays correct elsewhere)
 //   // tiletune: block TILE, TILE               (block size x[, y[, z]]; missing ones are 1)
 //   // tiletune: grid ceil_div(N, TILE), ceil_div(M, TILE)
 //   // tiletune: shared 0                       (dynamic shared memory in bytes; default 0)
@@ -78,6 +80,9 @@ struct KernelTemplate {
   std::string source_hash;     // 16 hex digits of a 64-bit FNV-1a over the source bytes
   std::vector<Parameter> parameters;
   std::vector<Expression> requirements;
+  // Tuning limits (`tune_if`): a configuration is tuned at a shape only where every one holds. Unlike
+  // requirements they are no precondition: the fuzzer, replays and launches ignore them.
+  std::vector<Expression> tuning_limits;
   std::array<Expression, 3> block;
   std::array<Expression, 3> grid;
   Expression dynamic_shared_bytes;
@@ -100,6 +105,8 @@ struct KernelTemplate {
   // a division by zero, does not hold), or nullptr.
   const Expression* violated_requirement(const Configuration& config,
                                          const GemmProblem* problem = nullptr) const;
+  // Whether every tuning limit holds at the shape (one that cannot be evaluated does not).
+  bool worth_tuning(const Configuration& config, const GemmShape& shape) const;
   // Throws RequirementNotMet naming the first requirement the problem does not meet.
   void check_requirements(const Configuration& config, const GemmProblem& problem) const;
 

@@ -70,7 +70,8 @@ std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       config.values.emplace_back(parameters[i].name, parameters[i].values[index[i]]);
     }
-    const bool admissible = packed ? tmpl.satisfies_requirements(config, *packed)
+    const bool admissible = packed ? tmpl.satisfies_requirements(config, *packed) &&
+                                         tmpl.worth_tuning(config, *shape)
                                    : tmpl.satisfies_requirements(config);
     if (admissible) configurations.push_back(std::move(config));
 

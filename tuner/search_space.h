@@ -31,8 +31,8 @@ void check_enumerable(const KernelTemplate& tmpl);
 
 // In a stable order: the first parameter varies slowest, values in declared order.
 // With a shape, requirements that read M, N, K, lda, ldb or ldc are applied too, to the shape's
-// packed problem (lda = K, ldb = ldc = N: how the tuner verifies and times it). Throws
-// SpaceTooLarge first (check_enumerable).
+// packed problem (lda = K, ldb = ldc = N: how the tuner verifies and times it), and so are the
+// tuning limits (`tune_if`). Throws SpaceTooLarge first (check_enumerable).
 std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
                                                     const GemmShape* shape = nullptr);
 

@@ -357,6 +357,21 @@ TEST(CaseRequirements, EveryWarpTiledConfigurationHasCasesThatMeetItsRequirement
   }
 }
 
+TEST(CaseRequirements, TuningLimitsAreNoPreconditionOfTheFuzz) {
+  const KernelTemplate tmpl = with_requirements("// tiletune: tune_if M >= 100 && K % 8 == 0\n");
+  const CaseRequirements requirements(tmpl, kT16);
+  EXPECT_TRUE(requirements.empty());
+  // warp_tiled's large tiles and split-K slices are fuzzed on small and thin cases too.
+  const KernelTemplate warp_tiled =
+      load_template(std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src" / "warp_tiled.cu");
+  const Configuration big = warp_tiled.parse_configuration(
+      "BM=128,BN=128,BK=8,TM=8,TN=8,STAGES=3,SWIZZLE=0,SPLIT_K=1");
+  GemmProblem small = GemmProblem::packed({3, 5, 7});
+  EXPECT_EQ(CaseRequirements(warp_tiled, big).violated(small), std::nullopt);
+  EXPECT_TRUE(CaseRequirements(warp_tiled, big).repair(small));
+  EXPECT_EQ(small, GemmProblem::packed({3, 5, 7})) << "nothing to repair";
+}
+
 TEST(CaseRequirements, NoneMeetableIsSaidNamingTheRequirement) {
   for (const std::string requirement : {"lda < 0", "M % 2 == 0 && M % 2 == 1", "T == 8"}) {
     const KernelTemplate tmpl = with_requirements("// tiletune: require K >= 1\n// tiletune: require " +

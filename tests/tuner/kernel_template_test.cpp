@@ -101,7 +101,7 @@ TEST(KernelTemplate, NoDeclarations) {
 TEST(KernelTemplate, UnknownDirectiveSuggestsTheValidOnes) {
   EXPECT_THAT(template_error(std::string(kEntry) + "// tiletune: blok T\n" + kGrid),
               AllOf(StartsWith("t.cu:2: "), HasSubstr("unknown directive 'blok'"),
-                    HasSubstr("name, entry, param, require, block, grid, shared")));
+                    HasSubstr("name, entry, param, require, tune_if, block, grid, shared")));
   EXPECT_THAT(template_error(std::string(kEntry) + "// tiletune:\n"),
               AllOf(StartsWith("t.cu:2: "), HasSubstr("missing directive")));
 }
@@ -427,6 +427,26 @@ TEST(KernelTemplate, OnlyRequirementsMayReadLeadingDimensions) {
               AllOf(StartsWith("t.cu:5: "), HasSubstr("reads 'ldc'")));
   EXPECT_THAT(template_error(std::string(kEntry) + "// tiletune: param ldb 1 2\n" + kBlock + kGrid),
               HasSubstr("parameter name 'ldb' is reserved"));
+}
+
+TEST(KernelTemplate, TuningLimitsSayWhereAConfigurationIsWorthTuningAndAreNoPrecondition) {
+  const KernelTemplate tmpl = parse_template(
+      std::string(kEntry) + "// tiletune: param T 4 8\n// tiletune: tune_if T < 2 * max(M, 2)\n" +
+          "// tiletune: tune_if M > 100 || 16 % (T - 4) == 0\n" + kBlock + kGrid,
+      "t.cu");
+  ASSERT_EQ(tmpl.tuning_limits.size(), 2u);
+  EXPECT_TRUE(tmpl.requirements.empty());
+  const Configuration t4 = tmpl.parse_configuration("T=4"), t8 = tmpl.parse_configuration("T=8");
+  EXPECT_TRUE(tmpl.worth_tuning(t8, {5, 1, 1}));
+  EXPECT_FALSE(tmpl.worth_tuning(t8, {4, 1, 1})) << "8 < 2 * 4 is false";
+  EXPECT_FALSE(tmpl.worth_tuning(t4, {5, 1, 1})) << "a division by zero does not hold";
+  EXPECT_TRUE(tmpl.worth_tuning(t4, {101, 1, 1}));
+  // No precondition: every problem the requirements admit stays admissible.
+  const GemmProblem tiny = GemmProblem::packed({1, 1, 1});
+  EXPECT_TRUE(tmpl.satisfies_requirements(t8, tiny));
+  EXPECT_NO_THROW(tmpl.check_requirements(t8, tiny));
+  EXPECT_THAT(template_error(std::string(kEntry) + kParam + "// tiletune: tune_if lda > 4\n" + kBlock + kGrid),
+              AllOf(StartsWith("t.cu:3: "), HasSubstr("reads 'lda'")));
 }
 
 TEST(KernelTemplate, ConfigurationToStringAndAt) {

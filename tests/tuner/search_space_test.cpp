@@ -93,6 +93,15 @@ TEST(SearchSpace, LeadingDimensionRequirementsApplyToThePackedProblemOfTheShape)
   EXPECT_TRUE(enumerate_configurations(tmpl, &n10).empty());
 }
 
+TEST(SearchSpace, TuningLimitsLeaveConfigurationsOutOfAShapesSearchOnly) {
+  const KernelTemplate tmpl = with_declarations(
+      "// tiletune: param T 4 8 16\n// tiletune: tune_if T < 2 * max(M, 4)\n");
+  EXPECT_THAT(strings(enumerate_configurations(tmpl)), ElementsAre("T=4", "T=8", "T=16"));
+  const GemmShape m5{5, 64, 64}, m100{100, 64, 64};
+  EXPECT_THAT(strings(enumerate_configurations(tmpl, &m5)), ElementsAre("T=4", "T=8"));
+  EXPECT_THAT(strings(enumerate_configurations(tmpl, &m100)), ElementsAre("T=4", "T=8", "T=16"));
+}
+
 TEST(SearchSpace, RequirementThatFailsToEvaluateIsNotSatisfied) {
   // T=2 divides by zero, T=7 leaves a remainder: only T=3 remains.
   const KernelTemplate tmpl =
