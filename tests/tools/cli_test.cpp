@@ -1419,6 +1419,28 @@ TEST_F(CpuTune, MutantsCountAMutantFuzzedOnTooFewCasesAsBrokenNotCaught) {
   EXPECT_THAT(run.out, HasSubstr("0 mutants caught in every configuration, 1 survived")) << run;
 }
 
+TEST_F(CpuTune, ANearestShapeAnswerIsAConfigurationWhoseRequirementsAdmitTheShapeAsked) {
+  const fs::path aligned = write_aligned_template(dir_);
+  for (const fs::path& kernel : {aligned, kTemplates / "naive.cu"}) {
+    const Outcome tuned = tiletune({"tune", kernel.string(), "--backend", "cpu", "--shape", "40x36x20",
+                                    "--strategy", "random", "--budget", "2", "--cases", "20",
+                                    "--db", db().string()});
+    ASSERT_EQ(tuned.exit_code, 0) << tuned;
+  }
+  // M = 41: aligned's `M % 8 == 0` excludes it, whatever its speed; naive answers.
+  const Outcome odd = tiletune({"query", "--shape", "41x36x20", "--db", db().string(), "--gpu", "CPU backend"});
+  ASSERT_EQ(odd.exit_code, 0) << odd;
+  EXPECT_THAT(odd.out, HasSubstr(": naive [")) << odd;
+  const Outcome only_aligned = tiletune({"query", "--shape", "41x36x20", "--kernel", "aligned",
+                                         "--db", db().string(), "--gpu", "CPU backend", "--json"});
+  EXPECT_EQ(only_aligned.exit_code, 1) << only_aligned;
+  // M = 48 meets it: aligned may answer again.
+  const Outcome even = tiletune({"query", "--shape", "48x36x20", "--kernel", "aligned", "--db",
+                                 db().string(), "--gpu", "CPU backend"});
+  EXPECT_EQ(even.exit_code, 0) << even;
+  EXPECT_THAT(even.out, HasSubstr(": aligned [")) << even;
+}
+
 TEST_F(CpuTune, TuneAppliesRequirementsToThePackedShape) {
   const fs::path aligned = write_aligned_template(dir_);
   const Outcome ok = tiletune({"tune", aligned.string(), "--backend", "cpu", "--shape", "40x36x20",

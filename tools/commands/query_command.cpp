@@ -2,9 +2,12 @@
 //
 // The best correct configuration recorded for a GPU and shape. When the shape itself was never
 // tuned, the nearest recorded shape answers (by distance in log M, log N, log K) and says so;
-// --exact refuses that.
+// --exact refuses that. A nearest-shape answer is a configuration whose requirements admit the
+// shape asked for (with packed leading dimensions), read from the template version recorded.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +16,7 @@
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
 #include "tuner/gpu_device.h"
+#include "tuner/kernel_template.h"
 
 namespace tiletune::cli {
 namespace {
@@ -54,15 +58,34 @@ int run(const QueryOptions& options) {
 
   GemmShape answered = requested;
   std::optional<ResultRecord> best = store.best(gpu, requested, kernel);
+  int excluded = 0;  // faster configurations of nearer shapes whose requirements exclude this one
   if (!best && !options.exact) {
-    double nearest = INFINITY;
-    for (const GemmShape& recorded : store.shapes_with_results(gpu, kernel)) {
-      if (log_distance(recorded, requested) < nearest) {
-        nearest = log_distance(recorded, requested);
-        answered = recorded;
+    std::vector<GemmShape> recorded = store.shapes_with_results(gpu, kernel);
+    std::stable_sort(recorded.begin(), recorded.end(), [&](const GemmShape& a, const GemmShape& b) {
+      return log_distance(a, requested) < log_distance(b, requested);
+    });
+    std::map<std::string, KernelTemplate> versions;  // by source hash
+    for (const TemplateRecord& t : store.templates()) {
+      try {
+        versions.emplace(t.source_hash, parse_template(t.source, t.path.empty() ? t.name : t.path));
+      } catch (const TemplateError&) {
+        // A version today's parser refuses: its requirements cannot be checked, so it is left out.
       }
     }
-    if (std::isfinite(nearest)) best = store.best(gpu, answered, kernel);
+    const GemmProblem asked = GemmProblem::packed(requested);
+    for (auto shape = recorded.begin(); shape != recorded.end() && !best; ++shape) {
+      for (const ResultRecord& candidate : store.ranking(gpu, *shape, kernel)) {
+        const auto version = versions.find(candidate.template_hash);
+        if (version != versions.end() &&
+            version->second.satisfies_requirements(
+                version->second.parse_configuration(candidate.config), asked)) {
+          best = candidate;
+          answered = *shape;
+          break;
+        }
+        ++excluded;
+      }
+    }
   }
   if (!best) {
     fmt::print(stderr, "tiletune: no correct configuration recorded for {} on {}{}\n",
@@ -77,6 +100,7 @@ int run(const QueryOptions& options) {
         {"shape", requested.to_string()},
         {"recorded_shape", answered.to_string()},
         {"exact", exact},
+        {"excluded_by_requirements", excluded},
         {"template", best->template_name},
         {"template_hash", best->template_hash},
         {"config", best->config},
@@ -93,8 +117,12 @@ int run(const QueryOptions& options) {
     fmt::print("{}\n", out.dump(2));
   } else {
     if (!exact) {
-      fmt::print("{} was not tuned on {}; nearest recorded shape: {}\n", requested.to_string(),
-                 gpu, answered.to_string());
+      fmt::print("{} was not tuned on {}; nearest recorded shape: {}{}\n", requested.to_string(),
+                 gpu, answered.to_string(),
+                 excluded > 0 ? fmt::format(" ({} faster configurations left out: their "
+                                            "requirements exclude {})",
+                                            excluded, requested.to_string())
+                              : "");
     }
     fmt::print("{} {}: {} [{}] {:.4f} ms, {:.2f} TFLOP/s (median of {} runs, recorded {})\n",
                gpu, answered.to_string(), best->template_name, best->config, best->median_ms,
