@@ -1454,5 +1454,58 @@ TEST_F(CpuTune, TuneAppliesRequirementsToThePackedShape) {
   EXPECT_THAT(excluded.out, HasSubstr("(no correct configuration)")) << excluded;
 }
 
+// --- user-like faulty kernels (tests/fixtures/kernels): what each must come to, as a user runs
+// fuzz, compile, tune and query on the CPU backend ------------------------------------------
+
+struct FaultyKernel {
+  const char* file;
+  int fuzz_exit;                 // of `fuzz --backend cpu`
+  const char* fuzz_says;         // a line of its output, in part
+  int tune_exit;                 // of `tune --backend cpu` at 40x36x24
+  const char* settled;           // tune's settled line
+  int compile_exit;              // of `compile` (NVRTC, no GPU)
+};
+
+std::ostream& operator<<(std::ostream& out, const FaultyKernel& k) { return out << k.file; }
+
+class FaultyKernels : public CpuTune, public ::testing::WithParamInterface<FaultyKernel> {};
+
+TEST_P(FaultyKernels, EndAsTheirCommentSays) {
+  const FaultyKernel& k = GetParam();
+  const std::string path = (kFixtureTemplates / k.file).string();
+  const Outcome fuzz = tiletune({"fuzz", path, "--backend", "cpu", "--cases", "30", "--watchdog", "5"});
+  EXPECT_EQ(fuzz.exit_code, k.fuzz_exit) << fuzz;
+  EXPECT_THAT(fuzz.out + fuzz.err, HasSubstr(k.fuzz_says)) << fuzz;
+  // Never an empty pass: a configuration that passes ran every case asked for.
+  EXPECT_THAT(fuzz.err, ::testing::Not(::testing::ContainsRegex(": 0 cases"))) << fuzz;
+
+  const Outcome tune = tiletune({"tune", path, "--backend", "cpu", "--shape", "40x36x24", "--cases",
+                                 "30", "--watchdog", "5", "--db", db().string()});
+  EXPECT_EQ(tune.exit_code, k.tune_exit) << tune;
+  EXPECT_EQ(settled_line(tune), k.settled) << tune;
+  // What query serves was proven correct: nothing when no configuration is.
+  const Outcome query = tiletune({"query", "--shape", "40x36x24", "--db", db().string(), "--gpu",
+                                  "CPU backend"});
+  EXPECT_EQ(query.exit_code, k.tune_exit == 0 ? 0 : 1) << query;
+
+  const Outcome compile = tiletune({"compile", path, "--arch", "sm_90"});
+  EXPECT_EQ(compile.exit_code, k.compile_exit) << compile;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cli, FaultyKernels,
+    ::testing::Values(
+        FaultyKernel{"floor_grid.cu", 1, "cannot run this case", 1, "settled: 6 launch_error", 0},
+        FaultyKernel{"rows_of_eight.cu", 0, "2 configurations passed, 0 failed", 0, "settled: 2 ok", 0},
+        FaultyKernel{"swapped_signature.cu", 1, "the contract is", 1, "settled: 2 compile_error", 1},
+        FaultyKernel{"misspelt_entry.cu", 1, "entry misspelt_entry_gemm is not in the compiled code",
+                     1, "settled: 2 compile_error", 1},
+        FaultyKernel{"far_write.cu", 1, "crashed on case 1", 0, "settled: 1 crashed, 1 ok", 0},
+        FaultyKernel{"endless_loop.cu", 1, "hung (no progress) on case 1", 0, "settled: 1 ok, 1 timeout", 0}),
+    [](const ::testing::TestParamInfo<FaultyKernel>& info) {
+      std::string name = info.param.file;
+      return name.substr(0, name.find('.'));
+    });
+
 }  // namespace
 }  // namespace tiletune
