@@ -48,10 +48,23 @@ expect tune-endless-loop 0 'timeout' \
   "$BIN" tune "$K/endless_loop.cu" --shape 512x512x512 --db "$DB" --watchdog 10
 expect tune-fault-zoo 0 'settled: .*launch_error' \
   "$BIN" tune "$K/fault_zoo.cu" --shape 1000x1000x1000 --db "$DB" --watchdog 5
+# A template whose index arithmetic lives in a header beside it (a relative #include).
+local_include=$(mktemp -d)
+sed 's|const int col = blockIdx.x \* TT_BLOCK_X + threadIdx.x;|#include "naive_index.h"\n  const int col = COLUMN;|' \
+  kernels_src/naive.cu >"$local_include/naive_included.cu"
+echo '#define COLUMN (blockIdx.x * TT_BLOCK_X + threadIdx.x)' >"$local_include/naive_index.h"
+expect fuzz-relative-include 0 'configurations passed, 0 failed' \
+  "$BIN" fuzz "$local_include/naive_included.cu" --cases 30 --sample 4
+expect fuzz-workers-capped 0 'capped to' "$BIN" tune kernels_src/naive.cu --shape 1024x1024x1024 \
+  --strategy random --budget 4 --fuzz-workers 100000 --db "$OUT/capped.db"
+expect sanitize-private-logs 0 'configurations passed, 0 failed' \
+  "$BIN" fuzz kernels_src/tiled.cu --sample 2 --cases 10 --sanitize --sanitize-cases 2
 if [ -n "$TESTS" ]; then
-  for t in "$TESTS"/*; do
-    expect "gtest-$(basename "$t")" 0 '^\[  PASSED  \]' "$t"
+  for t in gpu_pipeline_tests fuzz_gpu_tests entry_contract_tests; do
+    expect "gtest-$t" 0 '^\[  PASSED  \]' "$TESTS/$t"
   done
+  # The CLI tests that need a GPU (the others run in CI).
+  expect gtest-cli-gpu 0 '^\[  PASSED  \]' "$TESTS/cli_tests" --gtest_filter='Cli.GpuFuzz*'
 fi
 expect main-job-tune 0 '^settled: ' \
   "$BIN" tune kernels_src/*.cu --shape 4096x4096x4096 --db "$OUT/main_job.db"

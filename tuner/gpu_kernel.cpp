@@ -40,16 +40,28 @@ std::optional<std::string> exceeds_device_limits(const LaunchGeometry& geometry,
 
 namespace {
 
-// More than any kernel takes: the driver's answers end well before.
-constexpr std::size_t kMaxParameters = 4096;
+// How many parameters to ask the driver about: as many as the cubin records for the entry, else
+// as many as the contract has. Never more: a question past the last parameter is an API error
+// (CUDA_ERROR_INVALID_VALUE), which compute-sanitizer's memcheck reports against every
+// configuration. An entry that takes more than the contract's and whose cubin cannot be read
+// passes this check; the one after NVRTC (check_compiled_entry) reads that cubin too.
+std::size_t parameters_to_ask(const CompiledKernelImage& image, const std::string& entry) {
+  try {
+    if (auto parameters = CubinElf(image.cubin).parameters(entry)) return parameters->size();
+  } catch (const CubinFormatError&) {
+  }
+  return contract_parameter_layout().size();
+}
 
 // The loaded entry's parameters as the driver lays them out; none where the driver cannot tell
-// (one older than CUDA 12.4 lacks cuFuncGetParamInfo).
-std::optional<std::vector<KernelParameter>> driver_parameter_layout(CUfunction function) {
+// (one older than CUDA 12.4 lacks cuFuncGetParamInfo). Stops at the first index the driver
+// refuses: the entry takes fewer.
+std::optional<std::vector<KernelParameter>> driver_parameter_layout(CUfunction function,
+                                                                    std::size_t count) {
   const auto get_parameter = cuda_driver().cuFuncGetParamInfo;
   if (get_parameter == nullptr) return std::nullopt;
   std::vector<KernelParameter> layout;
-  for (std::size_t index = 0; index < kMaxParameters; ++index) {
+  for (std::size_t index = 0; index < count; ++index) {
     std::size_t offset = 0, size = 0;
     const CUresult result = get_parameter(function, index, &offset, &size);
     if (result == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
@@ -88,7 +100,7 @@ GpuKernel::GpuKernel(const CompiledKernelImage& image, const std::string& entry)
     }
     check_cuda(found, fmt::format("cuModuleGetFunction('{}')", entry).c_str());
   }
-  if (const auto layout = driver_parameter_layout(function_)) {
+  if (const auto layout = driver_parameter_layout(function_, parameters_to_ask(image, entry))) {
     if (auto mismatch = parameter_layout_mismatch(entry, *layout)) {
       unload();
       throw EntryContractError(*mismatch);
