@@ -14,10 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_folder.h"
 #include "tests/tools/run_tiletune.h"
 
 namespace tiletune {
 namespace {
+
+using testing_support::dead_pid;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -25,21 +28,10 @@ using ::testing::StartsWith;
 using testing_tools::TiletuneRun;
 using testing_tools::run_tiletune;
 
-pid_t dead_pid() {
-  const pid_t child = fork();
-  if (child == 0) _exit(0);
-  waitpid(child, nullptr, 0);
-  return child;
-}
-
 class CacheCommand : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("tiletune-cache-command-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
-            std::to_string(getpid()));
-    fs::remove_all(dir_);
+    dir_ = testing_support::fresh_test_folder("cache-command");
     fs::create_directories(cubins());
     fs::create_directories(cpu());
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_folder.h"
 #include "tests/tools/run_tiletune.h"
 
 namespace tiletune {
@@ -21,11 +22,7 @@ using testing_tools::run_tiletune;
 class TemporaryFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("tiletune-temporary-files-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
-            std::to_string(getpid()));
-    fs::remove_all(dir_);
+    dir_ = testing_support::fresh_test_folder("temporary-files");
     fs::create_directories(dir_ / "tmp");
   }
   void TearDown() override { fs::remove_all(dir_); }

@@ -16,8 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_folder.h"
+
 namespace tiletune {
 namespace {
+
+using testing_support::dead_pid;
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
@@ -26,22 +30,10 @@ using ::testing::UnorderedElementsAre;
 
 bool is_entry(const fs::path& file) { return file.extension() == ".entry"; }
 
-pid_t dead_pid() {
-  const pid_t child = fork();
-  if (child == 0) _exit(0);
-  waitpid(child, nullptr, 0);
-  return child;
-}
-
 class CacheLimit : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("tiletune-cache-limit-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
-            std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = testing_support::fresh_test_folder("cache-limit");
   }
   void TearDown() override { fs::remove_all(dir_); }
 

@@ -17,8 +17,12 @@
 #include <string>
 #include <system_error>
 
+#include "tests/test_folder.h"
+
 namespace tiletune {
 namespace {
+
+using testing_support::dead_pid;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -29,23 +33,10 @@ std::string read_file(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-// The pid of a process that has exited and been reaped.
-pid_t dead_pid() {
-  const pid_t child = fork();
-  if (child == 0) _exit(0);
-  waitpid(child, nullptr, 0);
-  return child;
-}
-
 class PrivateFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("tiletune-private-files-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
-            std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = testing_support::fresh_test_folder("private-files");
   }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
