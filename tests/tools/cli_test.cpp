@@ -228,6 +228,14 @@ TEST_F(Cli, FuzzWithoutAGpuIsAnEnvironmentError) {
   EXPECT_THAT(run.err, AnyOf(HasSubstr("GPU"), HasSubstr("CUDA")));
 }
 
+TEST_F(Cli, SanitizeCasesBeyondWhatACommandLineHoldsAreCappedWithAMessage) {
+  SKIP_WITH_GPU();
+  const Outcome run = tiletune({"fuzz", (kTemplates / "tiled.cu").string(), "--cases", "5",
+                                "--sanitize", "--sanitize-cases", "100000000"});
+  EXPECT_THAT(run.err, HasSubstr("tiletune: --sanitize-cases 100000000 capped to 1000")) << run;
+  EXPECT_EQ(run.exit_code, 3) << run;  // then: no GPU (or no compute-sanitizer) here
+}
+
 TEST_F(Cli, FuzzChecksItsCaseBeforeLookingForAGpu) {
   const Outcome run = tiletune({"fuzz", (kTemplates / "tiled.cu").string(), "--config",
                             "TILE=16,PAD=0,SWIZZLE=0", "--case", "5x5x5 lda=2"});

@@ -82,7 +82,18 @@ std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const F
   return enumerate_configurations(tmpl);
 }
 
+// The cases compute-sanitizer replays reach its child on the command line (gpu_sanitize.h), which
+// holds a few tens of thousands at most; each costs four tool runs per configuration besides.
+constexpr int kMaxSanitizeCases = 1000;
+
 int run(const FuzzOptions& options) {
+  int sanitize_cases = options.sanitize_cases;
+  if (options.sanitize && options.backend == "gpu" && sanitize_cases > kMaxSanitizeCases) {
+    fmt::print(stderr, "tiletune: --sanitize-cases {} capped to {}: each is replayed under four "
+               "compute-sanitizer tools, its case on the child's command line\n",
+               sanitize_cases, kMaxSanitizeCases);
+    sanitize_cases = kMaxSanitizeCases;
+  }
   // --sanitize on the CPU: kernels built with ASan and UBSan, whose runtime this process needs
   // from its start (it re-executes itself with it preloaded, so this comes first).
   CpuBackendOptions cpu_options;
@@ -206,7 +217,7 @@ int run(const FuzzOptions& options) {
   }
   if (options.sanitize && options.backend == "gpu") {
     SanitizeSettings sanitize;
-    sanitize.cases = options.sanitize_cases;
+    sanitize.cases = sanitize_cases;
     sanitize.seed = options.seed;
     sanitize.configs = options.configs;
     sanitize.sample = options.sample;
