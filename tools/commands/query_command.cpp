@@ -69,14 +69,15 @@ int run(const QueryOptions& options) {
       try {
         versions.emplace(t.source_hash, parse_template(t.source, t.path.empty() ? t.name : t.path));
       } catch (const TemplateError&) {
-        // A version today's parser refuses: its requirements cannot be checked, so it is left out.
+        // A version recorded by an older tiletune that today's parser refuses: its requirements
+        // cannot be read, and it is served as before (its results passed their fuzz).
       }
     }
     const GemmProblem asked = GemmProblem::packed(requested);
     for (auto shape = recorded.begin(); shape != recorded.end() && !best; ++shape) {
       for (const ResultRecord& candidate : store.ranking(gpu, *shape, kernel)) {
         const auto version = versions.find(candidate.template_hash);
-        if (version != versions.end() &&
+        if (version == versions.end() ||
             version->second.satisfies_requirements(
                 version->second.parse_configuration(candidate.config), asked)) {
           best = candidate;
