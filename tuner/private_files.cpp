@@ -34,6 +34,23 @@ constexpr std::string_view kOldTemporaryMark = ".tmp.";  // the cubin cache's, b
 
 }  // namespace
 
+fs::path own_directory(const fs::path& path) {
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    fail(errno, "cannot create " + path.string());
+  }
+  struct stat status {};
+  if (::lstat(path.c_str(), &status) != 0) fail(errno, "cannot read " + path.string());
+  const char* wrong = !S_ISDIR(status.st_mode)            ? "is not a directory (a symlink?)"
+                      : status.st_uid != ::geteuid()      ? "belongs to another user"
+                      : (status.st_mode & (S_IWGRP | S_IWOTH)) != 0 ? "can be written by others"
+                                                                    : nullptr;
+  if (wrong != nullptr) {
+    throw std::runtime_error(path.string() + " " + wrong +
+                             ": tiletune will not load kernels from it (set HOME or XDG_CACHE_HOME)");
+  }
+  return path;
+}
+
 fs::path make_private_directory(const fs::path& parent, std::string_view prefix) {
   std::error_code error;
   fs::create_directories(parent, error);

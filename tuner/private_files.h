@@ -23,6 +23,12 @@ namespace tiletune {
 std::filesystem::path make_private_directory(const std::filesystem::path& parent,
                                              std::string_view prefix);
 
+// A directory of this user's at a fixed path (a cache's fallback in /tmp): created with mode 0700
+// when missing; an existing one must be a real directory (no symlink), owned by this user, that
+// nobody else can write, or another user could plant what tiletune then loads. Throws
+// std::runtime_error naming the path and what is wrong with it.
+std::filesystem::path own_directory(const std::filesystem::path& path);
+
 // Owns a private directory and removes it, with everything in it, when destroyed.
 class PrivateDirectory {
  public:

@@ -102,7 +102,8 @@ fs::path default_cpu_cache_dir() {
   if (xdg != nullptr && fs::path(xdg).is_absolute()) return fs::path(xdg) / "tiletune" / "cpu";
   const char* home = std::getenv("HOME");
   if (home != nullptr && *home != '\0') return fs::path(home) / ".cache" / "tiletune" / "cpu";
-  return fs::temp_directory_path() / "tiletune-cpu";
+  // No home: a folder of this user's own in /tmp, never one another user could have made first.
+  return own_directory(fs::temp_directory_path() / fmt::format("tiletune-cpu-{}", ::geteuid()));
 }
 
 KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration& config,

@@ -33,7 +33,8 @@ struct KernelObject {
 // (a #line directive): its path, else its name with ".cu".
 std::string kernel_source_origin(const KernelTemplate& tmpl);
 
-// $XDG_CACHE_HOME/tiletune/cpu, else ~/.cache/tiletune/cpu.
+// $XDG_CACHE_HOME/tiletune/cpu, else ~/.cache/tiletune/cpu, else (no home) $TMPDIR's
+// tiletune-cpu-UID, which must be this user's own (own_directory).
 std::filesystem::path default_cpu_cache_dir();
 
 // Whether a file of the cache folder is a built kernel: what its size cap (tuner/cache_limit.h)

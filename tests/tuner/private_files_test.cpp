@@ -94,6 +94,29 @@ TEST_F(PrivateFiles, PrivateDirectoriesAreFreshAndOnlyTheOwnersAndRemovedWithThe
   EXPECT_FALSE(fs::exists(kept));
 }
 
+TEST_F(PrivateFiles, OwnDirectoryIsMadePrivateAndRefusesOneOthersCouldHavePlanted) {
+  const fs::path fresh = own_directory(dir_ / "mine");
+  struct stat status {};
+  ASSERT_EQ(lstat(fresh.c_str(), &status), 0);
+  EXPECT_EQ(status.st_mode & 0777, 0700u);
+  EXPECT_EQ(own_directory(fresh), fresh) << "an existing private one is taken as it is";
+
+  const fs::path open_to_all = dir_ / "open";
+  fs::create_directory(open_to_all);
+  fs::permissions(open_to_all, fs::perms::all);
+  EXPECT_THROW(own_directory(open_to_all), std::runtime_error);
+  const fs::path elsewhere = dir_ / "elsewhere";
+  fs::create_directory(elsewhere);
+  fs::permissions(elsewhere, fs::perms::owner_all);
+  fs::create_directory_symlink(elsewhere, dir_ / "link");
+  try {
+    own_directory(dir_ / "link");
+    FAIL() << "a symlink was taken for a directory of our own";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is not a directory"));
+  }
+}
+
 TEST_F(PrivateFiles, TemporariesBesideATargetAreExclusiveAndNamedWithThePid) {
   const fs::path target = dir_ / "0123.entry";
   const TemporaryBeside a = create_temporary_beside(target);
