@@ -11,6 +11,7 @@
 
 #include "fuzz/gpu_executor.h"
 #include "fuzz/property_runner.h"
+#include "tests/gpu_test.h"
 #include "tuner/entry_contract.h"
 #include "tuner/nvrtc_compiler.h"
 #include "tuner/search_space.h"
@@ -25,23 +26,8 @@ using ::testing::StartsWith;
 const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
 
 // One GpuDevice for the whole process (ctest runs each test in a process of its own).
-class GpuFuzz : public ::testing::Test {
+class GpuFuzz : public testing_support::GpuTest {
  protected:
-  void SetUp() override {
-    static std::unique_ptr<GpuDevice> device;
-    static std::string unavailable;
-    if (!device && unavailable.empty()) {
-      try {
-        device = std::make_unique<GpuDevice>();
-      } catch (const GpuUnavailable& e) {
-        unavailable = e.what();
-      }
-    }
-    if (!device) GTEST_SKIP() << "no GPU: " << unavailable;
-    device_ = device.get();
-    device_->make_current();
-  }
-
   std::string arch() const { return device_->properties().arch(); }
 
   FuzzReport fuzz(const KernelTemplate& tmpl, const Configuration& config, int cases,
@@ -57,7 +43,6 @@ class GpuFuzz : public ::testing::Test {
     return report;
   }
 
-  GpuDevice* device_ = nullptr;
 };
 
 // tiled.cu with `from` replaced by `to` (the `occurrence`-th one, counting from 1).

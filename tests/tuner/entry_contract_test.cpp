@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/gpu_test.h"
 #include "tests/tuner/skip_without_nvrtc.h"
 #include "tuner/cubin_elf.h"
 #include "tuner/gpu_device.h"
@@ -229,30 +230,14 @@ TEST(EntryContractAfterNvrtc, AnEntryThatIsADeviceFunctionIsNotAKernel) {
 
 // --- refused on the GPU, from the layout the driver reports ----------------------------------
 
-class EntryContractOnGpu : public ::testing::Test {
+class EntryContractOnGpu : public testing_support::GpuTest {
  protected:
-  void SetUp() override {
-    static std::unique_ptr<GpuDevice> device;
-    static std::string unavailable;
-    if (!device && unavailable.empty()) {
-      try {
-        device = std::make_unique<GpuDevice>();
-      } catch (const GpuUnavailable& e) {
-        unavailable = e.what();
-      }
-    }
-    if (!device) GTEST_SKIP() << "no GPU: " << unavailable;
-    device_ = device.get();
-    device_->make_current();
-  }
-
   // Compiled without compile_configuration's check, so that the GPU's own is what refuses.
   CompiledKernelImage unchecked_kernels() const {
     return compile_cuda_source(kKernels, "kernels.cu", {}, device_->properties().arch(), "good",
                                "the test kernels");
   }
 
-  GpuDevice* device_ = nullptr;
 };
 
 TEST_F(EntryContractOnGpu, TheDriverReportsTheContractsLayoutForAContractEntry) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "db/result_store.h"
+#include "tests/gpu_test.h"
 #include "tuner/gpu_kernel.h"
 #include "tuner/nvrtc_compiler.h"
 #include "tuner/pipeline/kernel_timer.h"
@@ -28,26 +29,10 @@ namespace fs = std::filesystem;
 
 const fs::path kTemplates = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src";
 
-class GpuPipeline : public ::testing::Test {
+class GpuPipeline : public testing_support::GpuTest {
  protected:
-  void SetUp() override {
-    static std::unique_ptr<GpuDevice> device;
-    static std::string unavailable;
-    if (!device && unavailable.empty()) {
-      try {
-        device = std::make_unique<GpuDevice>();
-      } catch (const GpuUnavailable& e) {
-        unavailable = e.what();
-      }
-    }
-    if (!device) GTEST_SKIP() << "no GPU: " << unavailable;
-    device_ = device.get();
-    device_->make_current();
-  }
-
   std::string arch() const { return device_->properties().arch(); }
 
-  GpuDevice* device_ = nullptr;
 };
 
 KernelTemplate tiled() { return load_template(kTemplates / "tiled.cu"); }
