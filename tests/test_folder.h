@@ -1,13 +1,18 @@
-// What several test files share: an empty folder of the running test's own, and the pid of a
-// process that is gone (for files whose writer must look dead).
+// What several test files share: an empty folder of the running test's own, aged files and the
+// sorted listing of a folder (for caches), and the pid of a process that is gone (for files whose
+// writer must look dead).
 #pragma once
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 namespace tiletune::testing_support {
 
@@ -20,6 +25,23 @@ inline std::filesystem::path fresh_test_folder(const std::string& prefix) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+// A file of `bytes` bytes, last written `age_s` seconds ago (a cache entry's last use).
+inline void write_aged_file(const std::filesystem::path& path, std::size_t bytes, int age_s) {
+  std::ofstream(path, std::ios::binary) << std::string(bytes, 'x');
+  std::filesystem::last_write_time(
+      path, std::filesystem::file_time_type::clock::now() - std::chrono::seconds(age_s));
+}
+
+// The names of a folder's entries, sorted.
+inline std::vector<std::string> sorted_names(const std::filesystem::path& folder) {
+  std::vector<std::string> found;
+  for (const auto& e : std::filesystem::directory_iterator(folder)) {
+    found.push_back(e.path().filename().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 // The pid of a process that has exited and been reaped.

@@ -46,16 +46,11 @@ class CacheCommand : public ::testing::Test {
     args.insert(args.begin(), {"cache", "--cache-dir", cubins().string()});
     return run_tiletune(dir_, args, environment());
   }
-  // A file of `bytes` bytes, last used `age_s` seconds ago.
   static void put(const fs::path& path, std::size_t bytes, int age_s) {
-    std::ofstream(path, std::ios::binary) << std::string(bytes, 'x');
-    fs::last_write_time(path, fs::file_time_type::clock::now() - std::chrono::seconds(age_s));
+    testing_support::write_aged_file(path, bytes, age_s);
   }
   static std::vector<std::string> names(const fs::path& folder) {
-    std::vector<std::string> found;
-    for (const auto& e : fs::directory_iterator(folder)) found.push_back(e.path().filename().string());
-    std::sort(found.begin(), found.end());
-    return found;
+    return testing_support::sorted_names(folder);
   }
 
   fs::path dir_;

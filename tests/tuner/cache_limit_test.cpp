@@ -39,16 +39,10 @@ class CacheLimit : public ::testing::Test {
 
   // A file of `bytes` bytes, last used `age_s` seconds ago.
   fs::path put(const std::string& name, std::size_t bytes, int age_s) const {
-    std::ofstream(dir_ / name, std::ios::binary) << std::string(bytes, 'x');
-    fs::last_write_time(dir_ / name, fs::file_time_type::clock::now() - std::chrono::seconds(age_s));
+    testing_support::write_aged_file(dir_ / name, bytes, age_s);
     return dir_ / name;
   }
-  std::vector<std::string> names() const {
-    std::vector<std::string> found;
-    for (const auto& e : fs::directory_iterator(dir_)) found.push_back(e.path().filename().string());
-    std::sort(found.begin(), found.end());
-    return found;
-  }
+  std::vector<std::string> names() const { return testing_support::sorted_names(dir_); }
   fs::path dir_;
 };
 
