@@ -3,7 +3,7 @@
 // directory degrades to no caching with one warning; and CompiledKernels over a cache, where a
 // second run compiles nothing and gets the same cubins. Each test has its own temporary
 // directory; the NVRTC tests are skipped where NVRTC cannot be loaded.
-#include "tuner/pipeline/cubin_cache.h"
+#include "tuner/cubin_cache.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -13,7 +13,7 @@
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
 #include "tuner/cache_limit.h"
-#include "tuner/pipeline/cubin_cache.h"
+#include "tuner/cubin_cache.h"
 
 namespace tiletune::cli {
 namespace {

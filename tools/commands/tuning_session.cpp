@@ -11,7 +11,7 @@
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
 #include "tuner/pipeline/cpu_evaluator.h"
-#include "tuner/pipeline/cubin_cache.h"
+#include "tuner/cubin_cache.h"
 #include "tuner/pipeline/evaluation_worker.h"
 #include "tuner/pipeline/gpu_evaluator.h"
 

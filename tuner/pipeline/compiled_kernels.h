@@ -14,7 +14,7 @@
 
 #include "tuner/kernel_template.h"
 #include "tuner/nvrtc_compiler.h"
-#include "tuner/pipeline/cubin_cache.h"
+#include "tuner/cubin_cache.h"
 
 namespace tiletune {
 

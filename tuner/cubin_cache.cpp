@@ -12,7 +12,7 @@
 //   end <16 hex digits: FNV-1a of everything before this line>
 //
 // Anything else, a truncated file, or a checksum that does not match is a miss.
-#include "tuner/pipeline/cubin_cache.h"
+#include "tuner/cubin_cache.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,0 +1,169 @@
+// tiletune's runtime library: the fastest correct configuration that `tiletune tune` recorded,
+// called from an application.
+//
+//   auto lib  = tiletune::Library::open("tiletune.db");   // a database, or an exported bundle
+//   auto gemm = lib.gemm("warp_tiled");                   // a template by name, its current version
+//   tiletune::Problem p{M, N, K, lda, ldb, ldc};          // row-major C[MxN] = A[MxK] * B[KxN]
+//   tiletune::Plan plan = gemm.plan(p);                   // what will run, and why
+//   gemm.run(p, A, B, C, stream);                         // device pointers; stream may be null
+//
+// C++17, and no CUDA header: a stream is passed as the CUstream (or cudaStream_t) it is. Every
+// failure is a tiletune::Error whose message is one line that carries its cause. Library and Gemm
+// are cheap handles to shared state; they may be copied and used from any thread.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#if defined(_WIN32)
+#define TILETUNE_API
+#else
+#define TILETUNE_API __attribute__((visibility("default")))
+#endif
+
+namespace tiletune {
+
+// Where a Gemm runs. The CPU backend runs the very same kernel source, compiled by the host's C++
+// compiler, on host pointers, so that an application's CI can test its tuned GEMMs without a GPU.
+enum class Backend { gpu, cpu };
+
+struct Options {
+  Backend backend = Backend::gpu;
+  // Select as if this GPU were here ("NVIDIA H100 80GB HBM3"): for a fleet of near-identical boards
+  // tuned on one, and for the CPU backend. Empty: the GPU of the current CUDA context (on the CPU
+  // backend, the GPU with the most records of the template).
+  std::string gpu_name;
+  // A tiletune database (created when missing) where every problem without an exact record is
+  // kept; `tiletune tune --missed --db PATH` tunes exactly those. Empty: nothing is recorded.
+  std::string record_misses;
+  // Per template name, the configuration to run when no record fits a problem
+  // ("TILE=16,PAD=1,SWIZZLE=0"). Without one, such a problem is a NoConfiguration error.
+  std::map<std::string, std::string> defaults;
+  // The cache of compiled kernels on disk. Empty: the user's ($TILETUNE_CACHE_DIR, else
+  // $XDG_CACHE_HOME/tiletune, else ~/.cache/tiletune).
+  std::string cache_dir;
+};
+
+// One GEMM: row-major C[M x N] = A[M x K] * B[K x N] in FP32, each a strided view with its
+// leading dimension (lda >= K, ldb >= N, ldc >= N).
+struct TILETUNE_API Problem {
+  std::int64_t M = 0, N = 0, K = 0;
+  std::int64_t lda = 0, ldb = 0, ldc = 0;
+
+  static Problem packed(std::int64_t M, std::int64_t N, std::int64_t K) {
+    return Problem{M, N, K, K, N, N};
+  }
+  std::string to_string() const;  // "MxNxK lda=.. ldb=.. ldc=.."
+};
+
+// Whose record chose the configuration, in the order they are tried.
+enum class GpuMatch {
+  this_gpu,                 // the GPU the kernel runs on (or Options::gpu_name)
+  same_compute_capability,  // another GPU of the same compute capability
+  same_architecture,        // another GPU of the same major compute capability
+  none,                     // no record fits: Options::defaults
+};
+TILETUNE_API const char* to_string(GpuMatch match);  // "this GPU", ...
+
+// What gemm.run will do for a problem, and why.
+struct TILETUNE_API Plan {
+  std::string template_name;
+  std::string template_hash;  // the template version (16 hex digits of its source)
+  std::string config;         // "BM=64,BN=128,BK=16,TM=8,TN=8,STAGES=2"
+  std::string gpu;            // the GPU whose record it is ("" for a default)
+  GpuMatch gpu_match = GpuMatch::none;
+  std::int64_t recorded_M = 0, recorded_N = 0, recorded_K = 0;  // the shape it was recorded at
+  bool exact = false;         // recorded at this very shape on this very GPU
+  double expected_ms = 0;     // the recorded median, scaled by flops for another shape; 0: unknown
+  int fuzz_cases = 0;         // random cases it passed when tuned (0: unknown)
+  std::array<std::uint32_t, 3> grid{1, 1, 1};
+  std::array<std::uint32_t, 3> block{1, 1, 1};
+  std::uint32_t dynamic_shared_bytes = 0;
+  bool zero_output = false;   // C is cleared before the kernel runs
+  Backend backend = Backend::gpu;
+  std::string why;            // one line: how the selection went
+
+  std::string to_string() const;  // a few lines, for people
+};
+
+// Every failure of the library. The message is one line that names its cause.
+class TILETUNE_API Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// The problem cannot be run as given: a size < 1, a leading dimension too small, a null pointer.
+class TILETUNE_API InvalidProblem : public Error {
+ public:
+  using Error::Error;
+};
+// No record (and no default) fits the problem, or the template is not in the library.
+class TILETUNE_API NoConfiguration : public Error {
+ public:
+  using Error::Error;
+};
+
+namespace detail {
+class GemmState;
+class LibraryState;
+}  // namespace detail
+
+class TILETUNE_API Gemm {
+ public:
+  const std::string& name() const;
+  // The configuration chosen for the problem; the same library and problem always give the same
+  // plan. Cached per problem. Throws InvalidProblem, NoConfiguration, Error.
+  Plan plan(const Problem& problem) const;
+  // Runs the plan's kernel. GPU backend: device pointers, enqueued on `stream` (null: the default
+  // stream) of the current CUDA context (the primary context of device 0 is made current when
+  // none is); errors inside the kernel surface at the next synchronisation. CPU backend: host
+  // pointers, and run returns when C is written (the stream is not used).
+  void run(const Problem& problem, const float* A, const float* B, float* C,
+           void* stream = nullptr) const;
+
+ private:
+  friend class Library;
+  explicit Gemm(std::shared_ptr<detail::GemmState> state);
+  std::shared_ptr<detail::GemmState> state_;
+};
+
+// A bundle compiled into the program (`tiletune export --format cpp`): its files as byte arrays.
+struct EmbeddedFile {
+  const char* path;  // relative to the bundle's folder: "manifest.json", "cubins/..."
+  const unsigned char* data;
+  std::size_t size;
+};
+struct EmbeddedBundle {
+  const EmbeddedFile* files;
+  std::size_t count;
+};
+
+class TILETUNE_API Library {
+ public:
+  // A tiletune database (read only, never changed), or the folder of an exported bundle. Throws
+  // Error naming the path and the cause.
+  static Library open(const std::string& path, const Options& options = {});
+  static Library open(const EmbeddedBundle& bundle, const Options& options = {});
+
+  // The current version of a recorded template. Throws NoConfiguration when there is none.
+  Gemm gemm(const std::string& template_name) const;
+  // The names of the templates recorded, sorted.
+  std::vector<std::string> templates() const;
+  // Where the records come from: "database PATH", "bundle PATH", "embedded bundle".
+  std::string source() const;
+  const Options& options() const;
+
+ private:
+  explicit Library(std::shared_ptr<detail::LibraryState> state);
+  std::shared_ptr<detail::LibraryState> state_;
+};
+
+// "0.1.0"
+TILETUNE_API const char* version();
+
+}  // namespace tiletune

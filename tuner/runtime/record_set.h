@@ -1,0 +1,69 @@
+// What the runtime library selects from: the correct results of a database or a bundle, held in
+// memory once the library is opened. A database and a bundle both become a RecordSet, so one
+// selection (selection.h) serves both, and `tiletune query` too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/gemm_shape.h"
+#include "tuner/kernel_template.h"
+
+namespace tiletune::runtime {
+
+struct RecordedGpu {
+  std::string name;  // "NVIDIA H100 80GB HBM3"
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::uint64_t memory_bytes = 0;
+  std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
+};
+
+// The current version of a template name (the one most recently registered).
+struct RecordedTemplate {
+  std::string name;
+  std::string source_hash;
+  std::string path;    // where it was read from when tuned, for messages and line info
+  std::string source;
+  // The source parsed by today's parser; none when it refuses a version an older tiletune
+  // recorded (its results are still served by `query`, but cannot be launched).
+  std::optional<KernelTemplate> parsed;
+};
+
+// One correct (status ok) result: a configuration measured at a shape on a GPU.
+struct RecordedChoice {
+  std::size_t gpu = 0;       // index into RecordSet::gpus
+  std::size_t templ = 0;     // index into RecordSet::templates
+  std::string config;        // Configuration::to_string()
+  GemmShape shape;
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  int runs = 0;
+  double tflops = 0;
+  int registers = 0, static_shared_bytes = 0, dynamic_shared_bytes = 0;
+  int fuzz_cases = 0;        // the most random cases it passed on that GPU (0: not recorded)
+  std::string recorded_at;   // UTC "YYYY-MM-DD HH:MM:SS"
+};
+
+struct RecordSet {
+  std::vector<RecordedGpu> gpus;            // sorted by name
+  std::vector<RecordedTemplate> templates;  // sorted by name, one per name
+  std::vector<RecordedChoice> choices;      // in a deterministic order (see below)
+
+  // The template of that name, or nullptr.
+  const RecordedTemplate* find_template(const std::string& name) const;
+};
+
+// Sorts choices by GPU name, template name, shape, median time, then configuration text, so that
+// equal inputs give equal sets whatever order a file listed them in.
+void sort_choices(RecordSet& records);
+
+// The ok results of the current template versions in a tiletune database, opened read only (it is
+// never changed), each with the fuzz cases its configuration passed on that GPU. Throws
+// DatabaseError (db/result_store.h) naming the path and the cause.
+RecordSet load_database_records(const std::filesystem::path& database);
+
+}  // namespace tiletune::runtime

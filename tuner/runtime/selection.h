@@ -1,0 +1,68 @@
+// Which recorded configuration runs a problem: the one rule of the runtime library and of
+// `tiletune query`.
+//
+// GPUs are tried in order: this GPU's records (or the GPU named in the options), then those of
+// another GPU of the same compute capability, then of the same architecture (major compute
+// capability); a step whose records have nothing that fits goes on to the next. Within a GPU's
+// records, the exact shape's configurations are tried fastest first, then those of the other
+// recorded shapes, nearest first (log_distance, gemm_shape.h); the first configuration whose
+// template requirements hold for the problem, leading dimensions included, is chosen. Nothing
+// fits: the declared default, else NoSelection. Every tie is broken by names and texts, so the
+// same records and problem always give the same answer.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "tuner/runtime/record_set.h"
+
+namespace tiletune::runtime {
+
+// Nothing recorded fits and there is no default: the message says what was looked for and why
+// each step found nothing, in one line.
+class NoSelection : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class GpuStep { this_gpu, same_compute_capability, same_architecture, default_config };
+
+struct GpuIdentity {
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+};
+
+struct SelectionRequest {
+  std::string template_name;
+  GemmProblem problem;
+  // The GPU the kernel runs on; none on the CPU backend.
+  std::optional<GpuIdentity> here;
+  // Options::gpu_name: select as if this GPU were here (its compute capability is read from the
+  // records); empty: `here`. Neither: the GPU with the most records of the template (ties: name).
+  std::string gpu_name;
+  // A configuration to run when nothing recorded fits.
+  std::optional<std::string> default_config;
+  // Only the exact shape on this GPU (query --exact); defaults are not used then either.
+  bool exact_only = false;
+};
+
+struct Selection {
+  const RecordedTemplate* templ = nullptr;
+  std::string config;  // Configuration::to_string() of the chosen configuration
+  // The record chosen; nullptr for a default.
+  const RecordedChoice* choice = nullptr;
+  GpuStep step = GpuStep::default_config;
+  bool exact_shape = false;  // choice->shape is the problem's shape
+  // Faster configurations passed over because their requirements exclude the problem.
+  int excluded = 0;
+  std::string why;  // one line, e.g. "NVIDIA H100 80GB HBM3 has no record of 1000x1000x1000; the
+                    // nearest recorded shape is 1024x1024x1024 (2 faster configurations left out:
+                    // their requirements exclude lda=1001)"
+};
+
+// Throws NoSelection; NoSelection also when the template is not recorded, or its recorded version
+// cannot be parsed and the request needs its requirements.
+Selection select_configuration(const RecordSet& records, const SelectionRequest& request);
+
+}  // namespace tiletune::runtime
