@@ -533,6 +533,43 @@ std::vector<ResultRecord> ResultStore::ranking(const std::string& gpu_name, cons
   return results;
 }
 
+std::vector<CurrentResult> ResultStore::current_results() const {
+  // Versions 1 and 2 have no fuzz_passes table (read as they are): their configurations count 0.
+  const char* fuzz_cases = schema_version_ >= 3
+                               ? "(SELECT max(f.cases) FROM fuzz_passes f WHERE f.gpu_id = r.gpu_id "
+                                 "AND f.template_id = r.template_id AND f.config = r.config)"
+                               : "NULL";
+  const std::string sql = std::string(R"sql(
+      SELECT t.name, t.source_hash, r.config, s.m, s.n, s.k, r.status, r.detail, r.median_ms,
+             r.min_ms, r.max_ms, r.runs, r.tflops, r.registers, r.static_shared_bytes,
+             r.dynamic_shared_bytes, r.spill_bytes, r.recorded_at,
+             g.name, g.cc_major, g.cc_minor, g.sm_count, g.clock_khz, g.memory_bytes,
+             g.driver_version, g.nvrtc_version, )sql") + fuzz_cases + R"sql(
+      FROM results r
+      JOIN gpus g ON g.id = r.gpu_id
+      JOIN template_versions t ON t.id = r.template_id
+      JOIN shapes s ON s.id = r.shape_id
+      WHERE r.status = 'ok' AND t.is_current
+      ORDER BY r.id)sql";
+  Statement query(db_, path_, "reading the results of the current template versions", sql.c_str());
+  std::vector<CurrentResult> results;
+  while (query.step()) {
+    CurrentResult row;
+    row.result = read_result(query);
+    row.gpu.name = query.text(18);
+    row.gpu.cc_major = query.integer(19);
+    row.gpu.cc_minor = query.integer(20);
+    row.gpu.sm_count = query.integer(21);
+    row.gpu.clock_khz = query.integer(22);
+    row.gpu.memory_bytes = static_cast<std::uint64_t>(query.int64(23));
+    row.gpu.driver_version = query.integer(24);
+    row.gpu.nvrtc_version = query.text(25);
+    row.fuzz_cases = query.is_null(26) ? 0 : query.integer(26);
+    results.push_back(std::move(row));
+  }
+  return results;
+}
+
 std::vector<GemmShape> ResultStore::shapes_with_results(
     const std::string& gpu_name, const std::optional<std::string>& template_name) const {
   Statement query(db_, path_, "listing the shapes with results for " + gpu_name, R"sql(

@@ -92,6 +92,14 @@ struct ResultSummary {
   std::optional<double> best_tflops;
 };
 
+// An ok result of a current template version with the GPU row it was measured on and the most
+// fuzz cases its configuration passed there (0: none recorded, or a schema without fuzz passes).
+struct CurrentResult {
+  GpuRecord gpu;
+  ResultRecord result;
+  int fuzz_cases = 0;
+};
+
 class ResultStore {
  public:
   enum class Access {
@@ -149,6 +157,9 @@ class ResultStore {
   // Every ok result for the GPU and shape, fastest first (current template versions only).
   std::vector<ResultRecord> ranking(const std::string& gpu_name, const GemmShape& shape,
                                     const std::optional<std::string>& template_name = {}) const;
+  // Every ok result of the current template versions, on every GPU and shape, in one query (what
+  // the runtime library selects from), in the order they were recorded.
+  std::vector<CurrentResult> current_results() const;
   // Shapes that have an ok result for the GPU (current versions), for a nearest-shape answer.
   std::vector<GemmShape> shapes_with_results(const std::string& gpu_name,
                                              const std::optional<std::string>& template_name = {}) const;
