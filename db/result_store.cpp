@@ -19,13 +19,14 @@ namespace tiletune {
 namespace {
 
 // The user_version that db/schema.sql sets.
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 // The older versions that opening migrates, each to the next, in turn; any other is refused.
 struct Migration {
   int from;
   const char* sql;
 };
-constexpr std::array<Migration, 2> kMigrations{{{1, kMigrateV1ToV2Sql}, {2, kMigrateV2ToV3Sql}}};
+constexpr std::array<Migration, 3> kMigrations{
+    {{1, kMigrateV1ToV2Sql}, {2, kMigrateV2ToV3Sql}, {3, kMigrateV3ToV4Sql}}};
 // How long a writer waits for another process's transaction before giving up.
 constexpr int kBusyTimeoutMs = 10'000;
 
@@ -186,7 +187,7 @@ void create_or_check_schema(sqlite3* db, const std::filesystem::path& path) {
   if (version != kSchemaVersion) {
     throw DatabaseError(path.string() + ": unsupported schema version " + std::to_string(version) +
                         " (this tiletune reads version " + std::to_string(kSchemaVersion) +
-                        " and migrates versions 1 and 2)");
+                        " and migrates versions 1, 2 and 3)");
   }
 }
 
@@ -269,14 +270,15 @@ sqlite3* open_database_read_only(const std::filesystem::path& path, int& version
                                              ? ": no tiletune schema yet (run 'tiletune tune' first)"
                                              : ": not a tiletune database (it has tables but no schema version)"));
   }
-  // Versions 1 and 2 differ from this one in what only a tune writes (the statuses a result may
-  // have, the fuzz passes): what a reader asks for reads the same.
+  // Versions 1 to 3 differ from this one in what only a tune or the runtime library writes (the
+  // statuses a result may have, the fuzz passes, the missed problems): what a reader asks for
+  // reads the same.
   const bool older = std::any_of(kMigrations.begin(), kMigrations.end(),
                                  [&](const Migration& m) { return m.from == version; });
   if (version != kSchemaVersion && !older) {
     throw DatabaseError(path.string() + ": unsupported schema version " + std::to_string(version) +
                         " (this tiletune reads version " + std::to_string(kSchemaVersion) +
-                        " and versions 1 and 2)");
+                        " and versions 1, 2 and 3)");
   }
   return db.release();
 }
@@ -646,6 +648,63 @@ std::vector<ResultSummary> ResultStore::summary() const {
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+void ResultStore::record_miss(const std::string& gpu_name, const std::string& template_name,
+                              const GemmProblem& problem) {
+  const std::string doing = "recording a missed problem";
+  Transaction transaction(db_, path_, doing);
+  // One upsert: two processes that miss the same problem at once both count, one after the other.
+  Statement upsert(db_, path_, doing, R"sql(
+      INSERT INTO missed_problems (gpu_name, template_name, m, n, k, lda, ldb, ldc, count,
+                                   first_seen, last_seen)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, datetime('now'), datetime('now'))
+      ON CONFLICT (gpu_name, template_name, m, n, k, lda, ldb, ldc) DO UPDATE SET
+        count = count + 1,
+        last_seen = excluded.last_seen)sql");
+  upsert
+      .bind(gpu_name, template_name, problem.shape.m, problem.shape.n, problem.shape.k, problem.lda,
+            problem.ldb, problem.ldc)
+      .run();
+  transaction.commit();
+}
+
+std::vector<MissedProblem> ResultStore::missed_problems(
+    const std::optional<std::string>& gpu_name, const std::optional<std::string>& template_name) const {
+  if (schema_version_ < 4) return {};  // read as it is: the table came with version 4
+  Statement query(db_, path_, "listing the missed problems", R"sql(
+      SELECT gpu_name, template_name, m, n, k, lda, ldb, ldc, count, first_seen, last_seen
+      FROM missed_problems
+      WHERE (?1 IS NULL OR gpu_name = ?1) AND (?2 IS NULL OR template_name = ?2)
+      ORDER BY gpu_name, template_name, m, n, k, lda, ldb, ldc)sql");
+  query.bind(gpu_name, template_name);
+  std::vector<MissedProblem> missed;
+  while (query.step()) {
+    MissedProblem row;
+    row.gpu_name = query.text(0);
+    row.template_name = query.text(1);
+    row.problem = {{query.int64(2), query.int64(3), query.int64(4)},
+                   query.int64(5), query.int64(6), query.int64(7)};
+    row.count = query.integer(8);
+    row.first_seen = query.text(9);
+    row.last_seen = query.text(10);
+    missed.push_back(std::move(row));
+  }
+  return missed;
+}
+
+int ResultStore::forget_misses(const std::string& gpu_name, const std::string& template_name,
+                               const GemmShape& shape) {
+  const std::string doing = "forgetting the missed problems " + shape.to_string() + " of " +
+                            template_name + " on " + gpu_name;
+  Transaction transaction(db_, path_, doing);
+  Statement remove(db_, path_, doing, R"sql(
+      DELETE FROM missed_problems
+      WHERE gpu_name = ?1 AND template_name = ?2 AND m = ?3 AND n = ?4 AND k = ?5)sql");
+  remove.bind(gpu_name, template_name, shape.m, shape.n, shape.k).run();
+  const int removed = sqlite3_changes(db_);
+  transaction.commit();
+  return removed;
 }
 
 }  // namespace tiletune

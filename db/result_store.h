@@ -100,17 +100,28 @@ struct CurrentResult {
   int fuzz_cases = 0;
 };
 
+// A problem the runtime library had no exact record for (Options::record_misses), on a GPU (by
+// name) for a template (by name): what `tiletune tune --missed` tunes.
+struct MissedProblem {
+  std::string gpu_name;
+  std::string template_name;
+  GemmProblem problem;
+  int count = 0;           // how many times it was recorded (once per process that met it)
+  std::string first_seen;  // UTC "YYYY-MM-DD HH:MM:SS"
+  std::string last_seen;
+};
+
 class ResultStore {
  public:
   enum class Access {
     // Opens or creates the database, switches it to WAL mode, creates, checks or migrates (from
-    // versions 1 and 2, each step in one transaction) its schema.
+    // versions 1, 2 and 3, each step in one transaction) its schema.
     read_write,
     // For what only reads (query, list, strategies): the file must exist and is never changed, nor
     // its journal mode, nor any file created beside it (except the -shm and -wal files a reader of
     // a WAL database needs, where the folder is writable). Older schema versions are read as they
-    // are (fuzz_passes, which version 3 brought, asks for a tune to migrate them); a read-only
-    // file in a read-only folder is read too.
+    // are (fuzz_passes, which version 3 brought, asks for a tune to migrate them; a file older
+    // than version 4 has no missed problems); a read-only file in a read-only folder is read too.
     read_only,
   };
 
@@ -167,6 +178,20 @@ class ResultStore {
   std::vector<TemplateRecord> templates(bool current_only = true) const;
   std::vector<GpuRecord> gpus() const;
   std::vector<ResultSummary> summary() const;
+
+  // Records that the runtime library met a problem without an exact record: a new row, or one
+  // more count (and last_seen) on the problem's row. In its own transaction, like a result, and
+  // safe when several processes record the same problem at once.
+  void record_miss(const std::string& gpu_name, const std::string& template_name,
+                   const GemmProblem& problem);
+  // The missed problems, optionally of one GPU and one template, ordered by GPU, template, sizes
+  // and leading dimensions.
+  std::vector<MissedProblem> missed_problems(const std::optional<std::string>& gpu_name = {},
+                                             const std::optional<std::string>& template_name = {}) const;
+  // Forgets the missed problems of a shape (every leading dimension) for the GPU and template:
+  // once tuned, they are misses no more. Returns how many rows went.
+  int forget_misses(const std::string& gpu_name, const std::string& template_name,
+                    const GemmShape& shape);
 
  private:
   int schema_version_ = 0;  // read-only, an older version may be read as it is

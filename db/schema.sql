@@ -1,10 +1,10 @@
--- The tiletune database, schema version 3 (kept in PRAGMA user_version). Created in one
--- transaction when ResultStore opens a new or empty file; a version 1 file is migrated by
--- db/migrate_v1_to_v2.sql then db/migrate_v2_to_v3.sql, a version 2 file by the second; any other
--- version is refused.
+-- The tiletune database, schema version 4 (kept in PRAGMA user_version). Created in one
+-- transaction when ResultStore opens a new or empty file; a file of version 1, 2 or 3 is migrated
+-- by db/migrate_v1_to_v2.sql, db/migrate_v2_to_v3.sql and db/migrate_v3_to_v4.sql in turn, from
+-- its own version on; any other version is refused.
 --
 -- Version 2 added the statuses timeout, crashed and pruned to results; version 3 the table
--- fuzz_passes.
+-- fuzz_passes; version 4 the table missed_problems.
 
 -- A GPU as identified across driver updates; the other columns hold what was last registered.
 CREATE TABLE gpus (
@@ -93,4 +93,24 @@ CREATE TABLE fuzz_passes (
   PRIMARY KEY (gpu_id, template_id, config)
 ) STRICT;
 
-PRAGMA user_version = 3;
+-- A problem that the runtime library (Options::record_misses) was asked to run on a GPU and had
+-- no exact record for: `tiletune tune --missed` tunes these shapes, and forgets a shape's rows once
+-- it has an ok result. Keyed by names, not row ids: the library records without registering the
+-- GPU or the template. count: how many processes met it (each records a problem once);
+-- first_seen and last_seen are UTC "YYYY-MM-DD HH:MM:SS".
+CREATE TABLE missed_problems (
+  gpu_name TEXT NOT NULL,
+  template_name TEXT NOT NULL,
+  m INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  k INTEGER NOT NULL,
+  lda INTEGER NOT NULL,
+  ldb INTEGER NOT NULL,
+  ldc INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  first_seen TEXT NOT NULL,
+  last_seen TEXT NOT NULL,
+  PRIMARY KEY (gpu_name, template_name, m, n, k, lda, ldb, ldc)
+) STRICT;
+
+PRAGMA user_version = 4;

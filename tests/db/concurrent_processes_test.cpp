@@ -123,6 +123,49 @@ TEST_F(ConcurrentProcessesTest, TwoWriterProcessesLoseNothing) {
   EXPECT_EQ(query_file(db_path(), "PRAGMA integrity_check"), "ok");
 }
 
+// Records the problem shared by every writer and one of its own, `count` times each, as a
+// runtime library's processes would. Runs in a child; never returns.
+[[noreturn]] void missing_writer(const fs::path& path, const std::string& name, int count) {
+  int exit_code = 0;
+  try {
+    ResultStore store(path);
+    for (int i = 0; i < count; ++i) {
+      store.record_miss("NVIDIA H200", "tiled", GemmProblem::packed({100, 200, 300}));
+      store.record_miss("NVIDIA H200", name, GemmProblem::packed({100, 200, 300}));
+    }
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "writer %s: %s\n", name.c_str(), error.what());
+    exit_code = 1;
+  }
+  _exit(exit_code);
+}
+
+// Two processes miss the same problem at once, from the file's creation on: every miss counts.
+TEST_F(ConcurrentProcessesTest, TwoProcessesRecordingTheSameMissCountEveryOne) {
+  constexpr int kEach = 200;
+  const pid_t a = fork();
+  ASSERT_GE(a, 0);
+  if (a == 0) missing_writer(db_path(), "a", kEach);
+  const pid_t b = fork();
+  if (b == 0) missing_writer(db_path(), "b", kEach);
+  const int a_status = wait_for_child(a, std::chrono::minutes(3));
+  ASSERT_GE(b, 0);
+  const int b_status = wait_for_child(b, std::chrono::minutes(3));
+  EXPECT_TRUE(WIFEXITED(a_status) && WEXITSTATUS(a_status) == 0) << "writer a " << describe(a_status);
+  EXPECT_TRUE(WIFEXITED(b_status) && WEXITSTATUS(b_status) == 0) << "writer b " << describe(b_status);
+
+  ResultStore store(db_path());
+  const auto missed = store.missed_problems("NVIDIA H200");
+  ASSERT_EQ(missed.size(), 3u);
+  EXPECT_EQ(missed[0].template_name, "a");
+  EXPECT_EQ(missed[0].count, kEach);
+  EXPECT_EQ(missed[1].template_name, "b");
+  EXPECT_EQ(missed[1].count, kEach);
+  EXPECT_EQ(missed[2].template_name, "tiled");
+  EXPECT_EQ(missed[2].count, 2 * kEach);
+  EXPECT_EQ(query_file(db_path(), "PRAGMA integrity_check"), "ok");
+}
+
 // The result that the killed writer records as its i-th: a detail of several KiB, so that each
 // transaction spans many pages and a kill lands inside one.
 ResultRecord killed_writer_result(const std::string& prefix, int i) {

@@ -1,8 +1,8 @@
 // Opening a schema version 1 database (as tiletune wrote it before timeout, crashed and pruned
 // existed) migrates it to version 2, then 3 (fuzz_passes), each step in one transaction: every row
 // kept, the new statuses accepted, the schema the same as a new file's; a version 2 file takes
-// the second step alone; several openers at once migrate once; a migration that fails changes
-// nothing; other versions are refused.
+// the second step alone; a version 3 file gains missed_problems (version 4); several openers at
+// once migrate once; a migration that fails changes nothing; other versions are refused.
 #include "db/result_store.h"
 
 #include <gtest/gtest.h>
@@ -185,7 +185,7 @@ class SchemaMigrationTest : public ResultStoreTest {};
 TEST_F(SchemaMigrationTest, Version1FileIsMigratedKeepingEveryRow) {
   write_version_1_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "3");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "4");
   expect_version_1_rows(store);
   EXPECT_EQ(store.recorded_results(1, "h2", kSquare).size(), 2u);
   EXPECT_EQ(query_file(db_path(), "SELECT group_concat(id) FROM (SELECT id FROM results ORDER BY id)"),
@@ -235,12 +235,52 @@ void write_version_2_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version2FileGainsAnEmptyFuzzPassTable) {
   write_version_2_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "3");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "4");
   expect_version_1_rows(store);
   EXPECT_TRUE(store.fuzz_passes(1, "h2").empty()) << "a pass from before is not invented";
   store.record_fuzz_pass(1, "tiled", "h2", "TILE=16", 30);
   EXPECT_EQ(store.fuzz_passes(1, "h2"), (std::map<std::string, int>{{"TILE=16", 30}}));
   EXPECT_EQ(query_file(db_path(), "PRAGMA foreign_key_check"), "");
+}
+
+// A version 3 file, as tiletune wrote it before missed problems were kept: the version 2 file
+// migrated by the project's own second step, plus a fuzz pass.
+void write_version_3_database(const fs::path& path) {
+  write_version_2_database(path);
+  std::ifstream file(fs::path(TILETUNE_SOURCE_DIR) / "db" / "migrate_v2_to_v3.sql");
+  exec_file(path, std::string(std::istreambuf_iterator<char>(file), {}) +
+                      "INSERT INTO fuzz_passes VALUES (1, 2, 'TILE=16', 30, '2024-05-02 09:00:00');");
+  ASSERT_EQ(query_file(path, "PRAGMA user_version"), "3");
+}
+
+TEST_F(SchemaMigrationTest, Version3FileGainsAnEmptyMissedProblemTable) {
+  write_version_3_database(db_path());
+  ResultStore store(db_path());
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "4");
+  expect_version_1_rows(store);
+  EXPECT_EQ(store.fuzz_passes(1, "h2"), (std::map<std::string, int>{{"TILE=16", 30}}));
+  EXPECT_TRUE(store.missed_problems().empty());
+  store.record_miss("NVIDIA H200", "tiled", GemmProblem{{100, 200, 300}, 300, 256, 200});
+  ASSERT_EQ(store.missed_problems().size(), 1u);
+  EXPECT_EQ(store.missed_problems()[0].problem, (GemmProblem{{100, 200, 300}, 300, 256, 200}));
+  EXPECT_EQ(query_file(db_path(), "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA foreign_key_check"), "");
+}
+
+// A version 3 file read-only (as query, list and the runtime library open it): it answers, has no
+// missed problems, and stays at version 3.
+TEST_F(SchemaMigrationTest, ReadOnlyVersion3FileHasNoMissedProblems) {
+  write_version_3_database(db_path());
+  {
+    ResultStore store(db_path(), ResultStore::Access::read_only);
+    expect_version_1_rows(store);
+    EXPECT_EQ(store.fuzz_passes(1, "h2"), (std::map<std::string, int>{{"TILE=16", 30}}));
+    EXPECT_TRUE(store.missed_problems().empty());
+    EXPECT_TRUE(store.missed_problems("NVIDIA H200", "tiled").empty());
+  }
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "3");
+  EXPECT_EQ(query_file(db_path(), "SELECT count(*) FROM sqlite_schema WHERE name = 'missed_problems'"),
+            "0");
 }
 
 // query and list open read-only: an older file answers as it is, and stays at its version.
@@ -288,6 +328,12 @@ TEST_F(SchemaMigrationTest, MigratedSchemaMatchesANewOne) {
   write_version_2_database(from_version_2);
   { ResultStore migrated(from_version_2); }
   EXPECT_EQ(schema_of(from_version_2), expected);
+  EXPECT_NE(expected.find("table missed_problems: CREATE TABLE missed_problems ("), std::string::npos)
+      << expected;
+  const fs::path from_version_3 = dir_ / "from-version-3.db";
+  write_version_3_database(from_version_3);
+  { ResultStore migrated(from_version_3); }
+  EXPECT_EQ(schema_of(from_version_3), expected);
 }
 
 // Where the migrated tables start in the file: SQLite allocates pages deterministically, so a
@@ -323,7 +369,7 @@ TEST_F(SchemaMigrationTest, ConcurrentOpenersMigrateOnce) {
     }
     for (auto& opener : openers) opener.join();
     ASSERT_EQ(failures, 0) << "round " << round;
-    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "3");
+    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "4");
     EXPECT_EQ(query_file(path, "SELECT count(*) FROM results"), "3");
     EXPECT_EQ(query_file(path, "PRAGMA integrity_check"), "ok");
     EXPECT_EQ(layout_of(path), migrated_once) << "migrated more than once";
@@ -358,7 +404,7 @@ TEST_F(SchemaMigrationTest, FailedMigrationChangesNothing) {
 }
 
 TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
-  for (const int version : {4, 42, -1}) {
+  for (const int version : {5, 42, -1}) {
     const fs::path path = dir_ / ("v" + std::to_string(version) + ".db");
     { ResultStore store(path); }
     exec_file(path, "PRAGMA user_version = " + std::to_string(version));
@@ -369,7 +415,7 @@ TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
       const std::string message = error.what();
       EXPECT_NE(message.find(path.string()), std::string::npos) << message;
       EXPECT_NE(message.find("unsupported schema version " + std::to_string(version) +
-                             " (this tiletune reads version 3 and migrates versions 1 and 2)"),
+                             " (this tiletune reads version 4 and migrates versions 1, 2 and 3)"),
                 std::string::npos)
           << message;
     }
