@@ -1,1 +1,231 @@
-// Placeholder: written on its branch.
+// Reading a bundle back into a RecordSet (bundle.h). Everything the library relies on is checked
+// here: the format, each source against its hash, each choice's GPU and template, and each cubin
+// against its size and hash when it is read.
+#include "tuner/runtime/bundle.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "tiletune/tiletune.h"
+#include "tuner/cubin_cache.h"
+
+namespace tiletune::runtime {
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void fail(const Bundle& bundle, const std::string& file, const std::string& why) {
+  throw BundleError(bundle.origin + "/" + file + ": " + why);
+}
+
+// A path the manifest names: relative, inside the bundle.
+bool safe_relative(const std::string& file) {
+  const std::filesystem::path path(file);
+  if (file.empty() || path.is_absolute()) return false;
+  return std::none_of(path.begin(), path.end(), [](const auto& part) { return part == ".."; });
+}
+
+std::string text_of(const std::vector<char>& bytes) { return {bytes.begin(), bytes.end()}; }
+
+void read_manifest(Bundle& bundle) {
+  const std::optional<std::vector<char>> bytes = bundle.read_file(kBundleManifest);
+  if (!bytes) fail(bundle, kBundleManifest, "missing: not a tiletune bundle");
+  json manifest;
+  try {
+    manifest = json::parse(bytes->begin(), bytes->end());
+  } catch (const json::exception& e) {
+    fail(bundle, kBundleManifest, std::string("not JSON: ") + e.what());
+  }
+  try {
+    if (!manifest.is_object() || manifest.value("format", "") != kBundleFormat) {
+      fail(bundle, kBundleManifest, std::string("format is not '") + kBundleFormat + "'");
+    }
+    const int version = manifest.at("format_version").get<int>();
+    if (version != kBundleFormatVersion) {
+      fail(bundle, kBundleManifest,
+           "format_version " + std::to_string(version) + " is not " +
+               std::to_string(kBundleFormatVersion) + " (written by another tiletune)");
+    }
+    bundle.tiletune_version = manifest.at("tiletune_version").get<std::string>();
+    bundle.description = "tiletune " + bundle.tiletune_version + " bundle of " +
+                         manifest.value("database", std::string("?")) + ", created " +
+                         manifest.value("created_at", std::string("?"));
+
+    RecordSet& records = bundle.records;
+    for (const json& g : manifest.at("gpus")) {
+      records.gpus.push_back({g.at("name").get<std::string>(), g.at("cc_major").get<int>(),
+                              g.at("cc_minor").get<int>(), g.at("sm_count").get<int>(),
+                              g.at("memory_bytes").get<std::uint64_t>()});
+    }
+    std::sort(records.gpus.begin(), records.gpus.end(),
+              [](const RecordedGpu& a, const RecordedGpu& b) { return a.name < b.name; });
+
+    for (const json& t : manifest.at("templates")) {
+      RecordedTemplate tmpl;
+      tmpl.name = t.at("name").get<std::string>();
+      tmpl.source_hash = t.at("source_hash").get<std::string>();
+      tmpl.path = t.value("path", std::string());
+      const std::string file = t.at("source_file").get<std::string>();
+      if (!safe_relative(file)) fail(bundle, kBundleManifest, "source file '" + file + "' is outside the bundle");
+      const std::optional<std::vector<char>> source = bundle.read_file(file);
+      if (!source) fail(bundle, file, "missing (the source of template " + tmpl.name + ")");
+      tmpl.source = text_of(*source);
+      const std::string hash = fnv1a_hex(tmpl.source);
+      if (hash != tmpl.source_hash) {
+        fail(bundle, file, "damaged: its hash is " + hash + ", the manifest's " + tmpl.source_hash);
+      }
+      try {
+        tmpl.parsed = parse_template(tmpl.source, tmpl.path.empty() ? tmpl.name : tmpl.path);
+      } catch (const TemplateError&) {
+        // As from a database: a version today's parser refuses is listed, never launched.
+      }
+      records.templates.push_back(std::move(tmpl));
+    }
+    std::sort(records.templates.begin(), records.templates.end(),
+              [](const RecordedTemplate& a, const RecordedTemplate& b) { return a.name < b.name; });
+
+    for (const json& c : manifest.at("choices")) {
+      const json& gpu = c.at("gpu");
+      const std::string gpu_name = gpu.at("name").get<std::string>();
+      const auto g = std::find_if(records.gpus.begin(), records.gpus.end(), [&](const RecordedGpu& r) {
+        return r.name == gpu_name && r.cc_major == gpu.at("cc_major").get<int>() &&
+               r.cc_minor == gpu.at("cc_minor").get<int>();
+      });
+      if (g == records.gpus.end()) fail(bundle, kBundleManifest, "a choice names an unknown GPU '" + gpu_name + "'");
+      const std::string template_name = c.at("template").get<std::string>();
+      const RecordedTemplate* tmpl = records.find_template(template_name);
+      if (!tmpl) fail(bundle, kBundleManifest, "a choice names an unknown template '" + template_name + "'");
+      RecordedChoice choice;
+      choice.gpu = std::size_t(g - records.gpus.begin());
+      choice.templ = std::size_t(tmpl - records.templates.data());
+      choice.config = c.at("config").get<std::string>();
+      try {
+        choice.shape = GemmShape::parse(c.at("shape").get<std::string>());
+      } catch (const ShapeError& e) {
+        fail(bundle, kBundleManifest, e.what());
+      }
+      choice.median_ms = c.at("median_ms").get<double>();
+      choice.min_ms = c.at("min_ms").get<double>();
+      choice.max_ms = c.at("max_ms").get<double>();
+      choice.runs = c.at("runs").get<int>();
+      choice.tflops = c.at("tflops").get<double>();
+      choice.registers = c.at("registers").get<int>();
+      choice.static_shared_bytes = c.at("static_shared_bytes").get<int>();
+      choice.dynamic_shared_bytes = c.at("dynamic_shared_bytes").get<int>();
+      choice.fuzz_cases = c.at("fuzz_cases").get<int>();
+      choice.recorded_at = c.at("recorded_at").get<std::string>();
+      records.choices.push_back(std::move(choice));
+    }
+    sort_choices(records);
+
+    for (const json& c : manifest.at("cubins")) {
+      BundleCubin cubin;
+      const std::string template_name = c.at("template").get<std::string>();
+      cubin.template_hash = c.at("source_hash").get<std::string>();
+      const RecordedTemplate* tmpl = records.find_template(template_name);
+      if (!tmpl || tmpl->source_hash != cubin.template_hash) {
+        fail(bundle, kBundleManifest, "a cubin names an unknown template version '" + template_name +
+                                          "' " + cubin.template_hash);
+      }
+      cubin.config = c.at("config").get<std::string>();
+      cubin.arch = c.at("arch").get<std::string>();
+      cubin.file = c.at("file").get<std::string>();
+      if (!safe_relative(cubin.file)) fail(bundle, kBundleManifest, "cubin file '" + cubin.file + "' is outside the bundle");
+      cubin.bytes = c.at("bytes").get<std::uint64_t>();
+      cubin.fnv1a = c.at("fnv1a").get<std::string>();
+      bundle.cubins.push_back(std::move(cubin));
+    }
+  } catch (const json::exception& e) {
+    fail(bundle, kBundleManifest, std::string("malformed: ") + e.what());
+  }
+}
+
+Bundle read(std::string origin,
+            std::function<std::optional<std::vector<char>>(const std::string&)> read_file) {
+  Bundle bundle;
+  bundle.origin = std::move(origin);
+  bundle.read_file = std::move(read_file);
+  read_manifest(bundle);
+  return bundle;
+}
+
+}  // namespace
+
+std::optional<std::pair<int, int>> parse_arch(const std::string& arch) {
+  if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0) return std::nullopt;
+  const std::string digits = arch.substr(3);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::pair{std::stoi(digits.substr(0, digits.size() - 1)), digits.back() - '0'};
+}
+
+std::optional<std::vector<char>> Bundle::cubin_for(const std::string& template_hash,
+                                                   const std::string& config, int cc_major,
+                                                   int cc_minor) const {
+  // SASS runs on the minor versions of its major from its own up: the exact one, else the highest.
+  const BundleCubin* best = nullptr;
+  int best_minor = -1;
+  for (const BundleCubin& cubin : cubins) {
+    if (cubin.template_hash != template_hash || cubin.config != config) continue;
+    const std::optional<std::pair<int, int>> cc = parse_arch(cubin.arch);
+    if (!cc || cc->first != cc_major || cc->second > cc_minor || cc->second <= best_minor) continue;
+    best = &cubin;
+    best_minor = cc->second;
+  }
+  if (!best) return std::nullopt;
+  std::optional<std::vector<char>> bytes = read_file(best->file);
+  if (!bytes) fail(*this, best->file, "missing (the cubin of " + config + " for " + best->arch + ")");
+  const std::string hash = fnv1a_hex(std::string_view(bytes->data(), bytes->size()));
+  if (bytes->size() != best->bytes || hash != best->fnv1a) {
+    fail(*this, best->file,
+         "damaged: " + std::to_string(bytes->size()) + " bytes of hash " + hash + ", the manifest's " +
+             std::to_string(best->bytes) + " bytes of hash " + best->fnv1a);
+  }
+  return bytes;
+}
+
+bool is_bundle(const std::filesystem::path& path) {
+  std::error_code error;
+  return std::filesystem::is_directory(path, error) &&
+         std::filesystem::is_regular_file(path / kBundleManifest, error);
+}
+
+Bundle read_bundle(const std::filesystem::path& folder) {
+  return read(folder.string(), [folder](const std::string& relative) -> std::optional<std::vector<char>> {
+    std::ifstream in(folder / relative, std::ios::binary);
+    if (!in) return std::nullopt;
+    return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+  });
+}
+
+Bundle read_bundle(const tiletune::EmbeddedBundle& embedded) {
+  std::map<std::string, std::pair<const unsigned char*, std::size_t>> files;
+  for (std::size_t i = 0; i < embedded.count; ++i) {
+    files[embedded.files[i].path] = {embedded.files[i].data, embedded.files[i].size};
+  }
+  return read("embedded bundle",
+              [files = std::move(files)](const std::string& relative) -> std::optional<std::vector<char>> {
+                const auto file = files.find(relative);
+                if (file == files.end()) return std::nullopt;
+                const char* data = reinterpret_cast<const char*>(file->second.first);
+                return std::vector<char>(data, data + file->second.second);
+              });
+}
+
+std::string bundle_source_file(const std::string& template_name) {
+  return "sources/" + template_name + ".cu";
+}
+
+std::string bundle_cubin_file(const std::string& template_name, const std::string& config,
+                              const std::string& arch) {
+  // The configuration's text may hold anything a parameter name does: the file is named by a digest.
+  const std::string digest = source_digest(config + "\n" + arch).substr(0, 32);
+  return "cubins/" + template_name + "/" + digest + "." + arch + ".cubin";
+}
+
+}  // namespace tiletune::runtime

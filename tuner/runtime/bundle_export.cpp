@@ -1,1 +1,375 @@
-// Placeholder: written on its branch.
+// `tiletune export` (bundle_export.h): selection, manifest, cubins, and the folder or C++ file.
+#include "tuner/runtime/bundle_export.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <ctime>
+#include <exception>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner/nvrtc_compiler.h"
+
+#ifndef TILETUNE_VERSION
+#error "TILETUNE_VERSION must be defined (tuner/runtime/CMakeLists.txt)"
+#endif
+
+namespace tiletune::runtime {
+namespace {
+
+using json = nlohmann::json;
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+  return text;
+}
+
+void require_known(const std::vector<std::string>& names, const std::set<std::string>& recorded,
+                   const char* what) {
+  for (const std::string& name : names) {
+    if (!recorded.count(name)) {
+      throw ExportInputError("no record of " + std::string(what) + " '" + name + "' to export");
+    }
+  }
+}
+
+bool wanted(const std::vector<std::string>& names, const std::string& name) {
+  return names.empty() || std::find(names.begin(), names.end(), name) != names.end();
+}
+
+json declarations(const KernelTemplate& tmpl) {
+  json parameters = json::array();
+  for (const Parameter& p : tmpl.parameters) parameters.push_back({{"name", p.name}, {"values", p.values}});
+  const auto texts = [](const auto& expressions) {
+    json out = json::array();
+    for (const Expression& e : expressions) out.push_back(e.text());
+    return out;
+  };
+  return {{"entry", tmpl.entry},
+          {"parameters", parameters},
+          {"requirements", texts(tmpl.requirements)},
+          {"block", texts(tmpl.block)},
+          {"grid", texts(tmpl.grid)},
+          {"shared", tmpl.dynamic_shared_bytes.text()},
+          {"zero_output", tmpl.zero_output.text()}};
+}
+
+// One configuration to compile for one architecture.
+struct CubinJob {
+  const RecordedTemplate* tmpl;
+  std::string config, arch;
+  std::vector<char> cubin;
+  std::string error;
+};
+
+// Compiles (or loads from the cache) every job, in parallel; NvrtcError is rethrown.
+void compile_jobs(std::vector<CubinJob>& jobs, std::optional<CubinCache>& cache, unsigned threads) {
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> failures(jobs.size());
+  const auto work = [&] {
+    for (std::size_t i = next++; i < jobs.size(); i = next++) {
+      CubinJob& job = jobs[i];
+      try {
+        const KernelTemplate& tmpl = *job.tmpl->parsed;
+        const Configuration config = tmpl.parse_configuration(job.config);
+        std::optional<CubinKey> key;
+        std::optional<CompileOutcome> outcome;
+        if (cache) {
+          key = CubinKey::of(tmpl, config, job.arch);
+          outcome = cache->load(*key);
+        }
+        if (!outcome) {
+          outcome.emplace();
+          try {
+            outcome->image = compile_configuration(tmpl, config, job.arch);
+          } catch (const CompileError& e) {
+            outcome->error = e.what();
+            outcome->log = e.log();
+          }
+          // As CompiledKernels does: an image without ptxas's report (NVRTC's own cache served
+          // it) is not kept, so that the tuner's report is never empty for good.
+          if (key && (!outcome->image || outcome->image->log.find("Compiling entry function '" +
+                                                                  tmpl.entry + "'") != std::string::npos)) {
+            cache->store(*key, *outcome);
+          }
+        }
+        if (outcome->image) {
+          job.cubin = std::move(outcome->image->cubin);
+        } else {
+          job.error = outcome->error.empty() ? "does not compile" : outcome->error;
+        }
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> workers;
+    const std::size_t count = std::min<std::size_t>(
+        threads ? threads : std::max(1u, std::thread::hardware_concurrency()), jobs.size());
+    for (std::size_t t = 0; t < count; ++t) workers.emplace_back(work);
+  }
+  for (const std::exception_ptr& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
+// The files a manifest lists (itself included), to replace a previous bundle; throws when it
+// cannot be read, for then what is ours in the folder is unknown.
+std::set<std::string> listed_files(const std::filesystem::path& folder) {
+  std::ifstream in(folder / kBundleManifest, std::ios::binary);
+  std::set<std::string> files{kBundleManifest};
+  try {
+    const json manifest = json::parse(in);
+    if (manifest.value("format", "") != kBundleFormat) throw std::runtime_error("not a bundle");
+    for (const json& t : manifest.at("templates")) files.insert(t.at("source_file").get<std::string>());
+    for (const json& c : manifest.at("cubins")) files.insert(c.at("file").get<std::string>());
+  } catch (const std::exception&) {
+    throw ExportInputError((folder / kBundleManifest).string() +
+                           ": not a tiletune bundle's manifest; choose an empty folder or a previous bundle");
+  }
+  return files;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& content) {
+  std::filesystem::create_directories(path.parent_path());
+  const std::filesystem::path temporary = path.string() + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), std::streamsize(content.size()));
+    if (!out.flush()) throw std::runtime_error(temporary.string() + ": cannot write");
+  }
+  std::filesystem::rename(temporary, path);
+}
+
+bool is_identifier(const std::string& text) {
+  if (text.empty() || !(std::isalpha((unsigned char)text[0]) || text[0] == '_')) return false;
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
+}
+
+}  // namespace
+
+bool fits_any_problem(const KernelTemplate& tmpl, const Configuration& config) {
+  const Bindings parameters = tmpl.bindings(config);
+  for (const Expression& requirement : tmpl.requirements) {
+    try {
+      if (requirement.evaluate(parameters) == 0) return false;
+    } catch (const ExpressionError&) {
+      return false;  // it reads the problem (M, N, K, lda, ldb, ldc): some problem may not fit
+    }
+  }
+  return true;
+}
+
+RecordSet select_for_export(const RecordSet& all, const ExportSelection& selection) {
+  std::set<std::string> gpu_names, template_names;
+  for (const RecordedChoice& c : all.choices) {
+    gpu_names.insert(all.gpus[c.gpu].name);
+    template_names.insert(all.templates[c.templ].name);
+  }
+  require_known(selection.templates, template_names, "template");
+  require_known(selection.gpus, gpu_names, "GPU");
+
+  RecordSet out;
+  std::map<std::size_t, std::size_t> gpu_index, template_index;  // all's -> out's
+  const auto add = [&](const RecordedChoice& c) {
+    RecordedChoice copy = c;
+    auto [g, new_gpu] = gpu_index.try_emplace(c.gpu, out.gpus.size());
+    if (new_gpu) out.gpus.push_back(all.gpus[c.gpu]);
+    auto [t, new_template] = template_index.try_emplace(c.templ, out.templates.size());
+    if (new_template) out.templates.push_back(all.templates[c.templ]);
+    copy.gpu = g->second;
+    copy.templ = t->second;
+    out.choices.push_back(std::move(copy));
+  };
+  RecordSet sorted = all;
+  sort_choices(sorted);
+  // Groups of one GPU, template and shape are contiguous once sorted, fastest first.
+  for (auto group = sorted.choices.begin(); group != sorted.choices.end();) {
+    const auto end = std::find_if(group, sorted.choices.end(), [&](const RecordedChoice& c) {
+      return c.gpu != group->gpu || c.templ != group->templ || c.shape != group->shape;
+    });
+    const RecordedTemplate& tmpl = sorted.templates[group->templ];
+    if (wanted(selection.templates, tmpl.name) && wanted(selection.gpus, sorted.gpus[group->gpu].name)) {
+      if (!tmpl.parsed) {
+        throw ExportInputError("template " + tmpl.name + " (" + tmpl.source_hash +
+                               ") does not parse with this tiletune: its cubins cannot be built");
+      }
+      const auto fits = [&](const RecordedChoice& c) {
+        return fits_any_problem(*tmpl.parsed, tmpl.parsed->parse_configuration(c.config));
+      };
+      const auto fastest_end = group + std::min<std::ptrdiff_t>(selection.per_shape, end - group);
+      std::for_each(group, fastest_end, add);
+      if (std::none_of(group, fastest_end, fits)) {
+        if (const auto fallback = std::find_if(fastest_end, end, fits); fallback != end) add(*fallback);
+      }
+    }
+    group = end;
+  }
+  if (out.choices.empty()) throw ExportInputError("no record matches what was asked to export");
+  // Indices as a RecordSet has them: GPUs and templates sorted by name.
+  RecordSet result;
+  result.gpus = out.gpus;
+  result.templates = out.templates;
+  std::sort(result.gpus.begin(), result.gpus.end(),
+            [](const RecordedGpu& a, const RecordedGpu& b) { return a.name < b.name; });
+  std::sort(result.templates.begin(), result.templates.end(),
+            [](const RecordedTemplate& a, const RecordedTemplate& b) { return a.name < b.name; });
+  for (RecordedChoice c : out.choices) {
+    c.gpu = std::size_t(std::find_if(result.gpus.begin(), result.gpus.end(), [&](const RecordedGpu& g) {
+                          return g.name == out.gpus[c.gpu].name;
+                        }) - result.gpus.begin());
+    c.templ = std::size_t(result.find_template(out.templates[c.templ].name) - result.templates.data());
+    result.choices.push_back(std::move(c));
+  }
+  sort_choices(result);
+  return result;
+}
+
+BundleContents build_bundle(const RecordSet& records, const std::string& database,
+                            std::optional<CubinCache> cache, unsigned threads) {
+  BundleContents contents;
+  json manifest = {{"format", kBundleFormat},
+                   {"format_version", kBundleFormatVersion},
+                   {"tiletune_version", TILETUNE_VERSION},
+                   {"created_at", utc_now()},
+                   {"database", database}};
+  json gpus = json::array(), templates = json::array(), choices = json::array(), cubins = json::array();
+  std::set<std::string> archs;
+  for (const RecordedGpu& g : records.gpus) {
+    gpus.push_back({{"name", g.name}, {"cc_major", g.cc_major}, {"cc_minor", g.cc_minor},
+                    {"sm_count", g.sm_count}, {"memory_bytes", g.memory_bytes}});
+    archs.insert(g.arch());
+  }
+  for (const RecordedTemplate& t : records.templates) {
+    const std::string file = bundle_source_file(t.name);
+    json entry = {{"name", t.name}, {"source_hash", t.source_hash}, {"path", t.path}, {"source_file", file}};
+    if (t.parsed) entry["declarations"] = declarations(*t.parsed);
+    templates.push_back(std::move(entry));
+    contents.files[file] = t.source;
+  }
+  std::set<std::pair<std::size_t, std::string>> configs;  // (template, configuration)
+  for (const RecordedChoice& c : records.choices) {
+    const RecordedGpu& g = records.gpus[c.gpu];
+    choices.push_back({{"gpu", {{"name", g.name}, {"cc_major", g.cc_major}, {"cc_minor", g.cc_minor}}},
+                       {"template", records.templates[c.templ].name},
+                       {"config", c.config},
+                       {"shape", c.shape.to_string()},
+                       {"median_ms", c.median_ms}, {"min_ms", c.min_ms}, {"max_ms", c.max_ms},
+                       {"runs", c.runs}, {"tflops", c.tflops}, {"registers", c.registers},
+                       {"static_shared_bytes", c.static_shared_bytes},
+                       {"dynamic_shared_bytes", c.dynamic_shared_bytes},
+                       {"fuzz_cases", c.fuzz_cases}, {"recorded_at", c.recorded_at}});
+    configs.emplace(c.templ, c.config);
+  }
+
+  std::vector<CubinJob> jobs;
+  for (const auto& [templ, config] : configs) {
+    for (const std::string& arch : archs) jobs.push_back({&records.templates[templ], config, arch, {}, {}});
+  }
+  compile_jobs(jobs, cache, threads);
+  for (const CubinJob& job : jobs) {
+    if (!job.error.empty()) {
+      const std::string first_line = job.error.substr(0, job.error.find('\n'));
+      throw ExportCompileError(job.tmpl->name + " [" + job.config + "] for " + job.arch + ": " + first_line);
+    }
+    const std::string file = bundle_cubin_file(job.tmpl->name, job.config, job.arch);
+    const std::string bytes(job.cubin.begin(), job.cubin.end());
+    cubins.push_back({{"template", job.tmpl->name}, {"source_hash", job.tmpl->source_hash},
+                      {"config", job.config}, {"arch", job.arch}, {"file", file},
+                      {"bytes", bytes.size()}, {"fnv1a", fnv1a_hex(bytes)}});
+    contents.files[file] = bytes;
+    ++contents.cubins;
+    contents.cubin_bytes += bytes.size();
+  }
+  manifest["gpus"] = gpus;
+  manifest["templates"] = templates;
+  manifest["choices"] = choices;
+  manifest["cubins"] = cubins;
+  contents.files[kBundleManifest] = manifest.dump(2) + "\n";
+  return contents;
+}
+
+void write_bundle_folder(const BundleFiles& files, const std::filesystem::path& folder) {
+  std::set<std::string> previous;
+  if (std::filesystem::exists(folder)) {
+    if (!std::filesystem::is_directory(folder)) {
+      throw ExportInputError(folder.string() + ": not a folder");
+    }
+    if (std::filesystem::exists(folder / kBundleManifest)) {
+      previous = listed_files(folder);
+    } else if (!std::filesystem::is_empty(folder)) {
+      throw ExportInputError(folder.string() +
+                             ": not empty and no tiletune bundle (no manifest.json); choose an empty folder");
+    }
+  }
+  std::filesystem::create_directories(folder);
+  // The manifest last, so that the folder describes the new files only once they are all there;
+  // then what the previous bundle listed and this one does not goes.
+  for (const auto& [relative, content] : files) {
+    if (relative != kBundleManifest) write_file(folder / relative, content);
+  }
+  write_file(folder / kBundleManifest, files.at(kBundleManifest));
+  for (const std::string& relative : previous) {
+    if (files.count(relative)) continue;
+    std::error_code ignored;
+    std::filesystem::path path = folder / relative;
+    std::filesystem::remove(path, ignored);
+    // Its folders too, when that left them empty (never the bundle's own).
+    for (path = path.parent_path(); path != folder && path.string().size() > folder.string().size();
+         path = path.parent_path()) {
+      if (!std::filesystem::is_empty(path, ignored) || !std::filesystem::remove(path, ignored)) break;
+    }
+  }
+}
+
+std::filesystem::path write_bundle_cpp(const BundleFiles& files, const std::filesystem::path& folder,
+                                       const std::string& symbol) {
+  if (!is_identifier(symbol)) throw ExportInputError("--name '" + symbol + "' is not a C identifier");
+  if (std::filesystem::exists(folder) && !std::filesystem::is_directory(folder)) {
+    throw ExportInputError(folder.string() + ": not a folder");
+  }
+  std::string out;
+  out += "// Generated by tiletune export --format cpp: a tiletune bundle compiled into the program.\n"
+         "// tiletune::Library::open(" + symbol + "()) reads it; no file is needed at run time.\n"
+         "#include <tiletune/tiletune.h>\n\n"
+         "const tiletune::EmbeddedBundle& " + symbol + "();\n\nnamespace {\n\n";
+  std::size_t index = 0;
+  for (const auto& [relative, content] : files) {
+    out += "alignas(8) const unsigned char file_" + std::to_string(index++) + "[] = {";
+    for (std::size_t i = 0; i < content.size(); ++i) {
+      if (i % 24 == 0) out += "\n ";
+      out += ' ';
+      out += std::to_string(static_cast<unsigned char>(content[i]));
+      out += ',';
+    }
+    if (content.empty()) out += "0";  // an array cannot be empty; its size says 0
+    out += "\n};\n";
+  }
+  out += "\nconst tiletune::EmbeddedFile files[] = {\n";
+  index = 0;
+  for (const auto& [relative, content] : files) {
+    // Paths are the bundle's own (identifiers, hex digits, dots and slashes): no escaping needed.
+    out += "  {\"" + relative + "\", file_" + std::to_string(index++) + ", " +
+           std::to_string(content.size()) + "},\n";
+  }
+  out += "};\n\n}  // namespace\n\nconst tiletune::EmbeddedBundle& " + symbol +
+         "() {\n  static const tiletune::EmbeddedBundle bundle{files, " + std::to_string(files.size()) +
+         "};\n  return bundle;\n}\n";
+  std::filesystem::create_directories(folder);
+  const std::filesystem::path path = folder / (symbol + ".cpp");
+  write_file(path, out);
+  return path;
+}
+
+}  // namespace tiletune::runtime

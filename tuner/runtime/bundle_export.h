@@ -1,0 +1,73 @@
+// `tiletune export`: the chosen records of a database written as a bundle (bundle.h), a folder or
+// a C++ source file that embeds it.
+//
+// What is exported: for each GPU x template x shape (current template versions, status ok), the
+// N fastest configurations, plus the fastest one that fits any problem (its requirements read
+// none of M, N, K, lda, ldb, ldc) when those N lack one, so that the library's requirement
+// fallback works from a bundle too. Each exported configuration is compiled for every distinct
+// architecture of the exported GPUs, through the user's cubin cache.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tuner/cubin_cache.h"
+#include "tuner/runtime/bundle.h"
+
+namespace tiletune::runtime {
+
+// What the user asked cannot be exported (no record matches, a bad folder or name): one line.
+class ExportInputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A configuration that does not compile for an architecture: one line, the export fails.
+class ExportCompileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ExportSelection {
+  std::vector<std::string> templates;  // names; empty: all
+  std::vector<std::string> gpus;       // names; empty: all
+  int per_shape = 4;
+};
+
+// The records to export: throws ExportInputError when a named template or GPU has no record, or
+// nothing is left.
+RecordSet select_for_export(const RecordSet& all, const ExportSelection& selection);
+
+// Whether the configuration fits every problem: each requirement holds with the parameters alone.
+bool fits_any_problem(const KernelTemplate& tmpl, const Configuration& config);
+
+// A bundle's files by path relative to its folder.
+using BundleFiles = std::map<std::string, std::string>;
+
+struct BundleContents {
+  BundleFiles files;
+  int cubins = 0;
+  std::uint64_t cubin_bytes = 0;
+};
+
+// The manifest, sources and cubins of the records. Compiles what `cache` (if any) lacks with
+// NVRTC on `threads` threads (0: one per core). Throws ExportCompileError, NvrtcError.
+BundleContents build_bundle(const RecordSet& records, const std::string& database,
+                            std::optional<CubinCache> cache, unsigned threads = 0);
+
+// Writes the files into `folder`, created if missing. An existing folder must be empty or hold a
+// previous bundle, whose files are replaced (files it did not list are left). Throws
+// ExportInputError for any other folder.
+void write_bundle_folder(const BundleFiles& files, const std::filesystem::path& folder);
+
+// Writes folder/SYMBOL.cpp defining `const tiletune::EmbeddedBundle& SYMBOL()` with every file as
+// a byte array; returns its path. Throws ExportInputError when the symbol is no C identifier.
+std::filesystem::path write_bundle_cpp(const BundleFiles& files, const std::filesystem::path& folder,
+                                       const std::string& symbol);
+
+}  // namespace tiletune::runtime
