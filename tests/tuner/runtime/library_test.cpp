@@ -1,0 +1,414 @@
+// The runtime library through its public API only (<tiletune/tiletune.h>), on a real H100 tune
+// (tests/fixtures/tuned/h100_kernels_src.sql): selection as the plan says it, the CPU backend's
+// results against a reference computed here, argument checks, defaults, misses, bundles, and the
+// GPU backend where there is a GPU.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <tiletune/tiletune.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "db/result_store.h"
+#include "tests/gpu_test.h"
+#include "tuner/device_buffer.h"
+#include "tuner/kernel_template.h"
+#include "tests/test_folder.h"
+
+namespace tiletune {
+namespace {
+
+using testing_support::fresh_test_folder;
+
+constexpr const char* kH100 = "NVIDIA H100 80GB HBM3";
+
+// The fixture's database, made once per test from its SQL dump.
+std::filesystem::path tuned_database(const std::filesystem::path& folder) {
+  std::ifstream in(std::string(TILETUNE_SOURCE_DIR) + "/tests/fixtures/tuned/h100_kernels_src.sql");
+  std::stringstream sql;
+  sql << in.rdbuf();
+  const std::filesystem::path path = folder / "tuned.db";
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.str().c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+  return path;
+}
+
+struct Operands {
+  std::vector<float> a, b, c;
+};
+
+Operands random_operands(const Problem& p, std::uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> value(-1.f, 1.f);
+  Operands o{std::vector<float>(p.M * p.lda), std::vector<float>(p.K * p.ldb),
+             std::vector<float>(p.M * p.ldc, std::nanf(""))};  // C poisoned: every element must be written
+  for (float& x : o.a) x = value(generator);
+  for (float& x : o.b) x = value(generator);
+  return o;
+}
+
+// Every element against a double-precision dot product, within gamma_K * sum |a||b| (the bound of
+// any summation order, u = 2^-24); elements beyond N in each row of C must be left alone.
+::testing::AssertionResult matches_reference(const Problem& p, const Operands& o,
+                                             const std::vector<float>& c_before) {
+  const double u = std::ldexp(1.0, -24), gamma = p.K * u / (1 - p.K * u);
+  for (std::int64_t i = 0; i < p.M; ++i) {
+    for (std::int64_t j = 0; j < p.ldc; ++j) {
+      const float got = o.c[i * p.ldc + j];
+      if (j >= p.N) {
+        const float before = c_before[i * p.ldc + j];
+        if (!(std::isnan(got) && std::isnan(before)) && got != before) {
+          return ::testing::AssertionFailure() << "C[" << i << "][" << j << "] beyond N was written";
+        }
+        continue;
+      }
+      double sum = 0, magnitude = 0;
+      for (std::int64_t k = 0; k < p.K; ++k) {
+        sum += double(o.a[i * p.lda + k]) * o.b[k * p.ldb + j];
+        magnitude += std::fabs(double(o.a[i * p.lda + k]) * o.b[k * p.ldb + j]);
+      }
+      if (!(std::fabs(got - sum) <= gamma * magnitude + 1e-30)) {
+        return ::testing::AssertionFailure() << p.to_string() << ": C[" << i << "][" << j << "] = " << got
+                                             << ", expected " << sum << " within " << gamma * magnitude;
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class LibraryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = fresh_test_folder("library");
+    database_ = tuned_database(folder_);
+  }
+  Options cpu() const {
+    Options options;
+    options.backend = Backend::cpu;
+    return options;
+  }
+  ::testing::AssertionResult runs_correctly(const Gemm& gemm, const Problem& p, std::uint32_t seed) {
+    Operands o = random_operands(p, seed);
+    const std::vector<float> before = o.c;
+    gemm.run(p, o.a.data(), o.b.data(), o.c.data());
+    return matches_reference(p, o, before);
+  }
+
+  std::filesystem::path folder_, database_;
+};
+
+TEST_F(LibraryTest, ListsTheRecordedTemplatesAndSaysWhereTheyComeFrom) {
+  const Library library = Library::open(database_.string(), cpu());
+  EXPECT_EQ(library.templates(), (std::vector<std::string>{"naive", "tiled", "warp_tiled"}));
+  EXPECT_EQ(library.source(), "database " + database_.string());
+  EXPECT_STREQ(version(), "0.1.0");
+}
+
+TEST_F(LibraryTest, AnExactRecordIsTheDatabasesBestForThatShape) {
+  const Library library = Library::open(database_.string(), cpu());
+  const ResultStore store(database_, ResultStore::Access::read_only);
+  for (const GemmShape shape : {GemmShape{1024, 1024, 1024}, GemmShape{1000, 1000, 1000}, GemmShape{96, 2048, 512}}) {
+    for (const std::string name : {"naive", "tiled", "warp_tiled"}) {
+      const std::optional<ResultRecord> best = store.best(kH100, shape, name);
+      ASSERT_TRUE(best);
+      const Plan plan = library.gemm(name).plan(Problem::packed(shape.m, shape.n, shape.k));
+      EXPECT_EQ(plan.config, best->config) << name << " " << shape.to_string();
+      EXPECT_TRUE(plan.exact);
+      EXPECT_EQ(plan.gpu, kH100);
+      EXPECT_EQ(plan.gpu_match, GpuMatch::this_gpu);
+      EXPECT_DOUBLE_EQ(plan.expected_ms, best->median_ms);
+      EXPECT_GT(plan.fuzz_cases, 0);
+      EXPECT_EQ(plan.recorded_M, shape.m);
+      EXPECT_EQ(plan.backend, Backend::cpu);
+    }
+  }
+}
+
+TEST_F(LibraryTest, AnotherShapeTakesTheNearestRecordedOneAndScalesTheExpectedTime) {
+  const Library library = Library::open(database_.string(), cpu());
+  const Plan plan = library.gemm("warp_tiled").plan(Problem::packed(1100, 1050, 990));
+  EXPECT_FALSE(plan.exact);
+  EXPECT_EQ(plan.recorded_M, 1024);  // nearer than 1000^3 in log space? both near: the rule decides
+  const Plan again = library.gemm("warp_tiled").plan(Problem::packed(1100, 1050, 990));
+  EXPECT_EQ(plan.config, again.config);
+  EXPECT_NE(plan.why.find("nearest recorded shape"), std::string::npos) << plan.why;
+  const double flops = 2.0 * 1100 * 1050 * 990;
+  const double recorded = 2.0 * plan.recorded_M * plan.recorded_N * plan.recorded_K;
+  EXPECT_GT(plan.expected_ms, 0);
+  EXPECT_NEAR(plan.expected_ms * recorded / flops,
+              library.gemm("warp_tiled").plan(Problem::packed(plan.recorded_M, plan.recorded_N, plan.recorded_K)).expected_ms,
+              1e-12);
+}
+
+TEST_F(LibraryTest, TheCpuBackendComputesEveryProblemCorrectly) {
+  const Library library = Library::open(database_.string(), cpu());
+  const std::vector<Problem> problems = {
+      Problem::packed(96, 2048, 512),   Problem::packed(1, 1, 1),      Problem::packed(33, 17, 65),
+      Problem{77, 65, 300, 301, 70, 66}, Problem{5, 130, 7, 9, 131, 200}, Problem::packed(128, 64, 16)};
+  std::uint32_t seed = 1;
+  for (const std::string name : {"naive", "tiled", "warp_tiled"}) {
+    const Gemm gemm = library.gemm(name);
+    for (const Problem& p : problems) EXPECT_TRUE(runs_correctly(gemm, p, seed++)) << name;
+  }
+}
+
+TEST_F(LibraryTest, AConfigurationThatAddsIntoCClearsItFirst) {
+  // SPLIT_K > 1 adds partial sums into C (zero_output): a poisoned C must not leak into the result.
+  Options options = cpu();
+  options.gpu_name = "a GPU nobody recorded";
+  options.defaults["warp_tiled"] = "BM=32,BN=64,BK=16,TM=4,TN=4,STAGES=2,SWIZZLE=0,SPLIT_K=4";
+  const Library library = Library::open(database_.string(), options);
+  const Gemm gemm = library.gemm("warp_tiled");
+  const Problem p = Problem::packed(40, 70, 333);
+  const Plan plan = gemm.plan(p);
+  EXPECT_EQ(plan.gpu_match, GpuMatch::none);
+  EXPECT_TRUE(plan.zero_output);
+  EXPECT_EQ(plan.config, options.defaults["warp_tiled"]);
+  EXPECT_TRUE(runs_correctly(gemm, p, 7));
+}
+
+TEST_F(LibraryTest, WithoutARecordOrADefaultAProblemIsNoConfiguration) {
+  Options options = cpu();
+  options.gpu_name = "a GPU nobody recorded";
+  const Library library = Library::open(database_.string(), options);
+  try {
+    library.gemm("tiled").plan(Problem::packed(64, 64, 64));
+    FAIL() << "expected NoConfiguration";
+  } catch (const NoConfiguration& e) {
+    EXPECT_NE(std::string(e.what()).find("a GPU nobody recorded"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(LibraryTest, ADefaultThatIsNotAConfigurationIsRefusedInOneLine) {
+  Options options = cpu();
+  options.gpu_name = "a GPU nobody recorded";
+  options.defaults["tiled"] = "TILE=17";
+  const Library library = Library::open(database_.string(), options);
+  try {
+    library.gemm("tiled").plan(Problem::packed(64, 64, 64));
+    FAIL() << "expected NoConfiguration";
+  } catch (const NoConfiguration& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("TILE"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(LibraryTest, BadProblemsAreInvalidProblemWithTheirCause) {
+  const Library library = Library::open(database_.string(), cpu());
+  const Gemm gemm = library.gemm("tiled");
+  std::vector<float> a(100), b(100), c(100);
+  const auto cause = [&](const Problem& p, const float* A, const float* B, float* C) -> std::string {
+    try {
+      gemm.run(p, A, B, C);
+    } catch (const InvalidProblem& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_NE(cause({0, 4, 4, 4, 4, 4}, a.data(), b.data(), c.data()).find("at least 1"), std::string::npos);
+  EXPECT_NE(cause({4, 4, 8, 4, 4, 4}, a.data(), b.data(), c.data()).find("lda must be at least K (8)"), std::string::npos);
+  EXPECT_NE(cause({4, 8, 4, 4, 4, 8}, a.data(), b.data(), c.data()).find("ldb must be at least N (8)"), std::string::npos);
+  EXPECT_NE(cause({4, 8, 4, 4, 8, 7}, a.data(), b.data(), c.data()).find("ldc must be at least N (8)"), std::string::npos);
+  EXPECT_NE(cause({4, 4, 4, 4, 4, 4}, a.data(), nullptr, c.data()).find("B is a null pointer"), std::string::npos);
+  EXPECT_NE(cause({4, 4, 1LL << 31, 1LL << 31, 4, 4}, a.data(), b.data(), c.data()).find("32-bit"), std::string::npos);
+  EXPECT_EQ(cause({4, 4, 4, 4, 4, 4}, a.data(), b.data(), c.data()), "accepted");
+}
+
+TEST_F(LibraryTest, AnUnknownTemplateOrPathIsOneLineNamingIt) {
+  const Library library = Library::open(database_.string(), cpu());
+  try {
+    library.gemm("warp_tiles");
+    FAIL();
+  } catch (const NoConfiguration& e) {
+    EXPECT_NE(std::string(e.what()).find("no template named warp_tiles (recorded: naive, tiled, warp_tiled)"),
+              std::string::npos) << e.what();
+  }
+  try {
+    Library::open((folder_ / "missing.db").string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.db: no such tiletune database or bundle"), std::string::npos);
+  }
+  std::ofstream(folder_ / "not-a.db") << "hello";
+  EXPECT_THROW(Library::open((folder_ / "not-a.db").string()), Error);
+}
+
+TEST_F(LibraryTest, TheSameRecordsAndProblemAlwaysGiveTheSamePlan) {
+  const Library first = Library::open(database_.string(), cpu());
+  const Library second = Library::open(database_.string(), cpu());
+  std::mt19937 generator(3);
+  std::uniform_int_distribution<int> size(1, 3000);
+  for (int i = 0; i < 200; ++i) {
+    const std::int64_t m = size(generator), n = size(generator), k = size(generator);
+    const Problem p{m, n, k, k + i % 3, n + i % 5, n};
+    for (const std::string name : {"tiled", "warp_tiled"}) {
+      const Plan a = first.gemm(name).plan(p), b = second.gemm(name).plan(p);
+      EXPECT_EQ(a.config, b.config);
+      EXPECT_EQ(a.why, b.why);
+    }
+  }
+}
+
+TEST_F(LibraryTest, ConcurrentFirstCallsOfOneProblemAllGetItRight) {
+  const Library library = Library::open(database_.string(), cpu());
+  const Gemm gemm = library.gemm("warp_tiled");
+  const Problem p{61, 45, 129, 130, 47, 45};
+  std::vector<std::thread> threads;
+  std::vector<int> correct(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] { correct[t] = bool(runs_correctly(gemm, p, 100 + t)); });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(correct, std::vector<int>(8, 1));
+}
+
+TEST_F(LibraryTest, ProblemsWithoutAnExactRecordAreKeptForTuneMissed) {
+  Options options = cpu();
+  options.record_misses = (folder_ / "misses.db").string();
+  {
+    const Library library = Library::open(database_.string(), options);
+    const Gemm gemm = library.gemm("warp_tiled");
+    gemm.plan(Problem::packed(1000, 1000, 1000));       // exact: not a miss
+    gemm.plan(Problem{500, 600, 700, 701, 600, 600});   // a miss
+    gemm.plan(Problem{500, 600, 700, 701, 600, 600});   // the same problem: kept once
+    gemm.plan(Problem::packed(2048, 16, 300));          // another miss
+  }
+  const ResultStore misses(folder_ / "misses.db", ResultStore::Access::read_only);
+  const std::vector<MissedProblem> kept = misses.missed_problems(std::nullopt, std::nullopt);
+  ASSERT_EQ(kept.size(), 2u);
+  for (const MissedProblem& miss : kept) {
+    EXPECT_EQ(miss.gpu_name, kH100);
+    EXPECT_EQ(miss.template_name, "warp_tiled");
+    EXPECT_EQ(miss.count, 1);
+  }
+  EXPECT_EQ(kept[0].problem.to_string(), "2048x16x300 lda=300 ldb=16 ldc=16");
+  EXPECT_EQ(kept[1].problem.to_string(), "500x600x700 lda=701 ldb=600 ldc=600");
+}
+
+TEST_F(LibraryTest, ABundleServesWhatItsDatabaseServes) {
+  const std::filesystem::path bundle = folder_ / "bundle";
+  const std::string export_command = std::string(TILETUNE_BINARY_DIR) + "/tools/tiletune export --db " +
+                                     database_.string() + " --out " + bundle.string() + " > " +
+                                     (folder_ / "export.log").string() + " 2>&1";
+  if (std::system(export_command.c_str()) != 0) {
+    std::ifstream log(folder_ / "export.log");
+    std::stringstream text;
+    text << log.rdbuf();
+    if (text.str().find("NVRTC") != std::string::npos) GTEST_SKIP() << "no NVRTC: " << text.str();
+    FAIL() << text.str();
+  }
+  const Library from_database = Library::open(database_.string(), cpu());
+  const Library from_bundle = Library::open(bundle.string(), cpu());
+  EXPECT_EQ(from_bundle.source(), "bundle " + bundle.string());
+  EXPECT_EQ(from_bundle.templates(), from_database.templates());
+  for (const Problem& p : {Problem::packed(1000, 1000, 1000), Problem::packed(96, 2048, 512),
+                           Problem{100, 90, 80, 81, 90, 95}}) {
+    const Plan a = from_database.gemm("warp_tiled").plan(p), b = from_bundle.gemm("warp_tiled").plan(p);
+    EXPECT_EQ(a.config, b.config) << p.to_string();
+    EXPECT_EQ(a.exact, b.exact);
+    EXPECT_TRUE(runs_correctly(from_bundle.gemm("warp_tiled"), p, 11));
+  }
+}
+
+// The GPU backend: device pointers, the caller's context; skipped without a GPU, saying why.
+class LibraryGpuTest : public testing_support::GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped()) return;
+    folder_ = fresh_test_folder("library-gpu");
+    database_ = tuned_database(folder_);
+  }
+  ::testing::AssertionResult runs_correctly(const Gemm& gemm, const Problem& p, std::uint32_t seed) {
+    Operands o = random_operands(p, seed);
+    const std::vector<float> before = o.c;
+    DeviceBuffer a = DeviceBuffer::from(o.a), b = DeviceBuffer::from(o.b), c = DeviceBuffer::from(o.c);
+    gemm.run(p, reinterpret_cast<const float*>(a.get()), reinterpret_cast<const float*>(b.get()),
+             reinterpret_cast<float*>(c.get()));
+    check_cuda(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize");
+    c.download_into(o.c);
+    return matches_reference(p, o, before);
+  }
+  std::filesystem::path folder_, database_;
+};
+
+TEST_F(LibraryGpuTest, EveryTemplateComputesEveryProblemCorrectly) {
+  const Library library = Library::open(database_.string());
+  const std::vector<Problem> problems = {
+      Problem::packed(1000, 1000, 1000), Problem::packed(96, 2048, 512), Problem::packed(1, 1, 1),
+      Problem::packed(33, 17, 65), Problem{77, 65, 300, 301, 70, 66}, Problem{5, 130, 7, 9, 131, 200}};
+  std::uint32_t seed = 1;
+  for (const std::string name : {"naive", "tiled", "warp_tiled"}) {
+    const Gemm gemm = library.gemm(name);
+    for (const Problem& p : problems) {
+      EXPECT_TRUE(runs_correctly(gemm, p, seed++)) << name << "\n" << gemm.plan(p).to_string();
+    }
+  }
+  const Plan plan = library.gemm("warp_tiled").plan(Problem::packed(1000, 1000, 1000));
+  std::printf("%s\n", plan.to_string().c_str());
+  EXPECT_EQ(plan.backend, Backend::gpu);
+  if (device_->properties().name == kH100) {
+    EXPECT_TRUE(plan.exact);
+  } else {
+    EXPECT_NE(plan.gpu_match, GpuMatch::this_gpu) << "the fixture holds an H100 only";
+  }
+}
+
+TEST_F(LibraryGpuTest, MoreThan48KiBOfDynamicSharedMemoryIsOptedInto) {
+  // A record of this GPU for a configuration with 72 KiB of shared memory (3 stages of 128x16 and
+  // 16x256 floats): the library must raise the kernel's limit before launching it.
+  const DeviceProperties& here = device_->properties();
+  ResultStore store(folder_ / "big.db");
+  const std::int64_t gpu = store.register_gpu({here.name, here.cc_major, here.cc_minor, here.sm_count,
+                                               here.clock_khz, here.memory_bytes, here.driver_version, "13.0"});
+  const KernelTemplate tmpl = load_template(std::string(TILETUNE_SOURCE_DIR) + "/kernels_src/warp_tiled.cu");
+  store.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source});
+  ResultRecord result;
+  result.template_name = tmpl.name;
+  result.template_hash = tmpl.source_hash;
+  result.config = "BM=128,BN=256,BK=16,TM=8,TN=16,STAGES=3,SWIZZLE=1,SPLIT_K=1";
+  result.shape = {512, 512, 512};
+  result.median_ms = result.min_ms = result.max_ms = 1;
+  result.runs = 1;
+  store.record_result(gpu, GpuRecord{here.name, here.cc_major, here.cc_minor}, result);
+  const Library library = Library::open((folder_ / "big.db").string());
+  const Gemm gemm = library.gemm("warp_tiled");
+  const Problem p = Problem::packed(300, 700, 200);
+  ASSERT_GT(gemm.plan(p).dynamic_shared_bytes, 48u * 1024);
+  EXPECT_TRUE(runs_correctly(gemm, p, 5)) << gemm.plan(p).to_string();
+}
+
+TEST_F(LibraryGpuTest, ConcurrentFirstCallsShareOneBuild) {
+  Options options;
+  options.cache_dir = (folder_ / "cache").string();  // empty: each configuration compiles here
+  const Library library = Library::open(database_.string(), options);
+  const Gemm gemm = library.gemm("warp_tiled");
+  const Problem p{61, 45, 129, 130, 47, 45};
+  std::vector<std::thread> threads;
+  std::vector<int> correct(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      device_->make_current();
+      correct[t] = bool(runs_correctly(gemm, p, 100 + t));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(correct, std::vector<int>(8, 1));
+  // One compile for the one configuration: one entry in the fresh cubin cache.
+  int entries = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(folder_ / "cache")) entries += e.is_regular_file();
+  EXPECT_EQ(entries, 1);
+}
+
+}  // namespace
+}  // namespace tiletune
