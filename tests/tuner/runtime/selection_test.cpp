@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <tuple>
 
 namespace tiletune::runtime {
 namespace {
@@ -376,6 +377,10 @@ TEST(Selection, TheSameRecordsInAnyOrderGiveTheSameAnswer) {
     RecordSet shuffled = sorted;
     std::shuffle(shuffled.choices.begin(), shuffled.choices.end(), random);
     sort_choices(shuffled);
+    for (std::size_t i = 0; i < sorted.choices.size(); ++i) {
+      const RecordedChoice &a = shuffled.choices[i], &b = sorted.choices[i];
+      EXPECT_EQ(std::tie(a.gpu, a.shape, a.median_ms, a.config), std::tie(b.gpu, b.shape, b.median_ms, b.config));
+    }
     for (std::size_t i = 0; i < problems.size(); ++i) {
       const Selection s = select_configuration(shuffled, request_for(problems[i], ""));
       EXPECT_EQ(s.config + " " + s.choice->shape.to_string() + " " +
