@@ -78,8 +78,9 @@ void exec(const fs::path& path, const std::string& sql) {
 class RecordSetTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("tiletune_record_set_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("tiletune_record_set_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -98,14 +99,15 @@ class RecordSetTest : public ::testing::Test {
     const auto h200_id = store.register_gpu(h200);
     const std::string current = fnv1a_hex(kTiledSource);
     store.register_template({"tiled", "00000000000000h1", "kernels_src/tiled.cu", "// tiled h1\n"});
-    store.register_template({"old", "00000000000000o1", "kernels_src/old.cu", "// old declarations\n"});
+    store.register_template(
+        {"old", "00000000000000o1", "kernels_src/old.cu", "// old declarations\n"});
     store.record_result(h100_id, h100, result("tiled", "00000000000000h1", "TILE=8", kCube, 0.1));
     store.register_template({"tiled", current, "kernels_src/tiled.cu", kTiledSource});
     store.record_result(h200_id, h200, result("tiled", current, "TILE=32", kFlat, 3.0));
     store.record_result(h100_id, h100, result("tiled", current, "TILE=16", kCube, 2.0));
     store.record_result(h100_id, h100, result("tiled", current, "TILE=32", kCube, 1.5));
-    store.record_result(h100_id, h100, result("tiled", current, "TILE=32", kFlat, 0.5,
-                                              ResultStatus::wrong_result));
+    store.record_result(
+        h100_id, h100, result("tiled", current, "TILE=32", kFlat, 0.5, ResultStatus::wrong_result));
     store.record_result(h100_94_id, h100_94, result("tiled", current, "TILE=16", kCube, 1.9));
     store.record_result(h100_id, h100, result("old", "00000000000000o1", "X=1", kCube, 4.0));
     store.record_fuzz_pass(h100_id, "tiled", current, "TILE=32", 500);
@@ -180,7 +182,9 @@ TEST_F(RecordSetTest, ReadsASchemaVersion2DatabaseWithoutChangingIt) {
 
   const RecordSet records = load_database_records(path);
   ASSERT_EQ(records.choices.size(), 5u);
-  for (const RecordedChoice& c : records.choices) EXPECT_EQ(c.fuzz_cases, 0) << describe(records, c);
+  for (const RecordedChoice& c : records.choices) {
+    EXPECT_EQ(c.fuzz_cases, 0) << describe(records, c);
+  }
   EXPECT_EQ(fs::last_write_time(path), before);
   EXPECT_EQ(fs::file_size(path), size);
   ResultStore reread(path, ResultStore::Access::read_only);
