@@ -1317,6 +1317,96 @@ fs::path write_aligned_template(const fs::path& dir, const std::string& extra_re
   return path;
 }
 
+// query's leading dimensions and GPU steps (the runtime library's rule, tuner/runtime/selection.h):
+// "aligned" needs lda % 4 == 0 and is the fastest; "tiled" (prepare_database) is a version today's
+// parser refuses, served unchecked.
+void record_aligned(const fs::path& path, const GpuRecord& gpu, GemmShape shape, double median_ms) {
+  ResultStore store(path);
+  const std::int64_t gpu_id = store.register_gpu(gpu);
+  store.register_template({"aligned", fnv1a_hex(kAlignedTemplate), "aligned.cu", kAlignedTemplate});
+  ResultRecord result = recorded_result("BLOCK_X=32", shape, median_ms);
+  result.template_name = "aligned";
+  result.template_hash = fnv1a_hex(kAlignedTemplate);
+  store.record_result(gpu_id, gpu, result);
+  store.record_fuzz_pass(gpu_id, "aligned", result.template_hash, "BLOCK_X=32", 250);
+}
+
+TEST_F(Cli, QueryLeadingDimensionsLeaveOutTheConfigurationsWhoseRequirementsExcludeThem) {
+  const fs::path db = dir_ / "results.db";
+  prepare_database(db, kGpu);
+  record_aligned(db, recorded_gpu(kGpu), kSmall, 0.5);
+  const std::vector<std::string> query = {"query", "--shape", "1024x1024x1024", "--db", db.string(),
+                                          "--gpu", kGpu, "--json"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = query;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return tiletune(args);
+  };
+  {
+    const Outcome packed = with({});
+    ASSERT_EQ(packed.exit_code, 0) << packed;
+    const nlohmann::json answer = parse_json(packed);
+    EXPECT_EQ(answer.value("template", ""), "aligned");
+    EXPECT_EQ(answer.value("gpu_step", ""), "this_gpu");
+    EXPECT_EQ(answer.value("lda", 0), 1024);
+    EXPECT_EQ(answer.value("fuzz_cases", 0), 250);
+    EXPECT_THAT(answer.value("why", ""), HasSubstr("NVIDIA H200 has a record of 1024x1024x1024"));
+  }
+  {
+    const Outcome strided = with({"--lda", "1026", "--ldc", "1030"});
+    ASSERT_EQ(strided.exit_code, 0) << strided;
+    const nlohmann::json answer = parse_json(strided);
+    EXPECT_EQ(answer.value("template", ""), "tiled");
+    EXPECT_EQ(answer.value("config", ""), "TILE=32,PAD=1,SWIZZLE=0");
+    EXPECT_EQ(answer.value("exact", false), true);
+    EXPECT_EQ(answer.value("lda", 0), 1026);
+    EXPECT_EQ(answer.value("ldb", 0), 1024);
+    EXPECT_EQ(answer.value("ldc", 0), 1030);
+    EXPECT_THAT(answer.value("why", ""), HasSubstr("its requirements were not checked"));
+  }
+  {
+    const Outcome only_aligned = with({"--lda", "1026", "--kernel", "aligned"});
+    expect_one_line_failure(only_aligned, 1);
+    EXPECT_THAT(only_aligned.err, HasSubstr("no correct configuration recorded for 1024x1024x1024 on "
+                                            "NVIDIA H200 of template aligned"));
+    EXPECT_THAT(only_aligned.err, HasSubstr("'lda % 4 == 0'"));
+  }
+  {
+    const Outcome too_small = with({"--ldb", "1000"});
+    expect_one_line_failure(too_small, 2);
+    EXPECT_THAT(too_small.err, HasSubstr("invalid leading dimensions for 1024x1024x1024"));
+  }
+}
+
+TEST_F(Cli, QueryFallsBackToAGpuOfTheSameComputeCapabilityAndSaysSo) {
+  const fs::path db = dir_ / "results.db";
+  prepare_database(db, kGpu);
+  record_aligned(db, recorded_gpu("NVIDIA GH200 480GB"), kLarge, 60.0);
+  const Outcome json = tiletune({"query", "--shape", "4096x4096x4096", "--kernel", "aligned", "--db",
+                                 db.string(), "--gpu", kGpu, "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json;
+  const nlohmann::json answer = parse_json(json);
+  EXPECT_EQ(answer.value("gpu", ""), kGpu);
+  EXPECT_EQ(answer.value("recorded_gpu", ""), "NVIDIA GH200 480GB");
+  EXPECT_EQ(answer.value("gpu_step", ""), "same_compute_capability");
+  EXPECT_EQ(answer.value("config", ""), "BLOCK_X=32");
+
+  const Outcome text = tiletune({"query", "--shape", "4096x4096x4096", "--kernel", "aligned", "--db",
+                                 db.string(), "--gpu", kGpu});
+  ASSERT_EQ(text.exit_code, 0) << text;
+  EXPECT_THAT(text.out, HasSubstr("nothing of aligned recorded on NVIDIA H200 fits; NVIDIA GH200 480GB "
+                                  "has the same compute capability (9.0)"));
+  EXPECT_THAT(text.out, HasSubstr("NVIDIA GH200 480GB 4096x4096x4096: aligned [BLOCK_X=32]"));
+  // Its own record comes first: tiled on the H200.
+  const Outcome any = tiletune({"query", "--shape", "4096x4096x4096", "--db", db.string(), "--gpu", kGpu, "--json"});
+  ASSERT_EQ(any.exit_code, 0) << any;
+  EXPECT_EQ(parse_json(any).value("template", ""), "tiled");
+  // --exact stays on the GPU asked for.
+  expect_one_line_failure(tiletune({"query", "--shape", "4096x4096x4096", "--kernel", "aligned", "--db",
+                                    db.string(), "--gpu", kGpu, "--exact"}),
+                          1);
+}
+
 // The line of `text` that contains `needle`, or "".
 std::string line_with(const std::string& text, const std::string& needle) {
   const std::size_t at = text.find(needle);

@@ -1,13 +1,16 @@
-// tiletune query --shape MxNxK [--kernel NAME] [--gpu NAME] [--db PATH] [--json] [--exact]
+// tiletune query --shape MxNxK [--lda N --ldb N --ldc N] [--kernel NAME] [--gpu NAME] [--db PATH]
+//                [--json] [--exact]
 //
-// The best correct configuration recorded for a GPU and shape. When the shape itself was never
-// tuned, the nearest recorded shape answers (by distance in log M, log N, log K) and says so;
-// --exact refuses that. A nearest-shape answer is a configuration whose requirements admit the
-// shape asked for (with packed leading dimensions), read from the template version recorded.
+// The best correct configuration recorded for a GPU and problem, chosen by the runtime library's
+// rule (tuner/runtime/selection.h): this GPU's records, else another GPU's of the same compute
+// capability, then architecture; the exact shape, else the nearest recorded shape among the
+// configurations whose requirements admit the problem (leading dimensions included); --exact
+// refuses all but the exact shape on this GPU. Without --kernel every template recorded is asked
+// and the best answer wins: the nearer GPU step, then the exact shape, the nearer shape, the faster.
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
-#include <map>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,13 +19,20 @@
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
 #include "tuner/gpu_device.h"
-#include "tuner/kernel_template.h"
+#include "tuner/runtime/record_set.h"
+#include "tuner/runtime/selection.h"
 
 namespace tiletune::cli {
 namespace {
 
+using runtime::GpuStep;
+using runtime::RecordSet;
+using runtime::Selection;
+using runtime::SelectionRequest;
+
 struct QueryOptions {
   std::string shape;
+  std::optional<std::int64_t> lda, ldb, ldc;  // default: packed
   std::string kernel;
   std::string gpu;
   std::string db = "tiletune.db";
@@ -30,104 +40,139 @@ struct QueryOptions {
   bool exact = false;
 };
 
-// The GPU asked for: --gpu, else the one in this machine, else the only one recorded.
-std::string choose_gpu(const QueryOptions& options, const ResultStore& store) {
-  if (!options.gpu.empty()) return options.gpu;
+const char* to_string(GpuStep step) {
+  switch (step) {
+    case GpuStep::this_gpu: return "this_gpu";
+    case GpuStep::same_compute_capability: return "same_compute_capability";
+    case GpuStep::same_architecture: return "same_architecture";
+    case GpuStep::default_config: return "default_config";
+  }
+  return "";
+}
+
+GemmProblem problem_of(const QueryOptions& options) {
+  GemmProblem problem = GemmProblem::packed(GemmShape::parse(options.shape));
+  if (options.lda) problem.lda = *options.lda;
+  if (options.ldb) problem.ldb = *options.ldb;
+  if (options.ldc) problem.ldc = *options.ldc;
+  if (!problem.valid()) {
+    throw UsageError(fmt::format("invalid leading dimensions for {}: {} (lda >= K, ldb >= N and "
+                                 "ldc >= N are needed)",
+                                 problem.shape.to_string(), problem.to_string()));
+  }
+  return problem;
+}
+
+// The GPU asked for: --gpu, else the one in this machine, else the only one recorded. Sets the
+// request's gpu_name or here, and returns the name for messages.
+std::string choose_gpu(const QueryOptions& options, const RecordSet& records,
+                       SelectionRequest& request) {
+  if (!options.gpu.empty()) return request.gpu_name = options.gpu;
   try {
-    return GpuDevice().properties().name;
+    const DeviceProperties& here = GpuDevice().properties();
+    request.here = runtime::GpuIdentity{here.name, here.cc_major, here.cc_minor};
+    return here.name;
   } catch (const GpuUnavailable&) {
   }
-  const std::vector<GpuRecord> gpus = store.gpus();
-  if (gpus.size() == 1) return gpus.front().name;
-  if (gpus.empty()) throw UsageError(fmt::format("{}: no GPU recorded yet (run 'tiletune tune' first)", options.db));
-  std::string names;
-  for (const GpuRecord& g : gpus) names += (names.empty() ? "" : ", ") + g.name;
+  std::set<std::string> names;
+  for (const runtime::RecordedGpu& g : records.gpus) names.insert(g.name);
+  if (names.size() == 1) return request.gpu_name = *names.begin();
+  if (names.empty()) throw UsageError(fmt::format("{}: no GPU recorded yet (run 'tiletune tune' first)", options.db));
   throw UsageError(fmt::format("no GPU here and {} GPUs recorded ({}): choose one with --gpu",
-                               gpus.size(), names));
+                               names.size(), fmt::join(names, ", ")));
+}
+
+// Which of two templates' answers query gives: the nearer GPU step, the exact shape, the nearer
+// recorded shape, the faster, then the template's name.
+auto preference(const Selection& s, const GemmShape& asked) {
+  return std::make_tuple(s.step, !s.exact_shape, log_distance(s.choice->shape, asked),
+                         s.choice->median_ms, s.templ->name);
 }
 
 int run(const QueryOptions& options) {
-  const GemmShape requested = GemmShape::parse(options.shape);
+  const GemmProblem problem = problem_of(options);
+  const GemmShape& requested = problem.shape;
   if (!std::filesystem::exists(options.db)) {
     throw UsageError(fmt::format("{}: no such database (run 'tiletune tune' first)", options.db));
   }
-  ResultStore store(options.db, ResultStore::Access::read_only);
-  const std::string gpu = choose_gpu(options, store);
-  const std::optional<std::string> kernel =
-      options.kernel.empty() ? std::nullopt : std::optional<std::string>(options.kernel);
+  const RecordSet records = runtime::load_database_records(options.db);
+  SelectionRequest request;
+  request.problem = problem;
+  request.exact_only = options.exact;
+  const std::string gpu = choose_gpu(options, records, request);
 
-  GemmShape answered = requested;
-  std::optional<ResultRecord> best = store.best(gpu, requested, kernel);
-  int excluded = 0;  // faster configurations of nearer shapes whose requirements exclude this one
-  if (!best && !options.exact) {
-    std::vector<GemmShape> recorded = store.shapes_with_results(gpu, kernel);
-    std::stable_sort(recorded.begin(), recorded.end(), [&](const GemmShape& a, const GemmShape& b) {
-      return log_distance(a, requested) < log_distance(b, requested);
-    });
-    std::map<std::string, KernelTemplate> versions;  // by source hash
-    for (const TemplateRecord& t : store.templates()) {
-      try {
-        versions.emplace(t.source_hash, parse_template(t.source, t.path.empty() ? t.name : t.path));
-      } catch (const TemplateError&) {
-        // A version recorded by an older tiletune that today's parser refuses: its requirements
-        // cannot be read, and it is served as before (its results passed their fuzz).
-      }
-    }
-    const GemmProblem asked = GemmProblem::packed(requested);
-    for (auto shape = recorded.begin(); shape != recorded.end() && !best; ++shape) {
-      for (const ResultRecord& candidate : store.ranking(gpu, *shape, kernel)) {
-        const auto version = versions.find(candidate.template_hash);
-        if (version == versions.end() ||
-            version->second.satisfies_requirements(
-                version->second.parse_configuration(candidate.config), asked)) {
-          best = candidate;
-          answered = *shape;
-          break;
-        }
-        ++excluded;
-      }
+  std::vector<std::string> names;
+  if (!options.kernel.empty()) {
+    names.push_back(options.kernel);
+  } else {
+    for (const runtime::RecordedTemplate& t : records.templates) names.push_back(t.name);
+  }
+  std::optional<Selection> best;
+  std::string reason;  // why nothing was found, when a single template was asked
+  for (const std::string& name : names) {
+    request.template_name = name;
+    try {
+      Selection answer = runtime::select_configuration(records, request);
+      if (!best || preference(answer, requested) < preference(*best, requested)) best = answer;
+    } catch (const runtime::NoSelection& e) {
+      reason = e.what();
     }
   }
   if (!best) {
-    fmt::print(stderr, "tiletune: no correct configuration recorded for {} on {}{}\n",
-               requested.to_string(), gpu, kernel ? " of template " + *kernel : "");
+    fmt::print(stderr, "tiletune: no correct configuration recorded for {} on {}{}{}\n",
+               requested.to_string(), gpu, options.kernel.empty() ? "" : " of template " + options.kernel,
+               names.size() == 1 ? " (" + reason + ")" : "");
     return kFindings;
   }
 
-  const bool exact = answered == requested;
+  const runtime::RecordedChoice& choice = *best->choice;
+  const std::string& recorded_gpu = records.gpus[choice.gpu].name;
+  const GemmShape& answered = choice.shape;
   if (options.json) {
     nlohmann::json out = {
         {"gpu", gpu},
+        {"recorded_gpu", recorded_gpu},
+        {"gpu_step", to_string(best->step)},
         {"shape", requested.to_string()},
+        {"lda", problem.lda},
+        {"ldb", problem.ldb},
+        {"ldc", problem.ldc},
         {"recorded_shape", answered.to_string()},
-        {"exact", exact},
-        {"excluded_by_requirements", excluded},
-        {"template", best->template_name},
-        {"template_hash", best->template_hash},
+        {"exact", best->exact_shape},
+        {"excluded_by_requirements", best->excluded},
+        {"template", best->templ->name},
+        {"template_hash", best->templ->source_hash},
         {"config", best->config},
-        {"median_ms", best->median_ms},
-        {"min_ms", best->min_ms},
-        {"max_ms", best->max_ms},
-        {"runs", best->runs},
-        {"tflops", best->tflops},
-        {"registers", best->registers},
-        {"static_shared_bytes", best->static_shared_bytes},
-        {"dynamic_shared_bytes", best->dynamic_shared_bytes},
-        {"recorded_at", best->recorded_at},
+        {"median_ms", choice.median_ms},
+        {"min_ms", choice.min_ms},
+        {"max_ms", choice.max_ms},
+        {"runs", choice.runs},
+        {"tflops", choice.tflops},
+        {"registers", choice.registers},
+        {"static_shared_bytes", choice.static_shared_bytes},
+        {"dynamic_shared_bytes", choice.dynamic_shared_bytes},
+        {"fuzz_cases", choice.fuzz_cases},
+        {"recorded_at", choice.recorded_at},
+        {"why", best->why},
     };
     fmt::print("{}\n", out.dump(2));
   } else {
-    if (!exact) {
+    if (best->step != GpuStep::this_gpu) {
+      fmt::print("{}\n", best->why);
+    } else if (!best->exact_shape) {
       fmt::print("{} was not tuned on {}; nearest recorded shape: {}{}\n", requested.to_string(),
                  gpu, answered.to_string(),
-                 excluded > 0 ? fmt::format(" ({} faster configurations left out: their "
-                                            "requirements exclude {})",
-                                            excluded, requested.to_string())
-                              : "");
+                 best->excluded > 0 ? fmt::format(" ({} faster configurations left out: their "
+                                                  "requirements exclude {})",
+                                                  best->excluded,
+                                                  problem == GemmProblem::packed(requested)
+                                                      ? requested.to_string()
+                                                      : problem.to_string())
+                                    : "");
     }
     fmt::print("{} {}: {} [{}] {:.4f} ms, {:.2f} TFLOP/s (median of {} runs, recorded {})\n",
-               gpu, answered.to_string(), best->template_name, best->config, best->median_ms,
-               best->tflops, best->runs, best->recorded_at);
+               recorded_gpu, answered.to_string(), best->templ->name, best->config,
+               choice.median_ms, choice.tflops, choice.runs, choice.recorded_at);
   }
   return kSuccess;
 }
@@ -138,6 +183,9 @@ void add_query_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<QueryOptions>();
   CLI::App* command = app.add_subcommand("query", "the best recorded configuration for a shape");
   command->add_option("--shape", options->shape, "problem size MxNxK")->required();
+  command->add_option("--lda", options->lda, "leading dimension of A (default: K, packed)");
+  command->add_option("--ldb", options->ldb, "leading dimension of B (default: N, packed)");
+  command->add_option("--ldc", options->ldc, "leading dimension of C (default: N, packed)");
   command->add_option("--kernel", options->kernel, "only this template (by name)");
   command->add_option("--gpu", options->gpu, "GPU name (default: this machine's, or the only one recorded)");
   command->add_option("--db", options->db, "SQLite database file")->capture_default_str();

@@ -48,6 +48,10 @@ void sort_choices(RecordSet& records) {
 
 RecordSet load_database_records(const std::filesystem::path& database) {
   const ResultStore store(database, ResultStore::Access::read_only);
+  // Results first: a tune running meanwhile only adds GPU rows and template versions, so every
+  // result's GPU is in the list read after it, and a result whose version stopped being current
+  // in between is left out below.
+  const std::vector<CurrentResult> results = store.current_results();
   RecordSet records;
 
   for (const TemplateRecord& record : store.templates(/*current_only=*/true)) {
@@ -60,23 +64,26 @@ RecordSet load_database_records(const std::filesystem::path& database) {
   std::sort(records.gpus.begin(), records.gpus.end(),
             [](const RecordedGpu& a, const RecordedGpu& b) { return gpu_key(a) < gpu_key(b); });
 
-  const auto gpu_index = [&](const GpuRecord& gpu) {
-    const RecordedGpu wanted = recorded_gpu(gpu);
-    const auto found = std::lower_bound(
-        records.gpus.begin(), records.gpus.end(), wanted,
-        [](const RecordedGpu& a, const RecordedGpu& b) { return gpu_key(a) < gpu_key(b); });
-    return std::size_t(found - records.gpus.begin());
-  };
+  std::map<std::tuple<std::string, int, int, int, std::uint64_t>, std::size_t> gpu_index;
+  for (std::size_t i = 0; i < records.gpus.size(); ++i) {
+    gpu_index.emplace(gpu_key(records.gpus[i]), i);
+  }
   std::map<std::string, std::size_t> template_index;
   for (std::size_t i = 0; i < records.templates.size(); ++i) {
     template_index.emplace(records.templates[i].name, i);
   }
 
-  for (const CurrentResult& row : store.current_results()) {
+  for (const CurrentResult& row : results) {
     const ResultRecord& r = row.result;
+    const auto templ = template_index.find(r.template_name);
+    const auto gpu = gpu_index.find(gpu_key(recorded_gpu(row.gpu)));
+    if (templ == template_index.end() || gpu == gpu_index.end() ||
+        records.templates[templ->second].source_hash != r.template_hash) {
+      continue;  // no longer the current version
+    }
     RecordedChoice choice;
-    choice.gpu = gpu_index(row.gpu);
-    choice.templ = template_index.at(r.template_name);
+    choice.gpu = gpu->second;
+    choice.templ = templ->second;
     choice.config = r.config;
     choice.shape = r.shape;
     choice.median_ms = r.median_ms;

@@ -71,21 +71,23 @@ class Selector {
     choose_first_gpu();
 
     std::vector<std::string> tried;
-    if (first_name_.empty()) tried.push_back(fmt::format("no GPU has a record of {}", templ_->name));
+    if (first_name_.empty()) {
+      tried.push_back(fmt::format("no GPU has a record of {}", templ_->name));
+    }
     const GpuStep steps[] = {GpuStep::this_gpu, GpuStep::same_compute_capability,
                              GpuStep::same_architecture};
     for (const GpuStep step : steps) {
-      if (step != GpuStep::this_gpu && request_.exact_only) break;
+      if (first_name_.empty() || (step != GpuStep::this_gpu && request_.exact_only)) break;
       const std::vector<std::size_t> gpus = gpus_of(step);
-      if (first_name_.empty()) break;
       if (gpus.empty()) {
-        tried.push_back(step == GpuStep::this_gpu
-                            ? fmt::format("{}: not recorded", first_name_)
-                            : fmt::format("no other GPU of the same {} recorded",
-                                          step == GpuStep::same_compute_capability
-                                              ? fmt::format("compute capability ({}.{})",
-                                                            identity_.cc_major, identity_.cc_minor)
-                                              : fmt::format("architecture (sm_{}x)", identity_.cc_major)));
+        tried.push_back(
+            step == GpuStep::this_gpu
+                ? fmt::format("{}: not recorded", first_name_)
+                : fmt::format("no other GPU of the same {} recorded",
+                              step == GpuStep::same_compute_capability
+                                  ? fmt::format("compute capability ({}.{})", identity_.cc_major,
+                                                identity_.cc_minor)
+                                  : fmt::format("architecture (sm_{}x)", identity_.cc_major)));
         continue;
       }
       for (const std::size_t gpu : gpus) {
@@ -94,26 +96,25 @@ class Selector {
         tried.push_back(fmt::format("{}: {}", records_.gpus[gpu].name, nothing_because(outcome)));
       }
     }
-    const std::string looked = fmt::format(
-        "no recorded configuration of {} fits {} ({})", templ_->name, request_.problem.to_string(),
-        fmt::join(tried, "; "));
+    const std::string looked =
+        fmt::format("no recorded configuration of {} fits {} ({})", templ_->name,
+                    request_.problem.to_string(), fmt::join(tried, "; "));
     if (request_.default_config && !request_.exact_only) return declared_default(looked);
     throw NoSelection(looked);
   }
 
  private:
   int records_of_template(std::size_t gpu) const {
-    return int(std::count_if(records_.choices.begin(), records_.choices.end(),
-                             [&](const RecordedChoice& c) {
-                               return c.gpu == gpu && c.templ == templ_index_;
-                             }));
+    return int(std::count_if(
+        records_.choices.begin(), records_.choices.end(),
+        [&](const RecordedChoice& c) { return c.gpu == gpu && c.templ == templ_index_; }));
   }
 
   // Step 1's GPU name and the compute capability steps 2 and 3 compare with.
   void choose_first_gpu() {
     first_name_ = !request_.gpu_name.empty() ? request_.gpu_name
-                  : request_.here             ? request_.here->name
-                                              : std::string();
+                  : request_.here            ? request_.here->name
+                                             : std::string();
     if (first_name_.empty()) {
       // No GPU (the CPU backend): select as on the GPU with the most records of the template.
       int most = 0;
@@ -125,9 +126,10 @@ class Selector {
         }
       }
       if (first_name_.empty()) return;  // nothing recorded of the template: steps find nothing
-      chosen_as_most_ = fmt::format("no GPU here: selecting as on {}, the GPU with the most records "
-                                    "of {} ({}); ",
-                                    first_name_, templ_->name, most);
+      chosen_as_most_ = fmt::format(
+          "no GPU here: selecting as on {}, the GPU with the most records "
+          "of {} ({}); ",
+          first_name_, templ_->name, most);
     }
     const auto named = std::find_if(records_.gpus.begin(), records_.gpus.end(),
                                     [&](const RecordedGpu& g) { return g.name == first_name_; });
@@ -206,9 +208,9 @@ class Selector {
 
   std::string nothing_because(const GpuOutcome& outcome) const {
     if (outcome.candidates == 0) {
-      return request_.exact_only
-                 ? fmt::format("no record of {} at {}", templ_->name, request_.problem.shape.to_string())
-                 : fmt::format("no record of {}", templ_->name);
+      return request_.exact_only ? fmt::format("no record of {} at {}", templ_->name,
+                                               request_.problem.shape.to_string())
+                                 : fmt::format("no record of {}", templ_->name);
     }
     if (outcome.excluded == 0) {
       return fmt::format("{} recorded configuration{} not declared by the current version of {}",
@@ -232,13 +234,15 @@ class Selector {
 
     std::string why = chosen_as_most_;
     if (step == GpuStep::same_compute_capability) {
-      why += fmt::format("nothing of {} recorded on {} fits; {} has the same compute capability "
-                         "({}.{}); ",
-                         templ_->name, first_name_, gpu_name, identity_.cc_major, identity_.cc_minor);
+      why += fmt::format(
+          "nothing of {} recorded on {} fits; {} has the same compute capability "
+          "({}.{}); ",
+          templ_->name, first_name_, gpu_name, identity_.cc_major, identity_.cc_minor);
     } else if (step == GpuStep::same_architecture) {
-      why += fmt::format("nothing of {} recorded on {} or its compute capability fits; {} has the "
-                         "same architecture (sm_{}x); ",
-                         templ_->name, first_name_, gpu_name, identity_.cc_major);
+      why += fmt::format(
+          "nothing of {} recorded on {} or its compute capability fits; {} has the "
+          "same architecture (sm_{}x); ",
+          templ_->name, first_name_, gpu_name, identity_.cc_major);
     }
     const std::string asked = request_.problem.shape.to_string();
     if (selection.exact_shape) {
@@ -248,14 +252,16 @@ class Selector {
                          outcome.had_exact_shape ? " that fits" : "", c.shape.to_string());
     }
     if (outcome.excluded > 0) {
-      why += fmt::format("; {} faster configuration{} left out: their requirements exclude {} ('{}')",
-                         outcome.excluded, outcome.excluded == 1 ? "" : "s",
-                         problem_detail(request_.problem), outcome.first_violation);
+      why +=
+          fmt::format("; {} faster configuration{} left out: their requirements exclude {} ('{}')",
+                      outcome.excluded, outcome.excluded == 1 ? "" : "s",
+                      problem_detail(request_.problem), outcome.first_violation);
     }
     if (!templ_->parsed) {
-      why += fmt::format("; template version {} of {} cannot be parsed by this tiletune ({}): its "
-                         "requirements were not checked",
-                         templ_->source_hash, templ_->name, parse_failure(*templ_));
+      why += fmt::format(
+          "; template version {} of {} cannot be parsed by this tiletune ({}): its "
+          "requirements were not checked",
+          templ_->source_hash, templ_->name, parse_failure(*templ_));
     }
     selection.why = std::move(why);
     return selection;
@@ -264,9 +270,10 @@ class Selector {
   Selection declared_default(const std::string& looked) const {
     const std::string& text = *request_.default_config;
     if (!templ_->parsed) {
-      throw NoSelection(fmt::format("{}; the default configuration [{}] cannot be checked: "
-                                    "template version {} cannot be parsed by this tiletune ({})",
-                                    looked, text, templ_->source_hash, parse_failure(*templ_)));
+      throw NoSelection(
+          fmt::format("{}; the default configuration [{}] cannot be checked: "
+                      "template version {} cannot be parsed by this tiletune ({})",
+                      looked, text, templ_->source_hash, parse_failure(*templ_)));
     }
     Configuration config;
     try {
@@ -275,10 +282,12 @@ class Selector {
       throw NoSelection(fmt::format("{}; the default configuration [{}] is not one of {}: {}",
                                     looked, text, templ_->name, e.what()));
     }
-    if (const Expression* violated = templ_->parsed->violated_requirement(config, &request_.problem)) {
-      throw NoSelection(fmt::format("{}; the default configuration [{}] does not meet requirement "
-                                    "'{}' for {}",
-                                    looked, text, violated->text(), request_.problem.to_string()));
+    if (const Expression* violated =
+            templ_->parsed->violated_requirement(config, &request_.problem)) {
+      throw NoSelection(
+          fmt::format("{}; the default configuration [{}] does not meet requirement "
+                      "'{}' for {}",
+                      looked, text, violated->text(), request_.problem.to_string()));
     }
     Selection selection;
     selection.templ = templ_;

@@ -1,7 +1,7 @@
 // A database written with ResultStore, read back as the runtime library's RecordSet
 // (tuner/runtime/record_set.h): the ok results of the current template versions only, GPU rows
 // kept apart, the fuzz cases each configuration passed, templates parsed where today's parser can;
-// a schema version 2 file (no fuzz passes) read as it is and left unchanged.
+// a schema version 1 or 2 file (no fuzz passes) read as it is and left unchanged.
 #include "tuner/runtime/record_set.h"
 
 #include <gmock/gmock.h>
@@ -78,8 +78,9 @@ void exec(const fs::path& path, const std::string& sql) {
 class RecordSetTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("tiletune_record_set_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("tiletune_record_set_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -98,14 +99,15 @@ class RecordSetTest : public ::testing::Test {
     const auto h200_id = store.register_gpu(h200);
     const std::string current = fnv1a_hex(kTiledSource);
     store.register_template({"tiled", "00000000000000h1", "kernels_src/tiled.cu", "// tiled h1\n"});
-    store.register_template({"old", "00000000000000o1", "kernels_src/old.cu", "// old declarations\n"});
+    store.register_template(
+        {"old", "00000000000000o1", "kernels_src/old.cu", "// old declarations\n"});
     store.record_result(h100_id, h100, result("tiled", "00000000000000h1", "TILE=8", kCube, 0.1));
     store.register_template({"tiled", current, "kernels_src/tiled.cu", kTiledSource});
     store.record_result(h200_id, h200, result("tiled", current, "TILE=32", kFlat, 3.0));
     store.record_result(h100_id, h100, result("tiled", current, "TILE=16", kCube, 2.0));
     store.record_result(h100_id, h100, result("tiled", current, "TILE=32", kCube, 1.5));
-    store.record_result(h100_id, h100, result("tiled", current, "TILE=32", kFlat, 0.5,
-                                              ResultStatus::wrong_result));
+    store.record_result(
+        h100_id, h100, result("tiled", current, "TILE=32", kFlat, 0.5, ResultStatus::wrong_result));
     store.record_result(h100_94_id, h100_94, result("tiled", current, "TILE=16", kCube, 1.9));
     store.record_result(h100_id, h100, result("old", "00000000000000o1", "X=1", kCube, 4.0));
     store.record_fuzz_pass(h100_id, "tiled", current, "TILE=32", 500);
@@ -171,20 +173,29 @@ TEST_F(RecordSetTest, ReadsTheOkResultsOfTheCurrentVersionsWithTheirFuzzCases) {
   EXPECT_EQ(fast.recorded_at.size(), std::string("2026-01-01 00:00:00").size());
 }
 
-// Schema version 2 has no fuzz_passes table: read as it is (every fuzz count 0), not migrated.
-TEST_F(RecordSetTest, ReadsASchemaVersion2DatabaseWithoutChangingIt) {
-  const fs::path path = write_database();
-  exec(path, "PRAGMA journal_mode = DELETE; DROP TABLE fuzz_passes; PRAGMA user_version = 2;");
-  const auto before = fs::last_write_time(path);
-  const auto size = fs::file_size(path);
+// Schema versions 1 and 2 have no fuzz_passes table: read as they are (every fuzz count 0), not
+// migrated. (What else version 2 changed, the statuses a result may have, a reader never sees.)
+TEST_F(RecordSetTest, ReadsSchemaVersions1And2WithoutChangingThem) {
+  for (const char* version : {"1", "2"}) {
+    SCOPED_TRACE(version);
+    const fs::path path = write_database();
+    exec(path, std::string("PRAGMA journal_mode = DELETE; DROP TABLE fuzz_passes; "
+                           "PRAGMA user_version = ") + version + ";");
+    const auto before = fs::last_write_time(path);
+    const auto size = fs::file_size(path);
 
-  const RecordSet records = load_database_records(path);
-  ASSERT_EQ(records.choices.size(), 5u);
-  for (const RecordedChoice& c : records.choices) EXPECT_EQ(c.fuzz_cases, 0) << describe(records, c);
-  EXPECT_EQ(fs::last_write_time(path), before);
-  EXPECT_EQ(fs::file_size(path), size);
-  ResultStore reread(path, ResultStore::Access::read_only);
-  EXPECT_THROW(reread.fuzz_passes(1, fnv1a_hex(kTiledSource)), DatabaseError) << "still version 2";
+    const RecordSet records = load_database_records(path);
+    ASSERT_EQ(records.choices.size(), 5u);
+    for (const RecordedChoice& c : records.choices) {
+      EXPECT_EQ(c.fuzz_cases, 0) << describe(records, c);
+    }
+    EXPECT_EQ(records.choices[1].config, "TILE=32");
+    EXPECT_EQ(fs::last_write_time(path), before);
+    EXPECT_EQ(fs::file_size(path), size);
+    ResultStore reread(path, ResultStore::Access::read_only);
+    EXPECT_THROW(reread.fuzz_passes(1, fnv1a_hex(kTiledSource)), DatabaseError) << "not migrated";
+    fs::remove(path);
+  }
 }
 
 TEST_F(RecordSetTest, AMissingDatabaseNamesItsPath) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <tuple>
 
 namespace tiletune::runtime {
 namespace {
@@ -45,7 +46,8 @@ struct RecordSetBuilder {
     return records.gpus.size() - 1;
   }
   std::size_t unparsable_template(const std::string& name) {
-    records.templates.push_back({name, "00000000000000ff", name + ".cu", "// an old declaration\n", std::nullopt});
+    records.templates.push_back(
+        {name, "00000000000000ff", name + ".cu", "// an old declaration\n", std::nullopt});
     return records.templates.size() - 1;
   }
   void choice(std::size_t gpu, const std::string& config, GemmShape shape, double median_ms,
@@ -109,12 +111,15 @@ TEST(Selection, TheNearestRecordedShapeAnswersAnUnrecordedOne) {
   b.choice(h100, "V=1,ROWS=8", kFlat, 3.0);
   const RecordSet records = b.done();
   // By log distance, 4000x4000x100 is near 4096x4096x64; by volume it would be near 1024^3.
-  const Selection flat = select_configuration(records, request_for(GemmProblem::packed({4000, 4000, 100})));
+  const Selection flat =
+      select_configuration(records, request_for(GemmProblem::packed({4000, 4000, 100})));
   EXPECT_EQ(flat.config, "V=1,ROWS=8");
   EXPECT_FALSE(flat.exact_shape);
   EXPECT_EQ(flat.choice->shape, kFlat);
-  EXPECT_THAT(flat.why, HasSubstr("has no record of 4000x4000x100; nearest recorded shape 4096x4096x64"));
-  const Selection cube = select_configuration(records, request_for(GemmProblem::packed({1000, 1000, 1000})));
+  EXPECT_THAT(flat.why,
+              HasSubstr("has no record of 4000x4000x100; nearest recorded shape 4096x4096x64"));
+  const Selection cube =
+      select_configuration(records, request_for(GemmProblem::packed({1000, 1000, 1000})));
   EXPECT_EQ(cube.config, "V=4,ROWS=8");
 }
 
@@ -128,8 +133,10 @@ TEST(Selection, RequirementsReadTheLeadingDimensionsAndTheNextBestRuns) {
   const RecordSet records = b.done();
 
   // Packed: the fastest.
-  EXPECT_EQ(select_configuration(records, request_for(GemmProblem::packed(kCube))).config, "V=4,ROWS=8");
-  // lda = 1025 is no multiple of 4: both V=4 configurations are left out, though the shape is the same.
+  EXPECT_EQ(select_configuration(records, request_for(GemmProblem::packed(kCube))).config,
+            "V=4,ROWS=8");
+  // lda = 1025 is no multiple of 4: both V=4 configurations are left out, though the shape is the
+  // same.
   const Selection strided = select_configuration(records, request_for({kCube, 1025, 1024, 1024}));
   EXPECT_EQ(strided.config, "V=1,ROWS=8");
   EXPECT_TRUE(strided.exact_shape);
@@ -137,7 +144,8 @@ TEST(Selection, RequirementsReadTheLeadingDimensionsAndTheNextBestRuns) {
   EXPECT_THAT(strided.why, HasSubstr("2 faster configurations left out: their requirements exclude "
                                      "lda=1025 ('lda % V == 0')"));
   // 1000x1000x1000 with lda = 1001: nearest shape 1024^3; M % 8 == 0 holds, lda % 4 does not.
-  const Selection nearest = select_configuration(records, request_for({{1000, 1000, 1000}, 1001, 1000, 1000}));
+  const Selection nearest =
+      select_configuration(records, request_for({{1000, 1000, 1000}, 1001, 1000, 1000}));
   EXPECT_EQ(nearest.config, "V=1,ROWS=8");
   EXPECT_FALSE(nearest.exact_shape);
   EXPECT_EQ(nearest.excluded, 2);
@@ -145,7 +153,8 @@ TEST(Selection, RequirementsReadTheLeadingDimensionsAndTheNextBestRuns) {
                                      "1024x1024x1024; 2 faster configurations left out: their "
                                      "requirements exclude lda=1001"));
   // M = 1001 and lda = 1001: only V=1,ROWS=1 is left.
-  const Selection odd = select_configuration(records, request_for({{1001, 1000, 1000}, 1001, 1000, 1000}));
+  const Selection odd =
+      select_configuration(records, request_for({{1001, 1000, 1000}, 1001, 1000, 1000}));
   EXPECT_EQ(odd.config, "V=1,ROWS=1");
   EXPECT_EQ(odd.excluded, 3);
 }
@@ -160,7 +169,9 @@ TEST(Selection, AShapeWhoseRecordsAllExcludeTheProblemGivesWayToTheNextNearest) 
   EXPECT_EQ(s.config, "V=1,ROWS=1");
   EXPECT_EQ(s.choice->shape, kFlat);
   EXPECT_EQ(s.excluded, 1);
-  EXPECT_THAT(s.why, HasSubstr("has no record of 1024x1024x1024 that fits; nearest recorded shape 4096x4096x64"));
+  EXPECT_THAT(
+      s.why,
+      HasSubstr("has no record of 1024x1024x1024 that fits; nearest recorded shape 4096x4096x64"));
 }
 
 TEST(Selection, GpuStepsGoFromThisGpuToTheSameComputeCapabilityToTheSameArchitecture) {
@@ -173,7 +184,7 @@ TEST(Selection, GpuStepsGoFromThisGpuToTheSameComputeCapabilityToTheSameArchitec
   b.choice(a100, "V=1,ROWS=1", kCube, 0.5);  // fastest, but another architecture: never chosen
   b.choice(h100, "V=4,ROWS=8", kCube, 1.0);  // lda % 4 is needed
   b.choice(h200, "V=1,ROWS=8", kFlat, 2.0);
-  b.choice(gh, "V=1,ROWS=8", kCube, 2.5);    // GH200 has more records than H200: tried first
+  b.choice(gh, "V=1,ROWS=8", kCube, 2.5);  // GH200 has more records than H200: tried first
   b.choice(gh, "V=4,ROWS=1", kFlat, 2.5);
   b.choice(future, "V=1,ROWS=1", kCube, 4.0);
   const RecordSet records = b.done();
@@ -192,7 +203,8 @@ TEST(Selection, GpuStepsGoFromThisGpuToTheSameComputeCapabilityToTheSameArchitec
   EXPECT_THAT(same_cc.why, HasSubstr("NVIDIA GH200 480GB has the same compute capability (9.0)"));
 
   // M = 1001 excludes ROWS=8 everywhere: the same architecture (9.5) answers.
-  const Selection same_arch = select_configuration(records, request_for({{1001, 1024, 1024}, 1025, 1024, 1024}));
+  const Selection same_arch =
+      select_configuration(records, request_for({{1001, 1024, 1024}, 1025, 1024, 1024}));
   EXPECT_EQ(same_arch.step, GpuStep::same_architecture);
   EXPECT_EQ(records.gpus[same_arch.choice->gpu].name, "NVIDIA Future");
   EXPECT_EQ(same_arch.config, "V=1,ROWS=1");
@@ -224,7 +236,8 @@ TEST(Selection, AGpuThatIsNotRecordedUsesHereOrNamesTheGpusRecorded) {
   EXPECT_EQ(s.step, GpuStep::same_compute_capability);
   EXPECT_EQ(s.config, "V=4,ROWS=8");
   // A name that is not recorded and nothing here: refused, naming what is recorded.
-  const std::string why = no_selection(records, request_for(GemmProblem::packed(kCube), "NVIDIA B200"));
+  const std::string why =
+      no_selection(records, request_for(GemmProblem::packed(kCube), "NVIDIA B200"));
   EXPECT_THAT(why, HasSubstr("NVIDIA B200"));
   EXPECT_THAT(why, HasSubstr("NVIDIA A100-SXM4-80GB, NVIDIA H100 80GB HBM3"));
 }
@@ -237,12 +250,16 @@ TEST(Selection, WithoutAGpuTheGpuWithTheMostRecordsOfTheTemplateIsStepOne) {
   b.choice(h100, "V=4,ROWS=8", kCube, 1.0);
   b.choice(h200, "V=4,ROWS=8", kCube, 0.9);
   b.choice(h200, "V=1,ROWS=1", kFlat, 3.0);
-  for (int i = 0; i < 5; ++i) b.choice(h100, "X=" + std::to_string(i), kCube, 1.0, other);  // not vec's
+  for (int i = 0; i < 5; ++i)
+    b.choice(h100, "X=" + std::to_string(i), kCube, 1.0, other);  // not vec's
   const RecordSet records = b.done();
   const Selection s = select_configuration(records, request_for(GemmProblem::packed(kCube), ""));
   EXPECT_EQ(records.gpus[s.choice->gpu].name, "NVIDIA H200");
   EXPECT_EQ(s.step, GpuStep::this_gpu);
-  EXPECT_THAT(s.why, HasSubstr("no GPU here: selecting as on NVIDIA H200, the GPU with the most records of vec (2)"));
+  EXPECT_THAT(
+      s.why,
+      HasSubstr(
+          "no GPU here: selecting as on NVIDIA H200, the GPU with the most records of vec (2)"));
 
   // A tie goes to the first name.
   RecordSetBuilder tie;
@@ -290,7 +307,8 @@ TEST(Selection, ATemplateTodaysParserRefusesIsServedUncheckedAndSaysSo) {
   request.gpu_name = "NVIDIA H200";
   request.here = GpuIdentity{"NVIDIA H200", 8, 0};
   request.default_config = "TILE=16";
-  EXPECT_THAT(no_selection(records, request), HasSubstr("the default configuration [TILE=16] cannot be checked"));
+  EXPECT_THAT(no_selection(records, request),
+              HasSubstr("the default configuration [TILE=16] cannot be checked"));
 }
 
 TEST(Selection, ADeclaredDefaultRunsWhenNothingFitsUnlessItsRequirementsExcludeTheProblem) {
@@ -301,8 +319,11 @@ TEST(Selection, ADeclaredDefaultRunsWhenNothingFitsUnlessItsRequirementsExcludeT
   SelectionRequest request = request_for({kCube, 1025, 1024, 1024});
 
   const std::string nothing = no_selection(records, request);
-  EXPECT_THAT(nothing, HasSubstr("no recorded configuration of vec fits 1024x1024x1024 lda=1025 ldb=1024 ldc=1024"));
-  EXPECT_THAT(nothing, HasSubstr("NVIDIA H100 80GB HBM3: 1 recorded configuration excluded by requirements (first: 'lda % V == 0')"));
+  EXPECT_THAT(
+      nothing,
+      HasSubstr("no recorded configuration of vec fits 1024x1024x1024 lda=1025 ldb=1024 ldc=1024"));
+  EXPECT_THAT(nothing, HasSubstr("NVIDIA H100 80GB HBM3: 1 recorded configuration excluded by "
+                                 "requirements (first: 'lda % V == 0')"));
   EXPECT_THAT(nothing, HasSubstr("no other GPU of the same compute capability (9.0) recorded"));
 
   request.default_config = "ROWS=8,V=1";  // any order: normalized
@@ -314,11 +335,13 @@ TEST(Selection, ADeclaredDefaultRunsWhenNothingFitsUnlessItsRequirementsExcludeT
   EXPECT_THAT(fallback.why, HasSubstr("the declared default [V=1,ROWS=8] runs"));
 
   request.default_config = "V=4,ROWS=1";
-  EXPECT_THAT(no_selection(records, request),
-              HasSubstr("the default configuration [V=4,ROWS=1] does not meet requirement 'lda % V == 0' "
-                        "for 1024x1024x1024 lda=1025 ldb=1024 ldc=1024"));
+  EXPECT_THAT(
+      no_selection(records, request),
+      HasSubstr("the default configuration [V=4,ROWS=1] does not meet requirement 'lda % V == 0' "
+                "for 1024x1024x1024 lda=1025 ldb=1024 ldc=1024"));
   request.default_config = "V=3,ROWS=1";
-  EXPECT_THAT(no_selection(records, request), HasSubstr("the default configuration [V=3,ROWS=1] is not one of vec"));
+  EXPECT_THAT(no_selection(records, request),
+              HasSubstr("the default configuration [V=3,ROWS=1] is not one of vec"));
 }
 
 TEST(Selection, ExactOnlyTakesTheExactShapeOnThisGpuAndNoDefault) {
@@ -360,8 +383,9 @@ TEST(Selection, TheSameRecordsInAnyOrderGiveTheSameAnswer) {
     b.choice(gpu, "V=4,ROWS=8", {1024, 1024, 2048}, 1.0);
   }
   const RecordSet sorted = b.done();
-  const std::vector<GemmProblem> problems = {
-      GemmProblem::packed(kCube), {kCube, 1025, 1024, 1024}, {{1001, 1024, 1024}, 1024, 1024, 1024}};
+  const std::vector<GemmProblem> problems = {GemmProblem::packed(kCube),
+                                             {kCube, 1025, 1024, 1024},
+                                             {{1001, 1024, 1024}, 1024, 1024, 1024}};
   std::vector<std::string> answers;
   for (const GemmProblem& problem : problems) {
     const Selection s = select_configuration(sorted, request_for(problem, ""));
@@ -370,12 +394,18 @@ TEST(Selection, TheSameRecordsInAnyOrderGiveTheSameAnswer) {
   }
   // The shapes tie: the first in shape order (1024x1024x2048) answers.
   EXPECT_THAT(answers[0], ::testing::StartsWith("V=4,ROWS=8 1024x1024x2048 NVIDIA H100 80GB HBM3"));
-  EXPECT_THAT(answers[1], ::testing::StartsWith("V=1,ROWS=1 2048x1024x1024"));  // times tie: config text
+  EXPECT_THAT(answers[1],
+              ::testing::StartsWith("V=1,ROWS=1 2048x1024x1024"));  // times tie: config text
   std::mt19937 random(14);
   for (int round = 0; round < 20; ++round) {
     RecordSet shuffled = sorted;
     std::shuffle(shuffled.choices.begin(), shuffled.choices.end(), random);
     sort_choices(shuffled);
+    for (std::size_t i = 0; i < sorted.choices.size(); ++i) {
+      const RecordedChoice &a = shuffled.choices[i], &b = sorted.choices[i];
+      EXPECT_EQ(std::tie(a.gpu, a.shape, a.median_ms, a.config),
+                std::tie(b.gpu, b.shape, b.median_ms, b.config));
+    }
     for (std::size_t i = 0; i < problems.size(); ++i) {
       const Selection s = select_configuration(shuffled, request_for(problems[i], ""));
       EXPECT_EQ(s.config + " " + s.choice->shape.to_string() + " " +
