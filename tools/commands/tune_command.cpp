@@ -207,6 +207,7 @@ int run(const TuneOptions& options) {
   std::map<std::string, int> counts;
   std::map<std::string, double> stage_seconds;
   std::vector<TuningSummary> summaries;
+  int forgotten = 0, still_missed = 0;  // missed shapes, with --missed
   for (const auto& [tmpl, shapes] : plans) {
     for (const GemmShape& shape : shapes) {
       TuningSummary summary = run.tune(tmpl, shape, [&](const TuningEvent& event) {
@@ -217,6 +218,16 @@ int run(const TuneOptions& options) {
       settled_before += summary.settled;
       for (const auto& [stage, seconds] : summary.stage_seconds) stage_seconds[stage] += seconds;
       summaries.push_back(std::move(summary));
+      if (options.missed) {
+        // Tuned at last, the library finds an exact record: forgotten at once, so that a tune cut
+        // short keeps the misses of what it has not reached. Without a winner it stays missed.
+        if (store.best(gpu.name, shape, tmpl.name)) {
+          store.forget_misses(gpu.name, tmpl.name, shape);
+          ++forgotten;
+        } else {
+          ++still_missed;
+        }
+      }
     }
   }
   bar.finish();
@@ -226,20 +237,10 @@ int run(const TuneOptions& options) {
              "best configuration (this search)", "median ms", "TFLOP/s", "best recorded");
   std::size_t i = 0;
   int without_winner = 0;
-  int forgotten = 0, still_missed = 0;  // missed shapes, with --missed
   for (const auto& [tmpl, shapes] : plans) {
     for (const GemmShape& shape : shapes) {
       const TuningSummary& summary = summaries[i++];
       const auto recorded = store.best(gpu.name, shape, tmpl.name);
-      if (options.missed) {
-        // Tuned at last: the library finds an exact record now. Without one it stays missed.
-        if (recorded) {
-          store.forget_misses(gpu.name, tmpl.name, shape);
-          ++forgotten;
-        } else {
-          ++still_missed;
-        }
-      }
       const std::string overall = recorded ? fmt::format("{:.2f} TFLOP/s", recorded->tflops) : "none";
       const std::string settled = fmt::format("{}/{}", summary.settled, summary.space);
       if (summary.best) {
