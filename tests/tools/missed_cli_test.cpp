@@ -278,13 +278,17 @@ TEST_F(MissedGpuTune, TuneMissedTunesAndForgetsTheMissesOfThisGpu) {
     store.record_miss(gpu, "tiled", GemmProblem::packed({96, 160, 64}));
     store.record_miss(gpu, "tiled", GemmProblem{{96, 160, 64}, 68, 164, 160});
   }
+  const fs::path cache = fs::path(TILETUNE_BINARY_DIR) / "tests" / "tools" / "missed-gpu-cache";
   const TiletuneRun run = run_tiletune(dir, {"tune", "--missed", (kTemplates / "tiled.cu").string(),
-                                             "--cases", "20", "--db", db.string()});
+                                             "--cases", "20", "--db", db.string()},
+                                       {{"TILETUNE_CACHE_DIR", cache.string()}});
   EXPECT_EQ(run.exit_code, 0) << run;
   EXPECT_THAT(run.err, HasSubstr("tiled: 1 missed shape for 2 problems (met 2 times): 96x160x64\n")) << run;
   ResultStore store(db, ResultStore::Access::read_only);
   EXPECT_TRUE(store.best(gpu, {96, 160, 64}, "tiled").has_value());
   EXPECT_TRUE(store.missed_problems().empty());
+  EXPECT_THAT(run.out, HasSubstr("missed shapes: 1 tuned (their misses forgotten), 0 still without"))
+      << run;
   fs::remove_all(dir);
 }
 
