@@ -1,4 +1,6 @@
 // tiletune tune KERNEL.cu... --shape MxNxK [--shape ...] [--strategy NAME --budget B] [--db PATH]
+// tiletune tune --missed [KERNEL.cu...] [--db PATH]: the shapes the runtime library missed on this
+// GPU (Options::record_misses), per template; a shape's misses are forgotten once it has a winner.
 //
 // Evaluates configurations in a worker process (a crash or a hang is recorded and the tune goes
 // on), records every outcome at once (Ctrl-C or kill -9 lose nothing; the same command resumes),
@@ -6,7 +8,9 @@
 // the time went. Exits 1 when some template and shape has no correct configuration (none of those
 // it settled was correct, or none admits the shape).
 #include <chrono>
+#include <filesystem>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -32,7 +36,14 @@ struct TuneOptions {
   bool keep_spilling = false;
   bool cold_start = false;
   int confirm_top = 5;
+  bool missed = false;
   SessionOptions session;
+};
+
+// A template and the shapes to tune it at.
+struct TuningPlan {
+  KernelTemplate tmpl;
+  std::vector<GemmShape> shapes;
 };
 
 std::string describe(const TuningEvent& e) {
@@ -49,10 +60,9 @@ std::string describe(const TuningEvent& e) {
 }
 
 // What the whole tune will settle at most: every template x shape search's limit.
-int planned_total(const std::vector<KernelTemplate>& templates, const std::vector<GemmShape>& shapes,
-                  const std::optional<SearchBudget>& budget) {
+int planned_total(const std::vector<TuningPlan>& plans, const std::optional<SearchBudget>& budget) {
   int total = 0;
-  for (const KernelTemplate& tmpl : templates) {
+  for (const auto& [tmpl, shapes] : plans) {
     for (const GemmShape& shape : shapes) {
       const std::size_t space = enumerate_configurations(tmpl, &shape).size();
       std::size_t limit = space;
@@ -65,10 +75,83 @@ int planned_total(const std::vector<KernelTemplate>& templates, const std::vecto
   return total;
 }
 
+// The misses of this GPU, per template name, per shape: the problems (leading dimensions) missed.
+using Misses = std::map<std::string, std::map<GemmShape, std::vector<MissedProblem>>>;
+
+Misses misses_of(const ResultStore& store, const std::string& gpu_name) {
+  Misses misses;
+  for (MissedProblem& row : store.missed_problems(gpu_name)) {
+    const GemmShape shape = row.problem.shape;
+    misses[row.template_name][shape].push_back(std::move(row));
+  }
+  return misses;
+}
+
+// The templates to tune the misses with: those given that were missed, or, with none given, the
+// current versions recorded in the database. What cannot be tuned is said and skipped.
+std::vector<KernelTemplate> missed_templates(const std::vector<KernelTemplate>& given,
+                                            const ResultStore& store, const Misses& misses,
+                                            const std::string& gpu_name) {
+  std::vector<KernelTemplate> templates;
+  if (!given.empty()) {
+    for (const KernelTemplate& tmpl : given) {
+      if (misses.contains(tmpl.name)) {
+        templates.push_back(tmpl);
+      } else {
+        fmt::print(stderr, "tiletune: nothing of {} was missed on {}: skipped\n", tmpl.name, gpu_name);
+      }
+    }
+    return templates;
+  }
+  std::set<std::string> recorded;
+  for (const TemplateRecord& record : store.templates()) {
+    if (!misses.contains(record.name)) continue;
+    recorded.insert(record.name);
+    try {
+      KernelTemplate tmpl = parse_template(record.source, record.path.empty() ? record.name : record.path);
+      tmpl.path = record.path;  // as it was tuned: kept in the database and the cubin cache's key
+      templates.push_back(std::move(tmpl));
+    } catch (const TemplateError& error) {
+      fmt::print(stderr, "tiletune: the recorded version {} of {} is refused by this tiletune: {}; "
+                 "skipped (give its file to tune it)\n", record.source_hash, record.name, error.what());
+    }
+  }
+  for (const auto& [name, shapes] : misses) {
+    if (!recorded.contains(name)) {
+      fmt::print(stderr, "tiletune: {} was missed but the database has no source of it: skipped "
+                 "(give its file to tune it)\n", name);
+    }
+  }
+  return templates;
+}
+
+// "warp_tiled: 2 missed shapes for 3 problems (met 5 times): 100x200x300, 64x4096x4096"
+std::string describe_misses(const std::string& name, const std::map<GemmShape, std::vector<MissedProblem>>& shapes) {
+  int problems = 0, met = 0;
+  std::string list;
+  for (const auto& [shape, rows] : shapes) {
+    problems += int(rows.size());
+    for (const MissedProblem& row : rows) met += row.count;
+    list += (list.empty() ? "" : ", ") + shape.to_string();
+  }
+  return fmt::format("{}: {} missed shape{} for {} problem{} (met {} time{}): {}", name, shapes.size(),
+                     shapes.size() == 1 ? "" : "s", problems, problems == 1 ? "" : "s", met,
+                     met == 1 ? "" : "s", list);
+}
+
 int run(const TuneOptions& options) {
-  const std::vector<KernelTemplate> templates = load_templates(options.kernels);
-  for (const KernelTemplate& tmpl : templates) check_enumerable(tmpl);  // before any file is made
-  const std::vector<GemmShape> shapes = parse_shapes(options.shapes);
+  if (!options.missed && options.kernels.empty()) {
+    throw UsageError("tune needs kernel template files (KERNEL.cu ...), or --missed");
+  }
+  const std::vector<KernelTemplate> given = load_templates(options.kernels);
+  for (const KernelTemplate& tmpl : given) check_enumerable(tmpl);  // before any file is made
+  std::vector<TuningPlan> plans;
+  if (!options.missed) {
+    const std::vector<GemmShape> shapes = parse_shapes(options.shapes);
+    for (const KernelTemplate& tmpl : given) plans.push_back({tmpl, shapes});
+  } else if (!std::filesystem::exists(options.db)) {
+    throw UsageError(fmt::format("{}: no such database: no problem was missed there", options.db));
+  }
   std::optional<SearchBudget> budget;
   try {
     if (!options.budget.empty()) budget = SearchBudget::parse(options.budget);
@@ -92,17 +175,40 @@ int run(const TuneOptions& options) {
   ResultStore store(options.db);
   TuningRun& run = session.run(store, settings);
   const GpuRecord gpu = run.gpu_record();
+  Misses misses;
+  if (options.missed) {
+    misses = misses_of(store, gpu.name);
+    for (KernelTemplate& tmpl : missed_templates(given, store, misses, gpu.name)) {
+      check_enumerable(tmpl);
+      std::vector<GemmShape> shapes;
+      for (const auto& [shape, rows] : misses.at(tmpl.name)) shapes.push_back(shape);
+      plans.push_back({std::move(tmpl), std::move(shapes)});
+    }
+    if (plans.empty()) {
+      if (misses.empty()) {
+        fmt::print("nothing was missed on {} in {}: nothing to tune\n", gpu.name, options.db);
+      } else {
+        fmt::print("nothing missed on {} in {} can be tuned with the templates at hand\n", gpu.name,
+                   options.db);
+      }
+      return kSuccess;
+    }
+  }
   fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}), strategy {}{}, database {}\n",
              gpu.name, gpu.arch(), gpu.sm_count, gpu.driver_version, gpu.nvrtc_version,
              options.strategy, budget ? ", budget " + budget->to_string() : "", options.db);
+  for (const auto& [tmpl, shapes] : plans) {
+    if (options.missed) fmt::print(stderr, "{}\n", describe_misses(tmpl.name, misses.at(tmpl.name)));
+  }
 
   const auto start = std::chrono::steady_clock::now();
-  ProgressBar bar(planned_total(templates, shapes, budget));
+  ProgressBar bar(planned_total(plans, budget));
   int settled_before = 0;
   std::map<std::string, int> counts;
   std::map<std::string, double> stage_seconds;
   std::vector<TuningSummary> summaries;
-  for (const KernelTemplate& tmpl : templates) {
+  int forgotten = 0, still_missed = 0;  // missed shapes, with --missed
+  for (const auto& [tmpl, shapes] : plans) {
     for (const GemmShape& shape : shapes) {
       TuningSummary summary = run.tune(tmpl, shape, [&](const TuningEvent& event) {
         const bool finished = event.result != nullptr;
@@ -112,6 +218,16 @@ int run(const TuneOptions& options) {
       settled_before += summary.settled;
       for (const auto& [stage, seconds] : summary.stage_seconds) stage_seconds[stage] += seconds;
       summaries.push_back(std::move(summary));
+      if (options.missed) {
+        // Tuned at last, the library finds an exact record: forgotten at once, so that a tune cut
+        // short keeps the misses of what it has not reached. Without a winner it stays missed.
+        if (store.best(gpu.name, shape, tmpl.name)) {
+          store.forget_misses(gpu.name, tmpl.name, shape);
+          ++forgotten;
+        } else {
+          ++still_missed;
+        }
+      }
     }
   }
   bar.finish();
@@ -121,7 +237,7 @@ int run(const TuneOptions& options) {
              "best configuration (this search)", "median ms", "TFLOP/s", "best recorded");
   std::size_t i = 0;
   int without_winner = 0;
-  for (const KernelTemplate& tmpl : templates) {
+  for (const auto& [tmpl, shapes] : plans) {
     for (const GemmShape& shape : shapes) {
       const TuningSummary& summary = summaries[i++];
       const auto recorded = store.best(gpu.name, shape, tmpl.name);
@@ -157,6 +273,10 @@ int run(const TuneOptions& options) {
              wall, settled_before / std::max(wall, 1e-9), compiles.compiled, compiles.compile_seconds,
              compiles.from_cache, session.workers_started(), session.fuzz_workers());
   fmt::print("time by stage: {}\n", split.empty() ? "none" : split);
+  if (options.missed) {
+    fmt::print("missed shapes: {} tuned (their misses forgotten), {} still without a correct "
+               "configuration\n", forgotten, still_missed);
+  }
   if (without_winner > 0) {
     fmt::print(stderr, "tiletune: {} of {} template and shape pairs have no correct configuration\n",
                without_winner, summaries.size());
@@ -171,8 +291,14 @@ void add_tune_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<TuneOptions>();
   CLI::App* command = app.add_subcommand(
       "tune", "compile, fuzz, verify and time configurations; record the results");
-  command->add_option("kernels", options->kernels, "kernel template files (.cu)")->required()->check(CLI::ExistingFile);
-  command->add_option("--shape", options->shapes, "problem size MxNxK (repeatable)")->capture_default_str();
+  command->add_option("kernels", options->kernels, "kernel template files (.cu); optional with --missed")
+      ->check(CLI::ExistingFile);
+  CLI::Option* shape = command->add_option("--shape", options->shapes, "problem size MxNxK (repeatable)")
+      ->capture_default_str();
+  command->add_flag("--missed", options->missed,
+                    "tune the shapes the runtime library missed on this GPU (recorded with "
+                    "Options::record_misses), with the templates given or, without any, those recorded")
+      ->excludes(shape);
   command->add_option("--db", options->db, "SQLite database file")->capture_default_str();
   command->add_option("--strategy", options->strategy, "how to search the space")
       ->capture_default_str()->check(CLI::IsMember(search_strategy_names()));

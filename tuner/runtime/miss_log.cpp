@@ -12,8 +12,8 @@ void MissLog::record(const std::string& gpu, const std::string& tmpl,
                      const GemmProblem& problem) noexcept {
   try {
     std::lock_guard lock(mutex_);
-    const Key key{gpu,        tmpl,        problem.shape.m, problem.shape.n,
-                  problem.shape.k, problem.lda, problem.ldb,     problem.ldc};
+    const Key key{gpu, tmpl, problem.shape.m, problem.shape.n, problem.shape.k,
+                  problem.lda, problem.ldb, problem.ldc};
     // Once tried, never again: a failed write is not retried on every later call.
     if (!recorded_.insert(key).second) return;
     try {
