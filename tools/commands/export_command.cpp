@@ -51,9 +51,10 @@ int run(const ExportOptions& options) {
       runtime::write_bundle_folder(contents.files, options.out);
       where = options.out;
     }
-    std::set<std::pair<std::size_t, std::string>> shapes, configurations;
+    std::set<GemmShape> shapes;
+    std::set<std::pair<std::size_t, std::string>> configurations;  // of each template
     for (const runtime::RecordedChoice& c : records.choices) {
-      shapes.emplace(c.templ, c.shape.to_string());
+      shapes.insert(c.shape);
       configurations.emplace(c.templ, c.config);
     }
     fmt::print("exported {} templates, {} GPUs, {} shapes, {} configurations, {} cubins ({} bytes) to {}\n",
