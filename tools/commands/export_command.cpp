@@ -35,6 +35,9 @@ int run(const ExportOptions& options) {
     const runtime::RecordSet records = runtime::select_for_export(
         runtime::load_database_records(options.db), {options.kernels, options.gpus, options.per_shape});
     // Checked before compiling, so that a bad folder or name costs no compile.
+    if (options.format == "cpp" && !runtime::is_c_identifier(options.name)) {
+      throw runtime::ExportInputError("--name '" + options.name + "' is not a C identifier");
+    }
     if (options.format == "folder" && std::filesystem::exists(options.out) &&
         !std::filesystem::is_empty(options.out) && !runtime::is_bundle(options.out)) {
       throw runtime::ExportInputError(

@@ -103,6 +103,14 @@ void read_manifest(Bundle& bundle) {
       choice.gpu = std::size_t(g - records.gpus.begin());
       choice.templ = std::size_t(tmpl - records.templates.data());
       choice.config = c.at("config").get<std::string>();
+      if (tmpl->parsed) {
+        try {
+          tmpl->parsed->parse_configuration(choice.config);
+        } catch (const TemplateError& e) {
+          fail(bundle, kBundleManifest, "a choice of template " + template_name + " has configuration '" +
+                                            choice.config + "': " + e.what());
+        }
+      }
       try {
         choice.shape = GemmShape::parse(c.at("shape").get<std::string>());
       } catch (const ShapeError& e) {
