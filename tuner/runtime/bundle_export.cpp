@@ -133,6 +133,8 @@ std::set<std::string> listed_files(const std::filesystem::path& folder) {
     if (manifest.value("format", "") != kBundleFormat) throw std::runtime_error("not a bundle");
     for (const json& t : manifest.at("templates")) files.insert(t.at("source_file").get<std::string>());
     for (const json& c : manifest.at("cubins")) files.insert(c.at("file").get<std::string>());
+    // Only what lies inside the folder is the bundle's to replace.
+    if (!std::all_of(files.begin(), files.end(), is_inside_bundle)) throw std::runtime_error("outside");
   } catch (const std::exception&) {
     throw ExportInputError((folder / kBundleManifest).string() +
                            ": not a tiletune bundle's manifest; choose an empty folder or a previous bundle");

@@ -381,6 +381,15 @@ TEST_F(ExportedBundle, RefusesAFolderThatHoldsSomethingElse) {
   write_bytes(foreign / "manifest.json", "{\"format\": \"something\"}");
   EXPECT_THROW(write_bundle_folder(contents_->files, foreign), ExportInputError);
   EXPECT_EQ(read_bytes(foreign / "data.bin"), "keep me");
+
+  // A manifest naming files outside its folder: none of them is removed.
+  fs::create_directories(folder_ / "bundle2");
+  write_bytes(folder_ / "outside.txt", "keep me too");
+  std::string manifest = read_bytes(folder_ / "bundle" / "manifest.json");
+  replace_once(manifest, "\"file\": \"cubins/", "\"file\": \"../outside.txt\", \"x\": \"");
+  write_bytes(folder_ / "bundle2" / "manifest.json", manifest);
+  EXPECT_THROW(write_bundle_folder(contents_->files, folder_ / "bundle2"), ExportInputError);
+  EXPECT_EQ(read_bytes(folder_ / "outside.txt"), "keep me too");
 }
 
 TEST_F(ExportedBundle, TheCppFormatCompilesAndEmbedsTheSameRecords) {
