@@ -60,6 +60,7 @@ void read_manifest(Bundle& bundle) {
     for (const json& t : manifest.at("templates")) {
       RecordedTemplate tmpl;
       tmpl.name = t.at("name").get<std::string>();
+      if (records.find_template(tmpl.name)) fail(bundle, kBundleManifest, "template " + tmpl.name + " is listed twice");
       tmpl.source_hash = t.at("source_hash").get<std::string>();
       tmpl.path = t.value("path", std::string());
       const std::string file = t.at("source_file").get<std::string>();

@@ -307,6 +307,9 @@ TEST_F(ExportedBundle, ADamagedManifestIsOneLineNamingIt) {
   EXPECT_EQ(refusal(bundle, [](std::string& m) { replace_once(m, "\"name\": \"" + kA100, "\"name\": \"A100 renamed"); }),
             manifest + ": a choice names an unknown GPU 'A100 renamed'");
   write_bytes(manifest, original);
+  EXPECT_EQ(refusal(bundle, [](std::string& m) { replace_once(m, "\"name\": \"naive_aligned\"", "\"name\": \"tiled\""); }),
+            manifest + ": template tiled is listed twice");
+  write_bytes(manifest, original);
   EXPECT_THAT(refusal(bundle, [](std::string& m) { replace_once(m, "TILE=8,PAD=0", "TILE=9,PAD=0"); }),
               StartsWith(manifest + ": a choice of template tiled has configuration 'TILE=9,PAD=0,SWIZZLE=0': "));
   write_bytes(manifest, original);
