@@ -400,8 +400,37 @@ TEST_F(ExportedBundle, TheCppFormatCompilesAndEmbedsTheSameRecords) {
   EXPECT_EQ(cpp, folder_ / "cpp" / "my_bundle.cpp");
   const std::string compile = "c++ -std=c++17 -Wall -Werror -c -I " TILETUNE_SOURCE_DIR "/tuner/runtime/include " +
                               cpp.string() + " -o " + (folder_ / "cpp" / "my_bundle.o").string();
-  EXPECT_EQ(std::system(compile.c_str()), 0) << compile;
+  ASSERT_EQ(std::system(compile.c_str()), 0) << compile;
   EXPECT_THAT(read_bytes(cpp), HasSubstr("const tiletune::EmbeddedBundle& my_bundle() {"));
+
+  // Linked into a program that writes every embedded file out: the files the folder has, byte
+  // for byte.
+  write_bytes(folder_ / "cpp" / "dump.cpp", R"(#include <tiletune/tiletune.h>
+#include <filesystem>
+#include <fstream>
+const tiletune::EmbeddedBundle& my_bundle();
+int main(int, char** argv) {
+  for (std::size_t i = 0; i < my_bundle().count; ++i) {
+    const tiletune::EmbeddedFile& f = my_bundle().files[i];
+    const std::filesystem::path path = std::filesystem::path(argv[1]) / f.path;
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(f.data), f.size);
+  }
+})");
+  const fs::path dump = folder_ / "cpp" / "dump";
+  const std::string link = "c++ -std=c++17 -I " TILETUNE_SOURCE_DIR "/tuner/runtime/include " +
+                           (folder_ / "cpp" / "dump.cpp").string() + " " +
+                           (folder_ / "cpp" / "my_bundle.o").string() + " -o " + dump.string();
+  ASSERT_EQ(std::system(link.c_str()), 0) << link;
+  ASSERT_EQ(std::system((dump.string() + " " + (folder_ / "dumped").string()).c_str()), 0);
+  std::size_t dumped = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(folder_ / "dumped")) {
+    if (!entry.is_regular_file()) continue;
+    ++dumped;
+    const fs::path relative = fs::relative(entry.path(), folder_ / "dumped");
+    EXPECT_EQ(read_bytes(entry.path()), read_bytes(folder_ / "bundle" / relative)) << relative;
+  }
+  EXPECT_EQ(dumped, contents_->files.size());
 
   // The same files as an EmbeddedBundle, as the generated code defines it, read as the folder is.
   std::vector<std::string> paths, data;
