@@ -22,13 +22,6 @@ using json = nlohmann::json;
   throw BundleError(bundle.origin + "/" + file + ": " + why);
 }
 
-// A path the manifest names: relative, inside the bundle.
-bool safe_relative(const std::string& file) {
-  const std::filesystem::path path(file);
-  if (file.empty() || path.is_absolute()) return false;
-  return std::none_of(path.begin(), path.end(), [](const auto& part) { return part == ".."; });
-}
-
 std::string text_of(const std::vector<char>& bytes) { return {bytes.begin(), bytes.end()}; }
 
 void read_manifest(Bundle& bundle) {
@@ -67,10 +60,11 @@ void read_manifest(Bundle& bundle) {
     for (const json& t : manifest.at("templates")) {
       RecordedTemplate tmpl;
       tmpl.name = t.at("name").get<std::string>();
+      if (records.find_template(tmpl.name)) fail(bundle, kBundleManifest, "template " + tmpl.name + " is listed twice");
       tmpl.source_hash = t.at("source_hash").get<std::string>();
       tmpl.path = t.value("path", std::string());
       const std::string file = t.at("source_file").get<std::string>();
-      if (!safe_relative(file)) fail(bundle, kBundleManifest, "source file '" + file + "' is outside the bundle");
+      if (!is_inside_bundle(file)) fail(bundle, kBundleManifest, "source file '" + file + "' is outside the bundle");
       const std::optional<std::vector<char>> source = bundle.read_file(file);
       if (!source) fail(bundle, file, "missing (the source of template " + tmpl.name + ")");
       tmpl.source = text_of(*source);
@@ -103,6 +97,14 @@ void read_manifest(Bundle& bundle) {
       choice.gpu = std::size_t(g - records.gpus.begin());
       choice.templ = std::size_t(tmpl - records.templates.data());
       choice.config = c.at("config").get<std::string>();
+      if (tmpl->parsed) {
+        try {
+          tmpl->parsed->parse_configuration(choice.config);
+        } catch (const TemplateError& e) {
+          fail(bundle, kBundleManifest, "a choice of template " + template_name + " has configuration '" +
+                                            choice.config + "': " + e.what());
+        }
+      }
       try {
         choice.shape = GemmShape::parse(c.at("shape").get<std::string>());
       } catch (const ShapeError& e) {
@@ -134,7 +136,7 @@ void read_manifest(Bundle& bundle) {
       cubin.config = c.at("config").get<std::string>();
       cubin.arch = c.at("arch").get<std::string>();
       cubin.file = c.at("file").get<std::string>();
-      if (!safe_relative(cubin.file)) fail(bundle, kBundleManifest, "cubin file '" + cubin.file + "' is outside the bundle");
+      if (!is_inside_bundle(cubin.file)) fail(bundle, kBundleManifest, "cubin file '" + cubin.file + "' is outside the bundle");
       cubin.bytes = c.at("bytes").get<std::uint64_t>();
       cubin.fnv1a = c.at("fnv1a").get<std::string>();
       bundle.cubins.push_back(std::move(cubin));
@@ -154,6 +156,12 @@ Bundle read(std::string origin,
 }
 
 }  // namespace
+
+bool is_inside_bundle(const std::string& file) {
+  const std::filesystem::path path(file);
+  if (file.empty() || path.is_absolute()) return false;
+  return std::none_of(path.begin(), path.end(), [](const auto& part) { return part == ".."; });
+}
 
 std::optional<std::pair<int, int>> parse_arch(const std::string& arch) {
   if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0) return std::nullopt;

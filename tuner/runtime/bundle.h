@@ -73,6 +73,9 @@ std::string bundle_source_file(const std::string& template_name);
 std::string bundle_cubin_file(const std::string& template_name, const std::string& config,
                               const std::string& arch);
 
+// Whether a path a manifest names stays inside the bundle (relative, no "..").
+bool is_inside_bundle(const std::string& file);
+
 // "sm_86" as {8, 6}; none for anything else (an arch-specific "sm_90a" included).
 std::optional<std::pair<int, int>> parse_arch(const std::string& arch);
 

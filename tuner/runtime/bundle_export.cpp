@@ -133,6 +133,8 @@ std::set<std::string> listed_files(const std::filesystem::path& folder) {
     if (manifest.value("format", "") != kBundleFormat) throw std::runtime_error("not a bundle");
     for (const json& t : manifest.at("templates")) files.insert(t.at("source_file").get<std::string>());
     for (const json& c : manifest.at("cubins")) files.insert(c.at("file").get<std::string>());
+    // Only what lies inside the folder is the bundle's to replace.
+    if (!std::all_of(files.begin(), files.end(), is_inside_bundle)) throw std::runtime_error("outside");
   } catch (const std::exception&) {
     throw ExportInputError((folder / kBundleManifest).string() +
                            ": not a tiletune bundle's manifest; choose an empty folder or a previous bundle");
@@ -151,13 +153,13 @@ void write_file(const std::filesystem::path& path, const std::string& content) {
   std::filesystem::rename(temporary, path);
 }
 
-bool is_identifier(const std::string& text) {
+}  // namespace
+
+bool is_c_identifier(const std::string& text) {
   if (text.empty() || !(std::isalpha((unsigned char)text[0]) || text[0] == '_')) return false;
   return std::all_of(text.begin(), text.end(),
                      [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
 }
-
-}  // namespace
 
 bool fits_any_problem(const KernelTemplate& tmpl, const Configuration& config) {
   const Bindings parameters = tmpl.bindings(config);
@@ -335,7 +337,7 @@ void write_bundle_folder(const BundleFiles& files, const std::filesystem::path& 
 
 std::filesystem::path write_bundle_cpp(const BundleFiles& files, const std::filesystem::path& folder,
                                        const std::string& symbol) {
-  if (!is_identifier(symbol)) throw ExportInputError("--name '" + symbol + "' is not a C identifier");
+  if (!is_c_identifier(symbol)) throw ExportInputError("--name '" + symbol + "' is not a C identifier");
   if (std::filesystem::exists(folder) && !std::filesystem::is_directory(folder)) {
     throw ExportInputError(folder.string() + ": not a folder");
   }
