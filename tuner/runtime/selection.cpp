@@ -71,13 +71,17 @@ class Selector {
     choose_first_gpu();
 
     std::vector<std::string> tried;
+    if (!unknown_gpu_.empty()) tried.push_back(unknown_gpu_);
     if (first_name_.empty()) {
       tried.push_back(fmt::format("no GPU has a record of {}", templ_->name));
     }
     const GpuStep steps[] = {GpuStep::this_gpu, GpuStep::same_compute_capability,
                              GpuStep::same_architecture};
     for (const GpuStep step : steps) {
-      if (first_name_.empty() || (step != GpuStep::this_gpu && request_.exact_only)) break;
+      if (first_name_.empty() || !unknown_gpu_.empty() ||
+          (step != GpuStep::this_gpu && request_.exact_only)) {
+        break;
+      }
       const std::vector<std::size_t> gpus = gpus_of(step);
       if (gpus.empty()) {
         tried.push_back(
@@ -138,8 +142,11 @@ class Selector {
     } else if (request_.here) {
       identity_ = *request_.here;
     } else {
-      throw NoSelection(fmt::format("no GPU named '{}' is recorded (recorded: {})", first_name_,
-                                    names_of_gpus(records_)));
+      // Neither recorded nor here: its compute capability is unknown, so steps 2 and 3 find
+      // nothing, and only a declared default can run.
+      identity_ = GpuIdentity{first_name_, -1, -1};
+      unknown_gpu_ = fmt::format("no GPU named '{}' is recorded (recorded: {})", first_name_,
+                                 names_of_gpus(records_));
     }
   }
 
@@ -304,6 +311,7 @@ class Selector {
   std::string first_name_;      // step 1's GPUs are those of this name
   GpuIdentity identity_;        // steps 2 and 3 compare with its compute capability
   std::string chosen_as_most_;  // why step 1 is the GPU it is, without a GPU here
+  std::string unknown_gpu_;     // step 1's GPU is neither recorded nor here: what to say
 };
 
 }  // namespace

@@ -240,6 +240,12 @@ TEST(Selection, AGpuThatIsNotRecordedUsesHereOrNamesTheGpusRecorded) {
       no_selection(records, request_for(GemmProblem::packed(kCube), "NVIDIA B200"));
   EXPECT_THAT(why, HasSubstr("NVIDIA B200"));
   EXPECT_THAT(why, HasSubstr("NVIDIA A100-SXM4-80GB, NVIDIA H100 80GB HBM3"));
+  // ... unless a default is declared: it runs, and the why still names the unknown GPU.
+  SelectionRequest with_default = request_for(GemmProblem::packed(kCube), "NVIDIA B200");
+  with_default.default_config = "V=4,ROWS=8";
+  const Selection fallback = select_configuration(records, with_default);
+  EXPECT_EQ(fallback.step, GpuStep::default_config);
+  EXPECT_THAT(fallback.why, HasSubstr("no GPU named 'NVIDIA B200' is recorded"));
 }
 
 TEST(Selection, WithoutAGpuTheGpuWithTheMostRecordsOfTheTemplateIsStepOne) {
