@@ -90,23 +90,21 @@ class LibraryState {
 
   const runtime::RecordSet& records() const { return bundle ? bundle->records : owned_records; }
 
-  runtime::GpuRunner& gpu() {
-    const std::lock_guard lock(mutex_);
-    if (!gpu_) {
-      gpu_ = std::make_unique<runtime::GpuRunner>(
-          bundle ? &*bundle : nullptr,
-          options.cache_dir.empty() ? std::filesystem::path() : std::filesystem::path(options.cache_dir) / "cubins");
+  // Made when the library is opened (runners touch no driver until asked), so that a run never
+  // takes a library-wide lock to find them.
+  void make_runners() {
+    const auto cache = [&](const char* kind) {
+      return options.cache_dir.empty() ? std::filesystem::path()
+                                       : std::filesystem::path(options.cache_dir) / kind;
+    };
+    if (options.backend == Backend::gpu) {
+      gpu_ = std::make_unique<runtime::GpuRunner>(bundle ? &*bundle : nullptr, cache("cubins"));
+    } else {
+      cpu_ = std::make_unique<runtime::CpuRunner>(cache("cpu"));
     }
-    return *gpu_;
   }
-  runtime::CpuRunner& cpu() {
-    const std::lock_guard lock(mutex_);
-    if (!cpu_) {
-      cpu_ = std::make_unique<runtime::CpuRunner>(
-          options.cache_dir.empty() ? std::filesystem::path() : std::filesystem::path(options.cache_dir) / "cpu");
-    }
-    return *cpu_;
-  }
+  runtime::GpuRunner& gpu() const { return *gpu_; }
+  runtime::CpuRunner& cpu() const { return *cpu_; }
 
   // The state of a template's Gemm handles, made on first use and kept with the library.
   GemmState& gemm(const std::string& name);
@@ -308,6 +306,7 @@ Library Library::open(const std::string& path, const Options& options) {
     if (!options.record_misses.empty()) {
       state->misses = std::make_unique<runtime::MissLog>(options.record_misses);
     }
+    state->make_runners();
     return Library(std::move(state));
   });
 }
@@ -321,6 +320,7 @@ Library Library::open(const EmbeddedBundle& bundle, const Options& options) {
     if (!options.record_misses.empty()) {
       state->misses = std::make_unique<runtime::MissLog>(options.record_misses);
     }
+    state->make_runners();
     return Library(std::move(state));
   });
 }
