@@ -68,12 +68,12 @@ TEST_F(LibraryBenchOptionsTest, DefaultsAreBenchsSuiteAndWarpTiled) {
 
 TEST_F(LibraryBenchOptionsTest, TakesEveryOption) {
   const LibraryBenchOptions options =
-      parse({"--db", db(), "--kernel", "tiled", "--bundle", bundle(), "--shape", "512x256x128",
+      parse({"--db", db(), "--kernel", "tiled", "--bundle", bundle(), "--shape", "512x256x256",
              "--shape", "64x64x4096", "--out", "report.json", "--batches", "5", "--calls-per-batch", "7"});
   EXPECT_EQ(options.kernel, "tiled");
   EXPECT_EQ(options.bundle, bundle());
   EXPECT_EQ(options.out, "report.json");
-  EXPECT_EQ(options.shapes, (std::vector<GemmShape>{{512, 256, 128}, {64, 64, 4096}}));
+  EXPECT_EQ(options.shapes, (std::vector<GemmShape>{{512, 256, 256}, {64, 64, 4096}}));
   EXPECT_EQ(options.overhead_shape(), (GemmShape{64, 64, 4096}));  // the fewest flops
   EXPECT_EQ(options.batches, 5);
   EXPECT_EQ(options.calls_per_batch, 7);
