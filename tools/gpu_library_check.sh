@@ -32,13 +32,17 @@ step() {
   local start=$SECONDS
   timeout 300 "$@" >"$OUT/$name.txt" 2>&1
   local rc=$?
-  summary+=("$(printf '%-22s exit %3s %4ss  %s' "$name" "$rc" "$((SECONDS - start))" \
+  summary+=("$(printf '%-30s exit %3s %4ss  %s' "$name" "$rc" "$((SECONDS - start))" \
     "$(grep -E -- "$pattern" "$OUT/$name.txt" | tail -n 1 | cut -c1-110)")")
   return "$rc"
 }
 wants() { [[ " $STEPS " == *" $1 "* ]]; }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$OUT/gpu.txt"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$OUT/gpu.txt"
+else
+  echo "no nvidia-smi on this machine" | tee "$OUT/gpu.txt"
+fi
 echo "database $DB; libtiletune from $LIB_DIR; steps: $STEPS"
 
 if wants bench; then
@@ -59,7 +63,7 @@ if wants client; then
     step client-db '.' "$CLIENT" "$DB"
     if [ -d "$OUT/bundle" ]; then step client-bundle '.' "$CLIENT" "$OUT/bundle"; fi
   else
-    summary+=("$(printf '%-22s skipped: no example client binary given (%s)' client "${CLIENT:-none}")")
+    summary+=("$(printf '%-30s skipped: no example client binary given (%s)' client "${CLIENT:-none}")")
   fi
 fi
 if wants tests; then
@@ -68,15 +72,15 @@ if wants tests; then
     for t in "$TESTS"/*; do
       [ -f "$t" ] && [ -x "$t" ] || continue
       name=gtest-$(basename "$t")
-      if step "$name" '^\[  (PASSED|FAILED|SKIPPED) ' "$t"; then
+      if step "$name" '^\[  (PASSED|FAILED)  \]' "$t"; then
         passed=$((passed + 1))
       else
         failed=$((failed + 1)) failures+=" $(basename "$t")"
       fi
     done
-    summary+=("$(printf '%-22s %s binaries passed, %s failed%s' tests "$passed" "$failed" "${failures:+:$failures}")")
+    summary+=("$(printf '%-30s %s binaries passed, %s failed%s' tests "$passed" "$failed" "${failures:+:$failures}")")
   else
-    summary+=("$(printf '%-22s skipped: no folder of GPU test binaries given' tests)")
+    summary+=("$(printf '%-30s skipped: no folder of GPU test binaries given' tests)")
   fi
 fi
 

@@ -15,6 +15,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <random>
+#include <vector>
 
 #include <fmt/format.h>
 #include <tiletune/tiletune.h>
@@ -23,6 +26,7 @@
 #include "tools/bench/cublas_sgemm.h"
 #include "tools/bench/library_bench_options.h"
 #include "tools/bench/library_bench_report.h"
+#include "tuner/device_buffer.h"
 #include "tuner/gpu_device.h"
 #include "tuner/gpu_kernel.h"
 #include "tuner/nvrtc_compiler.h"
@@ -135,38 +139,64 @@ struct Opened {
   double ms;
 };
 
-// Library::open, gemm, the first run and its synchronisation, timed; then the output verified.
-Opened first_call(const std::string& source, const std::string& cache_dir,
-                  const LibraryBenchOptions& options, ShapeVerifier& verifier) {
+// Library::open, gemm, the first run on A, B, C and its synchronisation, timed.
+Opened first_call(const std::string& source, const std::string& cache_dir, const std::string& kernel,
+                  const GemmProblem& problem, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c) {
   Options library_options;
   library_options.cache_dir = cache_dir;
-  const Problem problem = to_problem(verifier.problem());
   const Clock::time_point start = Clock::now();
   Library library = Library::open(source, library_options);
-  Gemm gemm = library.gemm(options.kernel);
-  gemm.run(problem, host_view(verifier.a()), host_view(verifier.b()), host_view_mutable(verifier.c()));
+  Gemm gemm = library.gemm(kernel);
+  gemm.run(to_problem(problem), host_view(a), host_view(b), host_view_mutable(c));
   synchronize();
-  const double ms = milliseconds_since(start);
-  require_right(verifier.verify([&](CUstream stream) {
-    gemm.run(problem, host_view(verifier.a()), host_view(verifier.b()), host_view_mutable(verifier.c()), stream);
-  }), fmt::format("the library's first call on {}", source));
-  return Opened{library, gemm, ms};
+  return Opened{library, gemm, milliseconds_since(start)};
 }
 
-FirstCallResult measure_first_call(const LibraryBenchOptions& options, ShapeVerifier& verifier) {
+// The library's run of the verifier's problem, checked against its reference.
+void verify_run(ShapeVerifier& verifier, const Gemm& gemm, const std::string& what) {
+  const Problem problem = to_problem(verifier.problem());
+  require_right(verifier.verify([&](CUstream stream) {
+    gemm.run(problem, host_view(verifier.a()), host_view(verifier.b()), host_view_mutable(verifier.c()), stream);
+  }), what);
+}
+
+// The first-call cost at the verifier's problem. The cold call comes before anything else in the
+// process compiles (the verifier's reference loads NVRTC), on operands of its own; every Library's
+// output is verified after its timed call.
+FirstCallResult measure_first_call(const LibraryBenchOptions& options, const GpuDevice& device,
+                                   std::unique_ptr<ShapeVerifier>& verifier) {
+  const GemmProblem problem = GemmProblem::packed(options.overhead_shape());
+  std::mt19937_64 random(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> a(std::size_t(problem.shape.m * problem.lda)), b(std::size_t(problem.shape.k * problem.ldb));
+  for (float& v : a) v = uniform(random);
+  for (float& v : b) v = uniform(random);
+  const DeviceBuffer a_buffer = DeviceBuffer::from(a), b_buffer = DeviceBuffer::from(b);
+  const DeviceBuffer c_buffer(std::size_t(problem.shape.m * problem.ldc) * sizeof(float));
+
   FirstCallResult result;
   const TemporaryFolder cache;
-  const Opened cold = first_call(options.db, cache.path(), options, verifier);
+  const Opened cold = first_call(options.db, cache.path(), options.kernel, problem, a_buffer.get(),
+                                 b_buffer.get(), c_buffer.get());
   result.cold_ms = cold.ms;
-  const Opened warm = first_call(options.db, cache.path(), options, verifier);
+  verifier = std::make_unique<ShapeVerifier>(device, problem, 7);
+  verify_run(*verifier, cold.gemm, "the library's first call from an empty cache");
+
+  const auto on_verifier = [&](const std::string& source, const std::string& cache_dir) {
+    return first_call(source, cache_dir, options.kernel, problem, verifier->a(), verifier->b(), verifier->c());
+  };
+  const Opened warm = on_verifier(options.db, cache.path());
   result.warm_disk_ms = warm.ms;
+  verify_run(*verifier, warm.gemm, "the library's first call from the filled cache");
   if (!options.bundle.empty()) {
     const TemporaryFolder empty_cache;  // a cubin from the cache would hide one missing from the bundle
-    result.bundle_ms = first_call(options.bundle, empty_cache.path(), options, verifier).ms;
+    const Opened bundled = on_verifier(options.bundle, empty_cache.path());
+    result.bundle_ms = bundled.ms;
+    verify_run(*verifier, bundled.gemm, "the library's first call from the bundle");
   }
-  const Problem problem = to_problem(verifier.problem());
   const Clock::time_point start = Clock::now();
-  warm.gemm.run(problem, host_view(verifier.a()), host_view(verifier.b()), host_view_mutable(verifier.c()));
+  warm.gemm.run(to_problem(problem), host_view(verifier->a()), host_view(verifier->b()),
+                host_view_mutable(verifier->c()));
   synchronize();
   result.second_call_ms = milliseconds_since(start);
   return result;
@@ -276,9 +306,9 @@ int run(const LibraryBenchOptions& options) {
   fmt::print("{} ({} SMs, {:.0f} MHz), libtiletune {}, {} from {}\n\n", gpu.name, gpu.sm_count,
              gpu.clock_khz / 1e3, version(), options.kernel, options.db);
 
-  const GemmProblem small = GemmProblem::packed(options.overhead_shape());
-  ShapeVerifier small_verifier(device, small, 7);
-  report.first_call = measure_first_call(options, small_verifier);
+  std::unique_ptr<ShapeVerifier> small_verifier;  // made once the cold call is measured
+  report.first_call = measure_first_call(options, device, small_verifier);
+  const GemmProblem& small = small_verifier->problem();
   fmt::print("{}\n", first_call_table(*report.first_call));
   std::fflush(stdout);
 
@@ -286,7 +316,7 @@ int run(const LibraryBenchOptions& options) {
   const Gemm gemm = library.gemm(options.kernel);
   const Plan small_plan = gemm.plan(to_problem(small));
   const KernelTemplate tmpl = stored_template(store, small_plan.template_name, small_plan.template_hash);
-  report.overhead = measure_overhead(options, gemm, tmpl, gpu, small_verifier);
+  report.overhead = measure_overhead(options, gemm, tmpl, gpu, *small_verifier);
   fmt::print("{}\n", overhead_table(*report.overhead));
   std::fflush(stdout);
 
