@@ -25,11 +25,13 @@ LIB_DIR=${LIB_DIR:-$(dirname "$BIN")/../tuner/runtime}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$LIB_DIR:${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64
 summary=()
+ran=" "  # the steps of this call (an $OUT of an earlier call may hold others)
 # step NAME PATTERN COMMAND...: runs COMMAND (at most 300 s) with its output in $OUT/NAME.txt and
 # notes its exit, its time and its last line matching PATTERN (an extended regular expression).
 step() {
   local name=$1 pattern=$2; shift 2
   local start=$SECONDS
+  ran+="$name "
   timeout 300 "$@" >"$OUT/$name.txt" 2>&1
   local rc=$?
   summary+=("$(printf '%-30s exit %3s %4ss  %s' "$name" "$rc" "$((SECONDS - start))" \
@@ -60,8 +62,8 @@ if wants library; then
 fi
 if wants client; then
   if [ -n "$CLIENT" ] && [ -x "$CLIENT" ]; then
-    step client-db '.' "$CLIENT" "$DB"
-    if [ -d "$OUT/bundle" ]; then step client-bundle '.' "$CLIENT" "$OUT/bundle"; fi
+    step client-db '.' "$CLIENT" "$DB" --kernel "$KERNEL"
+    if [ -d "$OUT/bundle" ]; then step client-bundle '.' "$CLIENT" "$OUT/bundle" --kernel "$KERNEL"; fi
   else
     summary+=("$(printf '%-30s skipped: no example client binary given (%s)' client "${CLIENT:-none}")")
   fi
@@ -85,10 +87,10 @@ if wants tests; then
 fi
 
 for name in bench library_bench; do
-  if [ -f "$OUT/$name.txt" ]; then echo; echo "== $name"; tail -n 24 "$OUT/$name.txt"; fi
+  if [[ "$ran" == *" $name "* ]]; then echo; echo "== $name"; tail -n 24 "$OUT/$name.txt"; fi
 done
 for name in client-db client-bundle; do
-  if [ -f "$OUT/$name.txt" ]; then echo; echo "== $name"; head -n 20 "$OUT/$name.txt"; fi
+  if [[ "$ran" == *" $name "* ]]; then echo; echo "== $name"; head -n 20 "$OUT/$name.txt"; fi
 done
 echo
 printf '%s\n' "${summary[@]}"
