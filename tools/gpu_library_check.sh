@@ -9,7 +9,8 @@
 #   tools/gpu_library_check.sh DB [path/to/tiletune] [path/to/library_bench] [path/to/gemm_client]
 #                              [folder of GPU test binaries]
 #
-# libtiletune.so is found in $LIB_DIR (default: tuner/runtime beside tiletune's tools/ folder).
+# libtiletune.so is found in $LIB_DIR (default: tuner/runtime beside tiletune's tools/ folder), and
+# with it the shared SQLite and Boost.Context it needs where the machine has none.
 # STEPS picks steps (default: "bench export library client tests"); KERNEL the template.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,13 @@ else
   echo "no nvidia-smi on this machine" | tee "$OUT/gpu.txt"
 fi
 echo "database $DB; libtiletune from $LIB_DIR; steps: $STEPS"
+# libtiletune.so needs shared SQLite and Boost.Context, which a bare GPU machine may lack: carry
+# them into $LIB_DIR. A missing one is named here rather than as the benchmark's exit 127.
+for binary in "$BENCH" ${CLIENT:+"$CLIENT"}; do
+  if [ -x "$binary" ] && missing=$(ldd "$binary" 2>/dev/null | grep 'not found'); then
+    echo "$binary cannot start, libraries not found (add them to $LIB_DIR):"; echo "$missing"
+  fi
+done
 
 if wants bench; then
   step bench 'geometric mean|^tiletune:' "$BIN" bench --db "$DB" --kernel "$KERNEL"
