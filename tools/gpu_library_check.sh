@@ -65,7 +65,7 @@ fi
 if wants library; then
   bundle_args=()
   [ -d "$OUT/bundle" ] && bundle_args=(--bundle "$OUT/bundle")
-  step library_bench 'run overhead|geomean, library|^library_bench:' \
+  step library_bench 'run overhead|geomean, library|^library_bench:|error while loading' \
     "$BENCH" --db "$DB" --kernel "$KERNEL" "${bundle_args[@]}" --out "$OUT/library_bench.json"
 fi
 if wants client; then
