@@ -103,6 +103,27 @@ TEST_F(GpuPipeline, ShapeVerifierRejectsAKernelThatSkipsTheLastKTile) {
   EXPECT_THAT(*wrong, StartsWith("at the full shape 64x64x129: 4096 elements wrong, the first C[0][0]"));
 }
 
+TEST_F(GpuPipeline, ShapeVerifierChecksAnyLaunchOfItsProblem) {
+  // The runtime library's run is checked through the launch overload: a right launch on the
+  // verifier's own buffers passes, a launch that writes nothing leaves C poisoned and fails.
+  const GemmShape shape{257, 263, 129};
+  ShapeVerifier verifier(*device_, GemmProblem::packed(shape), 1);
+  const KernelTemplate tmpl = tiled();
+  const Configuration config = tmpl.parse_configuration("TILE=16,PAD=0,SWIZZLE=0");
+  const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry);
+  const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
+  int launches = 0;
+  const auto right = verifier.verify([&](CUstream stream) {
+    ++launches;
+    kernel.launch(geometry, verifier.a(), verifier.b(), verifier.c(), verifier.problem(), stream);
+  });
+  EXPECT_FALSE(right.has_value()) << *right;
+  EXPECT_EQ(launches, 1);
+  const auto nothing = verifier.verify([](CUstream) {});
+  ASSERT_TRUE(nothing.has_value()) << "a launch that wrote nothing passed";
+  EXPECT_THAT(*nothing, StartsWith("at the full shape 257x263x129: 67591 elements wrong"));
+}
+
 // --- timing ---------------------------------------------------------------------------------
 
 TEST_F(GpuPipeline, TimeLaunchesRunsBetweenMinAndMaxRuns) {

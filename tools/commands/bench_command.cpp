@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "tools/bench/bench_suite.h"
 #include "tools/bench/cublas_sgemm.h"
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
@@ -16,11 +17,6 @@
 
 namespace tiletune::cli {
 namespace {
-
-const char* const kDefaultSuite[] = {
-    "1024x1024x1024", "2048x2048x2048", "4096x4096x4096", "8192x8192x8192", "1000x1000x1000",
-    "4095x4097x4093", "3001x2999x1537", "8191x8191x8191", "64x4096x4096",   "4096x64x4096",
-    "4096x4096x64",   "127x129x8191",   "17x33x65"};
 
 struct BenchOptions {
   std::vector<std::string> kernels;
@@ -42,7 +38,7 @@ KernelTemplate recorded_template(const ResultStore& store, const ResultRecord& b
 int run(const BenchOptions& options) {
   const std::vector<KernelTemplate> templates = load_templates(options.kernels);
   std::vector<std::string> shape_texts = options.shapes;
-  if (shape_texts.empty()) shape_texts.assign(std::begin(kDefaultSuite), std::end(kDefaultSuite));
+  if (shape_texts.empty()) shape_texts.assign(std::begin(kBenchSuite), std::end(kBenchSuite));
   const std::vector<GemmShape> shapes = parse_shapes(shape_texts);
   GpuDevice device;
   ResultStore store(options.db);

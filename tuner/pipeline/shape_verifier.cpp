@@ -100,13 +100,19 @@ ShapeVerifier::~ShapeVerifier() {
 
 std::optional<std::string> ShapeVerifier::verify(const GpuKernel& kernel,
                                                  const LaunchGeometry& geometry) {
+  return verify([&](CUstream stream) {
+    kernel.launch(geometry, a_.get(), b_.get(), c_.get(), problem_, stream);
+  });
+}
+
+std::optional<std::string> ShapeVerifier::verify(const std::function<void(CUstream)>& launch) {
   const CudaDriver& cu = cuda_driver();
   const GemmShape& s = problem_.shape;
   check_cuda(cu.cuMemsetD32(c_.get(), kPoisonBits, c_.bytes() / sizeof(float)), "poison C");
   const unsigned long long initial[2] = {0, std::numeric_limits<unsigned long long>::max()};
   verdict_.upload(initial, sizeof initial);
 
-  kernel.launch(geometry, a_.get(), b_.get(), c_.get(), problem_);
+  launch(nullptr);
   check_cuda(cu.cuCtxSynchronize(), "kernel execution");
 
   CUdeviceptr c = c_.get(), ref = reference_.get(), bound = bound_.get(), verdict = verdict_.get();

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -32,6 +33,9 @@ class ShapeVerifier {
   // Poisons C, launches once, and compares. Returns what is wrong, or nothing when C is right.
   // Throws CudaError when the launch fails.
   std::optional<std::string> verify(const GpuKernel& kernel, const LaunchGeometry& geometry);
+  // The same for any launch of the problem on a() and b() into c(), enqueued by `launch` on the
+  // stream it is given (the runtime library's run, cuBLAS). Throws CudaError when it fails.
+  std::optional<std::string> verify(const std::function<void(CUstream)>& launch);
 
  private:
   GemmProblem problem_;
