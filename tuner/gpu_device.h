@@ -32,6 +32,9 @@ struct DeviceProperties {
   double fp32_peak_tflops() const { return sm_count * 128.0 * 2.0 * clock_khz * 1e3 / 1e12; }
 };
 
+// The identity and limits of a device (its context need not be current).
+DeviceProperties read_device_properties(CUdevice device, int ordinal);
+
 class GpuDevice {
  public:
   // Opens device `ordinal` (default: $TILETUNE_DEVICE or 0) and makes its primary context

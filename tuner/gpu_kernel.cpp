@@ -122,15 +122,20 @@ PtxasReport GpuKernel::resource_usage(const PtxasReport& from_log) const {
   return report;
 }
 
+void GpuKernel::reserve_dynamic_shared(std::uint32_t bytes) const {
+  if (int(bytes) <= dynamic_shared_limit_.load(std::memory_order_acquire)) return;
+  const std::lock_guard lock(limit_mutex_);
+  if (int(bytes) <= dynamic_shared_limit_.load(std::memory_order_relaxed)) return;
+  check_cuda(cuda_driver().cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                              int(bytes)),
+             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  dynamic_shared_limit_.store(int(bytes), std::memory_order_release);
+}
+
 void GpuKernel::launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
                        const GemmProblem& problem, CUstream stream) const {
   const CudaDriver& cu = cuda_driver();
-  if (int(geometry.dynamic_shared_bytes) > dynamic_shared_limit_) {
-    check_cuda(cu.cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                     int(geometry.dynamic_shared_bytes)),
-               "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-    dynamic_shared_limit_ = int(geometry.dynamic_shared_bytes);
-  }
+  reserve_dynamic_shared(geometry.dynamic_shared_bytes);
   int m = int(problem.shape.m), n = int(problem.shape.n), k = int(problem.shape.k);
   int lda = int(problem.lda), ldb = int(problem.ldb), ldc = int(problem.ldc);
   if (geometry.zero_output) {

@@ -2,6 +2,8 @@
 // (A, B, C, M, N, K, lda, ldb, ldc).
 #pragma once
 
+#include <atomic>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -36,6 +38,13 @@ class GpuKernel {
   void launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
               const GemmProblem& problem, CUstream stream = nullptr) const;
 
+  // Raises the entry's dynamic shared memory limit to `bytes` when it is lower (above 48 KiB a
+  // kernel must opt in). Thread-safe; launch calls it, the runtime library ahead of its launches.
+  void reserve_dynamic_shared(std::uint32_t bytes) const;
+
+  // The loaded entry point.
+  CUfunction function() const { return function_; }
+
   // Registers and static shared memory as the loaded function reports them, spills from the
   // compile log where ptxas printed one (a cached NVRTC compile may print none).
   PtxasReport resource_usage(const PtxasReport& from_log) const;
@@ -43,7 +52,9 @@ class GpuKernel {
  private:
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
-  mutable int dynamic_shared_limit_ = 48 * 1024;
+  // Only ever raised, under limit_mutex_; read by launches on any thread (the runtime library).
+  mutable std::atomic<int> dynamic_shared_limit_ = 48 * 1024;
+  mutable std::mutex limit_mutex_;
 };
 
 }  // namespace tiletune

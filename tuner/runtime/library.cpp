@@ -1,1 +1,345 @@
-// Placeholder: written on its branch.
+// The public API (include/tiletune/tiletune.h) over the runtime's parts: records (record_set.h,
+// bundle.h), the selection rule (selection.h), the plan cache (plan_cache.h) and the two runners.
+#include <tiletune/tiletune.h>
+
+#include <climits>
+#include <filesystem>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "db/result_store.h"
+#include "tuner/runtime/bundle.h"
+#include "tuner/runtime/cpu_runner.h"
+#include "tuner/runtime/gpu_runner.h"
+#include "tuner/runtime/miss_log.h"
+#include "tuner/runtime/plan_cache.h"
+#include "tuner/runtime/selection.h"
+
+#ifndef TILETUNE_VERSION
+#define TILETUNE_VERSION "unknown"
+#endif
+
+namespace tiletune {
+namespace {
+
+using runtime::RecordedTemplate;
+
+// Runs `body`, turning every internal failure into the public exceptions, their message kept.
+template <class Body>
+auto translated(Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const Error&) {
+    throw;
+  } catch (const runtime::NoSelection& e) {
+    throw NoConfiguration(e.what());
+  } catch (const RequirementNotMet& e) {
+    throw InvalidProblem(e.what());
+  } catch (const std::exception& e) {
+    throw Error(e.what());
+  }
+}
+
+GemmProblem to_gemm_problem(const Problem& p) { return {{p.M, p.N, p.K}, p.lda, p.ldb, p.ldc}; }
+
+// One line naming the first thing wrong with the problem, or nothing.
+void check_problem(const Problem& p) {
+  const auto fail = [&](const std::string& why) {
+    throw InvalidProblem(fmt::format("problem {}: {}", p.to_string(), why));
+  };
+  if (p.M < 1 || p.N < 1 || p.K < 1) fail("M, N and K must be at least 1");
+  if (p.lda < p.K) fail(fmt::format("lda must be at least K ({})", p.K));
+  if (p.ldb < p.N) fail(fmt::format("ldb must be at least N ({})", p.N));
+  if (p.ldc < p.N) fail(fmt::format("ldc must be at least N ({})", p.N));
+  for (std::int64_t v : {p.M, p.N, p.K, p.lda, p.ldb, p.ldc}) {
+    if (v > INT_MAX) fail(fmt::format("{} exceeds the kernels' 32-bit sizes", v));
+  }
+}
+
+GpuMatch to_gpu_match(runtime::GpuStep step) {
+  switch (step) {
+    case runtime::GpuStep::this_gpu: return GpuMatch::this_gpu;
+    case runtime::GpuStep::same_compute_capability: return GpuMatch::same_compute_capability;
+    case runtime::GpuStep::same_architecture: return GpuMatch::same_architecture;
+    case runtime::GpuStep::default_config: return GpuMatch::none;
+  }
+  return GpuMatch::none;
+}
+
+// What a problem runs: its plan, geometry and loaded kernel, prepared once per context.
+struct Prepared {
+  Plan plan;
+  GemmProblem problem;
+  LaunchGeometry geometry;
+  std::shared_ptr<const GpuKernel> gpu;
+  std::shared_ptr<const CpuKernel> cpu;
+};
+
+}  // namespace
+
+namespace detail {
+
+class LibraryState {
+ public:
+  Options options;
+  std::string source;
+  runtime::RecordSet owned_records;       // from a database
+  std::optional<runtime::Bundle> bundle;  // or from a bundle (its records inside)
+  std::unique_ptr<runtime::MissLog> misses;
+
+  const runtime::RecordSet& records() const { return bundle ? bundle->records : owned_records; }
+
+  runtime::GpuRunner& gpu() {
+    const std::lock_guard lock(mutex_);
+    if (!gpu_) {
+      gpu_ = std::make_unique<runtime::GpuRunner>(
+          bundle ? &*bundle : nullptr,
+          options.cache_dir.empty() ? std::filesystem::path() : std::filesystem::path(options.cache_dir) / "cubins");
+    }
+    return *gpu_;
+  }
+  runtime::CpuRunner& cpu() {
+    const std::lock_guard lock(mutex_);
+    if (!cpu_) {
+      cpu_ = std::make_unique<runtime::CpuRunner>(
+          options.cache_dir.empty() ? std::filesystem::path() : std::filesystem::path(options.cache_dir) / "cpu");
+    }
+    return *cpu_;
+  }
+
+  // The state of a template's Gemm handles, made on first use and kept with the library.
+  GemmState& gemm(const std::string& name);
+
+ private:
+  std::mutex mutex_;
+  std::unique_ptr<runtime::GpuRunner> gpu_;
+  std::unique_ptr<runtime::CpuRunner> cpu_;
+  std::map<std::string, std::unique_ptr<GemmState>> gemms_;
+};
+
+class GemmState {
+ public:
+  GemmState(LibraryState& library, const RecordedTemplate& templ) : library_(library), templ_(templ) {}
+
+  const std::string& name() const { return templ_.name; }
+  LibraryState& library() const { return library_; }
+
+  // The prepared launch for the problem in the context (null on the CPU backend), from the cache
+  // or prepared now.
+  std::shared_ptr<const Prepared> prepared(CUcontext context, const Problem& problem) {
+    const runtime::PlanKey key{context, problem.M, problem.N, problem.K, problem.lda, problem.ldb,
+                               problem.ldc};
+    if (auto found = cache_.find(key)) return found;
+    return cache_.insert(key, prepare(context, problem));
+  }
+
+ private:
+  std::shared_ptr<const Prepared> prepare(CUcontext context, const Problem& problem);
+
+  LibraryState& library_;  // which owns this state
+  const RecordedTemplate& templ_;
+  runtime::PlanCache<Prepared> cache_;
+};
+
+GemmState& LibraryState::gemm(const std::string& name) {
+  const std::lock_guard lock(mutex_);
+  if (auto found = gemms_.find(name); found != gemms_.end()) return *found->second;
+  const RecordedTemplate* templ = records().find_template(name);
+  if (templ == nullptr) {
+    std::string known;
+    for (const RecordedTemplate& t : records().templates) known += (known.empty() ? "" : ", ") + t.name;
+    throw NoConfiguration(fmt::format("{}: no template named {} (recorded: {})", source, name,
+                                      known.empty() ? "none" : known));
+  }
+  if (!templ->parsed) {
+    throw Error(fmt::format("{}: the recorded version {} of {} cannot be read by this tiletune {}",
+                            source, templ->source_hash, name, TILETUNE_VERSION));
+  }
+  return *gemms_.emplace(name, std::make_unique<GemmState>(*this, *templ)).first->second;
+}
+
+std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Problem& problem) {
+  LibraryState& library = library_;
+  const Options& options = library.options;
+  const bool on_gpu = options.backend == Backend::gpu;
+  auto prepared = std::make_shared<Prepared>();
+  prepared->problem = to_gemm_problem(problem);
+
+  runtime::SelectionRequest request;
+  request.template_name = templ_.name;
+  request.problem = prepared->problem;
+  request.gpu_name = options.gpu_name;
+  const DeviceProperties* device = nullptr;
+  if (on_gpu) {
+    device = &library.gpu().device(context);
+    request.here = runtime::GpuIdentity{device->name, device->cc_major, device->cc_minor};
+  }
+  if (auto found = options.defaults.find(templ_.name); found != options.defaults.end()) {
+    request.default_config = found->second;
+  }
+  const runtime::Selection chosen = runtime::select_configuration(library.records(), request);
+
+  const KernelTemplate& parsed = *templ_.parsed;
+  const Configuration config = parsed.parse_configuration(chosen.config);
+  parsed.check_requirements(config, prepared->problem);
+  prepared->geometry = parsed.launch_geometry(config, prepared->problem.shape);
+
+  Plan& plan = prepared->plan;
+  plan.template_name = templ_.name;
+  plan.template_hash = templ_.source_hash;
+  plan.config = chosen.config;
+  plan.gpu_match = to_gpu_match(chosen.step);
+  plan.backend = options.backend;
+  plan.why = chosen.why;
+  if (const runtime::RecordedChoice* choice = chosen.choice) {
+    plan.gpu = library.records().gpus[choice->gpu].name;
+    plan.recorded_M = choice->shape.m;
+    plan.recorded_N = choice->shape.n;
+    plan.recorded_K = choice->shape.k;
+    plan.exact = chosen.step == runtime::GpuStep::this_gpu && chosen.exact_shape;
+    plan.expected_ms = choice->median_ms * prepared->problem.shape.flops() / choice->shape.flops();
+    plan.fuzz_cases = choice->fuzz_cases;
+  }
+  plan.grid = prepared->geometry.grid;
+  plan.block = prepared->geometry.block;
+  plan.dynamic_shared_bytes = prepared->geometry.dynamic_shared_bytes;
+  plan.zero_output = prepared->geometry.zero_output;
+
+  if (library.misses && !plan.exact) {
+    const std::string gpu = !options.gpu_name.empty() ? options.gpu_name
+                            : device != nullptr       ? device->name
+                                                      : plan.gpu;
+    library.misses->record(gpu, templ_.name, prepared->problem);
+  }
+  if (on_gpu) {
+    prepared->gpu = library.gpu().kernel(context, templ_, chosen.config, prepared->geometry);
+  } else {
+    prepared->cpu = library.cpu().kernel(templ_, chosen.config);
+  }
+  return prepared;
+}
+
+}  // namespace detail
+
+std::string Problem::to_string() const {
+  return fmt::format("{}x{}x{} lda={} ldb={} ldc={}", M, N, K, lda, ldb, ldc);
+}
+
+const char* to_string(GpuMatch match) {
+  switch (match) {
+    case GpuMatch::this_gpu: return "this GPU";
+    case GpuMatch::same_compute_capability: return "a GPU of the same compute capability";
+    case GpuMatch::same_architecture: return "a GPU of the same architecture";
+    case GpuMatch::none: return "no record (the declared default)";
+  }
+  return "?";
+}
+
+std::string Plan::to_string() const {
+  std::string text = fmt::format("{} [{}] on the {} backend\n", template_name, config,
+                                 backend == Backend::gpu ? "GPU" : "CPU");
+  if (gpu_match == GpuMatch::none) {
+    text += "  no record fits: the declared default\n";
+  } else {
+    text += fmt::format("  recorded on {} ({}) at {}x{}x{}{}; expected {:.4f} ms; passed {} fuzz cases\n",
+                        gpu, tiletune::to_string(gpu_match), recorded_M, recorded_N, recorded_K,
+                        exact ? " (exact)" : "", expected_ms, fuzz_cases);
+  }
+  text += fmt::format("  grid {}x{}x{}, block {}x{}x{}, {} bytes of dynamic shared memory{}\n", grid[0],
+                      grid[1], grid[2], block[0], block[1], block[2], dynamic_shared_bytes,
+                      zero_output ? ", C cleared first" : "");
+  text += "  why: " + why;
+  return text;
+}
+
+Gemm::Gemm(std::shared_ptr<detail::GemmState> state) : state_(std::move(state)) {}
+
+const std::string& Gemm::name() const { return state_->name(); }
+
+Plan Gemm::plan(const Problem& problem) const {
+  return translated([&] {
+    check_problem(problem);
+    CUcontext context = nullptr;
+    if (state_->library().options.backend == Backend::gpu) {
+      context = state_->library().gpu().current_context();
+    }
+    return state_->prepared(context, problem)->plan;
+  });
+}
+
+void Gemm::run(const Problem& problem, const float* A, const float* B, float* C, void* stream) const {
+  translated([&] {
+    check_problem(problem);
+    if (A == nullptr || B == nullptr || C == nullptr) {
+      throw InvalidProblem(fmt::format("problem {}: {} is a null pointer", problem.to_string(),
+                                       A == nullptr ? "A" : B == nullptr ? "B" : "C"));
+    }
+    detail::LibraryState& library = state_->library();
+    if (library.options.backend == Backend::cpu) {
+      const std::shared_ptr<const Prepared> prepared = state_->prepared(nullptr, problem);
+      const GemmProblem& p = prepared->problem;
+      prepared->cpu->launch(prepared->geometry, A, B, C, int(p.shape.m), int(p.shape.n),
+                            int(p.shape.k), int(p.lda), int(p.ldb), int(p.ldc), 0);
+      return;
+    }
+    const CUcontext context = library.gpu().current_context();
+    const std::shared_ptr<const Prepared> prepared = state_->prepared(context, problem);
+    prepared->gpu->launch(prepared->geometry, CUdeviceptr(A), CUdeviceptr(B), CUdeviceptr(C),
+                          prepared->problem, static_cast<CUstream>(stream));
+  });
+}
+
+Library::Library(std::shared_ptr<detail::LibraryState> state) : state_(std::move(state)) {}
+
+Library Library::open(const std::string& path, const Options& options) {
+  return translated([&] {
+    auto state = std::make_shared<detail::LibraryState>();
+    state->options = options;
+    if (runtime::is_bundle(path)) {
+      state->source = "bundle " + path;
+      state->bundle = runtime::read_bundle(path);
+    } else if (std::filesystem::is_regular_file(path)) {
+      state->source = "database " + path;
+      state->owned_records = runtime::load_database_records(path);
+    } else {
+      throw Error(fmt::format("{}: no such tiletune database or bundle", path));
+    }
+    if (!options.record_misses.empty()) {
+      state->misses = std::make_unique<runtime::MissLog>(options.record_misses);
+    }
+    return Library(std::move(state));
+  });
+}
+
+Library Library::open(const EmbeddedBundle& bundle, const Options& options) {
+  return translated([&] {
+    auto state = std::make_shared<detail::LibraryState>();
+    state->options = options;
+    state->source = "embedded bundle";
+    state->bundle = runtime::read_bundle(bundle);
+    if (!options.record_misses.empty()) {
+      state->misses = std::make_unique<runtime::MissLog>(options.record_misses);
+    }
+    return Library(std::move(state));
+  });
+}
+
+Gemm Library::gemm(const std::string& template_name) const {
+  // The handle keeps the whole library alive (the aliasing constructor) and points at its part.
+  return translated([&] { return Gemm(std::shared_ptr<detail::GemmState>(state_, &state_->gemm(template_name))); });
+}
+
+std::vector<std::string> Library::templates() const {
+  std::vector<std::string> names;
+  for (const RecordedTemplate& t : state_->records().templates) names.push_back(t.name);
+  return names;  // RecordSet keeps them sorted by name
+}
+
+std::string Library::source() const { return state_->source; }
+
+const Options& Library::options() const { return state_->options; }
+
+const char* version() { return TILETUNE_VERSION; }
+
+}  // namespace tiletune
