@@ -94,8 +94,8 @@ bool matches_reference(const tiletune::Problem& p, const Operands& x) {
       const double bound = p.K * std::ldexp(magnitude, -22) + std::numeric_limits<float>::min();
       const bool right = j < p.N ? std::fabs(c - reference) <= bound : std::isnan(c);  // NaN fails
       if (!right && wrong++ == 0) {
-        std::printf("  first wrong: C[%lld][%lld] = %.9g, expected %.9g\n", (long long)i,
-                    (long long)j, c, reference);
+        std::printf("  first wrong: C[%lld][%lld] = %.9g, expected %.9g%s\n", (long long)i,
+                    (long long)j, c, reference, j < p.N ? "" : " (padding, never written)");
       }
     }
   }
