@@ -17,6 +17,15 @@ step() { printf '\n== %s\n' "$*"; }
 step "install into $prefix"
 cmake --install "$binary_dir" --prefix "$prefix"
 
+# SQLite and Boost.Context, which a GPU host may lack, come from the prefix.
+for dependency in libsqlite3 libboost_context; do
+  if ! ldd "$prefix/lib/libtiletune.so" | grep -q "$dependency.* => $prefix/lib/"; then
+    echo "gemm_client_test: the installed libtiletune.so does not take $dependency from $prefix/lib:" >&2
+    ldd "$prefix/lib/libtiletune.so" >&2
+    exit 1
+  fi
+done
+
 step "configure and build examples/gemm_client against $prefix only"
 unset CMAKE_PREFIX_PATH
 cmake -S "$source_dir/examples/gemm_client" -B "$client" -G "$generator" \
