@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ libsqlite3-dev librapidcheck-dev libcli11-dev nlohmann-json3-dev
-          libfmt-dev libboost-context-dev libgtest-dev libgmock-dev libeigen3-dev)
+packages=(cmake ninja-build g++ libsqlite3-dev sqlite3 librapidcheck-dev libcli11-dev
+          nlohmann-json3-dev libfmt-dev libboost-context-dev libgtest-dev libgmock-dev libeigen3-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -1,1 +1,194 @@
-// Placeholder: written on its branch.
+// The C API (include/tiletune/tiletune_c.h): the public C++ API behind opaque handles, written on
+// tiletune.h alone. Every entry point catches everything: no exception crosses into C.
+#include "tiletune/tiletune_c.h"
+
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "tiletune/tiletune.h"
+
+struct tiletune_library {
+  tiletune::Library library;
+};
+
+// A gemm holds its library too, so that it outlives tiletune_library_close.
+struct tiletune_gemm {
+  tiletune::Library library;
+  tiletune::Gemm gemm;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+// Runs body, turning whatever it throws into a status and this thread's last error.
+template <typename Body>
+tiletune_status guarded(Body&& body) noexcept {
+  try {
+    last_error.clear();
+    body();
+    return TILETUNE_OK;
+  } catch (const tiletune::InvalidProblem& error) {
+    last_error = error.what();
+    return TILETUNE_INVALID_PROBLEM;
+  } catch (const tiletune::NoConfiguration& error) {
+    last_error = error.what();
+    return TILETUNE_NO_CONFIGURATION;
+  } catch (const std::bad_alloc&) {
+    last_error = "tiletune: out of memory";
+    return TILETUNE_ERROR;
+  } catch (const std::exception& error) {
+    last_error = error.what();
+    return TILETUNE_ERROR;
+  } catch (...) {
+    last_error = "tiletune: an unknown exception";
+    return TILETUNE_ERROR;
+  }
+}
+
+void require(const void* pointer, const char* function, const char* argument) {
+  if (pointer == nullptr) {
+    throw tiletune::Error(std::string(function) + ": " + argument + " is null");
+  }
+}
+
+tiletune::Problem to_problem(const tiletune_problem& p) {
+  return tiletune::Problem{p.M, p.N, p.K, p.lda, p.ldb, p.ldc};
+}
+
+// Copies a name or configuration whole, or refuses: a cut one would name something else.
+template <std::size_t size>
+void copy_whole(char (&field)[size], const std::string& text, const char* what) {
+  if (text.size() >= size) {
+    throw tiletune::Error("tiletune_gemm_plan: the " + std::string(what) + " is " +
+                        std::to_string(text.size()) + " characters, more than tiletune_plan holds (" +
+                        std::to_string(size - 1) + "): " + text.substr(0, 60) + "...");
+  }
+  std::memcpy(field, text.c_str(), text.size() + 1);
+}
+
+// Copies text for people, cut to fit and marked "..." where it is.
+template <std::size_t size>
+void copy_cut(char (&field)[size], const std::string& text) {
+  static_assert(size > 4);
+  if (text.size() < size) {
+    std::memcpy(field, text.c_str(), text.size() + 1);
+    return;
+  }
+  std::memcpy(field, text.data(), size - 4);
+  std::memcpy(field + size - 4, "...", 4);
+}
+
+tiletune_gpu_match to_c(tiletune::GpuMatch match) {
+  switch (match) {
+    case tiletune::GpuMatch::this_gpu: return TILETUNE_GPU_MATCH_THIS_GPU;
+    case tiletune::GpuMatch::same_compute_capability:
+      return TILETUNE_GPU_MATCH_SAME_COMPUTE_CAPABILITY;
+    case tiletune::GpuMatch::same_architecture: return TILETUNE_GPU_MATCH_SAME_ARCHITECTURE;
+    case tiletune::GpuMatch::none: return TILETUNE_GPU_MATCH_NONE;
+  }
+  return TILETUNE_GPU_MATCH_NONE;
+}
+
+void fill(tiletune_plan& out, const tiletune::Plan& plan) {
+  copy_whole(out.template_name, plan.template_name, "template name");
+  copy_whole(out.template_hash, plan.template_hash, "template hash");
+  copy_whole(out.config, plan.config, "configuration");
+  copy_whole(out.gpu, plan.gpu, "GPU name");
+  out.gpu_match = to_c(plan.gpu_match);
+  out.recorded_M = plan.recorded_M;
+  out.recorded_N = plan.recorded_N;
+  out.recorded_K = plan.recorded_K;
+  out.exact = plan.exact ? 1 : 0;
+  out.expected_ms = plan.expected_ms;
+  out.fuzz_cases = plan.fuzz_cases;
+  for (int i = 0; i < 3; ++i) {
+    out.grid[i] = plan.grid[i];
+    out.block[i] = plan.block[i];
+  }
+  out.dynamic_shared_bytes = plan.dynamic_shared_bytes;
+  out.zero_output = plan.zero_output ? 1 : 0;
+  out.backend = plan.backend == tiletune::Backend::cpu ? TILETUNE_BACKEND_CPU : TILETUNE_BACKEND_GPU;
+  copy_cut(out.why, plan.why);
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* tiletune_version(void) { return tiletune::version(); }
+
+const char* tiletune_last_error(void) { return last_error.c_str(); }
+
+tiletune_status tiletune_library_open(const char* path, tiletune_backend backend,
+                                      const char* gpu_name, tiletune_library** library) {
+  if (library != nullptr) *library = nullptr;
+  return guarded([&] {
+    require(library, "tiletune_library_open", "library");
+    require(path, "tiletune_library_open", "path");
+    if (backend != TILETUNE_BACKEND_GPU && backend != TILETUNE_BACKEND_CPU) {
+      throw tiletune::Error("tiletune_library_open: backend " + std::to_string(static_cast<int>(backend)) +
+                          " is neither TILETUNE_BACKEND_GPU nor TILETUNE_BACKEND_CPU");
+    }
+    tiletune::Options options;
+    options.backend = backend == TILETUNE_BACKEND_CPU ? tiletune::Backend::cpu : tiletune::Backend::gpu;
+    if (gpu_name != nullptr) options.gpu_name = gpu_name;
+    *library = new tiletune_library{tiletune::Library::open(path, options)};
+  });
+}
+
+void tiletune_library_close(tiletune_library* library) { delete library; }
+
+tiletune_status tiletune_gemm_get(const tiletune_library* library, const char* name,
+                                  tiletune_gemm** gemm) {
+  if (gemm != nullptr) *gemm = nullptr;
+  return guarded([&] {
+    require(gemm, "tiletune_gemm_get", "gemm");
+    require(library, "tiletune_gemm_get", "library");
+    require(name, "tiletune_gemm_get", "name");
+    *gemm = new tiletune_gemm{library->library, library->library.gemm(name)};
+  });
+}
+
+void tiletune_gemm_release(tiletune_gemm* gemm) { delete gemm; }
+
+tiletune_status tiletune_gemm_plan(const tiletune_gemm* gemm, const tiletune_problem* problem,
+                                   tiletune_plan* plan) {
+  return guarded([&] {
+    require(gemm, "tiletune_gemm_plan", "gemm");
+    require(problem, "tiletune_gemm_plan", "problem");
+    require(plan, "tiletune_gemm_plan", "plan");
+    tiletune_plan filled{};
+    fill(filled, gemm->gemm.plan(to_problem(*problem)));
+    *plan = filled;
+  });
+}
+
+tiletune_status tiletune_gemm_plan_text(const tiletune_gemm* gemm, const tiletune_problem* problem,
+                                        char* buffer, size_t size, size_t* length) {
+  return guarded([&] {
+    require(gemm, "tiletune_gemm_plan_text", "gemm");
+    require(problem, "tiletune_gemm_plan_text", "problem");
+    if (size > 0) require(buffer, "tiletune_gemm_plan_text", "buffer");
+    const std::string text = gemm->gemm.plan(to_problem(*problem)).to_string();
+    if (length != nullptr) *length = text.size();
+    if (size == 0) return;
+    const std::size_t copied = text.size() < size ? text.size() : size - 1;
+    std::memcpy(buffer, text.data(), copied);
+    buffer[copied] = '\0';
+  });
+}
+
+tiletune_status tiletune_gemm_run(const tiletune_gemm* gemm, const tiletune_problem* problem,
+                                  const float* A, const float* B, float* C, void* stream) {
+  return guarded([&] {
+    require(gemm, "tiletune_gemm_run", "gemm");
+    require(problem, "tiletune_gemm_run", "problem");
+    // A, B and C are checked by Gemm::run, which reports a null one as an invalid problem.
+    gemm->gemm.run(to_problem(*problem), A, B, C, stream);
+  });
+}
+
+}  // extern "C"
