@@ -73,10 +73,11 @@ void run(const tiletune::Gemm& gemm, const tiletune::Problem& p, Operands& x, bo
 }
 
 // Compares every element of C with a double-precision triple loop. A float sum of K products, in
-// any order, with or without FMA, is off by at most about K * 2^-24 * sum_k |a||b| (one rounding
-// per addition, each at most half an ulp of a partial sum no larger than that); 2^-22 leaves room
-// for the kernel's blocked order. A missing, doubled or misplaced term is far larger. The tiny
-// absolute term covers sums too small for relative bounds. Padding must still be NaN.
+// any order and with or without FMA, is within K * 2^-24 * sum_k |a||b| of the exact sum (each of
+// its K roundings errs by at most 2^-24 of a partial sum, and no partial sum exceeds sum_k |a||b|);
+// 2^-22 leaves a factor 4 of room (split K, the double reference's own rounding). A missing,
+// doubled or misplaced term is an error of about |a||b|, far beyond it for most terms. The tiny
+// absolute term keeps an all-zero sum from needing exact zero. Padding must still be NaN.
 bool matches_reference(const tiletune::Problem& p, const Operands& x) {
   long wrong = 0;
   for (std::int64_t i = 0; i < p.M; ++i) {
