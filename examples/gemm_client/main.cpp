@@ -42,41 +42,42 @@ void check(cudaError_t status, const char* what) {
   }
 }
 
-struct DeviceCopy {  // a host vector's copy in device memory
+struct DeviceBuffer {  // device memory for `count` floats, freed with the buffer
   float* data = nullptr;
-  explicit DeviceCopy(const std::vector<float>& host) {
-    check(cudaMalloc(reinterpret_cast<void**>(&data), host.size() * sizeof(float)), "cudaMalloc");
-    copy_from(host);
+  explicit DeviceBuffer(std::size_t count) {
+    check(cudaMalloc(reinterpret_cast<void**>(&data), count * sizeof(float)), "cudaMalloc");
   }
-  void copy_from(const std::vector<float>& host) {
-    const std::size_t bytes = host.size() * sizeof(float);
-    check(cudaMemcpy(data, host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
-  }
-  void copy_to(std::vector<float>& host) const {
-    const std::size_t bytes = host.size() * sizeof(float);
-    check(cudaMemcpy(host.data(), data, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  }
-  ~DeviceCopy() { cudaFree(data); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(data); }
 };
+
+void copy(float* to, const float* from, std::size_t count, cudaMemcpyKind kind) {
+  check(cudaMemcpy(to, from, count * sizeof(float), kind), "cudaMemcpy");
+}
 #endif
 
 void run(const tiletune::Gemm& gemm, const tiletune::Problem& p, Operands& x, bool on_cpu) {
   if (on_cpu) return gemm.run(p, x.A.data(), x.B.data(), x.C.data());  // host pointers
 #ifdef GEMM_CLIENT_WITH_CUDA
-  DeviceCopy A(x.A), B(x.B), C(x.C);
+  DeviceBuffer A(x.A.size()), B(x.B.size()), C(x.C.size());
+  copy(A.data, x.A.data(), x.A.size(), cudaMemcpyHostToDevice);
+  copy(B.data, x.B.data(), x.B.size(), cudaMemcpyHostToDevice);
+  copy(C.data, x.C.data(), x.C.size(), cudaMemcpyHostToDevice);  // the NaN padding
   gemm.run(p, A.data, B.data, C.data, /*stream=*/nullptr);
   check(cudaDeviceSynchronize(), "the GEMM");  // errors inside the kernel surface here
-  C.copy_to(x.C);
+  copy(x.C.data(), C.data, x.C.size(), cudaMemcpyDeviceToHost);
 #else
   throw std::runtime_error("built without the CUDA runtime: only --cpu runs");
 #endif
 }
 
 // Compares every element of C with a double-precision triple loop. A float sum of K products, in
-// any order, with or without FMA, is off by at most about K * 2^-24 * sum_k |a||b| (one rounding
-// per addition, each at most half an ulp of a partial sum no larger than that); 2^-22 leaves room
-// for the kernel's blocked order. A missing, doubled or misplaced term is far larger. The tiny
-// absolute term covers sums too small for relative bounds. Padding must still be NaN.
+// any order and with or without FMA, is within K * 2^-24 * sum_k |a||b| of the exact sum (each of
+// its K roundings errs by at most 2^-24 of a partial sum, and no partial sum exceeds sum_k |a||b|);
+// 2^-22 leaves a factor 4 of room (split K, the double reference's own rounding). A missing,
+// doubled or misplaced term is an error of about |a||b|, far beyond it for most terms. The tiny
+// absolute term keeps an all-zero sum from needing exact zero. Padding must still be NaN.
 bool matches_reference(const tiletune::Problem& p, const Operands& x) {
   long wrong = 0;
   for (std::int64_t i = 0; i < p.M; ++i) {

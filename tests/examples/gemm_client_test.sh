@@ -18,10 +18,12 @@ step "install into $prefix"
 cmake --install "$binary_dir" --prefix "$prefix"
 
 # SQLite and Boost.Context, which a GPU host may lack, come from the prefix.
+resolved=$(ldd "$prefix/lib/libtiletune.so")
 for dependency in libsqlite3 libboost_context; do
-  if ! ldd "$prefix/lib/libtiletune.so" | grep -q "$dependency.* => $prefix/lib/"; then
-    echo "gemm_client_test: the installed libtiletune.so does not take $dependency from $prefix/lib:" >&2
-    ldd "$prefix/lib/libtiletune.so" >&2
+  if ! grep -q "$dependency.* => $prefix/lib/" <<<"$resolved"; then
+    echo "gemm_client_test: the installed libtiletune.so does not take $dependency from" \
+         "$prefix/lib:" >&2
+    echo "$resolved" >&2
     exit 1
   fi
 done
