@@ -20,9 +20,9 @@ cmake --install "$binary_dir" --prefix "$prefix"
 # SQLite and Boost.Context, which a GPU host may lack, come from the prefix.
 resolved=$(ldd "$prefix/lib/libtiletune.so")
 for dependency in libsqlite3 libboost_context; do
-  if ! grep -q "$dependency.* => $prefix/lib/" <<<"$resolved"; then
+  if ! grep -q "$dependency.* => $prefix/lib/tiletune/" <<<"$resolved"; then
     echo "gemm_client_test: the installed libtiletune.so does not take $dependency from" \
-         "$prefix/lib:" >&2
+         "$prefix/lib/tiletune:" >&2
     echo "$resolved" >&2
     exit 1
   fi
