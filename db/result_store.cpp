@@ -528,7 +528,10 @@ std::vector<ResultRecord> ResultStore::ranking(const std::string& gpu_name, cons
       JOIN shapes s ON s.id = r.shape_id
       WHERE g.name = ?1 AND s.m = ?2 AND s.n = ?3 AND s.k = ?4
         AND r.status = 'ok' AND t.is_current AND (?5 IS NULL OR t.name = ?5)
-      ORDER BY r.median_ms, r.id)sql");
+      -- Equal medians (the timer's resolution makes them common on small shapes) are ordered as
+      -- the runtime library's selection orders them (tuner/runtime/record_set.h), so that best,
+      -- query, bench and the library name the same winner.
+      ORDER BY r.median_ms, t.name, r.config)sql");
   query.bind(gpu_name, shape.m, shape.n, shape.k, template_name);
   std::vector<ResultRecord> results;
   while (query.step()) results.push_back(read_result(query));

@@ -165,7 +165,8 @@ class ResultStore {
   // versions, optionally only of one template name.
   std::optional<ResultRecord> best(const std::string& gpu_name, const GemmShape& shape,
                                    const std::optional<std::string>& template_name = {}) const;
-  // Every ok result for the GPU and shape, fastest first (current template versions only).
+  // Every ok result for the GPU and shape, fastest first (current template versions only; equal
+  // times by template name, then configuration text).
   std::vector<ResultRecord> ranking(const std::string& gpu_name, const GemmShape& shape,
                                     const std::optional<std::string>& template_name = {}) const;
   // Every ok result of the current template versions, on every GPU and shape, in one query (what

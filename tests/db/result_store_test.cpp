@@ -155,6 +155,23 @@ TEST_F(ResultStoreTest, BestIsTheFastestOkResult) {
   EXPECT_FALSE(store.best(gpu.name, GemmShape{7, 7, 7}).has_value());
 }
 
+TEST_F(ResultStoreTest, EqualTimesAreRankedByTemplateNameThenConfiguration) {
+  // As the runtime library's selection orders them, whatever order they were recorded in: a tie
+  // (common at the timer's resolution on small shapes) must not let bench and the library differ.
+  ResultStore store(db_path());
+  const GpuRecord gpu = h200();
+  const auto gpu_id = store.register_gpu(gpu);
+  store.register_template(make_template("tiled", "h1"));
+  store.register_template(make_template("naive", "h2"));
+  store.record_result(gpu_id, gpu, make_result("tiled", "h1", "BK=8", kSquare, ResultStatus::ok, 1.0));
+  store.record_result(gpu_id, gpu, make_result("tiled", "h1", "BK=16", kSquare, ResultStatus::ok, 1.0));
+  store.record_result(gpu_id, gpu, make_result("naive", "h2", "X=1", kSquare, ResultStatus::ok, 1.0));
+  std::vector<std::string> order;
+  for (const ResultRecord& r : store.ranking(gpu.name, kSquare)) order.push_back(r.template_name + " " + r.config);
+  EXPECT_EQ(order, (std::vector<std::string>{"naive X=1", "tiled BK=16", "tiled BK=8"}));
+  EXPECT_EQ(store.best(gpu.name, kSquare, "tiled")->config, "BK=16");
+}
+
 TEST_F(ResultStoreTest, GpusAreMatchedByName) {
   ResultStore store(db_path());
   const GpuRecord big = h200();
