@@ -414,5 +414,27 @@ TEST_F(LibraryGpuTest, ConcurrentFirstCallsShareOneBuild) {
   EXPECT_EQ(entries, 1);
 }
 
+TEST_F(LibraryGpuTest, AMissedProblemTunedWithTuneMissedIsExactAfterwards) {
+  // The whole loop of the issue: an application meets a problem without an exact record, the miss
+  // is kept in the database, `tiletune tune --missed` tunes it, and the next process runs a record
+  // of that very shape.
+  Options options;
+  options.record_misses = database_.string();
+  const Problem p = Problem::packed(300, 200, 100);
+  {
+    const Library library = Library::open(database_.string(), options);
+    EXPECT_FALSE(library.gemm("tiled").plan(p).exact);
+  }
+  const std::string tune = std::string(TILETUNE_BINARY_DIR) + "/tools/tiletune tune --missed --db " +
+                           database_.string() + " > " + (folder_ / "tune.log").string() + " 2>&1";
+  ASSERT_EQ(std::system(tune.c_str()), 0) << std::ifstream(folder_ / "tune.log").rdbuf();
+  const Library library = Library::open(database_.string(), options);
+  const Plan plan = library.gemm("tiled").plan(p);
+  EXPECT_TRUE(plan.exact) << plan.to_string();
+  EXPECT_TRUE(runs_correctly(library.gemm("tiled"), p, 9));
+  const ResultStore store(database_, ResultStore::Access::read_only);
+  EXPECT_TRUE(store.missed_problems(device_->properties().name, "tiled").empty());
+}
+
 }  // namespace
 }  // namespace tiletune
