@@ -2,7 +2,6 @@
 // every kind of failure, plans in fixed arrays and caller-sized buffers, a gemm that outlives its
 // library, and the thread-local last error. Nothing here may throw: a C caller could not catch it.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <cmath>
 #include <fstream>
@@ -12,24 +11,16 @@
 #include <vector>
 
 #include "tests/test_folder.h"
+#include "tests/tuned_fixture.h"
 #include "tiletune/tiletune_c.h"
 
 namespace {
 
 // A database made from tests/fixtures/tuned/h100_kernels_src.sql, once per test.
 std::string fixture_database() {
-  const std::string path = (tiletune::testing_support::fresh_test_folder("c-api") / "h100.db").string();
-  std::ifstream dump(TILETUNE_SOURCE_DIR "/tests/fixtures/tuned/h100_kernels_src.sql");
-  std::stringstream sql;
-  sql << dump.rdbuf();
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* error = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.str().c_str(), nullptr, nullptr, &error), SQLITE_OK)
-      << (error ? error : "");
-  sqlite3_free(error);
-  sqlite3_close(db);
-  return path;
+  using namespace tiletune::testing_support;
+  return load_tuned_fixture(fresh_test_folder("c-api") / "h100.db")
+      .string();
 }
 
 class CApi : public ::testing::Test {

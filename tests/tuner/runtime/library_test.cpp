@@ -3,7 +3,6 @@
 // results against a reference computed here, argument checks, defaults, misses, bundles, and the
 // GPU backend where there is a GPU.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <tiletune/tiletune.h>
 
 #include <algorithm>
@@ -19,29 +18,15 @@
 #include "tuner/device_buffer.h"
 #include "tuner/kernel_template.h"
 #include "tests/test_folder.h"
+#include "tests/tuned_fixture.h"
 
 namespace tiletune {
 namespace {
 
 using testing_support::fresh_test_folder;
+using testing_support::load_tuned_fixture;
 
-constexpr const char* kH100 = "NVIDIA H100 80GB HBM3";
-
-// The fixture's database, made once per test from its SQL dump.
-std::filesystem::path tuned_database(const std::filesystem::path& folder) {
-  std::ifstream in(std::string(TILETUNE_SOURCE_DIR) + "/tests/fixtures/tuned/h100_kernels_src.sql");
-  std::stringstream sql;
-  sql << in.rdbuf();
-  const std::filesystem::path path = folder / "tuned.db";
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* error = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.str().c_str(), nullptr, nullptr, &error), SQLITE_OK)
-      << (error ? error : "");
-  sqlite3_free(error);
-  sqlite3_close(db);
-  return path;
-}
+constexpr const char* kH100 = testing_support::kTunedFixtureGpu;
 
 struct Operands {
   std::vector<float> a, b, c;
@@ -90,7 +75,7 @@ class LibraryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     folder_ = fresh_test_folder("library");
-    database_ = tuned_database(folder_);
+    database_ = load_tuned_fixture(folder_ / "tuned.db");
   }
   Options cpu() const {
     Options options;
@@ -331,7 +316,7 @@ class LibraryGpuTest : public testing_support::GpuTest {
     GpuTest::SetUp();
     if (IsSkipped()) return;
     folder_ = fresh_test_folder("library-gpu");
-    database_ = tuned_database(folder_);
+    database_ = load_tuned_fixture(folder_ / "tuned.db");
   }
   ::testing::AssertionResult runs_correctly(const Gemm& gemm, const Problem& p, std::uint32_t seed) {
     Operands o = random_operands(p, seed);
