@@ -3,7 +3,8 @@
 //
 //   gemm_client PATH [--cpu] [--gpu-name NAME] [--kernel NAME] [--shape MxNxK ...]
 //
-// PATH: a tiletune database or an exported bundle. --cpu: the same tuned kernels on tiletune's CPU
+// PATH: a tiletune database or an exported bundle; `embedded` for the bundle compiled in (built
+// with -DGEMM_CLIENT_BUNDLE_SOURCE=tiletune_bundle.cpp, from `tiletune export --format cpp`). --cpu: the same tuned kernels on tiletune's CPU
 // backend, on host memory, as an application's CI runs them without a GPU. Exit 0: every problem
 // passed; 1: a wrong result or an error; 2: bad arguments.
 #include <tiletune/tiletune.h>
@@ -19,6 +20,10 @@
 
 #ifdef GEMM_CLIENT_WITH_CUDA
 #include <cuda_runtime_api.h>
+#endif
+
+#ifdef GEMM_CLIENT_EMBEDDED_BUNDLE
+const tiletune::EmbeddedBundle& tiletune_bundle();  // defined by the exported tiletune_bundle.cpp
 #endif
 
 namespace {
@@ -144,7 +149,13 @@ int main(int argc, char** argv) {
 
   try {
     const bool on_cpu = options.backend == tiletune::Backend::cpu;
+#ifdef GEMM_CLIENT_EMBEDDED_BUNDLE
+    const tiletune::Library library = path == "embedded"
+                                          ? tiletune::Library::open(tiletune_bundle(), options)
+                                          : tiletune::Library::open(path, options);
+#else
     const tiletune::Library library = tiletune::Library::open(path, options);
+#endif
     const tiletune::Gemm gemm = library.gemm(kernel);
     std::printf("tiletune %s, %s, %s on the %s\n", tiletune::version(), library.source().c_str(),
                 kernel.c_str(), on_cpu ? "CPU backend" : "GPU");
