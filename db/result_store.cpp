@@ -19,14 +19,16 @@ namespace tiletune {
 namespace {
 
 // The user_version that db/schema.sql sets.
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 // The older versions that opening migrates, each to the next, in turn; any other is refused.
 struct Migration {
   int from;
   const char* sql;
 };
-constexpr std::array<Migration, 3> kMigrations{
-    {{1, kMigrateV1ToV2Sql}, {2, kMigrateV2ToV3Sql}, {3, kMigrateV3ToV4Sql}}};
+constexpr std::array<Migration, 4> kMigrations{{{1, kMigrateV1ToV2Sql},
+                                                {2, kMigrateV2ToV3Sql},
+                                                {3, kMigrateV3ToV4Sql},
+                                                {4, kMigrateV4ToV5Sql}}};
 // How long a writer waits for another process's transaction before giving up.
 constexpr int kBusyTimeoutMs = 10'000;
 
@@ -187,7 +189,7 @@ void create_or_check_schema(sqlite3* db, const std::filesystem::path& path) {
   if (version != kSchemaVersion) {
     throw DatabaseError(path.string() + ": unsupported schema version " + std::to_string(version) +
                         " (this tiletune reads version " + std::to_string(kSchemaVersion) +
-                        " and migrates versions 1, 2 and 3)");
+                        " and migrates versions 1, 2, 3 and 4)");
   }
 }
 
@@ -270,15 +272,15 @@ sqlite3* open_database_read_only(const std::filesystem::path& path, int& version
                                              ? ": no tiletune schema yet (run 'tiletune tune' first)"
                                              : ": not a tiletune database (it has tables but no schema version)"));
   }
-  // Versions 1 to 3 differ from this one in what only a tune or the runtime library writes (the
-  // statuses a result may have, the fuzz passes, the missed problems): what a reader asks for
-  // reads the same.
+  // Versions 1 to 4 differ from this one in what only a tune, the runtime library or a profile
+  // writes (the statuses a result may have, the fuzz passes, the missed problems, the counters and
+  // bench rows): what a reader asks for reads the same.
   const bool older = std::any_of(kMigrations.begin(), kMigrations.end(),
                                  [&](const Migration& m) { return m.from == version; });
   if (version != kSchemaVersion && !older) {
     throw DatabaseError(path.string() + ": unsupported schema version " + std::to_string(version) +
                         " (this tiletune reads version " + std::to_string(kSchemaVersion) +
-                        " and versions 1, 2 and 3)");
+                        " and versions 1, 2, 3 and 4)");
   }
   return db.release();
 }
@@ -300,6 +302,27 @@ sqlite3* open_database(const std::filesystem::path& path) {
   exec(db.get(), path, "PRAGMA foreign_keys = ON", "enabling foreign keys");
   create_or_check_schema(db.get(), path);
   return db.release();
+}
+
+// The id of a registered template version; `doing` names the operation in the error.
+std::int64_t template_id(sqlite3* db, const std::filesystem::path& path, const std::string& doing,
+                         const std::string& name, const std::string& hash) {
+  Statement find(db, path, doing, "SELECT id FROM templates WHERE name = ?1 AND source_hash = ?2");
+  if (!find.bind(name, hash).step()) {
+    throw DatabaseError(path.string() + ": " + doing + ": template version " + hash +
+                        " is not registered");
+  }
+  return find.int64(0);
+}
+
+// The id of a shape's row, added if new.
+std::int64_t shape_id(sqlite3* db, const std::filesystem::path& path, const std::string& doing,
+                      const GemmShape& shape) {
+  Statement add(db, path, doing, "INSERT INTO shapes (m, n, k) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING");
+  add.bind(shape.m, shape.n, shape.k).run();
+  Statement find(db, path, doing, "SELECT id FROM shapes WHERE m = ?1 AND n = ?2 AND k = ?3");
+  find.bind(shape.m, shape.n, shape.k).step();
+  return find.int64(0);
 }
 
 // A row of the ranking query's columns, in their order.
@@ -708,6 +731,109 @@ int ResultStore::forget_misses(const std::string& gpu_name, const std::string& t
   const int removed = sqlite3_changes(db_);
   transaction.commit();
   return removed;
+}
+
+void ResultStore::record_counters(std::int64_t gpu_id, const CounterRecord& counters) {
+  const std::string doing = "recording the counters of " + counters.template_name + " " +
+                            counters.config + " at " + counters.shape.to_string();
+  Transaction transaction(db_, path_, doing);
+  const std::int64_t tmpl =
+      template_id(db_, path_, doing, counters.template_name, counters.template_hash);
+  const std::int64_t shape = shape_id(db_, path_, doing, counters.shape);
+  // Replaced as a whole: a metric this ncu no longer reads must not survive from an older profile.
+  Statement remove(db_, path_, doing, R"sql(
+      DELETE FROM counters WHERE gpu_id = ?1 AND template_id = ?2 AND config = ?3 AND shape_id = ?4)sql");
+  remove.bind(gpu_id, tmpl, counters.config, shape).run();
+  for (const auto& [metric, value] : counters.values) {
+    Statement insert(db_, path_, doing, R"sql(
+        INSERT INTO counters (gpu_id, template_id, config, shape_id, metric, value, ncu_version,
+                              recorded_at)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, datetime('now')))sql");
+    insert.bind(gpu_id, tmpl, counters.config, shape, metric, value, counters.ncu_version).run();
+  }
+  transaction.commit();
+}
+
+std::vector<CounterRecord> ResultStore::counters(const std::optional<std::string>& gpu_name,
+                                                 const std::optional<std::string>& template_name) const {
+  if (schema_version_ < 5) return {};  // read as it is: the table came with version 5
+  Statement query(db_, path_, "reading the counters", R"sql(
+      SELECT g.name, t.name, t.source_hash, c.config, s.m, s.n, s.k, c.metric, c.value,
+             c.ncu_version, c.recorded_at, g.id
+      FROM counters c
+      JOIN gpus g ON g.id = c.gpu_id
+      JOIN template_versions t ON t.id = c.template_id
+      JOIN shapes s ON s.id = c.shape_id
+      WHERE t.is_current AND (?1 IS NULL OR g.name = ?1) AND (?2 IS NULL OR t.name = ?2)
+      ORDER BY g.name, g.id, t.name, s.m, s.n, s.k, c.config, c.metric)sql");
+  query.bind(gpu_name, template_name);
+  std::vector<CounterRecord> records;
+  std::int64_t last_gpu_id = -1;  // GPU rows of one name (several hosts) stay apart
+  while (query.step()) {
+    CounterRecord key;
+    key.gpu_name = query.text(0);
+    key.template_name = query.text(1);
+    key.template_hash = query.text(2);
+    key.config = query.text(3);
+    key.shape = {query.int64(4), query.int64(5), query.int64(6)};
+    const bool same_key = !records.empty() && last_gpu_id == query.int64(11) &&
+                          records.back().template_hash == key.template_hash &&
+                          records.back().config == key.config && records.back().shape == key.shape;
+    if (!same_key) {
+      key.ncu_version = query.text(9);
+      key.recorded_at = query.text(10);
+      records.push_back(std::move(key));
+      last_gpu_id = query.int64(11);
+    }
+    records.back().values[query.text(7)] = query.real(8);
+  }
+  return records;
+}
+
+void ResultStore::record_bench(std::int64_t gpu_id, const BenchRecord& row) {
+  const std::string doing = "recording a bench row of " + row.template_name + " " + row.config +
+                            " at " + row.shape.to_string();
+  Transaction transaction(db_, path_, doing);
+  const std::int64_t tmpl = template_id(db_, path_, doing, row.template_name, row.template_hash);
+  const std::int64_t shape = shape_id(db_, path_, doing, row.shape);
+  Statement upsert(db_, path_, doing, R"sql(
+      INSERT INTO bench_results (gpu_id, template_id, config, shape_id, ours_ms, cublas_ms,
+                                 recorded_at)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, datetime('now'))
+      ON CONFLICT (gpu_id, template_id, config, shape_id) DO UPDATE SET
+        ours_ms = excluded.ours_ms,
+        cublas_ms = excluded.cublas_ms,
+        recorded_at = excluded.recorded_at)sql");
+  upsert.bind(gpu_id, tmpl, row.config, shape, row.ours_ms, row.cublas_ms).run();
+  transaction.commit();
+}
+
+std::vector<BenchRecord> ResultStore::bench_results(const std::optional<std::string>& gpu_name) const {
+  if (schema_version_ < 5) return {};  // read as it is: the table came with version 5
+  Statement query(db_, path_, "reading the bench rows", R"sql(
+      SELECT g.name, t.name, t.source_hash, b.config, s.m, s.n, s.k, b.ours_ms, b.cublas_ms,
+             b.recorded_at
+      FROM bench_results b
+      JOIN gpus g ON g.id = b.gpu_id
+      JOIN template_versions t ON t.id = b.template_id
+      JOIN shapes s ON s.id = b.shape_id
+      WHERE t.is_current AND (?1 IS NULL OR g.name = ?1)
+      ORDER BY g.name, g.id, t.name, s.m, s.n, s.k, b.config)sql");
+  query.bind(gpu_name);
+  std::vector<BenchRecord> rows;
+  while (query.step()) {
+    BenchRecord row;
+    row.gpu_name = query.text(0);
+    row.template_name = query.text(1);
+    row.template_hash = query.text(2);
+    row.config = query.text(3);
+    row.shape = {query.int64(4), query.int64(5), query.int64(6)};
+    row.ours_ms = query.real(7);
+    row.cublas_ms = query.real(8);
+    row.recorded_at = query.text(9);
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 }  // namespace tiletune

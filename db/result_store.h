@@ -111,17 +111,35 @@ struct MissedProblem {
   std::string last_seen;
 };
 
+// The hardware counters of one configuration of a template version on a GPU and shape, by
+// tiletune's short metric names (tuner/profiling/counter_metrics.h): what `tiletune profile` stores.
+struct CounterRecord {
+  std::string gpu_name, template_name, template_hash, config;
+  GemmShape shape;
+  std::map<std::string, double> values;
+  std::string ncu_version, recorded_at;  // recorded_at: filled by the store, UTC
+};
+
+// A configuration's time and cuBLAS's on the same GPU and shape.
+struct BenchRecord {
+  std::string gpu_name, template_name, template_hash, config;
+  GemmShape shape;
+  double ours_ms = 0, cublas_ms = 0;
+  std::string recorded_at;  // filled by the store, UTC
+};
+
 class ResultStore {
  public:
   enum class Access {
     // Opens or creates the database, switches it to WAL mode, creates, checks or migrates (from
-    // versions 1, 2 and 3, each step in one transaction) its schema.
+    // versions 1, 2, 3 and 4, each step in one transaction) its schema.
     read_write,
     // For what only reads (query, list, strategies): the file must exist and is never changed, nor
     // its journal mode, nor any file created beside it (except the -shm and -wal files a reader of
     // a WAL database needs, where the folder is writable). Older schema versions are read as they
     // are (fuzz_passes, which version 3 brought, asks for a tune to migrate them; a file older
-    // than version 4 has no missed problems); a read-only file in a read-only folder is read too.
+    // than version 4 has no missed problems, one older than version 5 no counters and no bench
+    // rows); a read-only file in a read-only folder is read too.
     read_only,
   };
 
@@ -193,6 +211,23 @@ class ResultStore {
   // once tuned, they are misses no more. Returns how many rows went.
   int forget_misses(const std::string& gpu_name, const std::string& template_name,
                     const GemmShape& shape);
+
+  using CounterRecord = tiletune::CounterRecord;
+  using BenchRecord = tiletune::BenchRecord;
+  // Replaces the counters recorded for the GPU row, template version (registered), configuration
+  // and shape by these values, in one transaction. gpu_name in the record is not read.
+  void record_counters(std::int64_t gpu_id, const CounterRecord& counters);
+  // The counters of current template versions, optionally of one GPU (by name) and one template,
+  // one record per GPU, template, shape and configuration, in that order. A read-only file older
+  // than version 5 has none.
+  std::vector<CounterRecord> counters(const std::optional<std::string>& gpu_name = {},
+                                      const std::optional<std::string>& template_name = {}) const;
+  // Records (or replaces) a configuration's time against cuBLAS's, in its own transaction.
+  // gpu_name in the row is not read.
+  void record_bench(std::int64_t gpu_id, const BenchRecord& row);
+  // The bench rows of current template versions, optionally of one GPU (by name), ordered by GPU,
+  // template, shape and configuration. A read-only file older than version 5 has none.
+  std::vector<BenchRecord> bench_results(const std::optional<std::string>& gpu_name = {}) const;
 
  private:
   int schema_version_ = 0;  // read-only, an older version may be read as it is

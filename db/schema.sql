@@ -1,10 +1,11 @@
--- The tiletune database, schema version 4 (kept in PRAGMA user_version). Created in one
--- transaction when ResultStore opens a new or empty file; a file of version 1, 2 or 3 is migrated
--- by db/migrate_v1_to_v2.sql, db/migrate_v2_to_v3.sql and db/migrate_v3_to_v4.sql in turn, from
--- its own version on; any other version is refused.
+-- The tiletune database, schema version 5 (kept in PRAGMA user_version). Created in one
+-- transaction when ResultStore opens a new or empty file; a file of version 1, 2, 3 or 4 is
+-- migrated by db/migrate_v1_to_v2.sql, db/migrate_v2_to_v3.sql, db/migrate_v3_to_v4.sql and
+-- db/migrate_v4_to_v5.sql in turn, from its own version on; any other version is refused.
 --
 -- Version 2 added the statuses timeout, crashed and pruned to results; version 3 the table
--- fuzz_passes; version 4 the table missed_problems.
+-- fuzz_passes; version 4 the table missed_problems; version 5 the tables counters and
+-- bench_results.
 
 -- A GPU as identified across driver updates; the other columns hold what was last registered.
 CREATE TABLE gpus (
@@ -113,4 +114,34 @@ CREATE TABLE missed_problems (
   PRIMARY KEY (gpu_name, template_name, m, n, k, lda, ldb, ldc)
 ) STRICT;
 
-PRAGMA user_version = 4;
+-- Hardware counters of a configuration of a template version on a GPU and shape, read by Nsight
+-- Compute (`tiletune profile`): one row per metric, by tiletune's short name
+-- (tuner/profiling/counter_metrics.h), in that metric's unit. A new profile of the same four keys
+-- replaces all their rows; ncu_version is the ncu that measured them, recorded_at UTC
+-- "YYYY-MM-DD HH:MM:SS".
+CREATE TABLE counters (
+  gpu_id INTEGER NOT NULL REFERENCES gpus (id),
+  template_id INTEGER NOT NULL REFERENCES templates (id),
+  config TEXT NOT NULL,
+  shape_id INTEGER NOT NULL REFERENCES shapes (id),
+  metric TEXT NOT NULL,
+  value REAL NOT NULL,
+  ncu_version TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  PRIMARY KEY (gpu_id, template_id, config, shape_id, metric)
+) STRICT;
+
+-- A configuration's time against cuBLAS's on the same GPU and shape, measured together (what the
+-- report's winner against cuBLAS shows); a new measurement of the same four keys replaces the row.
+CREATE TABLE bench_results (
+  gpu_id INTEGER NOT NULL REFERENCES gpus (id),
+  template_id INTEGER NOT NULL REFERENCES templates (id),
+  config TEXT NOT NULL,
+  shape_id INTEGER NOT NULL REFERENCES shapes (id),
+  ours_ms REAL NOT NULL,
+  cublas_ms REAL NOT NULL,
+  recorded_at TEXT NOT NULL,
+  PRIMARY KEY (gpu_id, template_id, config, shape_id)
+) STRICT;
+
+PRAGMA user_version = 5;

@@ -1,7 +1,8 @@
 // Opening a schema version 1 database (as tiletune wrote it before timeout, crashed and pruned
 // existed) migrates it to version 2, then 3 (fuzz_passes), each step in one transaction: every row
 // kept, the new statuses accepted, the schema the same as a new file's; a version 2 file takes
-// the second step alone; a version 3 file gains missed_problems (version 4); several openers at
+// the second step alone; a version 3 file gains missed_problems (version 4), a version 4 file
+// counters and bench_results (version 5); several openers at
 // once migrate once; a migration that fails changes nothing; other versions are refused.
 #include "db/result_store.h"
 
@@ -185,7 +186,7 @@ class SchemaMigrationTest : public ResultStoreTest {};
 TEST_F(SchemaMigrationTest, Version1FileIsMigratedKeepingEveryRow) {
   write_version_1_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "4");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "5");
   expect_version_1_rows(store);
   EXPECT_EQ(store.recorded_results(1, "h2", kSquare).size(), 2u);
   EXPECT_EQ(query_file(db_path(), "SELECT group_concat(id) FROM (SELECT id FROM results ORDER BY id)"),
@@ -235,7 +236,7 @@ void write_version_2_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version2FileGainsAnEmptyFuzzPassTable) {
   write_version_2_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "4");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "5");
   expect_version_1_rows(store);
   EXPECT_TRUE(store.fuzz_passes(1, "h2").empty()) << "a pass from before is not invented";
   store.record_fuzz_pass(1, "tiled", "h2", "TILE=16", 30);
@@ -256,7 +257,7 @@ void write_version_3_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version3FileGainsAnEmptyMissedProblemTable) {
   write_version_3_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "4");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "5");
   expect_version_1_rows(store);
   EXPECT_EQ(store.fuzz_passes(1, "h2"), (std::map<std::string, int>{{"TILE=16", 30}}));
   EXPECT_TRUE(store.missed_problems().empty());
@@ -303,6 +304,92 @@ TEST_F(SchemaMigrationTest, ReadOnlyVersion3FileHasNoMissedProblems) {
   EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "3");
   EXPECT_EQ(query_file(db_path(), "SELECT count(*) FROM sqlite_schema WHERE name = 'missed_problems'"),
             "0");
+}
+
+// A version 4 file, as tiletune wrote it before counters and bench rows were kept: the version 3
+// file migrated by the project's own third step, plus a missed problem.
+void write_version_4_database(const fs::path& path) {
+  write_version_3_database(path);
+  std::ifstream file(fs::path(TILETUNE_SOURCE_DIR) / "db" / "migrate_v3_to_v4.sql");
+  exec_file(path, std::string(std::istreambuf_iterator<char>(file), {}) +
+                      "INSERT INTO missed_problems VALUES ('NVIDIA H200', 'tiled', 100, 200, 300, "
+                      "300, 256, 200, 2, '2024-05-03 10:00:00', '2024-05-04 10:00:00');");
+  ASSERT_EQ(query_file(path, "PRAGMA user_version"), "4");
+}
+
+TEST_F(SchemaMigrationTest, Version4FileGainsEmptyCounterAndBenchTables) {
+  write_version_4_database(db_path());
+  ResultStore store(db_path());
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "5");
+  expect_version_1_rows(store);
+  EXPECT_EQ(store.fuzz_passes(1, "h2"), (std::map<std::string, int>{{"TILE=16", 30}}));
+  ASSERT_EQ(store.missed_problems().size(), 1u);
+  EXPECT_EQ(store.missed_problems()[0].count, 2);
+  EXPECT_TRUE(store.counters().empty());
+  EXPECT_TRUE(store.bench_results().empty());
+
+  CounterRecord counters;
+  counters.template_name = "tiled";
+  counters.template_hash = "h2";
+  counters.config = "TILE=16";
+  counters.shape = kSquare;
+  counters.values = {{"dram_read_bytes", 12582912}};
+  counters.ncu_version = "2025.3.1";
+  store.record_counters(1, counters);
+  BenchRecord bench;
+  bench.template_name = "tiled";
+  bench.template_hash = "h2";
+  bench.config = "TILE=16";
+  bench.shape = kSquare;
+  bench.ours_ms = 1.5;
+  bench.cublas_ms = 0.25;
+  store.record_bench(1, bench);
+  ASSERT_EQ(store.counters().size(), 1u);
+  EXPECT_EQ(store.counters()[0].values, counters.values);
+  ASSERT_EQ(store.bench_results().size(), 1u);
+  EXPECT_EQ(store.bench_results()[0].cublas_ms, 0.25);
+  EXPECT_EQ(query_file(db_path(), "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA foreign_key_check"), "");
+}
+
+// The step to version 5 is one transaction too: a table in the way of the second new one leaves
+// the file at version 4, without the first.
+TEST_F(SchemaMigrationTest, FailedMigrationToVersion5ChangesNothing) {
+  write_version_4_database(db_path());
+  exec_file(db_path(), "CREATE TABLE bench_results (x INTEGER)");
+  try {
+    ResultStore store(db_path());
+    ADD_FAILURE() << "opened";
+  } catch (const DatabaseError& error) {
+    EXPECT_NE(std::string(error.what()).find("migrating schema version 4 to 5"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "4");
+  EXPECT_EQ(query_file(db_path(), "SELECT count(*) FROM sqlite_schema WHERE name = 'counters'"), "0");
+  EXPECT_EQ(query_file(db_path(), "SELECT count(*) FROM results"), "3");
+  EXPECT_EQ(query_file(db_path(), "SELECT count(*) FROM missed_problems"), "1");
+
+  exec_file(db_path(), "DROP TABLE bench_results");
+  ResultStore store(db_path());
+  expect_version_1_rows(store);
+  EXPECT_EQ(store.missed_problems().size(), 1u);
+}
+
+// Read-only (query, list, report), a version 4 file answers with no counters and no bench rows,
+// and stays at version 4.
+TEST_F(SchemaMigrationTest, ReadOnlyVersion4FileHasNoCountersNorBenchRows) {
+  write_version_4_database(db_path());
+  {
+    ResultStore store(db_path(), ResultStore::Access::read_only);
+    expect_version_1_rows(store);
+    EXPECT_EQ(store.missed_problems().size(), 1u);
+    EXPECT_TRUE(store.counters().empty());
+    EXPECT_TRUE(store.counters("NVIDIA H200", "tiled").empty());
+    EXPECT_TRUE(store.bench_results().empty());
+    EXPECT_TRUE(store.bench_results("NVIDIA H200").empty());
+  }
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "4");
+  EXPECT_EQ(query_file(db_path(), "SELECT count(*) FROM sqlite_schema WHERE name = 'counters'"), "0");
 }
 
 // query and list open read-only: an older file answers as it is, and stays at its version.
@@ -356,6 +443,13 @@ TEST_F(SchemaMigrationTest, MigratedSchemaMatchesANewOne) {
   write_version_3_database(from_version_3);
   { ResultStore migrated(from_version_3); }
   EXPECT_EQ(schema_of(from_version_3), expected);
+  EXPECT_NE(expected.find("table counters: CREATE TABLE counters ("), std::string::npos) << expected;
+  EXPECT_NE(expected.find("table bench_results: CREATE TABLE bench_results ("), std::string::npos)
+      << expected;
+  const fs::path from_version_4 = dir_ / "from-version-4.db";
+  write_version_4_database(from_version_4);
+  { ResultStore migrated(from_version_4); }
+  EXPECT_EQ(schema_of(from_version_4), expected);
 }
 
 // Where the migrated tables start in the file: SQLite allocates pages deterministically, so a
@@ -391,7 +485,7 @@ TEST_F(SchemaMigrationTest, ConcurrentOpenersMigrateOnce) {
     }
     for (auto& opener : openers) opener.join();
     ASSERT_EQ(failures, 0) << "round " << round;
-    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "4");
+    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "5");
     EXPECT_EQ(query_file(path, "SELECT count(*) FROM results"), "3");
     EXPECT_EQ(query_file(path, "PRAGMA integrity_check"), "ok");
     EXPECT_EQ(layout_of(path), migrated_once) << "migrated more than once";
@@ -426,7 +520,7 @@ TEST_F(SchemaMigrationTest, FailedMigrationChangesNothing) {
 }
 
 TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
-  for (const int version : {5, 42, -1}) {
+  for (const int version : {6, 42, -1}) {
     const fs::path path = dir_ / ("v" + std::to_string(version) + ".db");
     { ResultStore store(path); }
     exec_file(path, "PRAGMA user_version = " + std::to_string(version));
@@ -437,7 +531,7 @@ TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
       const std::string message = error.what();
       EXPECT_NE(message.find(path.string()), std::string::npos) << message;
       EXPECT_NE(message.find("unsupported schema version " + std::to_string(version) +
-                             " (this tiletune reads version 4 and migrates versions 1, 2 and 3)"),
+                             " (this tiletune reads version 5 and migrates versions 1, 2, 3 and 4)"),
                 std::string::npos)
           << message;
     }
