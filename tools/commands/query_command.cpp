@@ -155,6 +155,15 @@ int run(const QueryOptions& options) {
         {"recorded_at", choice.recorded_at},
         {"why", best->why},
     };
+    // The hardware counters `tiletune profile` recorded for the configuration answered, if any.
+    const ResultStore store(options.db, ResultStore::Access::read_only);
+    for (const CounterRecord& counters : store.counters(recorded_gpu, best->templ->name)) {
+      if (counters.template_hash == best->templ->source_hash && counters.config == best->config &&
+          counters.shape == answered) {
+        out["counters"] = counters.values;
+        out["counters_ncu_version"] = counters.ncu_version;
+      }
+    }
     fmt::print("{}\n", out.dump(2));
   } else {
     if (best->step != GpuStep::this_gpu) {
