@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "tuner/child_process.h"
+#include "tuner/gpu_device.h"
 
 namespace tiletune {
 namespace {
@@ -115,6 +116,10 @@ std::optional<double> csv_number(std::string text, const std::string& column) {
 // (".sum", ".avg.pct_of_peak_sustained_elapsed").
 std::string base_metric(const std::string& metric) { return metric.substr(0, metric.find('.')); }
 
+// launch__ metrics are what ncu reads of the launch itself (registers, block size), which
+// --query-metrics, a list of the GPU's counters, may leave out: every ncu knows them.
+bool launch_attribute(const std::string& metric) { return metric.rfind("launch__", 0) == 0; }
+
 }  // namespace
 
 NsightCompute NsightCompute::find() {
@@ -208,10 +213,10 @@ std::vector<ProfiledLaunch> NsightCompute::profile(const std::vector<std::string
                                                    const std::vector<std::string>& metrics,
                                                    const std::string& kernel_regex,
                                                    std::vector<std::string>* missing) const {
-  const std::set<std::string>& known = available_metrics();
+  const std::set<std::string>& known = available_metrics(GpuDevice::default_ordinal());
   std::string asked;
   for (const std::string& metric : metrics) {
-    if (known.contains(base_metric(metric))) {
+    if (known.contains(base_metric(metric)) || launch_attribute(metric)) {
       asked += (asked.empty() ? "" : ",") + metric;
     } else if (missing) {
       missing->push_back(metric);
