@@ -32,14 +32,14 @@ constexpr const char* kTwoLaunches =
     "==PROF== Profiling \"gemm\" - 1: 0%....50%....100% - 9 passes\n"
     "==PROF== Disconnected from process 4242\n"
     "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\","
-    "\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"dram__bytes_read.sum\","
+    "\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Kernel Time\",\"dram__bytes_read.sum\","
     "\"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum\",\"launch__registers_per_thread\","
     "\"sm__warps_active.avg.pct_of_peak_sustained_active\"\n"
-    "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"byte\",\"\",\"register/thread\",\"%\"\n"
+    "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"byte\",\"\",\"register/thread\",\"%\"\n"
     "\"0\",\"4242\",\"tiletune\",\"127.0.0.1\",\"gemm\",\"1\",\"7\",\"(16, 16, 1)\",\"(64, 64, 1)\","
-    "\"0\",\"9.0\",\"12,582,912\",\"1,015,808\",\"40\",\"66.53\"\n"
+    "\"0\",\"9.0\",\"2026-Nov-22 10:01:02\",\"12,582,912\",\"1,015,808\",\"40\",\"66.53\"\n"
     "\"1\",\"4242\",\"tiletune\",\"127.0.0.1\",\"gemm\",\"1\",\"7\",\"(16, 16, 1)\",\"(64, 64, 1)\","
-    "\"0\",\"9.0\",\"12,582,976\",\"n/a\",\"40\",\"66.49\"\n";
+    "\"0\",\"9.0\",\"2026-Nov-22 10:01:03\",\"12,582,976\",\"n/a\",\"40\",\"66.49\"\n";
 
 TEST(ParseNcuRawCsv, ReadsEveryLaunchWithThousandsSeparatorsAndSkipsTheUnitsRow) {
   const auto launches = parse_ncu_raw_csv(kTwoLaunches);

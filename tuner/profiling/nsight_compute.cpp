@@ -17,12 +17,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The columns of the raw page that describe the launch rather than measure it.
-const std::set<std::string> kLaunchColumns = {
-    "ID",        "API Stream", "Process ID", "Process Name", "Host Name",
-    "Kernel Name", "Kernel Time", "Context",  "Stream",       "Block Size", "Grid Size",
-    "Device",    "CC",         "Section Name", "Function Name", "Demangled Name", "Mangled Name",
-    "Estimated Speedup", "Estimated Speedup Type"};
+// Whether a name is a metric's ("dram__bytes_read.sum"): the raw page's other columns ("ID",
+// "Kernel Name", "Block Size", ... whichever a version of ncu prints) describe the launch.
+bool metric_name(const std::string& name) {
+  return name.find("__") != std::string::npos &&
+         name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.") == std::string::npos;
+}
 
 // The last line of ncu's output that names an error, else its last non-empty line.
 std::string error_line(const std::string& output) {
@@ -197,10 +197,7 @@ const std::set<std::string>& NsightCompute::available_metrics(int device) const 
     std::istringstream words(line);
     std::string name;
     words >> name;
-    const bool metric_name =
-        name.find("__") != std::string::npos &&
-        name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.") == std::string::npos;
-    if (metric_name) metrics.insert(base_metric(name));
+    if (metric_name(name)) metrics.insert(base_metric(name));
   }
   if (metrics.empty()) {
     throw ProfilerUnavailable(executable_.string() + " --query-metrics listed no metric: " +
@@ -261,7 +258,7 @@ std::vector<ProfiledLaunch> parse_ncu_raw_csv(const std::string& csv) {
     for (std::size_t i = 0; i < header.size(); ++i) {
       if (header[i] == "Kernel Name") {
         launch.kernel = fields[i];
-      } else if (!kLaunchColumns.contains(header[i])) {
+      } else if (metric_name(header[i])) {
         if (auto value = csv_number(fields[i], header[i])) launch.metrics[header[i]] = *value;
       }
     }
