@@ -167,9 +167,8 @@ int run(const ProfileOptions& options) {
       fmt::print("\n");
     }
     if (!lacking.empty()) {
-      const std::set<std::string> metric_set(lacking.begin(), lacking.end());
       fmt::print("this GPU's ncu lacks {} (so no {})\n", fmt::join(lacking, ", "),
-                 fmt::join(counters_needing(metric_set), ", "));
+                 fmt::join(counters_needing(lacking), ", "));
     }
     fmt::print("recorded {} configurations' counters in {}\n", chosen.size(), options.db);
     return kSuccess;
