@@ -13,6 +13,7 @@
 #include "tools/report/markdown_report.h"
 #include "tools/report/report_data.h"
 #include "tools/report/svg_plot.h"
+#include "tuner/gpu_device.h"
 
 namespace tiletune::report {
 namespace {
@@ -234,6 +235,31 @@ TEST_F(ReportModel, CommandWritesTheFileAndRefusesBadInputInOneLine) {
   EXPECT_EQ(run.exit_code, 2) << run;
   EXPECT_THAT(run.err, ::testing::StartsWith("tiletune: cannot write the report to "));
   EXPECT_EQ(count(run.err, "\n"), 1);
+}
+
+// On a GPU: bench records the row it measured (ours and cuBLAS), and the report plots it.
+TEST(ReportOnAGpu, BenchRecordsEachMeasuredRowForTheReport) {
+  try {
+    GpuDevice device;
+  } catch (const GpuUnavailable& e) {
+    GTEST_SKIP() << "no GPU: " << e.what();
+  }
+  const std::filesystem::path dir = testing_support::fresh_test_folder("report-gpu");
+  const GemmShape shape{128, 64, 96};
+  auto run = run_tiletune(dir, {"bench", std::string(TILETUNE_SOURCE_DIR) + "/kernels_src/tiled.cu",
+                                "--shape", shape.to_string(), "--db", "bench.db"},
+                          {{"XDG_CACHE_HOME", (dir / "cache").string()}});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  const ResultStore store(dir / "bench.db", ResultStore::Access::read_only);
+  const std::vector<BenchRecord> rows = store.bench_results();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].shape, shape);
+  EXPECT_EQ(rows[0].template_name, "tiled");
+  EXPECT_EQ(rows[0].config, store.best(rows[0].gpu_name, shape)->config);
+  EXPECT_GT(rows[0].ours_ms, 0);
+  EXPECT_GT(rows[0].cublas_ms, 0);
+  const std::string html = html_report(read_report(store), "bench.db");
+  EXPECT_EQ(count(html, "<circle class=\"mark cublas\""), 1);
 }
 
 }  // namespace
