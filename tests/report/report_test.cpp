@@ -193,6 +193,7 @@ TEST_F(ReportModel, HtmlHasEveryPlotWithMarksAndSaysWhereBenchRowsAreMissing) {
   EXPECT_EQ(count(html, "<circle class=\"mark cublas\""), 1);
   EXPECT_EQ(count(html, "<circle class=\"mark measured\""), 1);
   EXPECT_EQ(count(html, "<circle class=\"mark compulsory\""), 2);
+  EXPECT_EQ(count(html, "<polyline class=\"line roof\""), 2);  // both GPUs' bandwidths are known
   EXPECT_EQ(count(html, "no bench rows recorded for this GPU"), 1);  // the A100's
   EXPECT_EQ(count(html, "the template has no parameters"), 1);      // naive
   EXPECT_THAT(html, Not(HasSubstr("<script")));

@@ -26,7 +26,7 @@ svg .axis-label { font-size: 12px; fill: #111; }
 svg .axis, svg .tick { stroke: #333; } svg .grid { stroke: #eee; }
 svg .line { fill: none; stroke: #999; stroke-width: 1.5; }
 svg .line.roof { stroke: #b22; stroke-dasharray: 5 3; }
-svg .mark, svg .legend { fill: #1f6fb4; }
+svg .mark, svg .legend { fill: #1f6fb4; } svg .legend.roof { fill: #b22; }
 svg .cublas { fill: #d9822b; } svg .compulsory { fill: #fff; stroke: #1f6fb4; stroke-width: 1.5; }
 svg .line.best { stroke: #1f6fb4; }
 )css";
@@ -143,8 +143,10 @@ std::string roofline_section(const ReportData& report) {
       const double ridge = peak * 1e12 / (*roofs.bandwidth_gb_s * 1e9);
       const double from = sx.domain_min(), to = sx.domain_max();
       plot.add_line({{from, *roofs.bandwidth_gb_s * 1e9 * from / 1e12}, {ridge, peak}, {to, peak}}, "roof");
+      plot.add_legend("roof", "roofs: DRAM bandwidth x intensity, FP32 peak");
     } else if (peak > 0) {
       plot.add_line({{sx.domain_min(), peak}, {sx.domain_max(), peak}}, "roof");
+      plot.add_legend("roof", "roof: FP32 peak (no DRAM bandwidth known)");
     }
     for (const Winner* w : winners) {
       const double intensity = w->result.shape.flops() / w->bytes, achieved = tflops(w->result.shape, w->result.median_ms);
