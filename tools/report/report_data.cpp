@@ -50,7 +50,6 @@ std::optional<double> dram_bytes(const CounterRecord& counters) {
     const auto it = counters.values.find(name);
     return it == counters.values.end() ? std::nullopt : std::optional(it->second);
   };
-  if (const std::optional<double> total = value("dram_bytes")) return total;
   const std::optional<double> read = value("dram_read_bytes"), write = value("dram_write_bytes");
   if (read && write) return *read + *write;
   return std::nullopt;

@@ -63,8 +63,8 @@ struct ReportData {
 };
 
 // What places a winner on the roofline: its DRAM bytes from the counters (tiletune profile's short
-// names), "dram_bytes", else "dram_read_bytes" + "dram_write_bytes"; nullopt where neither is there.
-inline constexpr const char* kDramBytesText = "dram_bytes, else dram_read_bytes + dram_write_bytes";
+// names, tuner/profiling/counter_metrics.h), read plus written; nullopt where either is missing.
+inline constexpr const char* kDramBytesText = "dram_read_bytes + dram_write_bytes";
 std::optional<double> dram_bytes(const CounterRecord& counters);
 
 // DRAM bandwidth in GB/s of GPUs by name (their data sheets), for the roofline.
