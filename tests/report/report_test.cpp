@@ -183,6 +183,14 @@ TEST_F(ReportModel, RoofsComeFromSmsClockAndTheDataSheet) {
   EXPECT_EQ(datasheet_bandwidth_gb_s("NVIDIA GH200 480GB"), std::nullopt);  // not H200's
 }
 
+TEST(ReportDramBytes, AreReadPlusWrittenAndNeedBoth) {
+  CounterRecord counters;
+  counters.values = {{"dram_read_bytes", 3}, {"dram_write_bytes", 1}};
+  EXPECT_EQ(dram_bytes(counters), 4);
+  counters.values.erase("dram_write_bytes");
+  EXPECT_EQ(dram_bytes(counters), std::nullopt);  // half the traffic is no measure of it
+}
+
 TEST_F(ReportModel, HtmlHasEveryPlotWithMarksAndSaysWhereBenchRowsAreMissing) {
   const std::string html = html_report(read(), "report.db");
   EXPECT_EQ(count(html, "<svg class=\"plot bench\""), 1);      // the H200's
