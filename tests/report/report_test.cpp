@@ -183,6 +183,17 @@ TEST_F(ReportModel, RoofsComeFromSmsClockAndTheDataSheet) {
   EXPECT_EQ(datasheet_bandwidth_gb_s("NVIDIA GH200 480GB"), std::nullopt);  // not H200's
 }
 
+TEST(ReportOfNothing, SaysWhatIsMissingInEverySection) {
+  const ReportData nothing = build_report({}, {}, {});
+  const std::string html = html_report(nothing, "empty.db"), md = markdown_report(nothing, "empty.db");
+  EXPECT_THAT(html, Not(HasSubstr("<svg")));
+  EXPECT_EQ(count(html, "<p class=\"empty\">"), 6);
+  EXPECT_EQ(count(md, "no ok results recorded"), 3);
+  EXPECT_THAT(md, HasSubstr("no bench rows recorded"));
+  EXPECT_THAT(md, HasSubstr("no GPUs recorded"));
+  EXPECT_THAT(md, HasSubstr("no counters recorded"));
+}
+
 TEST(ReportDramBytes, AreReadPlusWrittenAndNeedBoth) {
   CounterRecord counters;
   counters.values = {{"dram_read_bytes", 3}, {"dram_write_bytes", 1}};

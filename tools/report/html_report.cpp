@@ -63,6 +63,7 @@ std::string bench_section(const ReportData& report) {
   std::string html = "<h2 id=\"bench\">Winner against cuBLAS</h2>\n"
       "<p class=\"note\">From the bench rows (<code>tiletune bench</code> times the best recorded "
       "configuration and cuBLAS SGEMM in the same run); the latest row per GPU and shape.</p>\n";
+  if (report.gpu_names.empty()) html += empty("no bench rows recorded");
   for (const std::string& gpu : report.gpu_names) {
     html += "<h3>" + escape_xml(gpu) + "</h3>\n";
     std::vector<const BenchRow*> rows;
@@ -107,6 +108,7 @@ std::string roofline_section(const ReportData& report) {
       "achieved TFLOP/s. Bytes: Nsight Compute's measured DRAM bytes (<code>" + std::string(kDramBytesText) +
       "</code>, tiletune profile) where recorded (filled marks), else the compulsory traffic "
       "4(MK+KN+MN) (hollow marks). FP32 peak: SMs x 128 lanes x 2 FLOPs x clock.</p>\n";
+  if (report.roofs.empty()) html += empty("no GPUs recorded");
   for (const GpuRoofs& roofs : report.roofs) {
     std::vector<const Winner*> winners;
     for (const Winner& w : report.winners) {

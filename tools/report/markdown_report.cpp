@@ -55,6 +55,7 @@ std::string markdown_report(const ReportData& report, const std::string& source)
   }
 
   md += "## Winner against cuBLAS\n\n";
+  if (report.gpu_names.empty()) md += "no bench rows recorded\n\n";
   for (const std::string& gpu : report.gpu_names) {
     std::vector<std::vector<std::string>> rows;
     for (const BenchRow& row : report.bench) {
@@ -70,6 +71,7 @@ std::string markdown_report(const ReportData& report, const std::string& source)
 
   md += "## Roofline\n\nBytes: measured DRAM bytes (" + std::string(kDramBytesText) +
         ") where counters are recorded, else the compulsory 4(MK+KN+MN).\n\n";
+  if (report.roofs.empty()) md += "no GPUs recorded\n\n";
   for (const GpuRoofs& roofs : report.roofs) {
     md += "### " + roofs.gpu.name + "\n\n";
     md += (roofs.fp32_peak_tflops > 0 ? fmt::format("FP32 peak {} TFLOP/s", format_number(roofs.fp32_peak_tflops))
@@ -87,6 +89,7 @@ std::string markdown_report(const ReportData& report, const std::string& source)
   }
 
   md += "## Parameter sensitivity\n\nThe best median time among ok results at each value of each parameter.\n\n";
+  if (report.sensitivities.empty()) md += "no ok results recorded\n\n";
   for (const Sensitivity& s : report.sensitivities) {
     md += fmt::format("### {}, {} on {}\n\n", s.template_name, s.shape.to_string(), s.gpu_name);
     std::vector<std::vector<std::string>> rows;
@@ -98,7 +101,9 @@ std::string markdown_report(const ReportData& report, const std::string& source)
 
   md += "## Search convergence\n\nA tune: the ok evaluations of one template version on one GPU and shape, "
         "in recording order (the strategy is not recorded).\n\n";
-  if (!report.convergences.empty()) {
+  if (report.convergences.empty()) {
+    md += "no ok results recorded\n\n";
+  } else {
     std::vector<std::vector<std::string>> rows;
     for (const Convergence& c : report.convergences) {
       const auto best = std::min_element(c.best_so_far_ms.begin(), c.best_so_far_ms.end());
