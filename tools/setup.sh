@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what tiletune builds with (Debian packages) and builds it into ./build.
 # The CUDA 13 toolkit (headers and NVRTC) is expected at /usr/local/cuda or $CUDA_HOME.
+# For the report's browser test (tests/report): Debian's chromium, node and npm where missing, and
+# playwright-core as tests/report/package-lock.json pins it (no browser download).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,10 +10,23 @@ packages=(cmake ninja-build g++ libsqlite3-dev sqlite3 librapidcheck-dev libcli1
           nlohmann-json3-dev libfmt-dev libboost-context-dev libgtest-dev libgmock-dev libeigen3-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+# The browser test's tools; node by command: one from elsewhere (NodeSource's bundles npm) is used.
+browser_missing=()
+dpkg -s chromium >/dev/null 2>&1 || browser_missing+=(chromium)
+command -v node >/dev/null || browser_missing+=(nodejs)
+command -v npm >/dev/null || browser_missing+=(npm)
+sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
 if ((${#missing[@]})); then
-  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+# Not fatal: without them (e.g. a GPU host without network) only the browser test cannot run; it
+# skips, or fails where CI=true.
+browser_note="the report's browser test will skip (and fail where CI=true)"
+if ((${#browser_missing[@]})); then
+  { ((${#missing[@]})) || $sudo apt-get update -qq; } &&
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${browser_missing[@]}" ||
+    echo "tiletune setup: could not install ${browser_missing[*]}: $browser_note" >&2
 fi
 
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
@@ -19,5 +34,11 @@ if [ ! -f "$cuda_home/include/nvrtc.h" ]; then
   echo "tiletune setup: no CUDA toolkit at $cuda_home (set CUDA_HOME): its headers and NVRTC are needed" >&2
   exit 3
 fi
+if command -v npm >/dev/null &&
+   [ ! tests/report/node_modules/.package-lock.json -nt tests/report/package-lock.json ]; then
+  npm ci --prefix tests/report --ignore-scripts --no-audit --no-fund --loglevel=error ||
+    echo "tiletune setup: npm ci in tests/report failed: $browser_note" >&2
+fi
+
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDAToolkit_ROOT="$cuda_home" >/dev/null
 cmake --build build

@@ -2,7 +2,8 @@
 //
 // For each shape: the best recorded configuration (tuning the given templates first where the
 // database has none), rebuilt from the template source the database keeps, verified at the full
-// shape, then timed side by side with cuBLAS SGEMM on the same inputs in the same run.
+// shape, then timed side by side with cuBLAS SGEMM on the same inputs in the same run. Each
+// measured row is recorded (bench_results) for `tiletune report`.
 #include <cmath>
 
 #include <fmt/format.h>
@@ -44,6 +45,7 @@ int run(const BenchOptions& options) {
   ResultStore store(options.db);
   std::unique_ptr<TuningSession> tuning;  // started on first need: shapes may all be recorded
   const DeviceProperties& gpu = device.properties();
+  const std::int64_t gpu_id = store.register_gpu(make_gpu_record(gpu));
   const std::optional<std::string> only =
       options.kernel_name.empty() ? std::nullopt : std::optional(options.kernel_name);
   CublasSgemm cublas;
@@ -94,6 +96,8 @@ int run(const BenchOptions& options) {
     const double our_tflops = shape.flops() / (ours.median_ms * 1e-3) / 1e12;
     const double cublas_tflops = shape.flops() / (theirs.median_ms * 1e-3) / 1e12;
     const double ratio = our_tflops / cublas_tflops;
+    store.record_bench(gpu_id, BenchRecord{gpu.name, best->template_name, best->template_hash, best->config,
+                                           shape, ours.median_ms, theirs.median_ms, ""});
     log_ratio_sum += std::log(ratio);
     ++measured;
     fmt::print("{:<16} {:<10} {:<58} {:>9.1f} {:>8.3f} {:>9.1f} {:>8.3f} {:>6.3f} {:>5.1f}%\n",

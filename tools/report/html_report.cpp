@@ -1,0 +1,262 @@
+#include "tools/report/html_report.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tools/report/svg_plot.h"
+
+namespace tiletune::report {
+namespace {
+
+constexpr const char* kStyle = R"css(
+body { font-family: system-ui, sans-serif; margin: 24px; color: #222; max-width: 1200px; }
+h1 { font-size: 1.5em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; } h3 { font-size: 1.05em; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.scroll { overflow-x: auto; }
+.note, .empty { color: #555; } .empty { font-style: italic; }
+.plots { display: flex; flex-wrap: wrap; gap: 12px; }
+svg.plot { background: #fff; border: 1px solid #ddd; }
+svg .title { font-size: 13px; font-weight: 600; }
+svg .tick-label, svg .legend-label { font-size: 11px; fill: #333; }
+svg .axis-label { font-size: 12px; fill: #111; }
+svg .axis, svg .tick { stroke: #333; } svg .grid { stroke: #eee; }
+svg .line { fill: none; stroke: #999; stroke-width: 1.5; }
+svg .line.roof { stroke: #b22; stroke-dasharray: 5 3; }
+svg .mark, svg .legend { fill: #1f6fb4; } svg .legend.roof { fill: #b22; }
+svg .cublas { fill: #d9822b; } svg .compulsory { fill: #fff; stroke: #1f6fb4; stroke-width: 1.5; }
+svg .line.best { stroke: #1f6fb4; }
+)css";
+
+std::string td(const std::string& text) { return "<td>" + escape_xml(text) + "</td>"; }
+std::string td_num(const std::string& text) { return "<td class=\"num\">" + escape_xml(text) + "</td>"; }
+
+std::string table_head(const std::vector<std::string>& headers) {
+  std::string html = "<div class=\"scroll\"><table><thead><tr>";
+  for (const std::string& h : headers) html += "<th>" + escape_xml(h) + "</th>";
+  return html + "</tr></thead><tbody>\n";
+}
+constexpr const char* kTableEnd = "</tbody></table></div>\n";
+
+std::string empty(const std::string& text) { return "<p class=\"empty\">" + escape_xml(text) + "</p>\n"; }
+
+std::string winners_section(const ReportData& report) {
+  std::string html = "<h2 id=\"winners\">Winners and their fuzz evidence</h2>\n"
+      "<p class=\"note\">The fastest ok result of a current template version per GPU and shape. "
+      "Fuzz cases: the most random cases its configuration passed on that GPU (0: none recorded).</p>\n";
+  if (report.winners.empty()) return html + empty("no ok results recorded");
+  html += table_head({"GPU", "shape", "template", "configuration", "median ms", "TFLOP/s", "fuzz cases passed"});
+  for (const Winner& w : report.winners) {
+    html += "<tr>" + td(w.gpu.name) + td(w.result.shape.to_string()) + td(w.result.template_name) +
+            td(w.result.config) + td_num(fmt::format("{:.4f}", w.result.median_ms)) +
+            td_num(format_number(w.result.tflops)) + td_num(std::to_string(w.fuzz_cases)) + "</tr>\n";
+  }
+  return html + kTableEnd;
+}
+
+double tflops(const GemmShape& shape, double ms) { return ms > 0 ? shape.flops() / (ms * 1e-3) / 1e12 : 0; }
+
+std::string bench_section(const ReportData& report) {
+  std::string html = "<h2 id=\"bench\">Winner against cuBLAS</h2>\n"
+      "<p class=\"note\">From the bench rows (<code>tiletune bench</code> times the best recorded "
+      "configuration and cuBLAS SGEMM in the same run); the latest row per GPU and shape.</p>\n";
+  if (report.gpu_names.empty()) html += empty("no bench rows recorded");
+  for (const std::string& gpu : report.gpu_names) {
+    html += "<h3>" + escape_xml(gpu) + "</h3>\n";
+    std::vector<const BenchRow*> rows;
+    for (const BenchRow& row : report.bench) {
+      if (row.gpu_name == gpu) rows.push_back(&row);
+    }
+    if (rows.empty()) {
+      html += empty("no bench rows recorded for this GPU (tiletune bench records them)");
+      continue;
+    }
+    Axis x = Axis::categorical("shape (MxNxK)"), y = Axis::linear("TFLOP/s", 0, 0);
+    for (const BenchRow* row : rows) {
+      x.categories.push_back(row->shape.to_string());
+      y.max = std::max({y.max, tflops(row->shape, row->ours_ms), tflops(row->shape, row->cublas_ms)});
+    }
+    SvgPlot plot("bench", gpu + ": our winner and cuBLAS SGEMM", x, y);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const BenchRow& row = *rows[i];
+      const double ours = tflops(row.shape, row.ours_ms), theirs = tflops(row.shape, row.cublas_ms);
+      plot.add_point(double(i), ours, "ours", fmt::format("{} {} [{}]: {} TFLOP/s", row.shape.to_string(),
+                                                          row.template_name, row.config, format_number(ours)));
+      plot.add_point(double(i), theirs, "cublas", fmt::format("{} cuBLAS: {} TFLOP/s", row.shape.to_string(), format_number(theirs)));
+    }
+    plot.add_legend("ours", "our winner");
+    plot.add_legend("cublas", "cuBLAS SGEMM");
+    html += plot.render();
+    html += table_head({"shape", "template", "configuration", "ours ms", "cuBLAS ms", "ours / cuBLAS (speed)", "recorded at"});
+    for (const BenchRow* row : rows) {
+      html += "<tr>" + td(row->shape.to_string()) + td(row->template_name) + td(row->config) +
+              td_num(fmt::format("{:.4f}", row->ours_ms)) + td_num(fmt::format("{:.4f}", row->cublas_ms)) +
+              td_num(row->ours_ms > 0 ? fmt::format("{:.3f}", row->cublas_ms / row->ours_ms) : "-") +
+              td(row->recorded_at) + "</tr>\n";
+    }
+    html += kTableEnd;
+  }
+  return html;
+}
+
+std::string roofline_section(const ReportData& report) {
+  std::string html = "<h2 id=\"roofline\">Roofline</h2>\n"
+      "<p class=\"note\">Each winner at its arithmetic intensity (FLOPs 2MNK over DRAM bytes) and "
+      "achieved TFLOP/s. Bytes: Nsight Compute's measured DRAM bytes (<code>" + std::string(kDramBytesText) +
+      "</code>, tiletune profile) where recorded (filled marks), else the compulsory traffic "
+      "4(MK+KN+MN) (hollow marks). FP32 peak: SMs x 128 lanes x 2 FLOPs x clock.</p>\n";
+  if (report.roofs.empty()) html += empty("no GPUs recorded");
+  for (const GpuRoofs& roofs : report.roofs) {
+    std::vector<const Winner*> winners;
+    for (const Winner& w : report.winners) {
+      if (w.gpu.name == roofs.gpu.name) winners.push_back(&w);
+    }
+    html += "<h3>" + escape_xml(roofs.gpu.name) + "</h3>\n";
+    html += "<p class=\"note\">" +
+            escape_xml(roofs.fp32_peak_tflops > 0
+                           ? fmt::format("FP32 peak {} TFLOP/s ({} SMs, {} MHz)", format_number(roofs.fp32_peak_tflops),
+                                         roofs.gpu.sm_count, format_number(roofs.gpu.clock_khz / 1e3))
+                           : std::string("no FP32 peak: the GPU row has no SM count or clock")) +
+            "; " + escape_xml(roofs.bandwidth_gb_s ? fmt::format("{} GB/s, ", format_number(*roofs.bandwidth_gb_s)) : "") +
+            escape_xml(roofs.bandwidth_source) + ".</p>\n";
+    if (winners.empty()) {
+      html += empty("no ok results recorded for this GPU");
+      continue;
+    }
+    Axis x = Axis::logarithmic("FLOP / DRAM byte", 1e300, 0), y = Axis::logarithmic("TFLOP/s", 1e300, 0);
+    for (const Winner* w : winners) {
+      const double intensity = w->result.shape.flops() / w->bytes, achieved = tflops(w->result.shape, w->result.median_ms);
+      x.min = std::min(x.min, intensity); x.max = std::max(x.max, intensity);
+      y.min = std::min(y.min, achieved);  y.max = std::max(y.max, achieved);
+    }
+    const double peak = roofs.fp32_peak_tflops;
+    if (peak > 0) y.max = std::max(y.max, peak);
+    if (peak > 0 && roofs.bandwidth_gb_s) {
+      const double ridge = peak * 1e12 / (*roofs.bandwidth_gb_s * 1e9);
+      x.min = std::min(x.min, ridge / 10); x.max = std::max(x.max, ridge * 2);
+      y.min = std::min(y.min, *roofs.bandwidth_gb_s * 1e9 * x.min / 1e12);
+    }
+    SvgPlot plot("roofline", roofs.gpu.name + ": winners on the roofline", x, y);
+    const Scale sx(x, 0, 1);
+    if (peak > 0 && roofs.bandwidth_gb_s) {
+      const double ridge = peak * 1e12 / (*roofs.bandwidth_gb_s * 1e9);
+      const double from = sx.domain_min(), to = sx.domain_max();
+      plot.add_line({{from, *roofs.bandwidth_gb_s * 1e9 * from / 1e12}, {ridge, peak}, {to, peak}}, "roof");
+      plot.add_legend("roof", "roofs: DRAM bandwidth x intensity, FP32 peak");
+    } else if (peak > 0) {
+      plot.add_line({{sx.domain_min(), peak}, {sx.domain_max(), peak}}, "roof");
+      plot.add_legend("roof", "roof: FP32 peak (no DRAM bandwidth known)");
+    }
+    for (const Winner* w : winners) {
+      const double intensity = w->result.shape.flops() / w->bytes, achieved = tflops(w->result.shape, w->result.median_ms);
+      plot.add_point(intensity, achieved, w->bytes_measured ? "measured" : "compulsory",
+                     fmt::format("{} {} [{}]: {} FLOP/byte ({} bytes), {} TFLOP/s", w->result.shape.to_string(),
+                                 w->result.template_name, w->result.config, format_number(intensity),
+                                 w->bytes_measured ? "measured" : "compulsory", format_number(achieved)));
+    }
+    plot.add_legend("measured", "measured DRAM bytes");
+    plot.add_legend("compulsory", "compulsory bytes 4(MK+KN+MN)");
+    html += plot.render();
+  }
+  return html;
+}
+
+std::string sensitivity_section(const ReportData& report) {
+  std::string html = "<h2 id=\"sensitivity\">Parameter sensitivity</h2>\n"
+      "<p class=\"note\">Per template and shape, for each parameter: the best median time among "
+      "the ok results at each of its values.</p>\n";
+  if (report.sensitivities.empty()) return html + empty("no ok results recorded");
+  for (const Sensitivity& s : report.sensitivities) {
+    html += "<h3>" + escape_xml(fmt::format("{}, {} on {}", s.template_name, s.shape.to_string(), s.gpu_name)) +
+            "</h3>\n";
+    if (s.best_ms_by_value.empty()) {
+      html += empty("the template has no parameters");
+      continue;
+    }
+    html += "<div class=\"plots\">\n";
+    for (const auto& [parameter, values] : s.best_ms_by_value) {
+      Axis x = Axis::categorical(parameter), y = Axis::linear("best ms", 0, 0);
+      for (const auto& [value, ms] : values) {
+        x.categories.push_back(value);
+        y.max = std::max(y.max, ms);
+      }
+      SvgPlot plot("sensitivity", parameter, x, y, 260, 220);
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        plot.add_point(double(i), values[i].second, "best",
+                       fmt::format("{}={}: best {} ms", parameter, values[i].first, format_number(values[i].second)));
+      }
+      html += plot.render();
+    }
+    html += "</div>\n";
+  }
+  return html;
+}
+
+std::string convergence_section(const ReportData& report) {
+  std::string html = "<h2 id=\"convergence\">Search convergence</h2>\n"
+      "<p class=\"note\">A tune here is every ok evaluation of one template version on one GPU and "
+      "shape, in the order they were recorded (the database does not record the strategy; a resumed "
+      "tune continues its line). The line is the best time so far; marks where it improved.</p>\n";
+  if (report.convergences.empty()) return html + empty("no ok results recorded");
+  html += "<div class=\"plots\">\n";
+  for (const Convergence& c : report.convergences) {
+    Axis x = Axis::linear("evaluations", 1, double(c.best_so_far_ms.size())),
+         y = Axis::linear("best ms so far", 0, c.best_so_far_ms.front());
+    SvgPlot plot("convergence", fmt::format("{}, {} on {}", c.template_name, c.shape.to_string(), c.gpu_name), x, y, 360, 240);
+    std::vector<std::pair<double, double>> line;
+    for (std::size_t i = 0; i < c.best_so_far_ms.size(); ++i) {
+      const double ms = c.best_so_far_ms[i];
+      line.emplace_back(double(i + 1), ms);
+      if (i == 0 || ms < c.best_so_far_ms[i - 1]) {
+        plot.add_point(double(i + 1), ms, "best", fmt::format("evaluation {}: {} ms", i + 1, format_number(ms)));
+      }
+    }
+    plot.add_line(line, "best");
+    html += plot.render();
+  }
+  return html + "</div>\n";
+}
+
+std::string counters_section(const ReportData& report) {
+  std::string html = "<h2 id=\"counters\">Hardware counters</h2>\n"
+      "<p class=\"note\">Recorded by <code>tiletune profile</code> (Nsight Compute), per configuration, GPU and shape.</p>\n";
+  if (report.counters.empty()) return html + empty("no counters recorded (tiletune profile records them)");
+  std::vector<std::string> metrics;
+  for (const CounterRecord& c : report.counters) {
+    for (const auto& [name, value] : c.values) metrics.push_back(name);
+  }
+  std::sort(metrics.begin(), metrics.end());
+  metrics.erase(std::unique(metrics.begin(), metrics.end()), metrics.end());
+  std::vector<std::string> headers{"GPU", "template", "shape", "configuration", "ncu"};
+  headers.insert(headers.end(), metrics.begin(), metrics.end());
+  html += table_head(headers);
+  for (const CounterRecord& c : report.counters) {
+    html += "<tr>" + td(c.gpu_name) + td(c.template_name) + td(c.shape.to_string()) + td(c.config) + td(c.ncu_version);
+    for (const std::string& metric : metrics) {
+      auto it = c.values.find(metric);
+      html += td_num(it == c.values.end() ? "-" : format_number(it->second));
+    }
+    html += "</tr>\n";
+  }
+  return html + kTableEnd;
+}
+
+}  // namespace
+
+std::string html_report(const ReportData& report, const std::string& source) {
+  std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                     "<title>tiletune report: " + escape_xml(source) + "</title>\n<style>" + kStyle +
+                     "</style>\n</head>\n<body>\n<h1>tiletune report: " + escape_xml(source) + "</h1>\n";
+  html += "<p class=\"note\">GPUs: " + escape_xml(report.gpu_names.empty() ? std::string("none recorded") : fmt::format("{}", fmt::join(report.gpu_names, ", "))) +
+          ". Sections: <a href=\"#winners\">winners</a>, <a href=\"#bench\">against cuBLAS</a>, "
+          "<a href=\"#roofline\">roofline</a>, <a href=\"#sensitivity\">sensitivity</a>, "
+          "<a href=\"#convergence\">convergence</a>, <a href=\"#counters\">counters</a>.</p>\n";
+  html += winners_section(report) + bench_section(report) + roofline_section(report) +
+          sensitivity_section(report) + convergence_section(report) + counters_section(report);
+  return html + "</body>\n</html>\n";
+}
+
+}  // namespace tiletune::report

@@ -1,0 +1,132 @@
+#include "tools/report/markdown_report.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tools/report/svg_plot.h"
+
+namespace tiletune::report {
+namespace {
+
+// A table cell: pipes escaped, line breaks flattened.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+std::string table(const std::vector<std::string>& headers, const std::vector<std::vector<std::string>>& rows) {
+  std::string md = "| " + fmt::format("{}", fmt::join(headers, " | ")) + " |\n|";
+  for (std::size_t i = 0; i < headers.size(); ++i) md += " --- |";
+  md += "\n";
+  for (const auto& row : rows) {
+    std::vector<std::string> cells;
+    for (const std::string& text : row) cells.push_back(cell(text));
+    md += "| " + fmt::format("{}", fmt::join(cells, " | ")) + " |\n";
+  }
+  return md + "\n";
+}
+
+double tflops(const GemmShape& shape, double ms) { return ms > 0 ? shape.flops() / (ms * 1e-3) / 1e12 : 0; }
+
+}  // namespace
+
+std::string markdown_report(const ReportData& report, const std::string& source) {
+  std::string md = "# tiletune report: " + source + "\n\n";
+  md += "GPUs: " + (report.gpu_names.empty() ? std::string("none recorded") : fmt::format("{}", fmt::join(report.gpu_names, ", "))) + "\n\n";
+
+  md += "## Winners and their fuzz evidence\n\n";
+  if (report.winners.empty()) {
+    md += "no ok results recorded\n\n";
+  } else {
+    std::vector<std::vector<std::string>> rows;
+    for (const Winner& w : report.winners) {
+      rows.push_back({w.gpu.name, w.result.shape.to_string(), w.result.template_name, w.result.config,
+                      fmt::format("{:.4f}", w.result.median_ms), format_number(w.result.tflops),
+                      std::to_string(w.fuzz_cases)});
+    }
+    md += table({"GPU", "shape", "template", "configuration", "median ms", "TFLOP/s", "fuzz cases passed"}, rows);
+  }
+
+  md += "## Winner against cuBLAS\n\n";
+  if (report.gpu_names.empty()) md += "no bench rows recorded\n\n";
+  for (const std::string& gpu : report.gpu_names) {
+    std::vector<std::vector<std::string>> rows;
+    for (const BenchRow& row : report.bench) {
+      if (row.gpu_name != gpu) continue;
+      rows.push_back({row.shape.to_string(), row.template_name, row.config, fmt::format("{:.4f}", row.ours_ms),
+                      fmt::format("{:.4f}", row.cublas_ms),
+                      row.ours_ms > 0 ? fmt::format("{:.3f}", row.cublas_ms / row.ours_ms) : "-", row.recorded_at});
+    }
+    md += "### " + gpu + "\n\n";
+    md += rows.empty() ? "no bench rows recorded for this GPU (tiletune bench records them)\n\n"
+                       : table({"shape", "template", "configuration", "ours ms", "cuBLAS ms", "ours / cuBLAS (speed)", "recorded at"}, rows);
+  }
+
+  md += "## Roofline\n\nBytes: measured DRAM bytes (" + std::string(kDramBytesText) +
+        ") where counters are recorded, else the compulsory 4(MK+KN+MN).\n\n";
+  if (report.roofs.empty()) md += "no GPUs recorded\n\n";
+  for (const GpuRoofs& roofs : report.roofs) {
+    md += "### " + roofs.gpu.name + "\n\n";
+    md += (roofs.fp32_peak_tflops > 0 ? fmt::format("FP32 peak {} TFLOP/s", format_number(roofs.fp32_peak_tflops))
+                                      : std::string("no FP32 peak: the GPU row has no SM count or clock")) +
+          "; " + (roofs.bandwidth_gb_s ? fmt::format("{} GB/s, ", format_number(*roofs.bandwidth_gb_s)) : "") +
+          roofs.bandwidth_source + ".\n\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const Winner& w : report.winners) {
+      if (w.gpu.name != roofs.gpu.name) continue;
+      rows.push_back({w.result.shape.to_string(), w.result.template_name, format_number(w.bytes),
+                      w.bytes_measured ? "measured" : "compulsory", format_number(w.result.shape.flops() / w.bytes),
+                      format_number(tflops(w.result.shape, w.result.median_ms))});
+    }
+    if (!rows.empty()) md += table({"shape", "template", "bytes", "bytes are", "FLOP/byte", "TFLOP/s"}, rows);
+  }
+
+  md += "## Parameter sensitivity\n\nThe best median time among ok results at each value of each parameter.\n\n";
+  if (report.sensitivities.empty()) md += "no ok results recorded\n\n";
+  for (const Sensitivity& s : report.sensitivities) {
+    md += fmt::format("### {}, {} on {}\n\n", s.template_name, s.shape.to_string(), s.gpu_name);
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [parameter, values] : s.best_ms_by_value) {
+      for (const auto& [value, ms] : values) rows.push_back({parameter, value, fmt::format("{:.4f}", ms)});
+    }
+    md += table({"parameter", "value", "best ms"}, rows);
+  }
+
+  md += "## Search convergence\n\nA tune: the ok evaluations of one template version on one GPU and shape, "
+        "in recording order (the strategy is not recorded).\n\n";
+  if (report.convergences.empty()) {
+    md += "no ok results recorded\n\n";
+  } else {
+    std::vector<std::vector<std::string>> rows;
+    for (const Convergence& c : report.convergences) {
+      const auto best = std::min_element(c.best_so_far_ms.begin(), c.best_so_far_ms.end());
+      rows.push_back({c.gpu_name, c.template_name, c.shape.to_string(), std::to_string(c.best_so_far_ms.size()),
+                      fmt::format("{:.4f}", c.best_so_far_ms.front()), fmt::format("{:.4f}", *best),
+                      std::to_string(best - c.best_so_far_ms.begin() + 1)});
+    }
+    md += table({"GPU", "template", "shape", "evaluations", "first ms", "best ms", "best found at evaluation"}, rows);
+  }
+
+  md += "## Hardware counters\n\n";
+  if (report.counters.empty()) {
+    md += "no counters recorded (tiletune profile records them)\n";
+  } else {
+    std::vector<std::vector<std::string>> rows;
+    for (const CounterRecord& c : report.counters) {
+      for (const auto& [metric, value] : c.values) {
+        rows.push_back({c.gpu_name, c.template_name, c.shape.to_string(), c.config, metric, format_number(value)});
+      }
+    }
+    md += table({"GPU", "template", "shape", "configuration", "counter", "value"}, rows);
+  }
+  return md;
+}
+
+}  // namespace tiletune::report

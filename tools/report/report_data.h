@@ -1,0 +1,82 @@
+// What `tiletune report` shows, read from the database and put in order: the same model feeds the
+// HTML and the Markdown writers, and every list is sorted so that one database gives one report.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/result_store.h"
+
+namespace tiletune::report {
+
+// The fastest ok result of a current template version for a GPU (by name) and shape, with the fuzz
+// cases its configuration passed there.
+struct Winner {
+  GpuRecord gpu;
+  ResultRecord result;
+  int fuzz_cases = 0;
+  // Bytes placed on the roofline: the measured DRAM bytes of the winner's counters where recorded,
+  // else the compulsory traffic 4(MK+KN+MN).
+  double bytes = 0;
+  bool bytes_measured = false;
+};
+
+// A GPU's roofs: the FP32 peak from its SMs and clock (tuner/gpu_device.h's formula; 0 where the
+// row has no SMs or clock, as the CPU backend's), and the DRAM bandwidth where known.
+struct GpuRoofs {
+  GpuRecord gpu;
+  double fp32_peak_tflops = 0;
+  std::optional<double> bandwidth_gb_s;
+  std::string bandwidth_source;  // where the bandwidth comes from, or why there is none
+};
+
+// The latest bench row of a GPU and shape (tiletune bench), our kernel against cuBLAS.
+using BenchRow = BenchRecord;
+
+// For one GPU, template and shape: the best time among ok results at each value of a parameter.
+struct Sensitivity {
+  std::string gpu_name, template_name;
+  GemmShape shape;
+  // parameter -> (value, best median ms), values in numeric order where they are numbers.
+  std::map<std::string, std::vector<std::pair<std::string, double>>> best_ms_by_value;
+};
+
+// A tune: the ok evaluations of one template version on one GPU and shape, in recording order (the
+// database does not record the strategy; a resumed or repeated tune continues the same line, and a
+// re-measured configuration takes its new place). best_so_far_ms[i]: the fastest of the first i+1.
+struct Convergence {
+  std::string gpu_name, template_name, template_hash;
+  GemmShape shape;
+  std::vector<double> best_so_far_ms;
+};
+
+struct ReportData {
+  std::vector<std::string> gpu_names;  // sorted
+  std::vector<Winner> winners;          // by GPU name, then shape
+  std::vector<GpuRoofs> roofs;          // by GPU name
+  std::vector<BenchRow> bench;          // by GPU name, then shape
+  std::vector<Sensitivity> sensitivities;  // by GPU, template, shape
+  std::vector<Convergence> convergences;   // by GPU, template, shape
+  std::vector<CounterRecord> counters;     // by GPU, template, shape, configuration
+};
+
+// What places a winner on the roofline: its DRAM bytes from the counters (tiletune profile's short
+// names, tuner/profiling/counter_metrics.h), read plus written; nullopt where either is missing.
+inline constexpr const char* kDramBytesText = "dram_read_bytes + dram_write_bytes";
+std::optional<double> dram_bytes(const CounterRecord& counters);
+
+// DRAM bandwidth in GB/s of GPUs by name (their data sheets), for the roofline.
+std::optional<double> datasheet_bandwidth_gb_s(const std::string& gpu_name);
+
+// The compulsory traffic of an SGEMM: A, B and C once each, 4 bytes an element.
+double compulsory_bytes(const GemmShape& shape);
+
+// Builds the model from what the store holds (ok results of current template versions, bench rows,
+// counters).
+ReportData build_report(const std::vector<CurrentResult>& results, std::vector<BenchRecord> bench,
+                        std::vector<CounterRecord> counters);
+ReportData read_report(const ResultStore& store);
+
+}  // namespace tiletune::report
