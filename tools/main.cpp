@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   cli::add_strategies_command(app, exit_code);
   cli::add_cache_command(app, exit_code);
   cli::add_export_command(app, exit_code);
+  cli::add_lab_command(app, exit_code);
   cli::add_worker_command(app, exit_code);
 
   try {

@@ -16,6 +16,8 @@ void add_mutants_command(CLI::App& app, int& exit_code);
 void add_strategies_command(CLI::App& app, int& exit_code);
 void add_cache_command(CLI::App& app, int& exit_code);
 void add_export_command(CLI::App& app, int& exit_code);
+// `lab NAME` and the hidden `lab-kernel` it runs under Nsight Compute (tools/labs/).
+void add_lab_command(CLI::App& app, int& exit_code);
 // Hidden: the evaluation worker a tune starts (tuner/pipeline/evaluation_worker.h).
 void add_worker_command(CLI::App& app, int& exit_code);
 
