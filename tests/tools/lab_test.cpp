@@ -334,6 +334,17 @@ TEST(LabCommand, AnUnknownLabIsBadInput) {
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
 }
 
+// A kernel the labs do not have is bad input, with or without a GPU.
+TEST(LabCommand, AnUnknownLabKernelIsBadInput) {
+  for (const char* words : {"bank-conflicts stride7", "tiling tiled64 1024", "tiling tiled32 300",
+                            "tiling tiled32"}) {
+    const Outcome run = tiletune(std::string("lab-kernel ") + words);
+    EXPECT_EQ(run.exit_code, 2) << words << ": " << run.err;
+    EXPECT_THAT(run.err, StartsWith("tiletune: ")) << words;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  }
+}
+
 class LabsOnGpu : public testing_support::GpuTest {};
 
 // Both labs on this GPU with Nsight Compute where it is found: every result verified, nothing

@@ -82,9 +82,9 @@ void add_lab_command(CLI::App& app, int& exit_code) {
   kernel->callback([words, &exit_code] {
     const std::vector<std::string>& w = *words;
     if (w.size() == 2 && w[0] == "bank-conflicts") {
-      labs::launch_bank_conflict_kernel(GpuDevice(), w[1]);
+      labs::launch_bank_conflict_kernel(w[1]);
     } else if (w.size() == 3 && w[0] == "tiling") {
-      labs::launch_tiling_kernel(GpuDevice(), w[1], w[2]);
+      labs::launch_tiling_kernel(w[1], w[2]);
     } else {
       throw UsageError("lab-kernel takes 'bank-conflicts KERNEL' or 'tiling KERNEL SIZE'");
     }

@@ -265,8 +265,9 @@ nlohmann::json bank_conflict_lab_json(const BankConflictLab& lab) {
   return json;
 }
 
-void launch_bank_conflict_kernel(const GpuDevice& device, const std::string& variant) {
+void launch_bank_conflict_kernel(const std::string& variant) {
   const SharedAccessVariant& v = variant_named(variant);
+  const GpuDevice device;
   const LabModule module(device.properties().arch());
   DeviceBuffer out(std::size_t(kBlocks) * kThreads * sizeof(float));
   launch(module.function(v.entry), out.get(), nullptr);

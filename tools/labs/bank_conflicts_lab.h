@@ -67,8 +67,8 @@ BankConflictLab run_bank_conflict_lab(const GpuDevice& device, const CounterRead
 std::string format_bank_conflict_lab(const BankConflictLab& lab);
 nlohmann::json bank_conflict_lab_json(const BankConflictLab& lab);
 
-// `tiletune lab-kernel bank-conflicts VARIANT`: one launch of the variant, for ncu to count.
-// Throws cli::UsageError for an unknown variant.
-void launch_bank_conflict_kernel(const GpuDevice& device, const std::string& variant);
+// `tiletune lab-kernel bank-conflicts VARIANT`: one launch of the variant on the GPU, for ncu to
+// count. Throws cli::UsageError for an unknown variant before opening the GPU.
+void launch_bank_conflict_kernel(const std::string& variant);
 
 }  // namespace tiletune::labs

@@ -281,9 +281,10 @@ nlohmann::json tiling_lab_json(const TilingLab& lab) {
   return json;
 }
 
-void launch_tiling_kernel(const GpuDevice& device, const std::string& kernel, const std::string& size) {
+void launch_tiling_kernel(const std::string& kernel, const std::string& size) {
   const TilingKernel& k = kernel_named(kernel);
   const int n = size_named(size);
+  const GpuDevice device;
   const LabGemm gemm(k, device.properties().arch());
   std::mt19937_64 random(15);
   const DeviceBuffer a = DeviceBuffer::from(random_matrix(n, random));

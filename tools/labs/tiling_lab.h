@@ -65,9 +65,9 @@ TilingLab run_tiling_lab(const GpuDevice& device, const CounterReader& counters)
 std::string format_tiling_lab(const TilingLab& lab);
 nlohmann::json tiling_lab_json(const TilingLab& lab);
 
-// `tiletune lab-kernel tiling KERNEL SIZE`: one launch, for ncu to count. Throws cli::UsageError
-// for an unknown kernel or size.
-void launch_tiling_kernel(const GpuDevice& device, const std::string& kernel, const std::string& size);
+// `tiletune lab-kernel tiling KERNEL SIZE`: one launch on the GPU, for ncu to count. Throws
+// cli::UsageError for an unknown kernel or size before opening the GPU.
+void launch_tiling_kernel(const std::string& kernel, const std::string& size);
 
 // C = A B for n x n row-major matrices in double, with each element's error bound for an FP32
 // result summed in any order (gamma_n sum |a||b|). Exposed for its test.
