@@ -37,7 +37,23 @@ void keep(const std::string& dir, const std::string& name, const std::string& te
 
 int run(const LabOptions& options) {
   const GpuDevice device;
-  const labs::CounterReader counters = labs::nsight_compute_reader();
+  // Each ncu run takes seconds: say on a terminal which kernel is being counted.
+  const labs::CounterReader counters =
+      [ncu = labs::nsight_compute_reader()](const std::vector<std::string>& arguments,
+                                            const std::string& kernel,
+                                            const std::vector<std::string>& metrics) {
+        std::string words;
+        for (const std::string& word : arguments) words += " " + word;
+        progress_line("counting with Nsight Compute:" + words, false);
+        try {
+          auto values = ncu(arguments, kernel, metrics);
+          progress_line("", false);
+          return values;
+        } catch (...) {
+          progress_line("", false);
+          throw;
+        }
+      };
   std::string text;
   nlohmann::json json;
   std::vector<labs::Claim> claims;

@@ -255,7 +255,7 @@ std::string format_tiling_lab(const TilingLab& lab) {
     }
   }
   if (!lab.why_no_counters.empty()) text += "counters not measured: " + lab.why_no_counters + "\n";
-  text += "(x naive: the naive kernel of the same block side over this one; CPU reference: double, one core)\n\n";
+  text += "(x naive: the naive kernel of the same block side over this one; CPU reference: double with its error bound, one core)\n\n";
   return text + format_claims_table(lab.claims);
 }
 
