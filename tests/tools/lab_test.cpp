@@ -249,6 +249,23 @@ TEST(BankConflictLabTable, EndsWithTheClaimsTable) {
   EXPECT_THAT(text, EndsWith(format_claims_table(lab.claims)));
 }
 
+TEST(TilingLabTable, EachSizeWithTheCpuReferenceThenTheClaims) {
+  TilingLab lab;
+  lab.gpu = "NVIDIA H100 80GB HBM3";
+  lab.cpu_ms = {{256, 20.0}, {512, 160.0}, {1024, 1280.0}};
+  lab.rows = tiling_rows(16);
+  lab.rows[1].timing = timing(0.5, 0.5);  // tiled16 at 256^3: twice as fast as naive16
+  lab.claims = tiling_claims(lab.rows, "");
+  const std::string text = format_tiling_lab(lab);
+  EXPECT_THAT(text, StartsWith("tiling on NVIDIA H100 80GB HBM3: square SGEMM"));
+  EXPECT_THAT(text, HasSubstr("  256 CPU reference        20000.0       1.7\n"));
+  EXPECT_THAT(text, HasSubstr("  256 tiled TILE=16          500.0      67.1     2.00     40.0        65536       209715       786432\n"));
+  EXPECT_THAT(text, EndsWith(format_claims_table(lab.claims)));
+  const nlohmann::json json = tiling_lab_json(lab);
+  EXPECT_EQ(json["rows"][1]["global_load_requests"], 65536.0);
+  EXPECT_EQ(json["claims"].size(), 18u);
+}
+
 // The lab kernels compile for sm_90, each entry with the shared tile its layout needs.
 TEST(LabKernels, BankConflictKernelsCompileWithNvrtcForSm90) {
   for (const SharedAccessVariant& v : kSharedAccessVariants) {
