@@ -152,6 +152,12 @@ TEST(BankConflictCounters, ExcessiveIsWavefrontsMinusIdealAndTheIdealCountsReque
   EXPECT_THAT(asked, ::testing::Contains(ncu_name("shared_ideal_wavefronts")));
 }
 
+// ncu runs the tiletune binary named, never the process reading the counters (a test binary).
+TEST(LabCounters, NcuRunsTheNamedTiletuneLabKernel) {
+  EXPECT_THAT(lab_kernel_command("/opt/bin/tiletune", {"tiling", "naive16", "1024"}),
+              ElementsAre("/opt/bin/tiletune", "lab-kernel", "tiling", "naive16", "1024"));
+}
+
 TEST(TilingCounters, RequestsSectorsAndDramReadPlusWritten) {
   TilingMeasurement row;
   take_tiling_counters({{ncu_name("global_ld_requests"), 100.0},
@@ -367,7 +373,8 @@ class LabsOnGpu : public testing_support::GpuTest {};
 // Both labs on this GPU with Nsight Compute where it is found: every result verified, nothing
 // refuted; without ncu or permission the counter claims say so and only timing is judged.
 TEST_F(LabsOnGpu, BothLabsRunAndNoClaimIsRefuted) {
-  const CounterReader counters = nsight_compute_reader();
+  const CounterReader counters =
+      nsight_compute_reader(fs::path(TILETUNE_BINARY_DIR) / "tools" / "tiletune");
   const BankConflictLab bank = run_bank_conflict_lab(*device_, counters);
   const std::string bank_text = format_bank_conflict_lab(bank);
   EXPECT_EQ(claims_exit_code(bank.claims), 0) << bank_text;

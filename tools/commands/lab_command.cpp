@@ -39,7 +39,7 @@ int run(const LabOptions& options) {
   const GpuDevice device;
   // Each ncu run takes seconds: say on a terminal which kernel is being counted.
   const labs::CounterReader counters =
-      [ncu = labs::nsight_compute_reader()](const std::vector<std::string>& arguments,
+      [ncu = labs::nsight_compute_reader(std::filesystem::read_symlink("/proc/self/exe"))](const std::vector<std::string>& arguments,
                                             const std::string& kernel,
                                             const std::vector<std::string>& metrics) {
         std::string words;

@@ -10,20 +10,20 @@
 
 namespace tiletune::labs {
 
-std::vector<std::string> lab_kernel_command(const std::vector<std::string>& lab_kernel_arguments) {
-  std::vector<std::string> command = {std::filesystem::read_symlink("/proc/self/exe").string(),
-                                      "lab-kernel"};
+std::vector<std::string> lab_kernel_command(const std::filesystem::path& tiletune,
+                                            const std::vector<std::string>& lab_kernel_arguments) {
+  std::vector<std::string> command = {tiletune.string(), "lab-kernel"};
   command.insert(command.end(), lab_kernel_arguments.begin(), lab_kernel_arguments.end());
   return command;
 }
 
-CounterReader nsight_compute_reader() {
+CounterReader nsight_compute_reader(std::filesystem::path tiletune) {
   auto ncu = std::make_shared<std::optional<NsightCompute>>();
-  return [ncu](const std::vector<std::string>& arguments, const std::string& kernel,
+  return [ncu, tiletune](const std::vector<std::string>& arguments, const std::string& kernel,
                const std::vector<std::string>& metrics) {
     if (!ncu->has_value()) ncu->emplace(NsightCompute::find());
     const std::vector<ProfiledLaunch> launches =
-        (*ncu)->profile(lab_kernel_command(arguments), metrics, "^" + kernel + "$");
+        (*ncu)->profile(lab_kernel_command(tiletune, arguments), metrics, "^" + kernel + "$");
     if (launches.size() != 1) {
       throw ProfilerUnavailable(fmt::format("ncu profiled {} launches of {} where the lab made one",
                                             launches.size(), kernel));

@@ -5,6 +5,7 @@
 // and without ncu.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
@@ -19,11 +20,13 @@ using CounterReader = std::function<std::map<std::string, double>(
     const std::vector<std::string>& lab_kernel_arguments, const std::string& kernel,
     const std::vector<std::string>& metrics)>;
 
-// The reader that runs this tiletune binary under the ncu NsightCompute::find() finds (looked for
-// at the first read, so that a lab without ncu still times its kernels).
-CounterReader nsight_compute_reader();
+// The reader that runs `tiletune lab-kernel` of the tiletune binary at `tiletune` under the ncu
+// NsightCompute::find() finds (looked for at the first read, so that a lab without ncu still
+// times its kernels). The lab command passes itself; a test, the built tiletune.
+CounterReader nsight_compute_reader(std::filesystem::path tiletune);
 
-// The lab kernel's launch argument list, for `tiletune lab-kernel` (the leading words).
-std::vector<std::string> lab_kernel_command(const std::vector<std::string>& lab_kernel_arguments);
+// `TILETUNE lab-kernel ARGUMENTS...`.
+std::vector<std::string> lab_kernel_command(const std::filesystem::path& tiletune,
+                                            const std::vector<std::string>& lab_kernel_arguments);
 
 }  // namespace tiletune::labs
