@@ -253,6 +253,26 @@ TEST(BankConflictLabTable, EndsWithTheClaimsTable) {
   EXPECT_THAT(text, HasSubstr("stride32  tile[col][row] in [32][32]             500.0      480.0"
                               "        32768      1048576      1015808      1015808\n"));
   EXPECT_THAT(text, EndsWith(format_claims_table(lab.claims)));
+  const nlohmann::json json = bank_conflict_lab_json(lab);
+  EXPECT_EQ(json["lab"], "bank-conflicts");
+  EXPECT_EQ(json["rows"][1]["variant"], "stride32");
+  EXPECT_EQ(json["rows"][1]["excessive_wavefronts"], 31 * 32768.0);
+  EXPECT_EQ(json["claims"][3]["verdict"], "confirmed");
+  EXPECT_FALSE(json.contains("counters_not_measured"));
+}
+
+TEST(BankConflictLabTable, WithoutCountersDashesAndTheReasonOnce) {
+  BankConflictLab lab;
+  lab.gpu = "NVIDIA H200";
+  lab.rows = measured_as_the_tutorials_say();
+  for (SharedAccessMeasurement& r : lab.rows) r.requests = r.wavefronts = r.excessive = r.hardware_conflicts = std::nullopt;
+  lab.why_no_counters = "Nsight Compute (ncu) not found";
+  lab.claims = bank_conflict_claims(lab.rows, lab.why_no_counters);
+  const std::string text = format_bank_conflict_lab(lab);
+  EXPECT_THAT(text, HasSubstr("stride1   tile[row][col] in [32][32]              40.0       38.0"
+                              "            -            -            -            -\n"));
+  EXPECT_THAT(text, HasSubstr("counters not measured: Nsight Compute (ncu) not found\n"));
+  EXPECT_EQ(bank_conflict_lab_json(lab)["rows"][0]["excessive_wavefronts"], nullptr);
 }
 
 TEST(TilingLabTable, EachSizeWithTheCpuReferenceThenTheClaims) {
