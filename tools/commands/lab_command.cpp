@@ -37,11 +37,13 @@ void keep(const std::string& dir, const std::string& name, const std::string& te
 
 int run(const LabOptions& options) {
   const GpuDevice device;
-  // Each ncu run takes seconds: say on a terminal which kernel is being counted.
-  const labs::CounterReader counters =
-      [ncu = labs::nsight_compute_reader(std::filesystem::read_symlink("/proc/self/exe"))](const std::vector<std::string>& arguments,
-                                            const std::string& kernel,
-                                            const std::vector<std::string>& metrics) {
+  // ncu runs this very binary's hidden lab-kernel. Each run takes seconds: say on a terminal
+  // which kernel is being counted.
+  const labs::CounterReader ncu =
+      labs::nsight_compute_reader(std::filesystem::read_symlink("/proc/self/exe"));
+  const labs::CounterReader counters = [&ncu](const std::vector<std::string>& arguments,
+                                              const std::string& kernel,
+                                              const std::vector<std::string>& metrics) {
         std::string words;
         for (const std::string& word : arguments) words += " " + word;
         progress_line("counting with Nsight Compute:" + words, false);
