@@ -73,8 +73,9 @@ SharedAccessMeasurement& row(std::vector<SharedAccessMeasurement>& rows, const s
 TEST(BankConflictClaims, ConfirmedWhenTheCountsAreTheTutorials) {
   const std::vector<Claim> claims = bank_conflict_claims(measured_as_the_tutorials_say(), "");
   ASSERT_EQ(claims.size(), 5u);
-  EXPECT_THAT(verdicts(claims), ElementsAre(Verdict::kConfirmed, Verdict::kConfirmed, Verdict::kConfirmed,
-                                            Verdict::kConfirmed, Verdict::kConfirmed));
+  EXPECT_THAT(verdicts(claims),
+              ElementsAre(Verdict::kConfirmed, Verdict::kConfirmed, Verdict::kConfirmed,
+                          Verdict::kConfirmed, Verdict::kConfirmed));
   EXPECT_EQ(claims[3].statement, "stride32: 32-way, 31 excessive wavefronts per request");
   EXPECT_EQ(claims[3].measured, "1015808 excessive / 32768 requests = 31.00");
   EXPECT_EQ(claims_exit_code(claims), 0);
@@ -108,12 +109,13 @@ TEST(BankConflictClaims, StrideThirtyTwoWithinTheNoiseOfAnotherIsNotSlower) {
 
 TEST(BankConflictClaims, WithoutCountersTheCounterClaimsAreNotMeasuredAndTimingStillJudged) {
   std::vector<SharedAccessMeasurement> rows = measured_as_the_tutorials_say();
-  for (SharedAccessMeasurement& r : rows) r.requests = r.wavefronts = r.excessive = r.hardware_conflicts = std::nullopt;
+  for (SharedAccessMeasurement& r : rows)
+    r.requests = r.wavefronts = r.excessive = r.hardware_conflicts = std::nullopt;
   const std::vector<Claim> claims =
       bank_conflict_claims(rows, "no permission to read GPU counters (ERR_NVGPUCTRPERM)");
-  EXPECT_THAT(verdicts(claims), ElementsAre(Verdict::kNotMeasured, Verdict::kNotMeasured,
-                                            Verdict::kNotMeasured, Verdict::kNotMeasured,
-                                            Verdict::kConfirmed));
+  EXPECT_THAT(verdicts(claims),
+              ElementsAre(Verdict::kNotMeasured, Verdict::kNotMeasured, Verdict::kNotMeasured,
+                          Verdict::kNotMeasured, Verdict::kConfirmed));
   EXPECT_EQ(verdict_text(claims[0]),
             "not measured: no permission to read GPU counters (ERR_NVGPUCTRPERM)");
   EXPECT_EQ(claims_exit_code(claims), 0);
@@ -141,9 +143,9 @@ TEST(BankConflictCounters, ExcessiveIsWavefrontsMinusIdealAndTheIdealCountsReque
   EXPECT_EQ(row.hardware_conflicts, 11.0);
 
   SharedAccessMeasurement partial;  // ncu did not know the ideal wavefronts nor store conflicts
-  take_shared_access_counters({{ncu_name("shared_wavefronts"), 320.0},
-                               {ncu_name("shared_ld_bank_conflicts"), 5.0}},
-                              partial);
+  take_shared_access_counters(
+      {{ncu_name("shared_wavefronts"), 320.0}, {ncu_name("shared_ld_bank_conflicts"), 5.0}},
+      partial);
   EXPECT_EQ(partial.wavefronts, 320.0);
   EXPECT_EQ(partial.excessive, std::nullopt);
   EXPECT_EQ(partial.requests, std::nullopt);
@@ -193,7 +195,8 @@ std::vector<TilingMeasurement> tiling_rows(double requests_ratio16) {
 TEST(TilingClaims, RequestsRatioNearTileIsConfirmedSectorsAndDramReported) {
   const std::vector<Claim> claims = tiling_claims(tiling_rows(16), "");
   ASSERT_EQ(claims.size(), 18u);  // 3 sizes x 2 tiles x (requests, sectors, DRAM)
-  EXPECT_EQ(claims[0].statement, "256^3 TILE=16: naive/tiled global load requests near 16 (within 10%)");
+  EXPECT_EQ(claims[0].statement,
+            "256^3 TILE=16: naive/tiled global load requests near 16 (within 10%)");
   EXPECT_EQ(claims[0].verdict, Verdict::kConfirmed);
   EXPECT_EQ(claims[1].statement, "256^3 TILE=16: naive/tiled global load sectors");
   EXPECT_EQ(claims[1].verdict, Verdict::kReported);
@@ -216,7 +219,8 @@ TEST(TilingClaims, ARequestsRatioFarFromTileRefutesIt) {
 TEST(TilingClaims, WithoutCountersNothingIsConfirmed) {
   std::vector<TilingMeasurement> rows = tiling_rows(16);
   for (TilingMeasurement& r : rows) r.load_requests = r.load_sectors = r.dram_bytes = std::nullopt;
-  const std::vector<Claim> claims = tiling_claims(rows, "Nsight Compute (ncu) not found: looked at ...");
+  const std::vector<Claim> claims =
+      tiling_claims(rows, "Nsight Compute (ncu) not found: looked at ...");
   for (const Claim& c : claims) {
     EXPECT_EQ(c.verdict, Verdict::kNotMeasured) << c.statement;
     EXPECT_EQ(c.measured, "Nsight Compute (ncu) not found: looked at ...");
@@ -230,12 +234,13 @@ TEST(ClaimsTable, AlignedColumnsAndTheReasonInPlaceOfVerdictAndMeasurement) {
       judged("padded: no excessive", false, "64 excessive wavefronts"),
       not_measured("swizzled: no excessive", "no permission to read GPU counters"),
       reported("sectors", "20.00 (a / b)")};
-  EXPECT_EQ(format_claims_table(claims),
-            "claim                                    verdict    measured\n"
-            "stride1: no excessive shared wavefronts  confirmed  0 excessive wavefronts\n"
-            "padded: no excessive                     REFUTED    64 excessive wavefronts\n"
-            "swizzled: no excessive                   not measured: no permission to read GPU counters\n"
-            "sectors                                  reported   20.00 (a / b)\n");
+  EXPECT_EQ(
+      format_claims_table(claims),
+      "claim                                    verdict    measured\n"
+      "stride1: no excessive shared wavefronts  confirmed  0 excessive wavefronts\n"
+      "padded: no excessive                     REFUTED    64 excessive wavefronts\n"
+      "swizzled: no excessive                   not measured: no permission to read GPU counters\n"
+      "sectors                                  reported   20.00 (a / b)\n");
   const nlohmann::json json = claims_json(claims);
   EXPECT_EQ(json[1]["verdict"], "refuted");
   EXPECT_EQ(json[2]["verdict"], "not measured");
@@ -265,7 +270,8 @@ TEST(BankConflictLabTable, WithoutCountersDashesAndTheReasonOnce) {
   BankConflictLab lab;
   lab.gpu = "NVIDIA H200";
   lab.rows = measured_as_the_tutorials_say();
-  for (SharedAccessMeasurement& r : lab.rows) r.requests = r.wavefronts = r.excessive = r.hardware_conflicts = std::nullopt;
+  for (SharedAccessMeasurement& r : lab.rows)
+    r.requests = r.wavefronts = r.excessive = r.hardware_conflicts = std::nullopt;
   lab.why_no_counters = "Nsight Compute (ncu) not found";
   lab.claims = bank_conflict_claims(lab.rows, lab.why_no_counters);
   const std::string text = format_bank_conflict_lab(lab);
@@ -285,7 +291,8 @@ TEST(TilingLabTable, EachSizeWithTheCpuReferenceThenTheClaims) {
   const std::string text = format_tiling_lab(lab);
   EXPECT_THAT(text, StartsWith("tiling on NVIDIA H100 80GB HBM3: square SGEMM"));
   EXPECT_THAT(text, HasSubstr("  256 CPU reference        20000.0       1.7\n"));
-  EXPECT_THAT(text, HasSubstr("  256 tiled TILE=16          500.0      67.1     2.00     40.0        65536       209715       786432\n"));
+  EXPECT_THAT(text, HasSubstr("  256 tiled TILE=16          500.0      67.1     2.00     40.0      "
+                              "  65536       209715       786432\n"));
   EXPECT_THAT(text, EndsWith(format_claims_table(lab.claims)));
   const nlohmann::json json = tiling_lab_json(lab);
   EXPECT_EQ(json["rows"][1]["global_load_requests"], 65536.0);
@@ -295,11 +302,13 @@ TEST(TilingLabTable, EachSizeWithTheCpuReferenceThenTheClaims) {
 // The lab kernels compile for sm_90, each entry with the shared tile its layout needs.
 TEST(LabKernels, BankConflictKernelsCompileWithNvrtcForSm90) {
   for (const SharedAccessVariant& v : kSharedAccessVariants) {
-    const CompiledKernelImage image = compile_cuda_source(std::string(bank_conflicts_source()),
-                                                          "bank_conflicts.cu", {}, "sm_90", v.entry, v.name);
+    const CompiledKernelImage image = compile_cuda_source(
+        std::string(bank_conflicts_source()), "bank_conflicts.cu", {}, "sm_90", v.entry, v.name);
     EXPECT_FALSE(image.cubin.empty()) << v.name;
-    EXPECT_EQ(image.report.static_shared_bytes, std::string(v.name) == "padded" ? 32 * 33 * 4 : 32 * 32 * 4)
-        << v.name << "\n" << image.log;
+    EXPECT_EQ(image.report.static_shared_bytes,
+              std::string(v.name) == "padded" ? 32 * 33 * 4 : 32 * 32 * 4)
+        << v.name << "\n"
+        << image.log;
     EXPECT_EQ(image.report.spill_bytes(), 0) << v.name;
   }
 }
@@ -314,12 +323,19 @@ TEST(LabKernels, TilingUsesTheShippedTemplatesAndTheyCompileForSm90) {
   const fs::path shipped = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src";
   EXPECT_EQ(naive_template_source(), read_file(shipped / "naive.cu"));
   EXPECT_EQ(tiled_template_source(), read_file(shipped / "tiled.cu"));
-  EXPECT_EQ(bank_conflicts_source(), read_file(fs::path(TILETUNE_SOURCE_DIR) / "tools" / "labs" / "bank_conflicts.cu"));
+  EXPECT_EQ(bank_conflicts_source(),
+            read_file(fs::path(TILETUNE_SOURCE_DIR) / "tools" / "labs" / "bank_conflicts.cu"));
   const KernelTemplate naive = parse_template(std::string(naive_template_source()), "naive.cu");
   const KernelTemplate tiled = parse_template(std::string(tiled_template_source()), "tiled.cu");
   for (const int tile : {16, 32}) {
-    EXPECT_FALSE(compile_configuration(naive, naive.parse_configuration(fmt::format("BLOCK_X={0},BLOCK_Y={0}", tile)), "sm_90").cubin.empty());
-    EXPECT_FALSE(compile_configuration(tiled, tiled.parse_configuration(fmt::format("TILE={},PAD=0,SWIZZLE=0", tile)), "sm_90").cubin.empty());
+    EXPECT_FALSE(
+        compile_configuration(
+            naive, naive.parse_configuration(fmt::format("BLOCK_X={0},BLOCK_Y={0}", tile)), "sm_90")
+            .cubin.empty());
+    EXPECT_FALSE(
+        compile_configuration(
+            tiled, tiled.parse_configuration(fmt::format("TILE={},PAD=0,SWIZZLE=0", tile)), "sm_90")
+            .cubin.empty());
   }
 }
 
@@ -340,12 +356,15 @@ struct Outcome {
 };
 
 Outcome tiletune(const std::string& arguments) {
-  const fs::path dir = fs::temp_directory_path() / ("tiletune_lab_test_" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("tiletune_lab_test_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  const std::string command = (fs::path(TILETUNE_BINARY_DIR) / "tools" / "tiletune").string() + " " +
-                              arguments + " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
+  const std::string command = (fs::path(TILETUNE_BINARY_DIR) / "tools" / "tiletune").string() +
+                              " " + arguments + " >" + (dir / "out").string() + " 2>" +
+                              (dir / "err").string();
   const int status = std::system(command.c_str());
-  Outcome run{WIFEXITED(status) ? WEXITSTATUS(status) : 128, read_file(dir / "out"), read_file(dir / "err")};
+  Outcome run{WIFEXITED(status) ? WEXITSTATUS(status) : 128, read_file(dir / "out"),
+              read_file(dir / "err")};
   fs::remove_all(dir);
   return run;
 }
@@ -379,8 +398,8 @@ TEST(LabCommand, AnUnknownLabIsBadInput) {
 
 // A kernel the labs do not have is bad input, with or without a GPU.
 TEST(LabCommand, AnUnknownLabKernelIsBadInput) {
-  for (const char* words : {"bank-conflicts stride7", "tiling tiled64 1024", "tiling tiled32 300",
-                            "tiling tiled32"}) {
+  for (const char* words :
+       {"bank-conflicts stride7", "tiling tiled64 1024", "tiling tiled32 300", "tiling tiled32"}) {
     const Outcome run = tiletune(std::string("lab-kernel ") + words);
     EXPECT_EQ(run.exit_code, 2) << words << ": " << run.err;
     EXPECT_THAT(run.err, StartsWith("tiletune: ")) << words;

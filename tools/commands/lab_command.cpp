@@ -32,7 +32,9 @@ void keep(const std::string& dir, const std::string& name, const std::string& te
   std::ofstream js(std::filesystem::path(dir) / (name + ".json"));
   txt << text;
   js << json.dump(2) << "\n";
-  if (!txt || !js) throw UsageError(fmt::format("--out {}: cannot write {}.txt and {}.json there", dir, name, name));
+  if (!txt || !js) {
+    throw UsageError(fmt::format("--out {}: cannot write {}.txt and {}.json there", dir, name, name));
+  }
 }
 
 int run(const LabOptions& options) {
@@ -44,18 +46,18 @@ int run(const LabOptions& options) {
   const labs::CounterReader counters = [&ncu](const std::vector<std::string>& arguments,
                                               const std::string& kernel,
                                               const std::vector<std::string>& metrics) {
-        std::string words;
-        for (const std::string& word : arguments) words += " " + word;
-        progress_line("counting with Nsight Compute:" + words, false);
-        try {
-          auto values = ncu(arguments, kernel, metrics);
-          progress_line("", false);
-          return values;
-        } catch (...) {
-          progress_line("", false);
-          throw;
-        }
-      };
+    std::string words;
+    for (const std::string& word : arguments) words += " " + word;
+    progress_line("counting with Nsight Compute:" + words, false);
+    try {
+      auto values = ncu(arguments, kernel, metrics);
+      progress_line("", false);
+      return values;
+    } catch (...) {
+      progress_line("", false);
+      throw;
+    }
+  };
   std::string text;
   nlohmann::json json;
   std::vector<labs::Claim> claims;

@@ -30,24 +30,25 @@ constexpr unsigned kThreads = 256;
 constexpr int kRepeats = 64;
 
 // The counters the lab reads (tuner/profiling/counter_metrics.h).
-const std::vector<std::string> kCounters = {
-    "shared_wavefronts", "shared_ideal_wavefronts", "shared_excessive_wavefronts",
-    "shared_ld_bank_conflicts", "shared_st_bank_conflicts"};
+const std::vector<std::string> kCounters = {"shared_wavefronts", "shared_ideal_wavefronts",
+                                            "shared_excessive_wavefronts",
+                                            "shared_ld_bank_conflicts", "shared_st_bank_conflicts"};
 
 const SharedAccessVariant& variant_named(const std::string& name) {
   for (const SharedAccessVariant& v : kSharedAccessVariants) {
     if (name == v.name) return v;
   }
-  throw cli::UsageError(fmt::format("no bank-conflicts kernel '{}' (stride1, stride32, padded, swizzled)", name));
+  throw cli::UsageError(
+      fmt::format("no bank-conflicts kernel '{}' (stride1, stride32, padded, swizzled)", name));
 }
 
 // The lab's module loaded in the current context.
 class LabModule {
  public:
   explicit LabModule(const std::string& arch) {
-    const CompiledKernelImage image = compile_cuda_source(
-        std::string(bank_conflicts_source()), "bank_conflicts.cu", {}, arch, "bank_stride1",
-        "the bank-conflict lab's kernels");
+    const CompiledKernelImage image =
+        compile_cuda_source(std::string(bank_conflicts_source()), "bank_conflicts.cu", {}, arch,
+                            "bank_stride1", "the bank-conflict lab's kernels");
     check_cuda(cuda_driver().cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData");
   }
   ~LabModule() { cuda_driver().cuModuleUnload(module_); }
@@ -67,8 +68,9 @@ class LabModule {
 void launch(CUfunction f, CUdeviceptr out, CUstream stream) {
   int repeats = kRepeats;
   void* args[] = {&repeats, &out};
-  check_cuda(cuda_driver().cuLaunchKernel(f, kBlocks, 1, 1, kThreads, 1, 1, 0, stream, args, nullptr),
-             "cuLaunchKernel");
+  check_cuda(
+      cuda_driver().cuLaunchKernel(f, kBlocks, 1, 1, kThreads, 1, 1, 0, stream, args, nullptr),
+      "cuLaunchKernel");
 }
 
 // What thread t of any block sums (bank_conflicts.cu): the same for every layout.
@@ -156,7 +158,8 @@ std::vector<Claim> bank_conflict_claims(const std::vector<SharedAccessMeasuremen
     const SharedAccessMeasurement* row = row_named(rows, "stride32");
     if (row == nullptr || !row->excessive || !row->requests || *row->requests <= 0) {
       claims.push_back(not_measured(
-          statement, missing(row, row && row->excessive ? "ideal wavefronts" : "excessive wavefronts")));
+          statement,
+          missing(row, row && row->excessive ? "ideal wavefronts" : "excessive wavefronts")));
     } else {
       // The degree of conflict is a whole number: 31 per request means 32-way, 30 would be 31-way.
       const double per_request = *row->excessive / *row->requests;
@@ -205,8 +208,8 @@ BankConflictLab run_bank_conflict_lab(const GpuDevice& device, const CounterRead
     check_cuda(cuda_driver().cuCtxSynchronize(), variant.entry);
     out.download_into(host);
     if (auto wrong = wrong_sum(host)) {
-      throw std::runtime_error(fmt::format("the bank-conflicts lab's {} kernel is wrong: {}",
-                                           variant.name, *wrong));
+      throw std::runtime_error(
+          fmt::format("the bank-conflicts lab's {} kernel is wrong: {}", variant.name, *wrong));
     }
     SharedAccessMeasurement row;
     row.variant = variant.name;
@@ -229,11 +232,12 @@ BankConflictLab run_bank_conflict_lab(const GpuDevice& device, const CounterRead
 
 std::string format_bank_conflict_lab(const BankConflictLab& lab) {
   std::string text = fmt::format(
-      "bank conflicts on {}: {} blocks x {} threads, {} rounds of 4 shared stores and 4 loads per thread\n",
+      "bank conflicts on {}: {} blocks x {} threads, {} rounds of 4 shared stores and 4 loads per "
+      "thread\n",
       lab.gpu, kBlocks, kThreads, kRepeats);
-  text += fmt::format("{:<9} {:<33} {:>10} {:>10} {:>12} {:>12} {:>12} {:>12}\n", "variant",
-                      "layout", "median us", "min us", "requests", "wavefronts", "excessive",
-                      "hw conflicts");
+  text +=
+      fmt::format("{:<9} {:<33} {:>10} {:>10} {:>12} {:>12} {:>12} {:>12}\n", "variant", "layout",
+                  "median us", "min us", "requests", "wavefronts", "excessive", "hw conflicts");
   for (const SharedAccessMeasurement& row : lab.rows) {
     text += fmt::format("{:<9} {:<33} {:>10.1f} {:>10.1f} {:>12} {:>12} {:>12} {:>12}\n",
                         row.variant, variant_named(row.variant).layout, row.timing.median_ms * 1e3,
@@ -241,7 +245,9 @@ std::string format_bank_conflict_lab(const BankConflictLab& lab) {
                         count(row.excessive), count(row.hardware_conflicts));
   }
   if (!lab.why_no_counters.empty()) text += "counters not measured: " + lab.why_no_counters + "\n";
-  text += "(hw conflicts: the hardware counter, reported as read; it is not zero on conflict-free code)\n\n";
+  text +=
+      "(hw conflicts: the hardware counter, reported as read; it is not zero on conflict-free "
+      "code)\n\n";
   return text + format_claims_table(lab.claims);
 }
 
@@ -259,7 +265,9 @@ nlohmann::json bank_conflict_lab_json(const BankConflictLab& lab) {
                     {"excessive_wavefronts", optional(row.excessive)},
                     {"hardware_bank_conflicts", optional(row.hardware_conflicts)}});
   }
-  nlohmann::json json = {{"lab", "bank-conflicts"}, {"gpu", lab.gpu}, {"rows", rows},
+  nlohmann::json json = {{"lab", "bank-conflicts"},
+                         {"gpu", lab.gpu},
+                         {"rows", rows},
                          {"claims", claims_json(lab.claims)}};
   if (!lab.why_no_counters.empty()) json["counters_not_measured"] = lab.why_no_counters;
   return json;

@@ -3,9 +3,9 @@
 // Four kernels (tools/labs/bank_conflicts.cu) move the same data through a 32 x 32 shared tile,
 // row-wise (stride 1), column-wise (stride 32), column-wise in a padded [32][33] tile and
 // column-wise through an XOR swizzle. Each is verified, timed (median of CUDA-event runs) and,
-// where Nsight Compute can read counters, counted: shared requests (ideal wavefronts), wavefronts, excessive
-// wavefronts and the hardware bank-conflict counter. The claims: no excessive wavefronts at
-// stride 1, padded and swizzled; 31 excessive wavefronts per request (32-way) at stride 32; and
+// where Nsight Compute can read counters, counted: shared requests (ideal wavefronts), wavefronts,
+// excessive wavefronts and the hardware bank-conflict counter. The claims: no excessive wavefronts
+// at stride 1, padded and swizzled; 31 excessive wavefronts per request (32-way) at stride 32; and
 // stride 32 slower than the other three.
 #pragma once
 
@@ -27,7 +27,8 @@ struct SharedAccessVariant {
   const char* entry;   // "bank_stride32"
   const char* layout;  // "tile[col][row] in [32][32]"
 };
-extern const std::vector<SharedAccessVariant> kSharedAccessVariants;  // stride1, stride32, padded, swizzled
+// stride1, stride32, padded, swizzled
+extern const std::vector<SharedAccessVariant> kSharedAccessVariants;
 
 // One variant as measured; a counter is empty when it could not be read.
 struct SharedAccessMeasurement {

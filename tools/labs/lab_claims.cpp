@@ -9,7 +9,8 @@
 namespace tiletune::labs {
 
 Claim judged(std::string statement, bool holds, std::string measured) {
-  return {std::move(statement), holds ? Verdict::kConfirmed : Verdict::kRefuted, std::move(measured)};
+  return {std::move(statement), holds ? Verdict::kConfirmed : Verdict::kRefuted,
+          std::move(measured)};
 }
 
 Claim not_measured(std::string statement, std::string why) {
@@ -22,10 +23,14 @@ Claim reported(std::string statement, std::string measured) {
 
 std::string verdict_text(const Claim& claim) {
   switch (claim.verdict) {
-    case Verdict::kConfirmed: return "confirmed";
-    case Verdict::kRefuted: return "REFUTED";
-    case Verdict::kNotMeasured: return "not measured: " + claim.measured;
-    case Verdict::kReported: return "reported";
+    case Verdict::kConfirmed:
+      return "confirmed";
+    case Verdict::kRefuted:
+      return "REFUTED";
+    case Verdict::kNotMeasured:
+      return "not measured: " + claim.measured;
+    case Verdict::kReported:
+      return "reported";
   }
   return "?";
 }
@@ -62,10 +67,10 @@ int claims_exit_code(const std::vector<Claim>& claims) {
 nlohmann::json claims_json(const std::vector<Claim>& claims) {
   nlohmann::json rows = nlohmann::json::array();
   for (const Claim& claim : claims) {
-    const char* verdict = claim.verdict == Verdict::kConfirmed   ? "confirmed"
-                          : claim.verdict == Verdict::kRefuted   ? "refuted"
-                          : claim.verdict == Verdict::kReported  ? "reported"
-                                                                 : "not measured";
+    const char* verdict = claim.verdict == Verdict::kConfirmed  ? "confirmed"
+                          : claim.verdict == Verdict::kRefuted  ? "refuted"
+                          : claim.verdict == Verdict::kReported ? "reported"
+                                                                : "not measured";
     nlohmann::json row = {{"claim", claim.statement}, {"verdict", verdict}};
     row[claim.verdict == Verdict::kNotMeasured ? "why" : "measured"] = claim.measured;
     rows.push_back(std::move(row));

@@ -17,7 +17,7 @@ enum class Verdict { kConfirmed, kRefuted, kNotMeasured, kReported };
 struct Claim {
   std::string statement;  // "stride 1: no excessive shared wavefronts"
   Verdict verdict = Verdict::kNotMeasured;
-  std::string measured;   // the numbers behind the verdict, or why nothing was measured
+  std::string measured;  // the numbers behind the verdict, or why nothing was measured
 };
 
 // Confirmed when the measurement `holds`, refuted when not; not measured with a reason; reported.

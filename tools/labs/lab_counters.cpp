@@ -20,7 +20,7 @@ std::vector<std::string> lab_kernel_command(const std::filesystem::path& tiletun
 CounterReader nsight_compute_reader(std::filesystem::path tiletune) {
   auto ncu = std::make_shared<std::optional<NsightCompute>>();
   return [ncu, tiletune](const std::vector<std::string>& arguments, const std::string& kernel,
-               const std::vector<std::string>& metrics) {
+                         const std::vector<std::string>& metrics) {
     if (!ncu->has_value()) ncu->emplace(NsightCompute::find());
     const std::vector<ProfiledLaunch> launches =
         (*ncu)->profile(lab_kernel_command(tiletune, arguments), metrics, "^" + kernel + "$");

@@ -40,7 +40,8 @@ const TilingKernel& kernel_named(const std::string& name) {
   for (const TilingKernel& k : kTilingKernels) {
     if (name == k.name) return k;
   }
-  throw cli::UsageError(fmt::format("no tiling kernel '{}' (naive16, tiled16, naive32, tiled32)", name));
+  throw cli::UsageError(
+      fmt::format("no tiling kernel '{}' (naive16, tiled16, naive32, tiled32)", name));
 }
 
 int size_named(const std::string& text) {
@@ -59,9 +60,9 @@ struct LabGemm {
   LabGemm(const TilingKernel& k, const std::string& arch) {
     tmpl = k.tiled ? parse_template(std::string(tiled_template_source()), "kernels_src/tiled.cu")
                    : parse_template(std::string(naive_template_source()), "kernels_src/naive.cu");
-    config = tmpl.parse_configuration(
-        k.tiled ? fmt::format("TILE={},PAD=0,SWIZZLE=0", k.tile)
-                : fmt::format("BLOCK_X={},BLOCK_Y={}", k.tile, k.tile));
+    config =
+        tmpl.parse_configuration(k.tiled ? fmt::format("TILE={},PAD=0,SWIZZLE=0", k.tile)
+                                         : fmt::format("BLOCK_X={},BLOCK_Y={}", k.tile, k.tile));
     kernel = std::make_unique<GpuKernel>(compile_configuration(tmpl, config, arch), tmpl.entry);
   }
 
@@ -75,12 +76,15 @@ std::vector<float> random_matrix(int n, std::mt19937_64& random) {
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<float> values(std::size_t(n) * n);
   for (float& v : values) {
-    do v = uniform(random); while (v == 0.0f);  // never zeros: a skipped product must show
+    do {
+      v = uniform(random);
+    } while (v == 0.0f);  // never zeros: a skipped product must show
   }
   return values;
 }
 
-const TilingMeasurement* row_of(const std::vector<TilingMeasurement>& rows, const std::string& kernel, int size) {
+const TilingMeasurement* row_of(const std::vector<TilingMeasurement>& rows,
+                                const std::string& kernel, int size) {
   for (const TilingMeasurement& row : rows) {
     if (row.kernel == kernel && row.size == size) return &row;
   }
@@ -101,10 +105,16 @@ std::vector<std::string> tiling_metrics() {
 
 void take_tiling_counters(const std::map<std::string, double>& ncu_values, TilingMeasurement& row) {
   const std::map<std::string, double> counters = counter_values(ncu_values);
-  if (auto r = counters.find("global_ld_requests"); r != counters.end()) row.load_requests = r->second;
-  if (auto s = counters.find("global_ld_sectors"); s != counters.end()) row.load_sectors = s->second;
+  if (auto r = counters.find("global_ld_requests"); r != counters.end()) {
+    row.load_requests = r->second;
+  }
+  if (auto s = counters.find("global_ld_sectors"); s != counters.end()) {
+    row.load_sectors = s->second;
+  }
   const auto read = counters.find("dram_read_bytes"), write = counters.find("dram_write_bytes");
-  if (read != counters.end() && write != counters.end()) row.dram_bytes = read->second + write->second;
+  if (read != counters.end() && write != counters.end()) {
+    row.dram_bytes = read->second + write->second;
+  }
 }
 
 std::vector<Claim> tiling_claims(const std::vector<TilingMeasurement>& rows,
@@ -124,7 +134,8 @@ std::vector<Claim> tiling_claims(const std::vector<TilingMeasurement>& rows,
         return of_naive && of_tiled && *of_tiled > 0 ? std::optional<double>(*of_naive / *of_tiled)
                                                      : std::nullopt;
       };
-      const std::string requests = fmt::format("{} global load requests near {} (within 10%)", prefix, tile);
+      const std::string requests =
+          fmt::format("{} global load requests near {} (within 10%)", prefix, tile);
       if (auto r = ratio(naive->load_requests, tiled->load_requests)) {
         claims.push_back(judged(requests, std::abs(*r / tile - 1) <= kRequestsTolerance,
                                 fmt::format("{:.2f} ({:.0f} / {:.0f})", *r, *naive->load_requests,
@@ -134,15 +145,16 @@ std::vector<Claim> tiling_claims(const std::vector<TilingMeasurement>& rows,
       }
       const std::string sectors = prefix + " global load sectors";
       if (auto r = ratio(naive->load_sectors, tiled->load_sectors)) {
-        claims.push_back(reported(sectors, fmt::format("{:.2f} ({:.0f} / {:.0f})", *r,
-                                                        *naive->load_sectors, *tiled->load_sectors)));
+        claims.push_back(
+            reported(sectors, fmt::format("{:.2f} ({:.0f} / {:.0f})", *r, *naive->load_sectors,
+                                          *tiled->load_sectors)));
       } else {
         claims.push_back(not_measured(sectors, why("global load sectors")));
       }
       const std::string dram = prefix + " DRAM bytes";
       if (auto r = ratio(naive->dram_bytes, tiled->dram_bytes)) {
         claims.push_back(reported(dram, fmt::format("{:.2f} ({:.0f} / {:.0f})", *r,
-                                                     *naive->dram_bytes, *tiled->dram_bytes)));
+                                                    *naive->dram_bytes, *tiled->dram_bytes)));
       } else {
         claims.push_back(not_measured(dram, why("DRAM bytes")));
       }
@@ -151,7 +163,8 @@ std::vector<Claim> tiling_claims(const std::vector<TilingMeasurement>& rows,
   return claims;
 }
 
-ReferenceProduct cpu_reference_product(const std::vector<float>& a, const std::vector<float>& b, int n) {
+ReferenceProduct cpu_reference_product(const std::vector<float>& a, const std::vector<float>& b,
+                                       int n) {
   ReferenceProduct ref;
   ref.value.assign(std::size_t(n) * n, 0.0);
   ref.bound.assign(std::size_t(n) * n, 0.0);
@@ -174,7 +187,8 @@ ReferenceProduct cpu_reference_product(const std::vector<float>& a, const std::v
   return ref;
 }
 
-std::optional<std::string> compare_with_reference(const std::vector<float>& c, const ReferenceProduct& ref, int n) {
+std::optional<std::string> compare_with_reference(const std::vector<float>& c,
+                                                  const ReferenceProduct& ref, int n) {
   for (std::size_t i = 0; i < c.size(); ++i) {
     if (!(std::abs(double(c[i]) - ref.value[i]) <= ref.bound[i])) {
       return fmt::format("C[{}][{}] = {} where the reference is {} (bound {:.3g})", i / n, i % n,
@@ -188,14 +202,17 @@ TilingLab run_tiling_lab(const GpuDevice& device, const CounterReader& counters)
   TilingLab lab;
   lab.gpu = device.properties().name;
   std::vector<std::unique_ptr<LabGemm>> gemms;
-  for (const TilingKernel& k : kTilingKernels) gemms.push_back(std::make_unique<LabGemm>(k, device.properties().arch()));
+  for (const TilingKernel& k : kTilingKernels)
+    gemms.push_back(std::make_unique<LabGemm>(k, device.properties().arch()));
   const L2Flush flush(device.properties().l2_cache_bytes);
   std::mt19937_64 random(15);
   for (const int n : kTilingSizes) {
     const std::vector<float> a = random_matrix(n, random), b = random_matrix(n, random);
     const auto start = std::chrono::steady_clock::now();
     const ReferenceProduct ref = cpu_reference_product(a, b, n);
-    lab.cpu_ms.emplace_back(n, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    lab.cpu_ms.emplace_back(
+        n, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+               .count());
     const DeviceBuffer da = DeviceBuffer::from(a), db = DeviceBuffer::from(b);
     DeviceBuffer dc(a.size() * sizeof(float));
     std::vector<float> c(a.size());
@@ -213,8 +230,9 @@ TilingLab run_tiling_lab(const GpuDevice& device, const CounterReader& counters)
       TilingMeasurement row;
       row.kernel = kTilingKernels[i].name;
       row.size = n;
-      row.timing = time_launches([&](CUstream s) { gemm.launch(n, da.get(), db.get(), dc.get(), s); },
-                                 nullptr, TimingSettings{}, [&](CUstream s) { flush(s); });
+      row.timing =
+          time_launches([&](CUstream s) { gemm.launch(n, da.get(), db.get(), dc.get(), s); },
+                        nullptr, TimingSettings{}, [&](CUstream s) { flush(s); });
       lab.rows.push_back(row);
     }
   }
@@ -222,7 +240,8 @@ TilingLab run_tiling_lab(const GpuDevice& device, const CounterReader& counters)
     if (!lab.why_no_counters.empty()) break;
     try {
       const std::string entry = kernel_named(row.kernel).tiled ? "tiled_gemm" : "naive_gemm";
-      take_tiling_counters(counters({"tiling", row.kernel, std::to_string(row.size)}, entry, tiling_metrics()), row);
+      take_tiling_counters(
+          counters({"tiling", row.kernel, std::to_string(row.size)}, entry, tiling_metrics()), row);
     } catch (const ProfilerUnavailable& e) {
       lab.why_no_counters = e.what();
     }
@@ -234,7 +253,8 @@ TilingLab run_tiling_lab(const GpuDevice& device, const CounterReader& counters)
 std::string format_tiling_lab(const TilingLab& lab) {
   std::string text = fmt::format(
       "tiling on {}: square SGEMM, inputs in [-1, 1], every result checked against the CPU "
-      "reference before timing\n", lab.gpu);
+      "reference before timing\n",
+      lab.gpu);
   text += fmt::format("{:>5} {:<16} {:>11} {:>9} {:>8} {:>8} {:>12} {:>12} {:>12}\n", "size",
                       "kernel", "median us", "GFLOP/s", "x naive", "x CPU", "ld requests",
                       "ld sectors", "DRAM bytes");
@@ -246,16 +266,18 @@ std::string format_tiling_lab(const TilingLab& lab) {
       if (row.size != n) continue;
       const TilingKernel& k = kernel_named(row.kernel);
       const TilingMeasurement* naive = row_of(lab.rows, fmt::format("naive{}", k.tile), n);
-      text += fmt::format("{:>5} {:<16} {:>11.1f} {:>9.1f} {:>8.2f} {:>8.1f} {:>12} {:>12} {:>12}\n",
-                          n, k.label, row.timing.median_ms * 1e3,
-                          flops / (row.timing.median_ms * 1e-3) / 1e9,
-                          naive ? naive->timing.median_ms / row.timing.median_ms : 0.0,
-                          cpu_ms / row.timing.median_ms, count(row.load_requests),
-                          count(row.load_sectors), count(row.dram_bytes));
+      text += fmt::format(
+          "{:>5} {:<16} {:>11.1f} {:>9.1f} {:>8.2f} {:>8.1f} {:>12} {:>12} {:>12}\n", n, k.label,
+          row.timing.median_ms * 1e3, flops / (row.timing.median_ms * 1e-3) / 1e9,
+          naive ? naive->timing.median_ms / row.timing.median_ms : 0.0,
+          cpu_ms / row.timing.median_ms, count(row.load_requests), count(row.load_sectors),
+          count(row.dram_bytes));
     }
   }
   if (!lab.why_no_counters.empty()) text += "counters not measured: " + lab.why_no_counters + "\n";
-  text += "(x naive: the naive kernel of the same block side over this one; CPU reference: double with its error bound, one core)\n\n";
+  text +=
+      "(x naive: the naive kernel of the same block side over this one; CPU reference: double with "
+      "its error bound, one core)\n\n";
   return text + format_claims_table(lab.claims);
 }
 
@@ -275,8 +297,11 @@ nlohmann::json tiling_lab_json(const TilingLab& lab) {
                     {"global_load_sectors", optional(row.load_sectors)},
                     {"dram_bytes", optional(row.dram_bytes)}});
   }
-  nlohmann::json json = {{"lab", "tiling"}, {"gpu", lab.gpu}, {"cpu_reference", cpu},
-                         {"rows", rows}, {"claims", claims_json(lab.claims)}};
+  nlohmann::json json = {{"lab", "tiling"},
+                         {"gpu", lab.gpu},
+                         {"cpu_reference", cpu},
+                         {"rows", rows},
+                         {"claims", claims_json(lab.claims)}};
   if (!lab.why_no_counters.empty()) json["counters_not_measured"] = lab.why_no_counters;
   return json;
 }

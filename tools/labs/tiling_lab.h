@@ -24,13 +24,13 @@
 namespace tiletune::labs {
 
 struct TilingKernel {
-  const char* name;    // "tiled16": what `tiletune lab-kernel tiling` takes
-  const char* label;   // "tiled TILE=16"
+  const char* name;   // "tiled16": what `tiletune lab-kernel tiling` takes
+  const char* label;  // "tiled TILE=16"
   bool tiled;
-  int tile;            // TILE, or the naive block's side
+  int tile;  // TILE, or the naive block's side
 };
 extern const std::vector<TilingKernel> kTilingKernels;  // naive16, tiled16, naive32, tiled32
-extern const std::vector<int> kTilingSizes;              // 256, 512, 1024
+extern const std::vector<int> kTilingSizes;             // 256, 512, 1024
 
 struct TilingMeasurement {
   std::string kernel;  // a TilingKernel's name
@@ -74,9 +74,11 @@ void launch_tiling_kernel(const std::string& kernel, const std::string& size);
 struct ReferenceProduct {
   std::vector<double> value, bound;
 };
-ReferenceProduct cpu_reference_product(const std::vector<float>& a, const std::vector<float>& b, int n);
+ReferenceProduct cpu_reference_product(const std::vector<float>& a, const std::vector<float>& b,
+                                       int n);
 
 // The first element of `c` outside its bound, in words, or nothing.
-std::optional<std::string> compare_with_reference(const std::vector<float>& c, const ReferenceProduct& ref, int n);
+std::optional<std::string> compare_with_reference(const std::vector<float>& c,
+                                                  const ReferenceProduct& ref, int n);
 
 }  // namespace tiletune::labs
