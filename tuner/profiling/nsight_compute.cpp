@@ -98,17 +98,17 @@ std::vector<std::string> csv_fields(const std::string& line) {
   return fields;
 }
 
-// "1,234,567" or "66.53" or "1.5e+06"; none for "n/a" and empty fields.
-std::optional<double> csv_number(std::string text, const std::string& column) {
+// "1,234,567" or "66.53" or "1.5e+06"; none for "n/a", empty fields and text. The raw page also
+// holds attributes that are words (device__attribute_confidential_computing_mode is "No-CC" on
+// an H100): they are no counters, and a metric asked for that comes back as a word is reported
+// missing by the caller, like one ncu did not give.
+std::optional<double> csv_number(std::string text) {
   std::erase(text, ',');
   if (text.empty() || text == "n/a" || text == "N/A") return std::nullopt;
   char* end = nullptr;
   errno = 0;
   const double value = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0' || errno == ERANGE) {
-    throw ProfilerUnavailable("ncu's CSV: column " + column + " holds '" + text +
-                              "', not a number");
-  }
+  if (end == text.c_str() || *end != '\0' || errno == ERANGE) return std::nullopt;
   return value;
 }
 
@@ -259,7 +259,7 @@ std::vector<ProfiledLaunch> parse_ncu_raw_csv(const std::string& csv) {
       if (header[i] == "Kernel Name") {
         launch.kernel = fields[i];
       } else if (metric_name(header[i])) {
-        if (auto value = csv_number(fields[i], header[i])) launch.metrics[header[i]] = *value;
+        if (auto value = csv_number(fields[i])) launch.metrics[header[i]] = *value;
       }
     }
     launches.push_back(std::move(launch));
