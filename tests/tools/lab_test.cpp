@@ -131,27 +131,31 @@ TEST(BankConflictClaims, AMetricNcuDidNotGiveIsNamed) {
 std::string ncu_name(const char* counter) { return find_counter_metric(counter)->ncu_metric; }
 
 TEST(BankConflictCounters, ExcessiveIsWavefrontsMinusIdealAndTheIdealCountsRequests) {
+  // Loads and stores together: 10 requests each, 32-way on loads, conflict-free stores.
   SharedAccessMeasurement row;
-  take_shared_access_counters({{ncu_name("shared_wavefronts"), 320.0},
-                               {ncu_name("shared_ideal_wavefronts"), 10.0},
+  take_shared_access_counters({{ncu_name("shared_ld_wavefronts"), 320.0},
+                               {ncu_name("shared_st_wavefronts"), 10.0},
+                               {ncu_name("shared_ld_ideal_wavefronts"), 128 * 10.0},
+                               {ncu_name("shared_st_ideal_wavefronts"), 128 * 10.0},
                                {ncu_name("shared_ld_bank_conflicts"), 5.0},
                                {ncu_name("shared_st_bank_conflicts"), 6.0}},
                               row);
-  EXPECT_EQ(row.wavefronts, 320.0);
-  EXPECT_EQ(row.requests, 10.0);
+  EXPECT_EQ(row.wavefronts, 330.0);
+  EXPECT_EQ(row.requests, 20.0);
   EXPECT_EQ(row.excessive, 310.0);
   EXPECT_EQ(row.hardware_conflicts, 11.0);
 
-  SharedAccessMeasurement partial;  // ncu did not know the ideal wavefronts nor store conflicts
-  take_shared_access_counters(
-      {{ncu_name("shared_wavefronts"), 320.0}, {ncu_name("shared_ld_bank_conflicts"), 5.0}},
-      partial);
+  SharedAccessMeasurement partial;  // ncu did not know the ideal (bytes) nor store conflicts
+  take_shared_access_counters({{ncu_name("shared_ld_wavefronts"), 320.0},
+                               {ncu_name("shared_st_wavefronts"), 0.0},
+                               {ncu_name("shared_ld_bank_conflicts"), 5.0}},
+                              partial);
   EXPECT_EQ(partial.wavefronts, 320.0);
   EXPECT_EQ(partial.excessive, std::nullopt);
   EXPECT_EQ(partial.requests, std::nullopt);
   EXPECT_EQ(partial.hardware_conflicts, std::nullopt);
   const std::vector<std::string> asked = shared_access_metrics();
-  EXPECT_THAT(asked, ::testing::Contains(ncu_name("shared_ideal_wavefronts")));
+  EXPECT_THAT(asked, ::testing::Contains(ncu_name("shared_ld_ideal_wavefronts")));
 }
 
 // ncu runs the tiletune binary named, never the process reading the counters (a test binary).

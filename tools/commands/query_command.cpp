@@ -69,7 +69,8 @@ std::string choose_gpu(const QueryOptions& options, const RecordSet& records,
                        SelectionRequest& request) {
   if (!options.gpu.empty()) return request.gpu_name = options.gpu;
   try {
-    const DeviceProperties& here = GpuDevice().properties();
+    // A copy: the GpuDevice is a temporary, gone at the end of this statement.
+    const DeviceProperties here = GpuDevice().properties();
     request.here = runtime::GpuIdentity{here.name, here.cc_major, here.cc_minor};
     return here.name;
   } catch (const GpuUnavailable&) {

@@ -30,9 +30,10 @@ constexpr unsigned kThreads = 256;
 constexpr int kRepeats = 64;
 
 // The counters the lab reads (tuner/profiling/counter_metrics.h).
-const std::vector<std::string> kCounters = {"shared_wavefronts", "shared_ideal_wavefronts",
-                                            "shared_excessive_wavefronts",
-                                            "shared_ld_bank_conflicts", "shared_st_bank_conflicts"};
+const std::vector<std::string> kCounters = {
+    "shared_ld_wavefronts", "shared_st_wavefronts", "shared_ld_ideal_wavefronts",
+    "shared_st_ideal_wavefronts", "shared_ld_excessive_wavefronts", "shared_st_excessive_wavefronts",
+    "shared_ld_bank_conflicts", "shared_st_bank_conflicts"};
 
 const SharedAccessVariant& variant_named(const std::string& name) {
   for (const SharedAccessVariant& v : kSharedAccessVariants) {
@@ -103,6 +104,13 @@ std::optional<double> value_of(const std::map<std::string, double>& counters, co
   return value == counters.end() ? std::nullopt : std::optional<double>(value->second);
 }
 
+// Both counters' sum; none unless both were read.
+std::optional<double> sum_of(const std::map<std::string, double>& counters, const char* a,
+                             const char* b) {
+  const auto x = value_of(counters, a), y = value_of(counters, b);
+  return x && y ? std::optional<double>(*x + *y) : std::nullopt;
+}
+
 const SharedAccessMeasurement* row_named(const std::vector<SharedAccessMeasurement>& rows,
                                          const std::string& name) {
   for (const SharedAccessMeasurement& row : rows) {
@@ -126,9 +134,10 @@ std::vector<std::string> shared_access_metrics() {
 void take_shared_access_counters(const std::map<std::string, double>& ncu_values,
                                  SharedAccessMeasurement& row) {
   const std::map<std::string, double> counters = counter_values(ncu_values);
-  row.requests = value_of(counters, "shared_ideal_wavefronts");
-  row.wavefronts = value_of(counters, "shared_wavefronts");
-  row.excessive = value_of(counters, "shared_excessive_wavefronts");
+  // The lab's kernels load and store: their loads' and stores' counts together.
+  row.requests = sum_of(counters, "shared_ld_ideal_wavefronts", "shared_st_ideal_wavefronts");
+  row.wavefronts = sum_of(counters, "shared_ld_wavefronts", "shared_st_wavefronts");
+  row.excessive = sum_of(counters, "shared_ld_excessive_wavefronts", "shared_st_excessive_wavefronts");
   const auto ld = value_of(counters, "shared_ld_bank_conflicts");
   const auto st = value_of(counters, "shared_st_bank_conflicts");
   row.hardware_conflicts = ld && st ? std::optional<double>(*ld + *st) : std::nullopt;

@@ -6,18 +6,22 @@
 namespace tiletune {
 namespace {
 
-constexpr std::array<CounterMetric, 20> kCounters{{
-    {"shared_ld_wavefronts", "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "",
+constexpr std::array<CounterMetric, 21> kCounters{{
+    {"shared_ld_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "",
      "wavefronts", "shared-memory load wavefronts (one per pass a warp's load needs)"},
-    {"shared_st_wavefronts", "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "",
+    {"shared_st_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "",
      "wavefronts", "shared-memory store wavefronts"},
-    {"shared_wavefronts", "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared.sum", "", "wavefronts",
-     "shared-memory wavefronts of all instructions (Source Counters: L1 Wavefronts Shared)"},
-    {"shared_ideal_wavefronts", "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared_ideal.sum", "",
-     "wavefronts", "the wavefronts the same accesses need without bank conflicts"},
-    {"shared_excessive_wavefronts", "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared.sum",
-     "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared_ideal.sum", "wavefronts",
-     "wavefronts beyond the ideal: bank conflicts, counted exactly (0 when there are none)"},
+    {"shared_ld_ideal_wavefronts", "sm__sass_data_bytes_mem_shared_op_ld.sum", "", "wavefronts",
+     "the load wavefronts the same accesses need without bank conflicts (bytes / 128)", 128},
+    {"shared_st_ideal_wavefronts", "sm__sass_data_bytes_mem_shared_op_st.sum", "", "wavefronts",
+     "the store wavefronts the same accesses need without bank conflicts (bytes / 128)", 128},
+    {"shared_ld_excessive_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+     "sm__sass_data_bytes_mem_shared_op_ld.sum", "wavefronts",
+     "load wavefronts beyond the ideal: bank conflicts, counted exactly (0 when there are none)",
+     1, 128},
+    {"shared_st_excessive_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+     "sm__sass_data_bytes_mem_shared_op_st.sum", "wavefronts",
+     "store wavefronts beyond the ideal: bank conflicts, counted exactly", 1, 128},
     {"shared_ld_bank_conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "",
      "conflicts", "hardware bank-conflict counter of loads (also counts lost arbitration)"},
     {"shared_st_bank_conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "",
@@ -77,12 +81,13 @@ std::map<std::string, double> counter_values(const std::map<std::string, double>
   for (const CounterMetric& counter : kCounters) {
     const auto value = ncu_values.find(counter.ncu_metric);
     if (value == ncu_values.end()) continue;
+    const double scaled = value->second / counter.scale;
     if (*counter.minus == '\0') {
-      values[counter.name] = value->second;
+      values[counter.name] = scaled;
       continue;
     }
     const auto minus = ncu_values.find(counter.minus);
-    if (minus != ncu_values.end()) values[counter.name] = value->second - minus->second;
+    if (minus != ncu_values.end()) values[counter.name] = scaled - minus->second / counter.minus_scale;
   }
   return values;
 }

@@ -1,9 +1,12 @@
 // The hardware counters tiletune records, by its own short names: what `tiletune profile` stores
 // (the counters table), the labs check and the report shows. One table, so that they all agree.
 //
-// A counter is one Nsight Compute metric, or the difference of two (the excessive shared-memory
-// wavefronts of the Source Counters section are wavefronts minus ideal wavefronts: ncu derives
-// derived__memory_l1_wavefronts_shared_excessive the same way and cannot collect it directly).
+// A counter is one Nsight Compute metric, scaled, or the difference of two. The excessive
+// shared-memory wavefronts of the Source Counters section are wavefronts minus ideal wavefronts
+// (derived__memory_l1_wavefronts_shared_excessive), whose ideal part is a source-level metric the
+// raw page cannot give; the ideal is the bytes the instructions need over the 128 bytes one
+// wavefront carries (sm__sass_data_bytes_mem_shared_op_ld / 128), which on an H100 matched the
+// Source Counters section's count exactly (31 x 4,194,304 excessive at stride 32).
 // Unlike the hardware bank-conflict counter (l1tex__data_bank_conflicts_*), which also counts
 // arbitration lost to other clients (about 500 to 2,000 on conflict-free kernels on an H200),
 // the excessive wavefronts are 0 without address conflicts and count them exactly.
@@ -23,6 +26,8 @@ struct CounterMetric {
   const char* minus = "";   // when not empty: the value is ncu_metric minus this metric
   const char* unit;         // "wavefronts", "bytes", "%", ...
   const char* meaning;      // one line for the reader
+  double scale = 1;         // the value is ncu_metric / scale ...
+  double minus_scale = 1;   // ... minus `minus` / minus_scale
 };
 
 // Every counter, in the order tables show them.
