@@ -7,19 +7,19 @@ namespace tiletune {
 namespace {
 
 constexpr std::array<CounterMetric, 21> kCounters{{
-    {"shared_ld_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "",
+    {"shared_ld_wavefronts", "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "",
      "wavefronts", "shared-memory load wavefronts (one per pass a warp's load needs)"},
-    {"shared_st_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "",
+    {"shared_st_wavefronts", "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "",
      "wavefronts", "shared-memory store wavefronts"},
     {"shared_ld_ideal_wavefronts", "sm__sass_data_bytes_mem_shared_op_ld.sum", "", "wavefronts",
      "the load wavefronts the same accesses need without bank conflicts (bytes / 128)", 128},
     {"shared_st_ideal_wavefronts", "sm__sass_data_bytes_mem_shared_op_st.sum", "", "wavefronts",
      "the store wavefronts the same accesses need without bank conflicts (bytes / 128)", 128},
-    {"shared_ld_excessive_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    {"shared_ld_excessive_wavefronts", "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
      "sm__sass_data_bytes_mem_shared_op_ld.sum", "wavefronts",
      "load wavefronts beyond the ideal: bank conflicts, counted exactly (0 when there are none)",
      1, 128},
-    {"shared_st_excessive_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    {"shared_st_excessive_wavefronts", "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
      "sm__sass_data_bytes_mem_shared_op_st.sum", "wavefronts",
      "store wavefronts beyond the ideal: bank conflicts, counted exactly", 1, 128},
     {"shared_ld_bank_conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "",

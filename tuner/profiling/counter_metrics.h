@@ -5,8 +5,9 @@
 // shared-memory wavefronts of the Source Counters section are wavefronts minus ideal wavefronts
 // (derived__memory_l1_wavefronts_shared_excessive), whose ideal part is a source-level metric the
 // raw page cannot give; the ideal is the bytes the instructions need over the 128 bytes one
-// wavefront carries (sm__sass_data_bytes_mem_shared_op_ld / 128), which on an H100 matched the
-// Source Counters section's count exactly (31 x 4,194,304 excessive at stride 32).
+// wavefront carries (sm__sass_data_bytes_mem_shared_op_ld / 128). The wavefronts are the SASS
+// instructions' (smsp__sass_*): l1tex__data_pipe_lsu_wavefronts_* also counts the hardware's
+// replays, which on an H100 equalled its bank-conflict counter (7 to 204 on conflict-free code).
 // Unlike the hardware bank-conflict counter (l1tex__data_bank_conflicts_*), which also counts
 // arbitration lost to other clients (about 500 to 2,000 on conflict-free kernels on an H200),
 // the excessive wavefronts are 0 without address conflicts and count them exactly.
