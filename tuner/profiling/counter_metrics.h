@@ -22,7 +22,7 @@
 namespace tiletune {
 
 struct CounterMetric {
-  const char* name;         // ours: "shared_excessive_wavefronts"
+  const char* name;         // ours: "shared_ld_excessive_wavefronts"
   const char* ncu_metric;   // what ncu reads ("smsp__sass_....sum")
   const char* minus = "";   // when not empty: the value is ncu_metric minus this metric
   const char* unit;         // "wavefronts", "bytes", "%", ...
