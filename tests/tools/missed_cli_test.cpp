@@ -25,6 +25,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
+using testing_tools::expect_one_line_failure;
+using testing_tools::lines_of;
 using testing_tools::run_tiletune;
 using testing_tools::TiletuneRun;
 
@@ -34,21 +36,6 @@ const fs::path kTemplates = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src";
 const GemmProblem kPacked = GemmProblem::packed({40, 36, 20});
 const GemmProblem kPadded{{40, 36, 20}, 24, 40, 36};
 const GemmProblem kOddK = GemmProblem::packed({40, 36, 22});
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-// The failure contract: exactly one line on stderr, "tiletune: ...", and the exit code.
-void expect_one_line_failure(const TiletuneRun& run, int exit_code) {
-  EXPECT_EQ(run.exit_code, exit_code) << run;
-  const std::vector<std::string> lines = lines_of(run.err);
-  ASSERT_EQ(lines.size(), 1u) << run;
-  EXPECT_THAT(lines[0], StartsWith("tiletune: ")) << run;
-}
 
 std::vector<std::string> described(const std::vector<MissedProblem>& missed) {
   std::vector<std::string> rows;

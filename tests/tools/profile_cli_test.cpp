@@ -29,6 +29,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using testing_support::FakeNcu;
+using testing_tools::expect_one_line_failure;
+using testing_tools::lines_of;
 using testing_tools::run_tiletune;
 using testing_tools::TiletuneRun;
 
@@ -36,21 +38,6 @@ namespace fs = std::filesystem;
 
 const fs::path kNaive = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src" / "naive.cu";
 const GemmShape kShape{256, 256, 256};
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-// The failure contract: exactly one line on stderr, "tiletune: ...", and the exit code.
-void expect_one_line_failure(const TiletuneRun& run, int exit_code) {
-  EXPECT_EQ(run.exit_code, exit_code) << run;
-  const std::vector<std::string> lines = lines_of(run.err);
-  ASSERT_EQ(lines.size(), 1u) << run;
-  EXPECT_THAT(lines[0], StartsWith("tiletune: ")) << run;
-}
 
 bool gpu_present() {
   try {

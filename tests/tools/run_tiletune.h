@@ -1,7 +1,9 @@
 // The built tiletune binary run from a test: in a folder, with extra environment variables, its
-// exit code and output kept.
+// exit code and output kept; and the one-line failure contract its errors are held to.
 #pragma once
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <iterator>
 #include <map>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -58,6 +61,22 @@ TiletuneRun run_tiletune(const std::filesystem::path& dir, const std::vector<std
   run.out = read_text(out);
   run.err = read_text(err);
   return run;
+}
+
+// The lines of a text, without their newlines.
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The failure contract: exactly one line on stderr, "tiletune: ...", and the exit code.
+inline void expect_one_line_failure(const TiletuneRun& run, int exit_code) {
+  EXPECT_EQ(run.exit_code, exit_code) << run;
+  const std::vector<std::string> lines = lines_of(run.err);
+  ASSERT_EQ(lines.size(), 1u) << run;
+  EXPECT_THAT(lines[0], ::testing::StartsWith("tiletune: ")) << run;
 }
 
 }  // namespace tiletune::testing_tools
