@@ -19,16 +19,17 @@ namespace tiletune {
 namespace {
 
 // The user_version that db/schema.sql sets.
-constexpr int kSchemaVersion = 5;
+constexpr int kSchemaVersion = 6;
 // The older versions that opening migrates, each to the next, in turn; any other is refused.
 struct Migration {
   int from;
   const char* sql;
 };
-constexpr std::array<Migration, 4> kMigrations{{{1, kMigrateV1ToV2Sql},
+constexpr std::array<Migration, 5> kMigrations{{{1, kMigrateV1ToV2Sql},
                                                 {2, kMigrateV2ToV3Sql},
                                                 {3, kMigrateV3ToV4Sql},
-                                                {4, kMigrateV4ToV5Sql}}};
+                                                {4, kMigrateV4ToV5Sql},
+                                                {5, kMigrateV5ToV6Sql}}};
 // How long a writer waits for another process's transaction before giving up.
 constexpr int kBusyTimeoutMs = 10'000;
 
@@ -189,7 +190,7 @@ void create_or_check_schema(sqlite3* db, const std::filesystem::path& path) {
   if (version != kSchemaVersion) {
     throw DatabaseError(path.string() + ": unsupported schema version " + std::to_string(version) +
                         " (this tiletune reads version " + std::to_string(kSchemaVersion) +
-                        " and migrates versions 1, 2, 3 and 4)");
+                        " and migrates versions 1 to 5)");
   }
 }
 
@@ -272,15 +273,16 @@ sqlite3* open_database_read_only(const std::filesystem::path& path, int& version
                                              ? ": no tiletune schema yet (run 'tiletune tune' first)"
                                              : ": not a tiletune database (it has tables but no schema version)"));
   }
-  // Versions 1 to 4 differ from this one in what only a tune, the runtime library or a profile
+  // Versions 1 to 5 differ from this one in what only a tune, the runtime library or a profile
   // writes (the statuses a result may have, the fuzz passes, the missed problems, the counters and
-  // bench rows): what a reader asks for reads the same.
+  // bench rows, the search traces, the precision of templates, all fp32 before): what a reader
+  // asks for reads the same.
   const bool older = std::any_of(kMigrations.begin(), kMigrations.end(),
                                  [&](const Migration& m) { return m.from == version; });
   if (version != kSchemaVersion && !older) {
     throw DatabaseError(path.string() + ": unsupported schema version " + std::to_string(version) +
                         " (this tiletune reads version " + std::to_string(kSchemaVersion) +
-                        " and versions 1, 2, 3 and 4)");
+                        " and versions 1 to 5)");
   }
   return db.release();
 }
@@ -403,13 +405,14 @@ void ResultStore::register_template(const TemplateRecord& tmpl) {
   Transaction transaction(db_, path_, doing);
   // One statement, so that taking the next sequence number and storing it is atomic.
   Statement upsert(db_, path_, doing, R"sql(
-      INSERT INTO templates (name, source_hash, path, source, registered_seq)
-      VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(registered_seq), 0) + 1 FROM templates))
+      INSERT INTO templates (name, source_hash, path, source, registered_seq, precision)
+      VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(registered_seq), 0) + 1 FROM templates), ?5)
       ON CONFLICT (name, source_hash) DO UPDATE SET
         path = excluded.path,
         source = excluded.source,
-        registered_seq = excluded.registered_seq)sql");
-  upsert.bind(tmpl.name, tmpl.source_hash, tmpl.path, tmpl.source).run();
+        registered_seq = excluded.registered_seq,
+        precision = excluded.precision)sql");
+  upsert.bind(tmpl.name, tmpl.source_hash, tmpl.path, tmpl.source, to_string(tmpl.precision)).run();
   transaction.commit();
 }
 
@@ -615,14 +618,17 @@ std::vector<GemmShape> ResultStore::shapes_with_results(
 }
 
 std::vector<TemplateRecord> ResultStore::templates(bool current_only) const {
-  Statement query(db_, path_, "listing the templates", R"sql(
-      SELECT name, source_hash, path, source FROM template_versions
-      WHERE is_current OR NOT ?1
-      ORDER BY name, registered_seq DESC)sql");
+  // A read-only file older than version 6 has no precision column: its templates are all fp32.
+  const std::string sql = std::string("SELECT name, source_hash, path, source, ") +
+                          (schema_version_ < 6 ? "'fp32'" : "precision") + R"sql( FROM template_versions
+                            WHERE is_current OR NOT ?1
+                            ORDER BY name, registered_seq DESC)sql";
+  Statement query(db_, path_, "listing the templates", sql.c_str());
   query.bind(current_only ? 1 : 0);
   std::vector<TemplateRecord> records;
   while (query.step()) {
-    records.push_back({query.text(0), query.text(1), query.text(2), query.text(3)});
+    records.push_back({query.text(0), query.text(1), query.text(2), query.text(3),
+                       parse_precision(query.text(4)).value_or(Precision::fp32)});
   }
   return records;
 }
@@ -834,6 +840,53 @@ std::vector<BenchRecord> ResultStore::bench_results(const std::optional<std::str
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+void ResultStore::record_trace(std::int64_t gpu_id, const TraceRecord& step) {
+  const std::string doing = "recording step " + std::to_string(step.seq) + " of the search of " +
+                            step.template_name + " at " + step.shape.to_string();
+  Transaction transaction(db_, path_, doing);
+  const std::int64_t tmpl = template_id(db_, path_, doing, step.template_name, step.template_hash);
+  const std::int64_t shape = shape_id(db_, path_, doing, step.shape);
+  Statement insert(db_, path_, doing, R"sql(
+      INSERT INTO search_trace (run_id, gpu_id, template_id, shape_id, seq, strategy, config,
+                                status, median_ms, recorded_earlier, recorded_at)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, datetime('now')))sql");
+  insert.bind(step.run_id, gpu_id, tmpl, shape, step.seq, step.strategy, step.config,
+              to_string(step.status), step.median_ms, step.recorded_earlier ? 1 : 0)
+      .run();
+  transaction.commit();
+}
+
+std::vector<TraceRecord> ResultStore::search_traces() const {
+  if (schema_version_ < 6) return {};  // read as it is: the table came with version 6
+  Statement query(db_, path_, "reading the search traces", R"sql(
+      SELECT r.run_id, g.name, t.name, t.source_hash, s.m, s.n, s.k, r.seq, r.strategy, r.config,
+             r.status, r.median_ms, r.recorded_earlier, r.recorded_at
+      FROM search_trace r
+      JOIN gpus g ON g.id = r.gpu_id
+      JOIN template_versions t ON t.id = r.template_id
+      JOIN shapes s ON s.id = r.shape_id
+      WHERE t.is_current
+      ORDER BY g.name, g.id, t.name, s.m, s.n, s.k, r.run_id, r.seq)sql");
+  std::vector<TraceRecord> steps;
+  while (query.step()) {
+    TraceRecord step;
+    step.run_id = query.text(0);
+    step.gpu_name = query.text(1);
+    step.template_name = query.text(2);
+    step.template_hash = query.text(3);
+    step.shape = {query.int64(4), query.int64(5), query.int64(6)};
+    step.seq = query.integer(7);
+    step.strategy = query.text(8);
+    step.config = query.text(9);
+    step.status = parse_result_status(query.text(10));
+    step.median_ms = query.real(11);
+    step.recorded_earlier = query.integer(12) != 0;
+    step.recorded_at = query.text(13);
+    steps.push_back(std::move(step));
+  }
+  return steps;
 }
 
 }  // namespace tiletune

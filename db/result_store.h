@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tuner/gemm_shape.h"
+#include "tuner/precision.h"
 
 struct sqlite3;
 
@@ -45,6 +46,7 @@ struct TemplateRecord {
   std::string source_hash;
   std::string path;    // where it was read from, for the user's information
   std::string source;  // kept so that a recorded winner can be rebuilt without the file
+  Precision precision = Precision::fp32;  // its declaration (a file older than version 6: fp32)
 };
 
 // Stored by name (to_string); db/schema.sql's CHECK lists the same names.
@@ -120,6 +122,20 @@ struct CounterRecord {
   std::string ncu_version, recorded_at;  // recorded_at: filled by the store, UTC
 };
 
+// One configuration a search strategy settled, in the strategy's order (seq from 1 per template
+// version and shape within one tune process, run_id): what the report plots as convergence.
+struct TraceRecord {
+  std::string run_id;  // 16 hex digits, one per tune process
+  std::string gpu_name, template_name, template_hash;
+  GemmShape shape;
+  int seq = 0;
+  std::string strategy, config;
+  ResultStatus status = ResultStatus::ok;
+  double median_ms = 0;           // 0 unless ok
+  bool recorded_earlier = false;  // taken from an earlier record, not measured by this run
+  std::string recorded_at;        // filled by the store, UTC
+};
+
 // A configuration's time and cuBLAS's on the same GPU and shape.
 struct BenchRecord {
   std::string gpu_name, template_name, template_hash, config;
@@ -132,14 +148,15 @@ class ResultStore {
  public:
   enum class Access {
     // Opens or creates the database, switches it to WAL mode, creates, checks or migrates (from
-    // versions 1, 2, 3 and 4, each step in one transaction) its schema.
+    // versions 1 to 5, each step in one transaction) its schema.
     read_write,
     // For what only reads (query, list, strategies): the file must exist and is never changed, nor
     // its journal mode, nor any file created beside it (except the -shm and -wal files a reader of
     // a WAL database needs, where the folder is writable). Older schema versions are read as they
     // are (fuzz_passes, which version 3 brought, asks for a tune to migrate them; a file older
     // than version 4 has no missed problems, one older than version 5 no counters and no bench
-    // rows); a read-only file in a read-only folder is read too.
+    // rows, one older than version 6 no search traces and only fp32 templates); a read-only file
+    // in a read-only folder is read too.
     read_only,
   };
 
@@ -228,6 +245,13 @@ class ResultStore {
   // The bench rows of current template versions, optionally of one GPU (by name), ordered by GPU,
   // template, shape and configuration. A read-only file older than version 5 has none.
   std::vector<BenchRecord> bench_results(const std::optional<std::string>& gpu_name = {}) const;
+
+  // Appends one step of a search (its template version registered), in its own transaction.
+  // gpu_name in the record is not read.
+  void record_trace(std::int64_t gpu_id, const TraceRecord& step);
+  // The search traces of current template versions, ordered by GPU, template, shape, run and
+  // seq. A read-only file older than version 6 has none.
+  std::vector<TraceRecord> search_traces() const;
 
  private:
   int schema_version_ = 0;  // read-only, an older version may be read as it is

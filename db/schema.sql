@@ -1,11 +1,11 @@
--- The tiletune database, schema version 5 (kept in PRAGMA user_version). Created in one
--- transaction when ResultStore opens a new or empty file; a file of version 1, 2, 3 or 4 is
--- migrated by db/migrate_v1_to_v2.sql, db/migrate_v2_to_v3.sql, db/migrate_v3_to_v4.sql and
--- db/migrate_v4_to_v5.sql in turn, from its own version on; any other version is refused.
+-- The tiletune database, schema version 6 (kept in PRAGMA user_version). Created in one
+-- transaction when ResultStore opens a new or empty file; a file of version 1 to 5 is migrated by
+-- db/migrate_v1_to_v2.sql ... db/migrate_v5_to_v6.sql in turn, from its own version on; any other
+-- version is refused.
 --
 -- Version 2 added the statuses timeout, crashed and pruned to results; version 3 the table
 -- fuzz_passes; version 4 the table missed_problems; version 5 the tables counters and
--- bench_results.
+-- bench_results; version 6 the column templates.precision and the table search_trace.
 
 -- A GPU as identified across driver updates; the other columns hold what was last registered.
 CREATE TABLE gpus (
@@ -23,13 +23,16 @@ CREATE TABLE gpus (
 
 -- One row per version (source hash) of a kernel template. Each registration gives the version the
 -- next registered_seq: the version of a name with the highest one is the current version.
+-- precision is the template's declaration (tuner/precision.h), written where version 6's ALTER
+-- TABLE puts it, so that a migrated file and a new one read the same.
 CREATE TABLE templates (
   id INTEGER PRIMARY KEY,
   name TEXT NOT NULL,
   source_hash TEXT NOT NULL,
   path TEXT NOT NULL,
   source TEXT NOT NULL,
-  registered_seq INTEGER NOT NULL,
+  registered_seq INTEGER NOT NULL, precision TEXT NOT NULL DEFAULT 'fp32'
+    CHECK (precision IN ('fp32', 'tf32', 'tf32x3')),
   UNIQUE (name, source_hash)
 ) STRICT;
 
@@ -144,4 +147,23 @@ CREATE TABLE bench_results (
   PRIMARY KEY (gpu_id, template_id, config, shape_id)
 ) STRICT;
 
-PRAGMA user_version = 5;
+-- What a search did, in its order: one row per configuration a strategy settled in one tune
+-- process (run_id: 16 random hex digits per process), numbered from 1 per template version and
+-- shape (seq), whether it was measured then or taken from an earlier record (recorded_earlier).
+-- Append-only, unlike results: it is what `tiletune report` plots as convergence per strategy.
+CREATE TABLE search_trace (
+  run_id TEXT NOT NULL,
+  gpu_id INTEGER NOT NULL REFERENCES gpus (id),
+  template_id INTEGER NOT NULL REFERENCES templates (id),
+  shape_id INTEGER NOT NULL REFERENCES shapes (id),
+  seq INTEGER NOT NULL,
+  strategy TEXT NOT NULL,
+  config TEXT NOT NULL,
+  status TEXT NOT NULL,
+  median_ms REAL NOT NULL,
+  recorded_earlier INTEGER NOT NULL,
+  recorded_at TEXT NOT NULL,
+  PRIMARY KEY (run_id, gpu_id, template_id, shape_id, seq)
+) STRICT;
+
+PRAGMA user_version = 6;

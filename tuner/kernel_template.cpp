@@ -20,7 +20,7 @@ namespace {
 
 constexpr std::string_view kDirectivePrefix = "// tiletune:";
 constexpr std::string_view kDirectiveList =
-    "name, entry, param, require, tune_if, block, grid, shared, zero_output";
+    "name, entry, param, require, tune_if, block, grid, shared, zero_output, precision";
 constexpr std::string_view kBlanks = " \t\r\f\v";
 constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
 constexpr std::string_view kLeadingDimensions[] = {"lda", "ldb", "ldc"};
@@ -156,7 +156,7 @@ class TemplateParser {
     }
     const bool known = word == "name" || word == "entry" || word == "param" || word == "require" ||
                        word == "tune_if" || word == "block" || word == "grid" ||
-                       word == "shared" || word == "zero_output";
+                       word == "shared" || word == "zero_output" || word == "precision";
     if (!known) {
       fail(line, fmt::format("unknown directive '{}' (expected one of {})", word, kDirectiveList));
     }
@@ -199,6 +199,12 @@ class TemplateParser {
       tmpl_.dynamic_shared_bytes = expression(line, word, argument);
     } else if (word == "zero_output") {
       tmpl_.zero_output = expression(line, word, argument);
+    } else if (word == "precision") {
+      const std::optional<Precision> precision = parse_precision(argument);
+      if (!precision) {
+        fail(line, fmt::format("unknown precision '{}' (expected one of {})", argument, kPrecisionNames));
+      }
+      tmpl_.precision = *precision;
     } else {
       dimensions(line, word, argument, word == "block" ? tmpl_.block : tmpl_.grid);
     }

@@ -12,6 +12,8 @@
 //   // tiletune: shared 0                       (dynamic shared memory in bytes; default 0)
 //   // tiletune: zero_output SPLIT_K > 1        (the launcher clears C's M x N first, for kernels
 //                                               that add into C; default 0)
+//   // tiletune: precision tf32                 (fp32, tf32 or tf32x3: what the inputs are rounded
+//                                               to before they are multiplied; default fp32)
 //
 // Parameters reach the source as macros with the prefix TT_ (TILE becomes -DTT_TILE=16): a bare
 // macro named T would break NVRTC's own headers. Expressions (expression.h) may use every
@@ -30,6 +32,7 @@
 
 #include "tuner/expression.h"
 #include "tuner/gemm_shape.h"
+#include "tuner/precision.h"
 
 namespace tiletune {
 
@@ -87,6 +90,7 @@ struct KernelTemplate {
   std::array<Expression, 3> grid;
   Expression dynamic_shared_bytes;
   Expression zero_output;
+  Precision precision = Precision::fp32;
 
   // The -D options for one configuration: {"-DTT_TILE=16", "-DTT_PAD=1", ...}.
   std::vector<std::string> macro_definitions(const Configuration& config) const;

@@ -186,7 +186,7 @@ class SchemaMigrationTest : public ResultStoreTest {};
 TEST_F(SchemaMigrationTest, Version1FileIsMigratedKeepingEveryRow) {
   write_version_1_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "5");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "6");
   expect_version_1_rows(store);
   EXPECT_EQ(store.recorded_results(1, "h2", kSquare).size(), 2u);
   EXPECT_EQ(query_file(db_path(), "SELECT group_concat(id) FROM (SELECT id FROM results ORDER BY id)"),
@@ -236,7 +236,7 @@ void write_version_2_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version2FileGainsAnEmptyFuzzPassTable) {
   write_version_2_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "5");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "6");
   expect_version_1_rows(store);
   EXPECT_TRUE(store.fuzz_passes(1, "h2").empty()) << "a pass from before is not invented";
   store.record_fuzz_pass(1, "tiled", "h2", "TILE=16", 30);
@@ -257,7 +257,7 @@ void write_version_3_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version3FileGainsAnEmptyMissedProblemTable) {
   write_version_3_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "5");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "6");
   expect_version_1_rows(store);
   EXPECT_EQ(store.fuzz_passes(1, "h2"), (std::map<std::string, int>{{"TILE=16", 30}}));
   EXPECT_TRUE(store.missed_problems().empty());
@@ -320,7 +320,7 @@ void write_version_4_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version4FileGainsEmptyCounterAndBenchTables) {
   write_version_4_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "5");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "6");
   expect_version_1_rows(store);
   EXPECT_EQ(store.fuzz_passes(1, "h2"), (std::map<std::string, int>{{"TILE=16", 30}}));
   ASSERT_EQ(store.missed_problems().size(), 1u);
@@ -392,6 +392,67 @@ TEST_F(SchemaMigrationTest, ReadOnlyVersion4FileHasNoCountersNorBenchRows) {
   EXPECT_EQ(query_file(db_path(), "SELECT count(*) FROM sqlite_schema WHERE name = 'counters'"), "0");
 }
 
+void write_version_5_database(const fs::path& path) {
+  write_version_4_database(path);
+  std::ifstream file(fs::path(TILETUNE_SOURCE_DIR) / "db" / "migrate_v4_to_v5.sql");
+  exec_file(path, std::string(std::istreambuf_iterator<char>(file), {}) +
+                      "INSERT INTO bench_results VALUES (1, 2, 'TILE=16', 1, 1.5, 0.25, "
+                      "'2024-05-05 10:00:00');");
+  ASSERT_EQ(query_file(path, "PRAGMA user_version"), "5");
+}
+
+// Version 6: every template recorded before it computes in fp32, and no search was traced.
+TEST_F(SchemaMigrationTest, Version5FileGainsFp32TemplatesAndAnEmptySearchTrace) {
+  write_version_5_database(db_path());
+  ResultStore store(db_path());
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "6");
+  expect_version_1_rows(store);
+  ASSERT_EQ(store.bench_results().size(), 1u);
+  EXPECT_EQ(store.bench_results()[0].cublas_ms, 0.25);
+  EXPECT_EQ(query_file(db_path(), "SELECT group_concat(DISTINCT precision) FROM templates"), "fp32");
+  for (const TemplateRecord& tmpl : store.templates(false)) EXPECT_EQ(tmpl.precision, Precision::fp32);
+  EXPECT_TRUE(store.search_traces().empty());
+
+  TraceRecord step;
+  step.run_id = "00000000000000ab";
+  step.template_name = "tiled";
+  step.template_hash = "h2";
+  step.shape = kSquare;
+  step.seq = 1;
+  step.strategy = "random";
+  step.config = "TILE=16";
+  step.median_ms = 1.5;
+  store.record_trace(1, step);
+  ASSERT_EQ(store.search_traces().size(), 1u);
+  EXPECT_EQ(store.search_traces()[0].strategy, "random");
+  EXPECT_EQ(store.search_traces()[0].gpu_name, "NVIDIA H200");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA foreign_key_check"), "");
+}
+
+// A precision outside the declared ones cannot be stored, in a migrated file as in a new one.
+TEST_F(SchemaMigrationTest, MigratedPrecisionColumnKeepsItsCheck) {
+  write_version_5_database(db_path());
+  { ResultStore store(db_path()); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "UPDATE templates SET precision = 'fp16'", nullptr, nullptr, nullptr),
+            SQLITE_CONSTRAINT);
+  sqlite3_close(db);
+  EXPECT_EQ(query_file(db_path(), "SELECT group_concat(DISTINCT precision) FROM templates"), "fp32");
+}
+
+TEST_F(SchemaMigrationTest, ReadOnlyVersion5FileHasNoTracesAndFp32Templates) {
+  write_version_5_database(db_path());
+  {
+    ResultStore store(db_path(), ResultStore::Access::read_only);
+    expect_version_1_rows(store);
+    EXPECT_TRUE(store.search_traces().empty());
+    ASSERT_FALSE(store.templates().empty());
+    for (const TemplateRecord& tmpl : store.templates()) EXPECT_EQ(tmpl.precision, Precision::fp32);
+  }
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "5");
+}
+
 // query and list open read-only: an older file answers as it is, and stays at its version.
 TEST_F(SchemaMigrationTest, ReadOnlyOpeningReadsOlderVersionsWithoutMigrating) {
   for (const char* version : {"1", "2"}) {
@@ -450,6 +511,12 @@ TEST_F(SchemaMigrationTest, MigratedSchemaMatchesANewOne) {
   write_version_4_database(from_version_4);
   { ResultStore migrated(from_version_4); }
   EXPECT_EQ(schema_of(from_version_4), expected);
+  EXPECT_NE(expected.find("table search_trace: CREATE TABLE search_trace ("), std::string::npos)
+      << expected;
+  const fs::path from_version_5 = dir_ / "from-version-5.db";
+  write_version_5_database(from_version_5);
+  { ResultStore migrated(from_version_5); }
+  EXPECT_EQ(schema_of(from_version_5), expected);
 }
 
 // Where the migrated tables start in the file: SQLite allocates pages deterministically, so a
@@ -485,7 +552,7 @@ TEST_F(SchemaMigrationTest, ConcurrentOpenersMigrateOnce) {
     }
     for (auto& opener : openers) opener.join();
     ASSERT_EQ(failures, 0) << "round " << round;
-    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "5");
+    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "6");
     EXPECT_EQ(query_file(path, "SELECT count(*) FROM results"), "3");
     EXPECT_EQ(query_file(path, "PRAGMA integrity_check"), "ok");
     EXPECT_EQ(layout_of(path), migrated_once) << "migrated more than once";
@@ -520,7 +587,7 @@ TEST_F(SchemaMigrationTest, FailedMigrationChangesNothing) {
 }
 
 TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
-  for (const int version : {6, 42, -1}) {
+  for (const int version : {7, 42, -1}) {
     const fs::path path = dir_ / ("v" + std::to_string(version) + ".db");
     { ResultStore store(path); }
     exec_file(path, "PRAGMA user_version = " + std::to_string(version));
@@ -531,7 +598,7 @@ TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
       const std::string message = error.what();
       EXPECT_NE(message.find(path.string()), std::string::npos) << message;
       EXPECT_NE(message.find("unsupported schema version " + std::to_string(version) +
-                             " (this tiletune reads version 5 and migrates versions 1, 2, 3 and 4)"),
+                             " (this tiletune reads version 6 and migrates versions 1 to 5)"),
                 std::string::npos)
           << message;
     }

@@ -327,6 +327,18 @@ TEST(KernelTemplate, ZeroOutputIsOffByDefaultAndEvaluatedPerConfiguration) {
                TemplateError);
 }
 
+TEST(KernelTemplate, PrecisionIsFp32UnlessDeclared) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  EXPECT_EQ(parse_template(base, "plain.cu").precision, Precision::fp32);
+  EXPECT_EQ(parse_template(base + "// tiletune: precision tf32\n", "t.cu").precision, Precision::tf32);
+  EXPECT_EQ(parse_template(base + "// tiletune: precision tf32x3\n", "t.cu").precision, Precision::tf32x3);
+  EXPECT_EQ(parse_template(base + "// tiletune: precision fp32\n", "t.cu").precision, Precision::fp32);
+  EXPECT_EQ(template_error(base + "// tiletune: precision fp16\n"),
+            "t.cu:5: unknown precision 'fp16' (expected one of fp32, tf32, tf32x3)");
+  EXPECT_EQ(template_error(base + "// tiletune: precision tf32\n// tiletune: precision tf32x3\n"),
+            "t.cu:6: duplicate 'precision' (first declared on line 5)");
+}
+
 TEST(KernelTemplate, LaunchGeometryValidatesItsValues) {
   const std::string head = std::string(kEntry) + "// tiletune: param T 0 1 -1\n";
   const KernelTemplate tmpl = parse_template(

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <random>
 #include <stop_token>
 #include <string_view>
 #include <thread>
@@ -159,6 +160,7 @@ TuningRun::TuningRun(WorkerClient& worker, FuzzPool* fuzz_pool, ResultStore& sto
     : worker_(worker), fuzz_pool_(fuzz_pool), store_(store), compiled_(compiled), settings_(std::move(settings)),
       device_(worker.device()), gpu_(make_gpu_record(device_)) {
   gpu_id_ = store_.register_gpu(gpu_);
+  run_id_ = fmt::format("{:016x}", (std::uint64_t(std::random_device{}()) << 32) | std::random_device{}());
 }
 
 ResultRecord TuningRun::record(const ResultRecord& result) {
@@ -173,6 +175,18 @@ void TuningRun::settle(Search& search, std::size_t index, const ResultRecord& re
   if (is_pruned(result.status)) ++summary.pruned;
   const bool ok = result.status == ResultStatus::ok;
   search.strategy->observe(index, ok ? std::optional(result.median_ms) : std::nullopt);
+  TraceRecord step;
+  step.run_id = run_id_;
+  step.template_name = search.tmpl.name;
+  step.template_hash = search.tmpl.source_hash;
+  step.shape = search.shape;
+  step.seq = summary.settled;
+  step.strategy = settings_.strategy;
+  step.config = result.config;
+  step.status = result.status;
+  step.median_ms = ok ? result.median_ms : 0;
+  step.recorded_earlier = recorded_earlier;
+  store_.record_trace(gpu_id_, step);
   if (ok) {
     search.settled_ok[result.config] = result;
     if (!summary.best || result.median_ms < summary.best->median_ms) summary.best = result;
@@ -385,7 +399,7 @@ void TuningRun::remember_fuzzed(const KernelTemplate& tmpl) {
 
 TuningSummary TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape,
                               const std::function<void(const TuningEvent&)>& on_event) {
-  store_.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source});
+  store_.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source, tmpl.precision});
   Search search(tmpl, shape, on_event);
   search.space = enumerate_configurations(tmpl, &shape);
   search.summary.space = int(search.space.size());

@@ -147,6 +147,7 @@ class TuningRun {
   DeviceProperties device_;
   GpuRecord gpu_;
   std::int64_t gpu_id_ = 0;
+  std::string run_id_;  // this process's search traces (16 random hex digits)
   // A configuration's fuzz verdict from its first evaluation in this run: passed, or the failed
   // result (its status and detail stand for every shape).
   std::set<std::string> fuzz_passed_;
