@@ -1,7 +1,7 @@
 // Opens tiletune report's HTML page in Debian's chromium through playwright-core (no browser
 // download) and checks it as a reader sees it: no console or page error, no network request, every
-// plot drawn with axes, labels and marks, one plot of each kind at least. Writes a full-page
-// screenshot (the CI artefact).
+// plot drawn with axes, labels and marks, one plot of each kind at least, a convergence plot with
+// two strategies' lines. Writes a full-page screenshot (the CI artefact).
 //
 // node report_browser_test.js REPORT.html SCREENSHOT.png
 'use strict';
@@ -35,6 +35,7 @@ async function main() {
         axes: svg.querySelectorAll('line.axis').length,
         axisLabels: [...svg.querySelectorAll('.axis-label')].filter((t) => t.textContent.trim()).length,
         tickLabels: svg.querySelectorAll('.tick-label').length,
+        lines: svg.querySelectorAll('polyline.line').length,
         drawn: box.width > 0 && box.height > 0,
       };
     }));
@@ -48,6 +49,10 @@ async function main() {
     for (const kind of kinds) {
       const count = plots.filter((p) => p.kind === kind).length;
       if (count === 0) problems.push(`no ${kind} plot`);
+    }
+    // The shape tuned by two strategies shows both searches, each a line of its own colour.
+    if (!plots.some((p) => p.kind === 'convergence' && p.lines >= 2)) {
+      problems.push('no convergence plot shows two searches');
     }
     const counterRows = await page.$$eval('#counters ~ div table tbody tr', (rows) => rows.length);
     if (counterRows === 0) problems.push('the counters table has no rows');

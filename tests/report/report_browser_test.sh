@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The report in a real browser: a database made by a CPU-backend tune of kernels_src/tiled.cu at
-# small shapes, plus stand-in bench rows and counters (record_stand_in_rows: CI has no GPU to
-# measure them), written by `tiletune report` as HTML and Markdown, then opened in Debian's
+# The report in a real browser: a database made by CPU-backend tunes of kernels_src/tiled.cu at
+# small shapes (two strategies at one of them), plus stand-in bench rows and counters
+# (record_stand_in_rows: CI has no GPU to measure them), written by `tiletune report` as HTML and Markdown, then opened in Debian's
 # chromium by report_browser_test.js. The screenshot stays in WORK_DIR.
 #
 # report_browser_test.sh TILETUNE RECORD_STAND_IN_ROWS SOURCE_DIR WORK_DIR
@@ -31,6 +31,9 @@ cd "$work"
 export XDG_CACHE_HOME=$work/cache
 "$tiletune" tune "$source_dir/kernels_src/tiled.cu" --backend cpu --shape 32x32x32 \
   --shape 64x64x64 --shape 32x96x64 --cases 10 --db report.db
+# A second search of one shape, by another strategy: its convergence plot has two lines.
+"$tiletune" tune "$source_dir/kernels_src/tiled.cu" --backend cpu --shape 64x64x64 --strategy random \
+  --budget 6 --cases 10 --db report.db
 "$record_rows" report.db
 "$tiletune" report --db report.db --out report.html
 "$tiletune" report --db report.db --format md --out report.md

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "tests/db/result_store_test_support.h"
@@ -119,12 +120,36 @@ class ReportModel : public ::testing::Test {
     store.record_bench(gpu_, BenchRecord{"", "tiled", "h1", "PAD=1,TILE=16", kSquare, 2.1, 1.4, ""});
     store.record_counters(gpu_, CounterRecord{"", "tiled", "h1", "PAD=1,TILE=16", kSquare,
                                               {{"dram_read_bytes", 3e7}, {"dram_write_bytes", 1e7}}, "2025.3.1", ""});
+    // Two searches of tiled at 1024^3 (listed in the opposite order to the model's) and one of
+    // the old version, which the report leaves out.
+    record_search("bbbb", "exhaustive", "tiled", "h1", {{"PAD=0,TILE=8", 4}, {"PAD=1,TILE=16", 3}});
+    record_search("aaaa", "random", "tiled", "h1", {{"PAD=0,TILE=8", 5}, {"PAD=0,TILE=16", 0}, {"PAD=1,TILE=16", 2}, {"PAD=0,TILE=32", 3}});
+    record_search("cccc", "random", "tiled", "old", {{"PAD=0,TILE=64", 0.1}});
     GpuRecord other = h200();
     other.name = "NVIDIA A100-SXM4-80GB";
     other.sm_count = 108;
     other.clock_khz = 1410000;
     const std::int64_t a100 = store.register_gpu(other);
     store.record_result(a100, other, make_result("tiled", "h1", "PAD=0,TILE=32", kSquare, ResultStatus::ok, 7));
+  }
+  // A search's steps in order; a time of 0 is a wrong result.
+  void record_search(const std::string& run, const std::string& strategy, const std::string& name,
+                     const std::string& hash, const std::vector<std::pair<std::string, double>>& steps) {
+    ResultStore store(db());
+    int seq = 0;
+    for (const auto& [config, ms] : steps) {
+      TraceRecord step;
+      step.run_id = run;
+      step.template_name = name;
+      step.template_hash = hash;
+      step.shape = kSquare;
+      step.seq = ++seq;
+      step.strategy = strategy;
+      step.config = config;
+      step.status = ms > 0 ? ResultStatus::ok : ResultStatus::wrong_result;
+      step.median_ms = ms;
+      store.record_trace(gpu_, step);
+    }
   }
   std::filesystem::path db() const { return dir_ / "report.db"; }
   ReportData read() const { return read_report(ResultStore(db(), ResultStore::Access::read_only)); }
@@ -163,14 +188,39 @@ TEST_F(ReportModel, SensitivityIsTheBestTimePerValueInNumericOrder) {
   EXPECT_THAT(s.best_ms_by_value.at("PAD"), ElementsAre(Pair("0", 3), Pair("1", 2)));
 }
 
-TEST_F(ReportModel, ConvergenceIsTheBestSoFarInRecordingOrderPerTune) {
+TEST_F(ReportModel, ConvergenceIsTheBestSoFarOfEachSearchInItsStrategysOrder) {
   const ReportData report = read();
-  ASSERT_EQ(report.convergences.size(), 4u);
-  const Convergence& c = report.convergences[2];
+  ASSERT_EQ(report.convergences.size(), 1u);  // the old version's search is left out
+  const Convergence& c = report.convergences[0];
+  EXPECT_EQ(c.gpu_name, "NVIDIA H200");
   EXPECT_EQ(c.template_name, "tiled");
   EXPECT_EQ(c.template_hash, "h1");
   EXPECT_EQ(c.shape, kSquare);
-  EXPECT_THAT(c.best_so_far_ms, ElementsAre(5, 2, 2, 2));  // the wrong result is no evaluation here
+  ASSERT_EQ(c.lines.size(), 2u);
+  EXPECT_EQ(c.lines[0].strategy, "exhaustive");
+  EXPECT_THAT(c.lines[0].best_so_far_ms, ElementsAre(4, 3));
+  EXPECT_EQ(c.lines[1].strategy, "random");
+  EXPECT_EQ(c.lines[1].run_id, "aaaa");
+  EXPECT_THAT(c.lines[1].best_so_far_ms, ElementsAre(5, 5, 2, 2));  // the wrong result is a step
+}
+
+TEST(ReportConvergence, StepsBeforeTheFirstOkHaveNoBestYet) {
+  TraceRecord failed, ok;
+  failed.run_id = ok.run_id = "r";
+  failed.strategy = ok.strategy = "bayes";
+  failed.status = ResultStatus::crashed;
+  ok.median_ms = 1.25;
+  const ReportData report = build_report({}, {}, {}, {failed, ok});
+  ASSERT_EQ(report.convergences.size(), 1u);
+  ASSERT_EQ(report.convergences[0].lines.size(), 1u);
+  const std::vector<double>& best = report.convergences[0].lines[0].best_so_far_ms;
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_TRUE(std::isnan(best[0]));
+  EXPECT_EQ(best[1], 1.25);
+  const std::string html = html_report(report, "trace.db");
+  EXPECT_EQ(count(html, "<circle class=\"mark bayes\""), 1);
+  EXPECT_EQ(count(html, "<polyline class=\"line bayes\""), 1);
+  EXPECT_THAT(markdown_report(report, "trace.db"), HasSubstr("| bayes | r | 2 | 1.2500 | 1.2500 | 2 |"));
 }
 
 TEST_F(ReportModel, RoofsComeFromSmsClockAndTheDataSheet) {
@@ -188,7 +238,8 @@ TEST(ReportOfNothing, SaysWhatIsMissingInEverySection) {
   const std::string html = html_report(nothing, "empty.db"), md = markdown_report(nothing, "empty.db");
   EXPECT_THAT(html, Not(HasSubstr("<svg")));
   EXPECT_EQ(count(html, "<p class=\"empty\">"), 6);
-  EXPECT_EQ(count(md, "no ok results recorded"), 3);
+  EXPECT_EQ(count(md, "no ok results recorded"), 2);
+  EXPECT_THAT(md, HasSubstr("no search traces recorded"));
   EXPECT_THAT(md, HasSubstr("no bench rows recorded"));
   EXPECT_THAT(md, HasSubstr("no GPUs recorded"));
   EXPECT_THAT(md, HasSubstr("no counters recorded"));
@@ -206,7 +257,12 @@ TEST_F(ReportModel, HtmlHasEveryPlotWithMarksAndSaysWhereBenchRowsAreMissing) {
   const std::string html = html_report(read(), "report.db");
   EXPECT_EQ(count(html, "<svg class=\"plot bench\""), 1);      // the H200's
   EXPECT_EQ(count(html, "<svg class=\"plot roofline\""), 2);
-  EXPECT_EQ(count(html, "<svg class=\"plot convergence\""), 4);
+  EXPECT_EQ(count(html, "<svg class=\"plot convergence\""), 1);
+  EXPECT_EQ(count(html, "<polyline class=\"line random\""), 1);
+  EXPECT_EQ(count(html, "<polyline class=\"line exhaustive\""), 1);
+  EXPECT_EQ(count(html, "<circle class=\"mark random\""), 2);      // 5, then 2
+  EXPECT_EQ(count(html, "<circle class=\"mark exhaustive\""), 2);  // 4, then 3
+  EXPECT_EQ(count(html, "<circle class=\"legend random\""), 1);
   EXPECT_EQ(count(html, "<svg class=\"plot sensitivity\""), 2 + 0 + 2 + 2);  // naive has no parameter
   EXPECT_EQ(count(html, "<circle class=\"mark ours\""), 1);
   EXPECT_EQ(count(html, "<circle class=\"mark cublas\""), 1);
@@ -226,7 +282,7 @@ TEST_F(ReportModel, MarkdownHasTheSameContentAsTables) {
   EXPECT_THAT(md, HasSubstr("| 200 |"));  // the winner's fuzz cases
   EXPECT_THAT(md, HasSubstr("| 1024x1024x1024 | tiled | PAD=1,TILE=16 | 2.1000 | 1.4000 | 0.667 |"));
   EXPECT_THAT(md, HasSubstr("| TILE | 16 | 2.0000 |"));
-  EXPECT_THAT(md, HasSubstr("| NVIDIA H200 | tiled | 1024x1024x1024 | 4 | 5.0000 | 2.0000 | 2 |"));
+  EXPECT_THAT(md, HasSubstr("| NVIDIA H200 | tiled | 1024x1024x1024 | random | aaaa | 4 | 5.0000 | 2.0000 | 3 |"));
   EXPECT_THAT(md, HasSubstr("| dram_read_bytes | 30000000 |"));
   EXPECT_THAT(md, HasSubstr("| 1024x1024x1024 | tiled | 40000000 | measured |"));
   EXPECT_THAT(md, HasSubstr("no bench rows recorded for this GPU"));

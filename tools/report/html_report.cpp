@@ -1,6 +1,7 @@
 #include "tools/report/html_report.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -29,6 +30,11 @@ svg .line.roof { stroke: #b22; stroke-dasharray: 5 3; }
 svg .mark, svg .legend { fill: #1f6fb4; } svg .legend.roof { fill: #b22; }
 svg .cublas { fill: #d9822b; } svg .compulsory { fill: #fff; stroke: #1f6fb4; stroke-width: 1.5; }
 svg .line.best { stroke: #1f6fb4; }
+svg .line.exhaustive { stroke: #1f6fb4; } svg .mark.exhaustive, svg .legend.exhaustive { fill: #1f6fb4; }
+svg .line.random { stroke: #d9822b; } svg .mark.random, svg .legend.random { fill: #d9822b; }
+svg .line.annealing { stroke: #2a9d4b; } svg .mark.annealing, svg .legend.annealing { fill: #2a9d4b; }
+svg .line.genetic { stroke: #8e44ad; } svg .mark.genetic, svg .legend.genetic { fill: #8e44ad; }
+svg .line.bayes { stroke: #b22; } svg .mark.bayes, svg .legend.bayes { fill: #b22; }
 )css";
 
 std::string td(const std::string& text) { return "<td>" + escape_xml(text) + "</td>"; }
@@ -197,24 +203,40 @@ std::string sensitivity_section(const ReportData& report) {
 
 std::string convergence_section(const ReportData& report) {
   std::string html = "<h2 id=\"convergence\">Search convergence</h2>\n"
-      "<p class=\"note\">A tune here is every ok evaluation of one template version on one GPU and "
-      "shape, in the order they were recorded (the database does not record the strategy; a resumed "
-      "tune continues its line). The line is the best time so far; marks where it improved.</p>\n";
-  if (report.convergences.empty()) return html + empty("no ok results recorded");
+      "<p class=\"note\">Each line is one tune's search (one process, its strategy in the legend): "
+      "the best ok time after each configuration the strategy settled, in its order, measured then "
+      "or taken from an earlier record. Marks where it improved.</p>\n";
+  if (report.convergences.empty()) {
+    return html + empty("no search traces recorded (tunes record them since schema version 6)");
+  }
   html += "<div class=\"plots\">\n";
   for (const Convergence& c : report.convergences) {
-    Axis x = Axis::linear("evaluations", 1, double(c.best_so_far_ms.size())),
-         y = Axis::linear("best ms so far", 0, c.best_so_far_ms.front());
-    SvgPlot plot("convergence", fmt::format("{}, {} on {}", c.template_name, c.shape.to_string(), c.gpu_name), x, y, 360, 240);
-    std::vector<std::pair<double, double>> line;
-    for (std::size_t i = 0; i < c.best_so_far_ms.size(); ++i) {
-      const double ms = c.best_so_far_ms[i];
-      line.emplace_back(double(i + 1), ms);
-      if (i == 0 || ms < c.best_so_far_ms[i - 1]) {
-        plot.add_point(double(i + 1), ms, "best", fmt::format("evaluation {}: {} ms", i + 1, format_number(ms)));
+    std::size_t steps = 1;
+    double slowest = 0;
+    for (const ConvergenceLine& line : c.lines) {
+      steps = std::max(steps, line.best_so_far_ms.size());
+      for (const double ms : line.best_so_far_ms) {
+        if (!std::isnan(ms)) slowest = std::max(slowest, ms);
       }
     }
-    plot.add_line(line, "best");
+    Axis x = Axis::linear("configurations settled", 1, double(steps)),
+         y = Axis::linear("best ms so far", 0, slowest > 0 ? slowest : 1);
+    SvgPlot plot("convergence", fmt::format("{}, {} on {}", c.template_name, c.shape.to_string(), c.gpu_name), x, y, 360, 240);
+    for (const ConvergenceLine& line : c.lines) {
+      std::vector<std::pair<double, double>> points;
+      for (std::size_t i = 0; i < line.best_so_far_ms.size(); ++i) {
+        const double ms = line.best_so_far_ms[i];
+        if (std::isnan(ms)) continue;
+        points.emplace_back(double(i + 1), ms);
+        if (points.size() == 1 || ms < line.best_so_far_ms[i - 1]) {
+          plot.add_point(double(i + 1), ms, line.strategy,
+                         fmt::format("{} (run {}), step {}: {} ms", line.strategy, line.run_id, i + 1, format_number(ms)));
+        }
+      }
+      plot.add_line(points, line.strategy);
+      plot.add_legend(line.strategy, fmt::format("{} (run {}, {} steps)", line.strategy, line.run_id.substr(0, 6),
+                                                 line.best_so_far_ms.size()));
+    }
     html += plot.render();
   }
   return html + "</div>\n";

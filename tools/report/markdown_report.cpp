@@ -1,6 +1,7 @@
 #include "tools/report/markdown_report.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -99,19 +100,28 @@ std::string markdown_report(const ReportData& report, const std::string& source)
     md += table({"parameter", "value", "best ms"}, rows);
   }
 
-  md += "## Search convergence\n\nA tune: the ok evaluations of one template version on one GPU and shape, "
-        "in recording order (the strategy is not recorded).\n\n";
+  md += "## Search convergence\n\nEach row is one tune's search (one process): the configurations its strategy "
+        "settled, in its order, and when it found its best.\n\n";
   if (report.convergences.empty()) {
-    md += "no ok results recorded\n\n";
+    md += "no search traces recorded (tunes record them since schema version 6)\n\n";
   } else {
     std::vector<std::vector<std::string>> rows;
     for (const Convergence& c : report.convergences) {
-      const auto best = std::min_element(c.best_so_far_ms.begin(), c.best_so_far_ms.end());
-      rows.push_back({c.gpu_name, c.template_name, c.shape.to_string(), std::to_string(c.best_so_far_ms.size()),
-                      fmt::format("{:.4f}", c.best_so_far_ms.front()), fmt::format("{:.4f}", *best),
-                      std::to_string(best - c.best_so_far_ms.begin() + 1)});
+      for (const ConvergenceLine& line : c.lines) {
+        const std::vector<double>& best = line.best_so_far_ms;
+        const auto first_ok = std::find_if(best.begin(), best.end(), [](double ms) { return !std::isnan(ms); });
+        if (first_ok == best.end()) {
+          rows.push_back({c.gpu_name, c.template_name, c.shape.to_string(), line.strategy, line.run_id,
+                          std::to_string(best.size()), "-", "-", "-"});
+          continue;
+        }
+        const auto found = std::find(first_ok, best.end(), best.back());
+        rows.push_back({c.gpu_name, c.template_name, c.shape.to_string(), line.strategy, line.run_id,
+                        std::to_string(best.size()), fmt::format("{:.4f}", *first_ok), fmt::format("{:.4f}", best.back()),
+                        std::to_string(found - best.begin() + 1)});
+      }
     }
-    md += table({"GPU", "template", "shape", "evaluations", "first ms", "best ms", "best found at evaluation"}, rows);
+    md += table({"GPU", "template", "shape", "strategy", "run", "steps", "first ok ms", "best ms", "best found at step"}, rows);
   }
 
   md += "## Hardware counters\n\n";

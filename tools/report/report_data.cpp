@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <tuple>
 
 #include "tuner/gpu_device.h"
@@ -77,7 +78,7 @@ double compulsory_bytes(const GemmShape& shape) {
 }
 
 ReportData build_report(const std::vector<CurrentResult>& results, std::vector<BenchRecord> bench,
-                        std::vector<CounterRecord> counters) {
+                        std::vector<CounterRecord> counters, const std::vector<TraceRecord>& traces) {
   ReportData report;
   std::sort(counters.begin(), counters.end(),
             [](const CounterRecord& a, const CounterRecord& b) { return counter_key(a) < counter_key(b); });
@@ -138,22 +139,36 @@ ReportData build_report(const std::vector<CurrentResult>& results, std::vector<B
     report.roofs.push_back(std::move(roofs));
   }
 
-  // Sensitivity and convergence, keyed so that iteration is sorted.
-  using TuneKey = std::tuple<std::string, std::string, GemmShape, std::string>;  // GPU, template, shape, hash
-  std::map<TuneKey, std::vector<double>> tunes;
+  // Sensitivity, keyed so that iteration is sorted.
   std::map<std::tuple<std::string, std::string, GemmShape>, std::map<std::string, std::map<std::string, double>>> best_by_value;
-  for (const CurrentResult& row : results) {  // in recording order
+  for (const CurrentResult& row : results) {
     const ResultRecord& r = row.result;
-    std::vector<double>& line = tunes[{row.gpu.name, r.template_name, r.shape, r.template_hash}];
-    line.push_back(line.empty() ? r.median_ms : std::min(line.back(), r.median_ms));
     auto& parameters = best_by_value[{row.gpu.name, r.template_name, r.shape}];
     for (const auto& [name, value] : parameters_of(r.config)) {
       auto [it, inserted] = parameters[name].try_emplace(value, r.median_ms);
       if (!inserted) it->second = std::min(it->second, r.median_ms);
     }
   }
-  for (auto& [key, line] : tunes) {
-    report.convergences.push_back({std::get<0>(key), std::get<1>(key), std::get<3>(key), std::get<2>(key), std::move(line)});
+
+  // Convergence: the traces come ordered by GPU, template, shape, run and step.
+  for (const TraceRecord& step : traces) {
+    if (report.convergences.empty() || report.convergences.back().gpu_name != step.gpu_name ||
+        report.convergences.back().template_hash != step.template_hash ||
+        report.convergences.back().template_name != step.template_name ||
+        report.convergences.back().shape != step.shape) {
+      report.convergences.push_back({step.gpu_name, step.template_name, step.template_hash, step.shape, {}});
+    }
+    std::vector<ConvergenceLine>& lines = report.convergences.back().lines;
+    if (lines.empty() || lines.back().run_id != step.run_id) lines.push_back({step.strategy, step.run_id, {}});
+    std::vector<double>& best = lines.back().best_so_far_ms;
+    const double previous = best.empty() ? std::nan("") : best.back();
+    const bool ok = step.status == ResultStatus::ok;
+    best.push_back(ok && !(step.median_ms >= previous) ? step.median_ms : previous);
+  }
+  for (Convergence& c : report.convergences) {
+    std::stable_sort(c.lines.begin(), c.lines.end(), [](const ConvergenceLine& a, const ConvergenceLine& b) {
+      return std::tie(a.strategy, a.run_id) < std::tie(b.strategy, b.run_id);
+    });
   }
   for (const auto& [key, parameters] : best_by_value) {
     Sensitivity sensitivity{std::get<0>(key), std::get<1>(key), std::get<2>(key), {}};
@@ -168,7 +183,7 @@ ReportData build_report(const std::vector<CurrentResult>& results, std::vector<B
 }
 
 ReportData read_report(const ResultStore& store) {
-  return build_report(store.current_results(), store.bench_results(), store.counters());
+  return build_report(store.current_results(), store.bench_results(), store.counters(), store.search_traces());
 }
 
 }  // namespace tiletune::report

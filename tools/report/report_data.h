@@ -43,13 +43,20 @@ struct Sensitivity {
   std::map<std::string, std::vector<std::pair<std::string, double>>> best_ms_by_value;
 };
 
-// A tune: the ok evaluations of one template version on one GPU and shape, in recording order (the
-// database does not record the strategy; a resumed or repeated tune continues the same line, and a
-// re-measured configuration takes its new place). best_so_far_ms[i]: the fastest of the first i+1.
+// One search as its strategy made it: the steps one tune process (run) settled for a template
+// version on a GPU and shape, in the strategy's order (the database's search_trace), whether
+// measured then or taken from an earlier record. best_so_far_ms[i]: the fastest ok time among the
+// first i+1 steps, NaN before the first ok one.
+struct ConvergenceLine {
+  std::string strategy, run_id;
+  std::vector<double> best_so_far_ms;
+};
+
+// The searches of one template version on one GPU and shape: a line per run, by strategy and run.
 struct Convergence {
   std::string gpu_name, template_name, template_hash;
   GemmShape shape;
-  std::vector<double> best_so_far_ms;
+  std::vector<ConvergenceLine> lines;
 };
 
 struct ReportData {
@@ -58,7 +65,7 @@ struct ReportData {
   std::vector<GpuRoofs> roofs;          // by GPU name
   std::vector<BenchRow> bench;          // by GPU name, then shape
   std::vector<Sensitivity> sensitivities;  // by GPU, template, shape
-  std::vector<Convergence> convergences;   // by GPU, template, shape
+  std::vector<Convergence> convergences;   // by GPU, template, shape (search traces)
   std::vector<CounterRecord> counters;     // by GPU, template, shape, configuration
 };
 
@@ -74,9 +81,9 @@ std::optional<double> datasheet_bandwidth_gb_s(const std::string& gpu_name);
 double compulsory_bytes(const GemmShape& shape);
 
 // Builds the model from what the store holds (ok results of current template versions, bench rows,
-// counters).
+// counters, search traces in the store's order).
 ReportData build_report(const std::vector<CurrentResult>& results, std::vector<BenchRecord> bench,
-                        std::vector<CounterRecord> counters);
+                        std::vector<CounterRecord> counters, const std::vector<TraceRecord>& traces = {});
 ReportData read_report(const ResultStore& store);
 
 }  // namespace tiletune::report
