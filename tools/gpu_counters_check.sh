@@ -20,10 +20,11 @@ export PATH=$PATH:/usr/local/cuda/bin
 raw=smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,sm__sass_data_bytes_mem_shared_op_ld.sum
 raw+=,smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum,sm__sass_data_bytes_mem_shared_op_st.sum
 raw+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
-raw+=,smsp__sass_inst_executed_op_ldgsts.sum,smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum
-raw+=,smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum
+raw+=,smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum,sm__sass_data_bytes_mem_shared_op_ldgsts.sum
+raw+=,smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum
+raw+=,smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum
 
-field() { sed -n "s/.*\"$1\": *\"\{0,1\}\([^\",]*\)\"\{0,1\}.*/\1/p" | head -1; }
+field() { sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" | head -1; }
 summary=()
 for shape in "${SHAPES[@]}"; do
   json=$("$BIN" query --db "$DB" --kernel "$KERNEL" --shape "$shape" --exact --json)
