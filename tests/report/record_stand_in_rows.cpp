@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     CounterRecord counters{winner.gpu.name, r.template_name, r.template_hash, r.config, r.shape,
                            {{"dram_read_bytes", elements * 4 * 1.5},
                             {"dram_write_bytes", double(r.shape.m) * r.shape.n * 4},
-                            {"shared_ld_wavefronts_excessive", 0},
+                            {"shared_ld_excessive_wavefronts", 0},
                             {"achieved_occupancy_pct", 61.5}},
                            "stand-in", ""};
     store.record_counters(gpu_id, counters);

@@ -130,13 +130,15 @@ TEST(BankConflictClaims, AMetricNcuDidNotGiveIsNamed) {
 
 std::string ncu_name(const char* counter) { return find_counter_metric(counter)->ncu_metric; }
 
-TEST(BankConflictCounters, ExcessiveIsWavefrontsMinusIdealAndTheIdealCountsRequests) {
+TEST(BankConflictCounters, LoadsAndStoresAddUpAndTheIdealCountsRequests) {
   // Loads and stores together: 10 requests each, 32-way on loads, conflict-free stores.
   SharedAccessMeasurement row;
   take_shared_access_counters({{ncu_name("shared_ld_wavefronts"), 320.0},
                                {ncu_name("shared_st_wavefronts"), 10.0},
-                               {ncu_name("shared_ld_ideal_wavefronts"), 128 * 10.0},
-                               {ncu_name("shared_st_ideal_wavefronts"), 128 * 10.0},
+                               {ncu_name("shared_ld_ideal_wavefronts"), 10.0},
+                               {ncu_name("shared_st_ideal_wavefronts"), 10.0},
+                               {ncu_name("shared_ld_excessive_wavefronts"), 310.0},
+                               {ncu_name("shared_st_excessive_wavefronts"), 0.0},
                                {ncu_name("shared_ld_bank_conflicts"), 5.0},
                                {ncu_name("shared_st_bank_conflicts"), 6.0}},
                               row);
@@ -145,7 +147,7 @@ TEST(BankConflictCounters, ExcessiveIsWavefrontsMinusIdealAndTheIdealCountsReque
   EXPECT_EQ(row.excessive, 310.0);
   EXPECT_EQ(row.hardware_conflicts, 11.0);
 
-  SharedAccessMeasurement partial;  // ncu did not know the ideal (bytes) nor store conflicts
+  SharedAccessMeasurement partial;  // no Source Counters (ideal, excessive), no store conflicts
   take_shared_access_counters({{ncu_name("shared_ld_wavefronts"), 320.0},
                                {ncu_name("shared_st_wavefronts"), 0.0},
                                {ncu_name("shared_ld_bank_conflicts"), 5.0}},

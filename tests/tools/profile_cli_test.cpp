@@ -194,6 +194,16 @@ TEST_F(ProfileCliOnGpu, FakeNcusCsvIsRecordedAsCounters) {
       "\"1\",\"naive_gemm\",\"786,560\",\"1,000\"\n"
       "\"2\",\"naive_gemm\",\"786,496\",\"1,000\"\n",
       0);
+  // The Source Counters of the three launches: naive touches no shared memory.
+  std::string source_page;
+  for (int launch = 0; launch < 3; ++launch) {
+    source_page +=
+        "\"Kernel Name\",\"naive_gemm\",\n"
+        "\"Address\",\"Source\",\"L1 Wavefronts Shared Excessive\",\"L1 Wavefronts Shared\","
+        "\"L1 Wavefronts Shared Ideal\"\n"
+        "\"0x7f0000000100\",\"      LDG.E R2, desc[UR4][R2.64]\",\"0\",\"0\",\"0\"\n";
+  }
+  fake.source_page(source_page);
   const TiletuneRun run =
       run_tiletune(dir_, {"profile", "--db", db().string(), "--config", "BLOCK_X=32,BLOCK_Y=8"},
                    {{"TILETUNE_NCU", fake.executable().string()}});
@@ -206,8 +216,13 @@ TEST_F(ProfileCliOnGpu, FakeNcusCsvIsRecordedAsCounters) {
   ASSERT_EQ(counters.size(), 1u);
   EXPECT_EQ(counters[0].config, "BLOCK_X=32,BLOCK_Y=8");
   EXPECT_EQ(counters[0].ncu_version, "2025.3.1");
-  EXPECT_EQ(counters[0].values, (std::map<std::string, double>{{"dram_read_bytes", 786496},
-                                                               {"global_ld_requests", 1000}}));
+  std::map<std::string, double> expected{{"dram_read_bytes", 786496}, {"global_ld_requests", 1000}};
+  for (const char* kind : {"shared_ld", "shared_st", "shared_copy"}) {
+    for (const char* what : {"_wavefronts", "_ideal_wavefronts", "_excessive_wavefronts"}) {
+      expected[std::string(kind) + what] = 0;
+    }
+  }
+  EXPECT_EQ(counters[0].values, expected);
 }
 
 TEST_F(ProfileCliOnGpu, MissingPermissionIsOneLineExit3AndRecordsNothing) {

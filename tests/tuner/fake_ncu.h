@@ -1,6 +1,8 @@
 // A stand-in for Nsight Compute's `ncu`, for tests without a GPU: a shell script that prints the
 // canned --version, --query-metrics and profiling output it finds in its folder, exits with the
 // codes found there, and keeps the arguments of its last profiling run (args.txt, one a line).
+// Given --import (a report exported by a profiling run), it prints the canned source page for
+// `--page source` and the profiling output for the raw page, keeping those arguments apart.
 #pragma once
 
 #include <sys/stat.h>
@@ -34,6 +36,12 @@ dir=$(dirname "$0")
 case "$1" in
   --version) cat "$dir/version.txt"; exit 0 ;;
   --query-metrics) cat "$dir/query.txt"; exit "$(cat "$dir/query_exit")" ;;
+  --import)
+    case " $* " in
+      *" source "*) printf '%s\n' "$@" > "$dir/args-source.txt"; cat "$dir/source.txt" ;;
+      *) printf '%s\n' "$@" > "$dir/args-raw.txt"; cat "$dir/profile.txt" ;;
+    esac
+    exit 0 ;;
 esac
 printf '%s\n' "$@" > "$dir/args.txt"
 cat "$dir/profile.txt"
@@ -43,6 +51,7 @@ exit "$(cat "$dir/profile_exit")"
     write("version.txt", kNcuVersionOutput);
     query_metrics("", 0);
     profile_output("", 0);
+    source_page("");
   }
 
   std::filesystem::path executable() const { return folder_ / "ncu"; }
@@ -53,6 +62,13 @@ exit "$(cat "$dir/profile_exit")"
   void profile_output(const std::string& output, int exit_code) {
     write("profile.txt", output);
     write("profile_exit", std::to_string(exit_code));
+  }
+  // What `--import R --page source` prints.
+  void source_page(const std::string& output) { write("source.txt", output); }
+  // The arguments of the last "profile" run, or the last import of the "source" or "raw" page.
+  std::string arguments_of(const std::string& run) const {
+    std::ifstream file(folder_ / (run == "profile" ? "args.txt" : "args-" + run + ".txt"));
+    return std::string(std::istreambuf_iterator<char>(file), {});
   }
   // The arguments of the last profiling run, one a line; empty when there was none.
   std::string last_arguments() const {

@@ -53,10 +53,11 @@ struct LaunchOptions {
 };
 
 // The counters a table shows, by short name (the others are stored and in query --json).
-constexpr const char* kShown[] = {"shared_ld_excessive_wavefronts", "shared_ld_bank_conflicts",
-                                  "global_ld_requests",          "global_ld_sectors",
-                                  "dram_read_bytes",             "achieved_occupancy_pct",
-                                  "sm_throughput_pct",           "registers"};
+constexpr const char* kShown[] = {"shared_ld_excessive_wavefronts", "shared_copy_excessive_wavefronts",
+                                  "shared_ld_bank_conflicts",       "global_ld_requests",
+                                  "global_ld_sectors",              "dram_read_bytes",
+                                  "achieved_occupancy_pct",         "sm_throughput_pct",
+                                  "registers"};
 
 KernelTemplate recorded_template(const ResultStore& store, const std::string& name,
                                  const std::string& hash) {

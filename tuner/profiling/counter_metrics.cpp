@@ -6,48 +6,51 @@
 namespace tiletune {
 namespace {
 
-constexpr std::array<CounterMetric, 21> kCounters{{
-    {"shared_ld_wavefronts", "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "",
-     "wavefronts", "shared-memory load wavefronts (one per pass a warp's load needs)"},
-    {"shared_st_wavefronts", "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "",
-     "wavefronts", "shared-memory store wavefronts"},
-    {"shared_ld_ideal_wavefronts", "sm__sass_data_bytes_mem_shared_op_ld.sum", "", "wavefronts",
-     "the load wavefronts the same accesses need without bank conflicts (bytes / 128)", 128},
-    {"shared_st_ideal_wavefronts", "sm__sass_data_bytes_mem_shared_op_st.sum", "", "wavefronts",
-     "the store wavefronts the same accesses need without bank conflicts (bytes / 128)", 128},
-    {"shared_ld_excessive_wavefronts", "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-     "sm__sass_data_bytes_mem_shared_op_ld.sum", "wavefronts",
-     "load wavefronts beyond the ideal: bank conflicts, counted exactly (0 when there are none)",
-     1, 128},
-    {"shared_st_excessive_wavefronts", "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-     "sm__sass_data_bytes_mem_shared_op_st.sum", "wavefronts",
-     "store wavefronts beyond the ideal: bank conflicts, counted exactly", 1, 128},
-    {"shared_ld_bank_conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "",
+constexpr std::array<CounterMetric, 24> kCounters{{
+    {"shared_ld_wavefronts", "source_counters:shared_ld_wavefronts", "wavefronts",
+     "shared-memory load wavefronts (LDS, LDSM, LD: one per pass a warp's load needs)"},
+    {"shared_ld_ideal_wavefronts", "source_counters:shared_ld_ideal_wavefronts", "wavefronts",
+     "the load wavefronts the same addresses need without bank conflicts"},
+    {"shared_ld_excessive_wavefronts", "source_counters:shared_ld_excessive_wavefronts",
+     "wavefronts", "load wavefronts beyond the ideal: bank conflicts, counted exactly (0 without)"},
+    {"shared_st_wavefronts", "source_counters:shared_st_wavefronts", "wavefronts",
+     "shared-memory store wavefronts (STS, STSM, ST)"},
+    {"shared_st_ideal_wavefronts", "source_counters:shared_st_ideal_wavefronts", "wavefronts",
+     "the store wavefronts the same addresses need without bank conflicts"},
+    {"shared_st_excessive_wavefronts", "source_counters:shared_st_excessive_wavefronts",
+     "wavefronts", "store wavefronts beyond the ideal: bank conflicts, counted exactly"},
+    {"shared_copy_wavefronts", "source_counters:shared_copy_wavefronts", "wavefronts",
+     "shared-memory wavefronts of asynchronous copies from global memory (LDGSTS, cp.async)"},
+    {"shared_copy_ideal_wavefronts", "source_counters:shared_copy_ideal_wavefronts",
+     "wavefronts", "the copies' wavefronts without bank conflicts"},
+    {"shared_copy_excessive_wavefronts", "source_counters:shared_copy_excessive_wavefronts",
+     "wavefronts", "the copies' wavefronts beyond the ideal: their bank conflicts"},
+    {"shared_ld_bank_conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
      "conflicts", "hardware bank-conflict counter of loads (also counts lost arbitration)"},
-    {"shared_st_bank_conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "",
+    {"shared_st_bank_conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
      "conflicts", "hardware bank-conflict counter of stores (also counts lost arbitration)"},
-    {"global_ld_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "", "requests",
+    {"global_ld_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "requests",
      "global load requests (one per warp-wide load instruction)"},
-    {"global_ld_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "", "sectors",
+    {"global_ld_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "sectors",
      "32-byte sectors global loads touched"},
-    {"global_st_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "", "requests",
+    {"global_st_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "requests",
      "global store requests"},
-    {"global_st_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "", "sectors",
+    {"global_st_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "sectors",
      "32-byte sectors global stores touched"},
-    {"local_ld_sectors", "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "", "sectors",
+    {"local_ld_sectors", "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "sectors",
      "local-memory load sectors: register spills read back (0 without spills)"},
-    {"local_st_sectors", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum", "", "sectors",
+    {"local_st_sectors", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum", "sectors",
      "local-memory store sectors: register spills written"},
-    {"dram_read_bytes", "dram__bytes_read.sum", "", "bytes", "bytes read from device memory"},
-    {"dram_write_bytes", "dram__bytes_write.sum", "", "bytes", "bytes written to device memory"},
-    {"achieved_occupancy_pct", "sm__warps_active.avg.pct_of_peak_sustained_active", "", "%",
+    {"dram_read_bytes", "dram__bytes_read.sum", "bytes", "bytes read from device memory"},
+    {"dram_write_bytes", "dram__bytes_write.sum", "bytes", "bytes written to device memory"},
+    {"achieved_occupancy_pct", "sm__warps_active.avg.pct_of_peak_sustained_active", "%",
      "achieved occupancy: active warps in % of the SM's maximum"},
-    {"sm_throughput_pct", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "", "%",
+    {"sm_throughput_pct", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%",
      "SM throughput in % of peak"},
     {"memory_throughput_pct", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-     "", "%", "memory throughput in % of peak (the busiest of DRAM, L2, L1)"},
-    {"registers", "launch__registers_per_thread", "", "registers", "registers per thread"},
-    {"duration_ns", "gpu__time_duration.sum", "", "ns",
+     "%", "memory throughput in % of peak (the busiest of DRAM, L2, L1)"},
+    {"registers", "launch__registers_per_thread", "registers", "registers per thread"},
+    {"duration_ns", "gpu__time_duration.sum", "ns",
      "kernel time under the profiler (caches flushed before each pass)"},
 }};
 
@@ -69,10 +72,7 @@ std::vector<std::string> ncu_metrics_of(std::span<const CounterMetric> counters)
       metrics.push_back(metric);
     }
   };
-  for (const CounterMetric& counter : counters) {
-    add(counter.ncu_metric);
-    add(counter.minus);
-  }
+  for (const CounterMetric& counter : counters) add(counter.ncu_metric);
   return metrics;
 }
 
@@ -81,21 +81,19 @@ std::map<std::string, double> counter_values(const std::map<std::string, double>
   for (const CounterMetric& counter : kCounters) {
     const auto value = ncu_values.find(counter.ncu_metric);
     if (value == ncu_values.end()) continue;
-    const double scaled = value->second / counter.scale;
-    if (*counter.minus == '\0') {
-      values[counter.name] = scaled;
-      continue;
-    }
-    const auto minus = ncu_values.find(counter.minus);
-    if (minus != ncu_values.end()) values[counter.name] = scaled - minus->second / counter.minus_scale;
+    values[counter.name] = value->second / counter.scale;
   }
   return values;
+}
+
+bool is_source_counter(const std::string& ncu_metric) {
+  return ncu_metric.rfind(kSourceCounterPrefix, 0) == 0;
 }
 
 std::vector<std::string> counters_needing(const std::set<std::string>& ncu_metrics) {
   std::vector<std::string> names;
   for (const CounterMetric& counter : kCounters) {
-    if (ncu_metrics.contains(counter.ncu_metric) || ncu_metrics.contains(counter.minus)) {
+    if (ncu_metrics.contains(counter.ncu_metric)) {
       names.push_back(counter.name);
     }
   }

@@ -11,6 +11,8 @@
 
 #include "tuner/child_process.h"
 #include "tuner/gpu_device.h"
+#include "tuner/private_files.h"
+#include "tuner/profiling/counter_metrics.h"
 
 namespace tiletune {
 namespace {
@@ -212,28 +214,52 @@ std::vector<ProfiledLaunch> NsightCompute::profile(const std::vector<std::string
                                                    std::vector<std::string>* missing) const {
   const std::set<std::string>& known = available_metrics(GpuDevice::default_ordinal());
   std::string asked;
+  bool source_counters = false;
   for (const std::string& metric : metrics) {
-    if (known.contains(base_metric(metric)) || launch_attribute(metric)) {
+    if (is_source_counter(metric)) {
+      source_counters = true;
+    } else if (known.contains(base_metric(metric)) || launch_attribute(metric)) {
       asked += (asked.empty() ? "" : ",") + metric;
     } else if (missing) {
       missing->push_back(metric);
     }
   }
-  if (asked.empty()) {
+  if (asked.empty() && !source_counters) {
     throw ProfilerUnavailable(executable_.string() + ": this GPU's ncu knows none of the metrics asked");
   }
   std::vector<std::string> arguments = {
-      "--csv", "--page", "raw", "--print-units", "base",
       // The host measures with the clocks as they are (ANCHORS.md); ncu would lock them to base.
       "--clock-control", "none",
       // Every replay pass starts from flushed caches, so that DRAM bytes do not depend on the
       // pass order (ncu's default, said here on purpose).
-      "--cache-control", "all", "--replay-mode", "kernel",
-      "--metrics", asked, "-k", "regex:" + kernel_regex};
+      "--cache-control", "all", "--replay-mode", "kernel", "-k", "regex:" + kernel_regex};
+  if (!asked.empty()) arguments.insert(arguments.end(), {"--metrics", asked});
+  if (!source_counters) {
+    arguments.insert(arguments.end(), {"--csv", "--page", "raw", "--print-units", "base"});
+    arguments.insert(arguments.end(), command.begin(), command.end());
+    return parse_ncu_raw_csv(checked_output(executable_, run_ncu(executable_, arguments), "profiling"));
+  }
+
+  const PrivateDirectory folder(fs::temp_directory_path(), "tiletune-ncu-");
+  const fs::path report = folder.path() / "profile.ncu-rep";
+  arguments.insert(arguments.end(), {"--section", "SourceCounters", "--export", report.string(), "--force-overwrite"});
   arguments.insert(arguments.end(), command.begin(), command.end());
-  const std::string output =
-      checked_output(executable_, run_ncu(executable_, arguments), "profiling");
-  return parse_ncu_raw_csv(output);
+  checked_output(executable_, run_ncu(executable_, arguments), "profiling");
+  std::vector<ProfiledLaunch> launches = parse_ncu_raw_csv(checked_output(
+      executable_,
+      run_ncu(executable_, {"--import", report.string(), "--csv", "--page", "raw", "--print-units", "base"}),
+      "reading its report's raw page"));
+  const std::vector<std::map<std::string, double>> sums = parse_ncu_source_csv(checked_output(
+      executable_,
+      run_ncu(executable_, {"--import", report.string(), "--csv", "--page", "source", "--print-source", "sass"}),
+      "reading its report's source page"));
+  if (sums.size() != launches.size()) {
+    throw ProfilerUnavailable("ncu's report has " + std::to_string(launches.size()) +
+                              " launches on its raw page but " + std::to_string(sums.size()) +
+                              " on its source page");
+  }
+  for (std::size_t i = 0; i < launches.size(); ++i) launches[i].metrics.insert(sums[i].begin(), sums[i].end());
+  return launches;
 }
 
 std::vector<ProfiledLaunch> parse_ncu_raw_csv(const std::string& csv) {
@@ -269,6 +295,79 @@ std::vector<ProfiledLaunch> parse_ncu_raw_csv(const std::string& csv) {
                               error_line(csv) + ")");
   }
   return launches;
+}
+
+namespace {
+
+// The kind of shared-memory access of a SASS line ("@!P0 LDS.128 R4, [R2]"): "shared_ld",
+// "shared_st", "shared_copy", or empty for the others.
+std::string shared_access_kind(const std::string& sass) {
+  std::istringstream words(sass);
+  std::string opcode;
+  words >> opcode;
+  if (!opcode.empty() && opcode.front() == '@') words >> opcode;  // a predicate goes first
+  opcode = opcode.substr(0, opcode.find('.'));
+  if (opcode == "LDS" || opcode == "LDSM" || opcode == "LD") return "shared_ld";
+  if (opcode == "STS" || opcode == "STSM" || opcode == "ST") return "shared_st";
+  if (opcode == "LDGSTS") return "shared_copy";
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::map<std::string, double>> parse_ncu_source_csv(const std::string& csv) {
+  std::istringstream lines(csv);
+  std::vector<std::map<std::string, double>> kernels;
+  std::vector<std::string> header;
+  std::size_t source = 0, wavefronts = 0, ideal = 0, excessive = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line.front() != '"') continue;
+    std::vector<std::string> fields = csv_fields(line);
+    if (fields.front() == "Kernel Name") {  // a new kernel's table follows
+      std::map<std::string, double> sums;
+      for (const char* kind : {"shared_ld", "shared_st", "shared_copy"}) {
+        for (const char* what : {"_wavefronts", "_ideal_wavefronts", "_excessive_wavefronts"}) {
+          sums[kSourceCounterPrefix + std::string(kind) + what] = 0;
+        }
+      }
+      kernels.push_back(std::move(sums));
+      header.clear();
+      continue;
+    }
+    if (kernels.empty()) continue;
+    if (header.empty()) {
+      if (fields.front() != "Address") continue;
+      header = std::move(fields);
+      auto column = [&](const char* name) {
+        const auto it = std::find(header.begin(), header.end(), name);
+        if (it == header.end()) {
+          throw ProfilerUnavailable(std::string("ncu's source page has no column '") + name +
+                                    "' (was the SourceCounters section collected?)");
+        }
+        return std::size_t(it - header.begin());
+      };
+      source = column("Source");
+      wavefronts = column("L1 Wavefronts Shared");
+      ideal = column("L1 Wavefronts Shared Ideal");
+      excessive = column("L1 Wavefronts Shared Excessive");
+      continue;
+    }
+    if (fields.size() != header.size()) {
+      throw ProfilerUnavailable("ncu's source page: a row of " + std::to_string(fields.size()) +
+                                " fields under a header of " + std::to_string(header.size()));
+    }
+    const std::string kind = shared_access_kind(fields[source]);
+    if (kind.empty()) continue;
+    std::map<std::string, double>& sums = kernels.back();
+    sums[kSourceCounterPrefix + kind + "_wavefronts"] += csv_number(fields[wavefronts]).value_or(0);
+    sums[kSourceCounterPrefix + kind + "_ideal_wavefronts"] += csv_number(fields[ideal]).value_or(0);
+    sums[kSourceCounterPrefix + kind + "_excessive_wavefronts"] += csv_number(fields[excessive]).value_or(0);
+  }
+  if (kernels.empty()) {
+    throw ProfilerUnavailable("ncu's source page has no kernel (ncu printed: " + error_line(csv) + ")");
+  }
+  return kernels;
 }
 
 }  // namespace tiletune

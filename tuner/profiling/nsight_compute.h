@@ -45,8 +45,11 @@ class NsightCompute {
 
   // Runs `command` under ncu with the metrics that are available (the others are left out and
   // named in `missing`), on the launches of kernels whose name matches `kernel_regex`, and returns
-  // one ProfiledLaunch per launch, in order. Throws ProfilerUnavailable for missing permission
-  // (one line), ncu's failure (its last error line) or a CSV it cannot read.
+  // one ProfiledLaunch per launch, in order. Per-instruction sums among the metrics
+  // ("source_counters:...", counter_metrics.h) add the Source Counters section to the run, which
+  // is then exported to a private file and read back twice: its raw page and its SASS source page.
+  // Throws ProfilerUnavailable for missing permission (one line), ncu's failure (its last error
+  // line) or a CSV it cannot read.
   std::vector<ProfiledLaunch> profile(const std::vector<std::string>& command,
                                       const std::vector<std::string>& metrics,
                                       const std::string& kernel_regex,
@@ -60,5 +63,12 @@ class NsightCompute {
 // Parses ncu's `--csv --page raw` output (thousands separators, units row, quoted fields): one
 // ProfiledLaunch per data row. Throws ProfilerUnavailable naming what it could not read.
 std::vector<ProfiledLaunch> parse_ncu_raw_csv(const std::string& csv);
+
+// Parses ncu's `--csv --page source --print-source sass` output: per profiled kernel (each table
+// begins with a "Kernel Name" line), the shared-memory wavefronts, ideal and excessive wavefronts
+// summed over its instructions by kind (shared_ld: LDS, LDSM, LD; shared_st: STS, STSM, ST;
+// shared_copy: LDGSTS), keyed "source_counters:shared_ld_wavefronts" and so on. Throws
+// ProfilerUnavailable naming what it could not read.
+std::vector<std::map<std::string, double>> parse_ncu_source_csv(const std::string& csv);
 
 }  // namespace tiletune
