@@ -68,34 +68,39 @@ inline double tt_cpu_tf32_operand(float x) {
 // bits of FP32 and 3 more) are truncated when it is aligned, and the sum is rounded toward zero
 // to FP32. With small integer inputs every step is exact and this equals the GPU bit for bit;
 // otherwise the GPU test reports the largest difference it sees.
+// 2^e for a normal double's exponent (-1022 to 1023), without a call to ldexp.
+inline double tt_cpu_power_of_two(int e) {
+  const unsigned long long b = (unsigned long long)(e + 1023) << 52;
+  double x;
+  memcpy(&x, &b, sizeof x);
+  return x;
+}
+
 inline float tt_cpu_fused_dot8(const double (&products)[8], float c) {
+  // Every term is 0 or a normal double (a product of two floats is): its exponent field tells all.
   double terms[9];
-  terms[8] = (double)c;
-  bool nan = c != c, positive_inf = c == INFINITY, negative_inf = c == -INFINITY;
-  int largest = -100000;
+  bool nan = false, positive_inf = false, negative_inf = false, all_negative = true;
+  int largest = -100000;  // frexp's exponent of the largest term
   for (int i = 0; i < 9; ++i) {
-    const double term = i < 8 ? products[i] : terms[8];
-    terms[i] = term;
-    nan |= term != term;
-    positive_inf |= term == INFINITY;
-    negative_inf |= term == -INFINITY;
-    if (term != 0.0 && term == term && term - term == 0.0) {
-      int exponent;
-      frexp(term, &exponent);
-      if (exponent > largest) largest = exponent;
+    terms[i] = i < 8 ? products[i] : (double)c;
+    unsigned long long b;
+    memcpy(&b, &terms[i], sizeof b);
+    const int field = (int)(b >> 52 & 0x7ff);
+    all_negative &= (b >> 63) != 0;
+    if (field == 0x7ff) {
+      nan |= (b & 0xfffffffffffffull) != 0;
+      ((b >> 63) ? negative_inf : positive_inf) = true;
+    } else if (field != 0 && field - 1022 > largest) {
+      largest = field - 1022;
     }
   }
   if (nan || (positive_inf && negative_inf)) return __uint_as_float(0x7fffffffu);
   if (positive_inf) return INFINITY;
   if (negative_inf) return -INFINITY;
-  if (largest == -100000) {  // every term zero: -0 only when all are, as IEEE addition has it
-    bool all_negative = true;
-    for (int i = 0; i < 9; ++i) all_negative &= signbit(terms[i]) != 0;
-    return all_negative ? -0.0f : 0.0f;
-  }
+  if (largest == -100000) return all_negative ? -0.0f : 0.0f;  // as IEEE addition of zeros
   // Terms in units of 2^(largest - 27) (scaling by a power of 2 is exact): each truncated toward
   // zero by the conversion, the sum exact in 64 bits.
-  const double scale = ldexp(1.0, 27 - largest);
+  const double scale = tt_cpu_power_of_two(27 - largest);
   long long sum = 0;
   for (int i = 0; i < 9; ++i) sum += (long long)(terms[i] * scale);
   if (sum == 0) return 0.0f;
@@ -109,7 +114,7 @@ inline float tt_cpu_fused_dot8(const double (&products)[8], float c) {
   if (exponent < -126) keep = 24 - (-126 - exponent);  // subnormal: fewer bits
   if (keep <= 0) return negative ? -0.0f : 0.0f;
   if (top + 1 > keep) magnitude = (magnitude >> (top + 1 - keep)) << (top + 1 - keep);
-  const double value = ldexp((double)magnitude, largest - 27);
+  const double value = (double)magnitude * tt_cpu_power_of_two(largest - 27);
   const double largest_float = 3.4028234663852886e38;  // rounding toward zero never overflows
   const float result = value > largest_float ? (float)largest_float : (float)value;
   return negative ? -result : result;

@@ -137,6 +137,23 @@ TEST(DeviceLibraryCpu, MmaReadsTheTopNineteenBitsOfAnOperandNotRounded) {
   EXPECT_EQ(out[0], 2.0f) << "D[0][0] = A[0][0] + A[0][1], each truncated to 1";
 }
 
+TEST(DeviceLibraryCpu, MmaTruncatesItsSumTowardZero) {
+  // The model's rounding (device_library_gpu_tests holds it against the hardware): 1 + 3 * 2^-24
+  // is 1.5 FP32 ulps above 1, which rounding to nearest would take to 2 ulps and truncation to 1.
+  const CpuProbe probe("mma_toward_zero", kMmaBody, kTensorCore);
+  std::vector<float> in(320, 0.0f);
+  for (int k = 0; k < 3; ++k) {
+    in[k] = std::ldexp(1.0f, -12);             // A[0][k]
+    in[128 + k * 8] = std::ldexp(1.0f, -12);   // B[k][0]
+    in[8 + k] = -std::ldexp(1.0f, -12);        // A[1][k]
+  }
+  in[192] = 1.0f;        // C[0][0]
+  in[192 + 8] = -1.0f;   // C[1][0]
+  const std::vector<float> out = probe.run({32, 1, 1}, in, 128);
+  EXPECT_EQ(out[0], 1.0f + std::ldexp(1.0f, -23));
+  EXPECT_EQ(out[8], -1.0f - std::ldexp(1.0f, -23));
+}
+
 TEST(DeviceLibraryCpu, MmaNeedsTheWholeWarp) {
   const CpuProbe probe("mma_half_warp", kMmaBody, kTensorCore);
   try {
