@@ -32,7 +32,7 @@ struct CudaThreadFiber {
   };
 
   tt_cpu_thread thread{};
-  std::uint32_t index = 0;   // the linear thread index: lane index % 32 of warp index / 32
+  std::uint32_t index = 0;   // the linear thread index; its warp is index / 32, its lane index % 32
   context::fiber suspended;  // held by the scheduler while the fiber does not run
   context::fiber scheduler;  // held by the fiber while it runs: where __syncthreads() goes back to
   State state = State::returned;

@@ -24,7 +24,7 @@ inline KernelTemplate probe_template(const std::string& name, const std::string&
                             "\n"
                             "extern \"C\" __global__ void probe(const float* A, const float* B, "
                             "float* C, int M, int N,\n"
-                            "                                  int K, int lda, int ldb, int ldc) {\n"
+                            "    int K, int lda, int ldb, int ldc) {\n"
                             "  const int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y "
                             "* threadIdx.z);\n"
                             "  const int lane = t % 32;\n"

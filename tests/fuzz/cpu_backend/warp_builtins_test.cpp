@@ -313,8 +313,8 @@ double seconds_per_launch(const CpuProbe& probe) {
   for (int repeat = 0; repeat < 3; ++repeat) {
     const auto start = std::chrono::steady_clock::now();
     probe.run({256, 1, 1}, std::vector<float>(256 * 64, 1.0f), 256 * 64, repeat, 0, 64);
-    best = std::min(best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    best = std::min(best, took.count());
   }
   return best;
 }
