@@ -182,8 +182,9 @@ std::string activity(int version, const char* owner, bool profiles) {
 }
 
 // A database's template versions with the time each was last tuned (database_merge.h): the
-// latest of its own rows, or without any, that of the versions registered before it; with
-// `origin` (0: OUT, then 1 + the input's position) and the version's registered_seq there.
+// latest of its own rows, or of those of the versions registered before it, if later (each
+// registration came after theirs: so a file's own order is kept); with `origin` (0: OUT, then
+// 1 + the input's position) and the version's registered_seq there.
 std::string version_times(int version, int origin) {
   return fmt::format(R"sql(
       WITH activity AS ({}),
@@ -193,7 +194,7 @@ std::string version_times(int version, int origin) {
                max(l.at) OVER (ORDER BY t.registered_seq
                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
         FROM templates t LEFT JOIN last l ON l.owner = t.id)
-      SELECT name, source_hash, coalesce(own, before, ''), {}, registered_seq
+      SELECT name, source_hash, max(coalesce(own, ''), coalesce(before, '')), {}, registered_seq
       FROM timed ORDER BY registered_seq)sql",
                      activity(version, "template_id", false), origin);
 }

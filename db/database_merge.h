@@ -21,10 +21,11 @@
 //                  latest; a tie keeps those already there.
 //   templates      path, source and precision of the row already there, else of the first input;
 //                  the versions of a name are ordered as they were last tuned: by the latest
-//                  recorded_at of their results, fuzz passes and search steps, a version taking at
-//                  least the time of those registered before it in its own file (a registration
-//                  that recorded nothing yet); equal times keep the order of the file where that
-//                  time was found, then go by source hash. The last is the current version.
+//                  recorded_at of their results, fuzz passes and search steps, each version taking
+//                  at least the time of those registered before it in its own file (it was
+//                  registered after them; a registration may have recorded nothing yet), so that
+//                  one file's order is kept; equal times keep the order of OUT, then of the inputs
+//                  as given, then go by source hash. The last is the current version.
 // So merging is idempotent (the same input again changes nothing) and the same in any order of
 // inputs, but for exact ties between inputs.
 //

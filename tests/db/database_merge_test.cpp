@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -187,9 +188,13 @@ TEST_F(DatabaseMergeTest, EveryTableOfEveryInputIsKeptWithItsEvidence) {
   const ResultStore store(out(), ResultStore::Access::read_only);
   EXPECT_EQ(store.templates().at(1).precision, Precision::tf32);
   EXPECT_EQ(store.best("NVIDIA H100 80GB HBM3", kTall)->config, "BLOCK=8");
+  std::map<std::string, int> fuzz_cases;
   for (const CurrentResult& row : store.current_results()) {
-    if (row.gpu.name == "NVIDIA H100 80GB HBM3") EXPECT_EQ(row.fuzz_cases, 100);
+    fuzz_cases[row.gpu.name + " " + row.result.config] = row.fuzz_cases;
   }
+  EXPECT_EQ(fuzz_cases, (std::map<std::string, int>{{"NVIDIA H100 80GB HBM3 BLOCK=8", 100},
+                                                    {"NVIDIA H200 BLOCK=8", 0},
+                                                    {"NVIDIA H200 TILE=16", 30}}));
 }
 
 // A result recorded twice: the later recording wins, as a second recording into one file would;

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "db/result_store.h"
 #include "tests/tools/run_tiletune.h"
 #include "tuner/kernel_template.h"
@@ -128,7 +130,7 @@ class ShardMerge : public ::testing::Test {
       args.push_back("--shape");
       args.push_back(shape);
     }
-    for (const std::string& arg : {"--backend", "cpu", "--cases", "5", "--db"}) args.push_back(arg);
+    for (const char* arg : {"--backend", "cpu", "--cases", "5", "--db"}) args.push_back(arg);
     args.push_back(db.string());
     args.insert(args.end(), extra.begin(), extra.end());
     return tiletune(args);

@@ -290,7 +290,9 @@ int run(const TuneOptions& options) {
         // shard's share of the configurations (the other shards' may hold the winner).
         if ((summary.settled > 0 && !shares_configurations) || summary.space == 0) ++without_winner;
         fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
-                   settled, "(no correct configuration)", "", "", overall);
+                   settled, shares_configurations && summary.space > 0 ? "(no correct one in this shard)"
+                                                                       : "(no correct configuration)",
+                   "", "", overall);
       }
       if (!summary.warm_start.points.empty()) {
         fmt::print("{:>40}warm start: {}\n", "", describe(summary.warm_start));
