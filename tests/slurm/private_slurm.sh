@@ -7,8 +7,9 @@
 #
 # munged, slurmctld and slurmd run as the calling user (root or not), talk over loopback on free
 # ports, and keep their state, logs and sockets in DIR. munged wants its socket reachable by every
-# user: the folders above DIR must be searchable by all (mode 711 suffices); DIR is made so. CPUS may exceed the machine's cores
-# (SlurmdParameters=config_overrides); the GPUS are fake gres devices, symlinks to /dev/null.
+# user: the folders above DIR must be searchable by all (mode 711 suffices); DIR is made so. CPUS
+# may exceed the machine's cores (SlurmdParameters=config_overrides); the GPUS are fake gres
+# devices, symlinks to /dev/null.
 # private_slurm_start returns 1 with one line on stderr saying why when Slurm will not start;
 # call private_slurm_stop in an EXIT trap so that the daemons never outlive the caller.
 
@@ -101,6 +102,8 @@ SwitchType=switch/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
+# Batch jobs start at once instead of up to 3 s later.
+SchedulerParameters=batch_sched_delay=0
 # Finished jobs leave the controller after 5 s, so that sbatch --wait sees them end at once
 # instead of backing off to 32 s between polls.
 MinJobAge=5
@@ -112,7 +115,9 @@ NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=1000 $gres State=UNKNOWN
 PartitionName=private Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
   : >"$dir/gres.conf"
-  ((gpus > 0)) && echo "NodeName=$host Name=gpu File=$dir/dev/gpu[0-$((gpus - 1))]" >"$dir/gres.conf"
+  if ((gpus > 0)); then
+    echo "NodeName=$host Name=gpu File=$dir/dev/gpu[0-$((gpus - 1))]" >"$dir/gres.conf"
+  fi
   export SLURM_CONF=$dir/slurm.conf
 
   # -i: a fresh cluster, ignoring whatever state a previous run could have left.

@@ -12,7 +12,7 @@
 # Without Slurm or munge (tools/setup.sh installs them), or when they cannot start: fails where
 # CI=true, else skips (exit 77) with the reason.
 set -euo pipefail
-tiletune=$1 source_dir=$2
+tiletune=$(readlink -f "$1") source_dir=$(readlink -f "$2")
 wrapper=$source_dir/tools/slurm/tune_on_slurm.sh
 
 unavailable() {
@@ -35,7 +35,7 @@ on_exit() {
   local rc=$?
   private_slurm_stop
   if ((rc != 0 && rc != 77)) && [ -d "$work/results/logs" ]; then
-    tail -n 20 "$work"/results/logs/* "$work"/slurm/log/slurm*.log 2>/dev/null >&2 || true
+    tail -n 20 "$work"/results/logs/* "$work"/slurm/log/slurm*.log >&2 2>/dev/null || true
   fi
   rm -rf "$work"
   exit "$rc"
@@ -74,8 +74,10 @@ submit() {
 cd "$work"
 # The first submission: shard 2 fails, so the merge must not run (--wait reports its cancel).
 if submit; then fail "the merge ran although shard 2 failed"; fi
+echo "first array ended at $(seconds_since_start) s"
 for i in 0 1 3; do
-  [ -f "results/shards/shard-$i.db" ] || fail "shard $i was not published (shards: $(ls results/shards))"
+  [ -f "results/shards/shard-$i.db" ] ||
+    fail "shard $i was not published (shards: $(ls results/shards))"
 done
 [ ! -e results/shards/shard-2.db ] || fail "shard 2 was published although it was killed"
 [ -f results/partial/shard-2.db ] || fail "shard 2's results were not kept in results/partial"
@@ -84,9 +86,11 @@ before=$(cksum results/shards/shard-0.db)
 
 # The second: only shard 2 runs again, from its partial database; then the merge.
 submit | tee resubmit.out
+echo "resubmission merged at $(seconds_since_start) s"
 grep -q '^submitted shard(s) 2 of 4 as job array' resubmit.out ||
   fail "the resubmission did not submit shard 2 alone: $(head -n 1 resubmit.out)"
-[ "$(cksum results/shards/shard-0.db)" = "$before" ] || fail "shard 0 was rewritten by the resubmission"
+[ "$(cksum results/shards/shard-0.db)" = "$before" ] ||
+  fail "shard 0 was rewritten by the resubmission"
 [ ! -e results/partial/shard-2.db ] || fail "shard 2's partial database outlived its publication"
 runs=$(sqlite3 results/shards/shard-2.db "SELECT count(DISTINCT run_id) FROM search_trace")
 measured=$(sqlite3 results/shards/shard-2.db "SELECT count(*) FROM search_trace
@@ -98,6 +102,7 @@ measured=$(sqlite3 results/shards/shard-2.db "SELECT count(*) FROM search_trace
 # The same tune in one process.
 "$tiletune" tune "${tune_args[@]}" --db single.db >single.out 2>&1 ||
   fail "the one-process tune failed: $(tail -n 1 single.out)"
+echo "one-process tune done at $(seconds_since_start) s: $(grep '^wall' single.out)"
 
 # Row for row, timings aside: every table that a tune writes, by names rather than row ids. A
 # result's detail says which the confirmation re-measured (the fastest: a timing), so that is left
@@ -116,7 +121,8 @@ dump() {
       FROM fuzz_passes f JOIN gpus g ON g.id = f.gpu_id JOIN templates t ON t.id = f.template_id
       ORDER BY 2, 3, 4;
     SELECT 'trace', t.source_hash, s.m, s.n, s.k, x.strategy, x.config, x.status
-      FROM search_trace x JOIN templates t ON t.id = x.template_id JOIN shapes s ON s.id = x.shape_id
+      FROM search_trace x JOIN templates t ON t.id = x.template_id
+      JOIN shapes s ON s.id = x.shape_id
       WHERE x.recorded_earlier = 0 ORDER BY 2, 3, 4, 5, 6, 7;
     SELECT 'missed', * FROM missed_problems ORDER BY 2, 3, 4, 5, 6;"
 }

@@ -5,15 +5,17 @@
 #   tools/slurm/tune_on_slurm.sh --tasks N --results DIR [--tiletune PATH] [--gpus-per-task G]
 #       [--local-dir DIR] [--sbatch-arg ARG]... [--wait] -- TUNE_ARGS...
 #
-#   tools/slurm/tune_on_slurm.sh --tasks 32 --results /shared/tunes/wt-suite -- \
-#       kernels_src/warp_tiled.cu --shape 4096x4096x4096 --shape 1000x1000x1000 --strategy bayes
+#   tools/slurm/tune_on_slurm.sh --tasks 32 --results /shared/tunes/suite --gpus-per-task h100:1 \
+#       --sbatch-arg=--time=2:00:00 -- kernels_src/warp_tiled.cu --shape 4096x4096x4096 \
+#       --shape 1000x1000x1000 --shape 64x4096x4096
 #
 # TUNE_ARGS are `tiletune tune`'s (templates, shapes, strategy, budget...; not --db or --shard).
 # DIR, tiletune and the templates must be on a file system every node sees. Each task tunes on
 # node-local disk (--local-dir, else $TMPDIR, else /tmp) and publishes DIR/shards/shard-I.db when
 # its shard is complete; the merge writes DIR/tiletune.db. Logs: DIR/logs/shard-I.JOB.out and
 # merge-JOB.out, one per submission.
-# --gpus-per-task asks each task for G GPUs (--gres=gpu:G; 0 for none, e.g. `--backend cpu`);
+# --gpus-per-task asks each task for G GPUs (--gres=gpu:G; TYPE:G for a GPU type of the site's
+# gres.conf, e.g. h100:1, since every shard must tune one GPU model; 0 for none, `--backend cpu`);
 # --sbatch-arg passes an option to both sbatch calls (--partition=gpu, --time=4:00:00...), as do
 # Slurm's SBATCH_* variables. --wait returns when the merge has ended, with its exit status.
 #
@@ -28,7 +30,7 @@ usage() {
   exit 2
 }
 fail() {
-  echo "tune_on_slurm: $1" >&2
+  echo "tune_on_slurm: $*" >&2
   exit 2
 }
 
@@ -48,7 +50,8 @@ while (($#)); do
 done
 tune_args=("$@")
 [[ $tasks =~ ^[1-9][0-9]*$ ]] || fail "--tasks must be a positive number of shards, not '$tasks'"
-[[ $gpus =~ ^[0-9]+$ ]] || fail "--gpus-per-task must be a number, not '$gpus'"
+[[ $gpus =~ ^([A-Za-z0-9_.-]+:)?[0-9]+$ ]] ||
+  fail "--gpus-per-task must be a count or TYPE:COUNT, not '$gpus'"
 [ -n "$results" ] || fail "--results DIR is needed: the shared folder for the databases"
 ((${#tune_args[@]})) || fail "no tune arguments after --: templates and shapes at least"
 for arg in "${tune_args[@]}"; do
@@ -74,7 +77,8 @@ results=$(cd "$results" && pwd)
 recorded=$(printf '%q ' --tasks "$tasks" -- "${tune_args[@]}")
 if [ -f "$results/tune.args" ]; then
   [ "$(cat "$results/tune.args")" = "$recorded" ] ||
-    fail "$results holds a tune of other arguments ($(cat "$results/tune.args")): use another --results"
+    fail "$results holds a tune of other arguments ($(cat "$results/tune.args")):" \
+         "use another --results"
 else
   echo "$recorded" >"$results/tune.args"
 fi
@@ -91,7 +95,7 @@ if ((${#missing[@]})); then
   array=$(IFS=,; echo "${missing[*]}")
   ((${#missing[@]} == tasks)) && array=0-$((tasks - 1))
   gres=()
-  ((gpus > 0)) && gres=(--gres=gpu:"$gpus")
+  [ "${gpus##*:}" = 0 ] || gres=(--gres=gpu:"$gpus")
   array_job=$(sbatch --parsable --array="$array" "${gres[@]}" "$env_args" \
                 --output="$results/logs/shard-%a.%A.out" "${sbatch_args[@]}" \
                 "$script_dir/tune_shard.sbatch" "$results" "$tiletune" "${tune_args[@]}")
