@@ -41,14 +41,18 @@ on_exit() {
   exit "$rc"
 }
 trap on_exit EXIT
+trap 'exit 143' TERM  # the EXIT trap runs on a kill too
+trap 'exit 130' INT
 
 start=$(date +%s%N)
 seconds_since_start() {
   local ms=$((($(date +%s%N) - start) / 1000000))
   printf '%d.%03d' $((ms / 1000)) $((ms % 1000))
 }
-private_slurm_start "$work/slurm" 4 4 2>"$work/slurm-start.err" ||
-  unavailable "Slurm did not start: $(tr '\n' ' ' <"$work/slurm-start.err")"
+if ! private_slurm_start "$work/slurm" 4 4 2>"$work/slurm-start.err"; then
+  why=$(tr -s '\n' ' ' <"$work/slurm-start.err")
+  unavailable "no Slurm: ${why% }"
+fi
 echo "private Slurm up in $(seconds_since_start) s"
 
 export XDG_CACHE_HOME=$work/cache  # the CPU backend's built kernels, shared by the tasks
@@ -72,6 +76,17 @@ submit() {
 }
 
 cd "$work"
+# Bad input: one line, exit 2, nothing submitted.
+refused() {
+  local expected=$1 out rc=0
+  shift
+  out=$("$wrapper" "$@" 2>&1) || rc=$?
+  [ "$rc" = 2 ] && [ "$out" = "tune_on_slurm: $expected" ] ||
+    fail "tune_on_slurm $*: exit $rc, '$out' instead of exit 2, '$expected'"
+}
+refused "--db is set per shard: leave it out" --tasks 4 --results "$work/results" -- \
+  "${tune_args[@]}" --db other.db
+
 # The first submission: shard 2 fails, so the merge must not run (--wait reports its cancel).
 if submit; then fail "the merge ran although shard 2 failed"; fi
 echo "first array ended at $(seconds_since_start) s"
@@ -98,6 +113,9 @@ measured=$(sqlite3 results/shards/shard-2.db "SELECT count(*) FROM search_trace
     AND recorded_earlier = 0")
 [ "$runs" = 2 ] && [ "$measured" = 0 ] ||
   fail "shard 2 did not resume: $runs tune runs in its trace, the last measured $measured"
+
+refused "$work/results holds a tune of other arguments ($(cat results/tune.args)): use another \
+--results" --tasks 3 --results "$work/results" -- "${tune_args[@]}"
 
 # The same tune in one process.
 "$tiletune" tune "${tune_args[@]}" --db single.db >single.out 2>&1 ||

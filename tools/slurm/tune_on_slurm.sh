@@ -10,7 +10,8 @@
 #       --shape 1000x1000x1000 --shape 64x4096x4096
 #
 # TUNE_ARGS are `tiletune tune`'s (templates, shapes, strategy, budget...; not --db or --shard).
-# DIR, tiletune and the templates must be on a file system every node sees. Each task tunes on
+# DIR, tiletune, the templates and the current folder (where the tasks start) must be on a file
+# system every node sees. Each task tunes on
 # node-local disk (--local-dir, else $TMPDIR, else /tmp) and publishes DIR/shards/shard-I.db when
 # its shard is complete; the merge writes DIR/tiletune.db. Logs: DIR/logs/shard-I.JOB.out and
 # merge-JOB.out, one per submission.
@@ -57,6 +58,7 @@ tune_args=("$@")
 for arg in "${tune_args[@]}"; do
   case $arg in
     --db | --db=* | --shard | --shard=*) fail "$arg is set per shard: leave it out" ;;
+    *.cu) [ -f "$arg" ] || fail "no template $arg (relative paths are read from $PWD)" ;;
   esac
 done
 command -v sbatch >/dev/null || fail "no sbatch on PATH: this submits to Slurm"
@@ -75,6 +77,7 @@ results=$(cd "$results" && pwd)
 
 # One tune per results folder: shards of different tunes must never be merged together.
 recorded=$(printf '%q ' --tasks "$tasks" -- "${tune_args[@]}")
+recorded=${recorded% }
 if [ -f "$results/tune.args" ]; then
   [ "$(cat "$results/tune.args")" = "$recorded" ] ||
     fail "$results holds a tune of other arguments ($(cat "$results/tune.args")):" \
