@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -145,6 +146,8 @@ struct Sharding {
   std::vector<std::string> strategy;  // the tune's --strategy and --budget
   int shards;
 };
+
+void PrintTo(const Sharding& sharding, std::ostream* os) { *os << sharding.name; }
 
 class ShardedTune : public ShardMerge, public ::testing::WithParamInterface<Sharding> {};
 
