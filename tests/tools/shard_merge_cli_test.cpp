@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -145,6 +146,8 @@ struct Sharding {
   std::vector<std::string> strategy;  // the tune's --strategy and --budget
   int shards;
 };
+
+void PrintTo(const Sharding& sharding, std::ostream* os) { *os << sharding.name; }
 
 class ShardedTune : public ShardMerge, public ::testing::WithParamInterface<Sharding> {};
 
@@ -284,7 +287,8 @@ TEST_F(ShardMerge, MergeRefusalsAreOneLineAndExit2) {
 
   const TiletuneRun ok = tiletune({"merge", (dir_ / "out.db").string(), a});
   ASSERT_EQ(ok.exit_code, 0) << ok;
-  EXPECT_THAT(ok.out, StartsWith(a + " (schema 6): results ")) << ok;
+  EXPECT_THAT(ok.out, StartsWith(a + " (schema 6): gpus 1 added, templates 1 added, shapes 1 added, "
+                                     "results ")) << ok;
   const TiletuneRun again = tiletune({"merge", (dir_ / "out.db").string(), a});
   ASSERT_EQ(again.exit_code, 0) << again;
   EXPECT_THAT(again.out, StartsWith(a + " (schema 6): nothing new\n")) << again;

@@ -3,6 +3,7 @@
 // Joins the databases of a sharded tune (`tune --shard I/N`), or of tunes run elsewhere, into OUT:
 // created when missing, migrated when older; the inputs are only read. The rules for a key held
 // twice are db/database_merge.h's. Prints what each input brought, one line each.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,13 @@ struct MergeOptions {
 // "results 12 added 3 replaced, fuzz_passes 9 added, ...": the tables it changed.
 std::string describe(const MergedInput& input) {
   std::string text;
-  for (const auto& [table, added] : input.added) {
-    const int replaced = input.replaced.contains(table) ? input.replaced.at(table) : 0;
+  for (const char* table : {"gpus", "templates", "shapes", "results", "fuzz_passes", "missed_problems",
+                            "counters", "bench_results", "search_trace"}) {
+    const auto count = [table](const std::map<std::string, int>& counts) {
+      const auto found = counts.find(table);
+      return found == counts.end() ? 0 : found->second;
+    };
+    const int added = count(input.added), replaced = count(input.replaced);
     if (added == 0 && replaced == 0) continue;
     text += (text.empty() ? "" : ", ") + fmt::format("{} {} added", table, added);
     if (replaced > 0) text += fmt::format(" {} replaced", replaced);

@@ -200,11 +200,17 @@ int run(const TuneOptions& options) {
   settings.shard = shard;
   // A shard's share of configurations, or of guided searches, may be empty: said in one line, with
   // its database made (an empty one), so that merging every shard's file needs no exception.
-  if (!shard.whole() && planned_total(plans, settings) == 0) {
-    const ResultStore store(options.db);
-    fmt::print("shard {}: no work in this tune ({} strategy), nothing tuned; {} holds nothing of it\n",
-               shard.to_string(), options.strategy, options.db);
-    return kSuccess;
+  if (!shard.whole()) {
+    const int share = planned_total(plans, settings);
+    if (share == 0) {
+      const ResultStore store(options.db);
+      fmt::print("shard {}: no work in this tune ({} strategy), nothing tuned; {} holds nothing of it\n",
+                 shard.to_string(), options.strategy, options.db);
+      return kSuccess;
+    }
+    fmt::print(stderr, "shard {} of this tune: {} configurations at most, {}\n", shard.to_string(), share,
+               is_guided_strategy(options.strategy) ? "its share of the template and shape pairs"
+                                                    : "its share of each template's configurations");
   }
 
   TuningSession session(options.session);
@@ -230,10 +236,9 @@ int run(const TuneOptions& options) {
       return kSuccess;
     }
   }
-  fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}), strategy {}{}{}, database {}\n",
+  fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}), strategy {}{}, database {}\n",
              gpu.name, gpu.arch(), gpu.sm_count, gpu.driver_version, gpu.nvrtc_version,
-             options.strategy, budget ? ", budget " + budget->to_string() : "",
-             shard.whole() ? "" : ", shard " + shard.to_string(), options.db);
+             options.strategy, budget ? ", budget " + budget->to_string() : "", options.db);
   for (const auto& [tmpl, shapes] : plans) {
     if (options.missed) fmt::print(stderr, "{}\n", describe_misses(tmpl.name, misses.at(tmpl.name)));
   }

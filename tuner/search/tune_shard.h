@@ -11,7 +11,7 @@
 //   annealing, genetic, bayes  the (template version, shape) pairs: a guided search learns from
 //                       its own outcomes and cannot be split; the pairs, ordered by template name,
 //                       source hash and shape, are dealt round-robin, and each is searched whole,
-//                       its budget as given.
+//                       its budget as given (its warm start reads only its shard's database).
 // Neither depends on the order the files and shapes are given in, on the machine, or on what the
 // databases hold. A time budget applies to each shard's searches as given.
 #pragma once
