@@ -24,7 +24,8 @@ bash "$task" "$work/found-none" "$tiletune" "$source_dir/tests/fixtures/kernels/
 [ "$rc" = 0 ] || fail "a finished tune without a correct configuration failed its task (exit $rc):
 $(tail -n 5 "$work/none.out")"
 grep -q '^shard 0/1: finished; 1 of 1 template and shape pairs have no correct configuration$' \
-  "$work/none.out" || fail "the task did not say why tiletune exited 1: $(tail -n 3 "$work/none.out")"
+  "$work/none.out" ||
+  fail "the task did not say why tiletune exited 1: $(tail -n 3 "$work/none.out")"
 [ -f "$work/found-none/shards/shard-0.db" ] || fail "the finished shard was not published"
 
 # Bad input: the task fails with tiletune's exit status and publishes nothing.

@@ -24,9 +24,9 @@ for ((s = 0; s < shards; ++s)); do
   cp base.db "shard-$s.db"
   sqlite3 "shard-$s.db" "
     INSERT OR IGNORE INTO shapes (m, n, k) VALUES $shapes;
-    CREATE TEMP TABLE configs AS WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c
-      WHERE i + 1 < $configs) SELECT 'TILE=' || (100000 + $s * $configs + i) || ',PAD=0,SWIZZLE=0' AS config
-      FROM c;
+    CREATE TEMP TABLE configs AS
+      WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < $configs)
+      SELECT 'TILE=' || (100000 + $s * $configs + i) || ',PAD=0,SWIZZLE=0' AS config FROM c;
     INSERT INTO results (gpu_id, template_id, config, shape_id, status, detail, median_ms, min_ms,
                          max_ms, runs, tflops, registers, static_shared_bytes,
                          dynamic_shared_bytes, spill_bytes, driver_version, nvrtc_version,
@@ -38,8 +38,8 @@ for ((s = 0; s < shards; ++s)); do
       SELECT g.id, t.id, c.config, 30, '2026-11-26 12:00:00' FROM configs c, gpus g, templates t;
     INSERT INTO search_trace (run_id, gpu_id, template_id, shape_id, seq, strategy, config, status,
                               median_ms, recorded_earlier, recorded_at)
-      SELECT printf('%016x', $s), g.id, t.id, s.id, row_number() OVER (PARTITION BY s.id), 'exhaustive',
-             c.config, 'ok', 1.5, 0, '2026-11-26 12:00:00'
+      SELECT printf('%016x', $s), g.id, t.id, s.id, row_number() OVER (PARTITION BY s.id),
+             'exhaustive', c.config, 'ok', 1.5, 0, '2026-11-26 12:00:00'
       FROM configs c, shapes s, gpus g, templates t WHERE NOT (s.m = 32 AND s.n = 32 AND s.k = 32);"
 done
 rows=$(sqlite3 shard-0.db "SELECT count(*) FROM results")
