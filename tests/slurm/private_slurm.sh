@@ -57,11 +57,11 @@ private_slurm_start() {
       return 1
     }
   done
-  mkdir -p -m 700 "$dir/log" "$dir/state" "$dir/spool" "$dir/dev"
   # munged refuses a socket that not every user could reach (each folder on its path searchable
   # by all): DIR and its munge folder are searchable, not readable, by others.
   mkdir -p -m 711 "$dir" "$dir/munge"
   chmod 711 "$dir"
+  mkdir -m 700 "$dir/log" "$dir/state" "$dir/spool" "$dir/dev"
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
   chmod 400 "$dir/munge/munge.key"
   local socket=$dir/munge/munge.socket
@@ -89,6 +89,7 @@ AuthInfo=socket=$socket
 CredType=cred/munge
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
+# The daemons' own PID files; private_slurm_stop reads DIR/NAME.pid, written when each was started.
 SlurmctldPidFile=$dir/slurmctld-own.pid
 SlurmdPidFile=$dir/slurmd-own.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
