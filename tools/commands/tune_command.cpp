@@ -1,6 +1,8 @@
 // tiletune tune KERNEL.cu... --shape MxNxK [--shape ...] [--strategy NAME --budget B] [--db PATH]
 // tiletune tune --missed [KERNEL.cu...] [--db PATH]: the shapes the runtime library missed on this
 // GPU (Options::record_misses), per template; a shape's misses are forgotten once it has a winner.
+// tiletune tune ... --shard I/N: this process's share of the tune (tuner/search/tune_shard.h), into
+// its own database, for `tiletune merge` to join.
 //
 // Evaluates configurations in a worker process (a crash or a hang is recorded and the tune goes
 // on), records every outcome at once (Ctrl-C or kill -9 lose nothing; the same command resumes),
@@ -37,6 +39,7 @@ struct TuneOptions {
   bool cold_start = false;
   int confirm_top = 5;
   bool missed = false;
+  std::string shard;  // "I/N"; empty: the whole tune
   SessionOptions session;
 };
 
@@ -59,15 +62,22 @@ std::string describe(const TuningEvent& e) {
   return line + ": " + e.result->detail.substr(0, e.result->detail.find('\n'));
 }
 
-// What the whole tune will settle at most: every template x shape search's limit.
-int planned_total(const std::vector<TuningPlan>& plans, const std::optional<SearchBudget>& budget) {
+// What the whole tune will settle at most: every template x shape search's limit (of a shard that
+// shares out configurations, its share).
+int planned_total(const std::vector<TuningPlan>& plans, const TuningSettings& settings) {
   int total = 0;
   for (const auto& [tmpl, shapes] : plans) {
     for (const GemmShape& shape : shapes) {
-      const std::size_t space = enumerate_configurations(tmpl, &shape).size();
-      std::size_t limit = space;
-      if (budget) {
-        if (auto evaluations = budget->evaluation_limit(space)) limit = std::min(limit, *evaluations);
+      const std::vector<Configuration> space = enumerate_configurations(tmpl, &shape);
+      std::size_t limit = space.size();
+      if (settings.budget) {
+        if (auto evaluations = settings.budget->evaluation_limit(space.size())) {
+          limit = std::min(limit, *evaluations);
+        }
+      }
+      if (!settings.shard.whole() && !is_guided_strategy(settings.strategy)) {
+        settings.shard.cut(make_search_strategy(settings.strategy, tmpl, space, settings.strategy_seed),
+                           limit, tmpl.source_hash, space);
       }
       total += int(limit);
     }
@@ -139,6 +149,20 @@ std::string describe_misses(const std::string& name, const std::map<GemmShape, s
                      met == 1 ? "" : "s", list);
 }
 
+// A guided search cannot be split: a shard keeps the (template, shape) pairs it owns.
+void keep_owned_pairs(std::vector<TuningPlan>& plans, const TuneShard& shard) {
+  std::vector<TuneShard::Pair> pairs;
+  for (const auto& [tmpl, shapes] : plans) {
+    for (const GemmShape& shape : shapes) pairs.push_back({tmpl.name, tmpl.source_hash, shape});
+  }
+  const std::vector<bool> owned = shard.owned_pairs(pairs);
+  std::size_t i = 0;
+  for (TuningPlan& plan : plans) {
+    std::erase_if(plan.shapes, [&](const GemmShape&) { return !owned[i++]; });
+  }
+  std::erase_if(plans, [](const TuningPlan& plan) { return plan.shapes.empty(); });
+}
+
 int run(const TuneOptions& options) {
   if (!options.missed && options.kernels.empty()) {
     throw UsageError("tune needs kernel template files (KERNEL.cu ...), or --missed");
@@ -153,11 +177,14 @@ int run(const TuneOptions& options) {
     throw UsageError(fmt::format("{}: no such database: no problem was missed there", options.db));
   }
   std::optional<SearchBudget> budget;
+  TuneShard shard;
   try {
     if (!options.budget.empty()) budget = SearchBudget::parse(options.budget);
+    if (!options.shard.empty()) shard = TuneShard::parse(options.shard);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  if (!shard.whole() && is_guided_strategy(options.strategy)) keep_owned_pairs(plans, shard);
 
   TuningSettings settings;
   settings.fuzz.cases = options.cases;
@@ -170,6 +197,21 @@ int run(const TuneOptions& options) {
   settings.pruning.keep_spilling = options.keep_spilling;
   settings.warm_start = !options.cold_start;
   settings.confirm_top = options.confirm_top;
+  settings.shard = shard;
+  // A shard's share of configurations, or of guided searches, may be empty: said in one line, with
+  // its database made (an empty one), so that merging every shard's file needs no exception.
+  if (!shard.whole()) {
+    const int share = planned_total(plans, settings);
+    if (share == 0) {
+      const ResultStore store(options.db);
+      fmt::print("shard {}: no work in this tune ({} strategy), nothing tuned; {} holds nothing of it\n",
+                 shard.to_string(), options.strategy, options.db);
+      return kSuccess;
+    }
+    fmt::print(stderr, "shard {} of this tune: {} configurations at most, {}\n", shard.to_string(), share,
+               is_guided_strategy(options.strategy) ? "its share of the template and shape pairs"
+                                                    : "its share of each template's configurations");
+  }
 
   TuningSession session(options.session);
   ResultStore store(options.db);
@@ -202,7 +244,7 @@ int run(const TuneOptions& options) {
   }
 
   const auto start = std::chrono::steady_clock::now();
-  ProgressBar bar(planned_total(plans, budget));
+  ProgressBar bar(planned_total(plans, settings));
   int settled_before = 0;
   std::map<std::string, int> counts;
   std::map<std::string, double> stage_seconds;
@@ -237,6 +279,7 @@ int run(const TuneOptions& options) {
              "best configuration (this search)", "median ms", "TFLOP/s", "best recorded");
   std::size_t i = 0;
   int without_winner = 0;
+  const bool shares_configurations = !shard.whole() && !is_guided_strategy(options.strategy);
   for (const auto& [tmpl, shapes] : plans) {
     for (const GemmShape& shape : shapes) {
       const TuningSummary& summary = summaries[i++];
@@ -248,10 +291,13 @@ int run(const TuneOptions& options) {
                    settled, summary.best->config, summary.best->median_ms, summary.best->tflops, overall);
       } else {
         // Nothing correct among what it settled, or no configuration for the shape at all; a
-        // budget that ran out before anything settled proves nothing either way.
-        if (summary.settled > 0 || summary.space == 0) ++without_winner;
+        // budget that ran out before anything settled proves nothing either way, nor does a
+        // shard's share of the configurations (the other shards' may hold the winner).
+        if ((summary.settled > 0 && !shares_configurations) || summary.space == 0) ++without_winner;
         fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
-                   settled, "(no correct configuration)", "", "", overall);
+                   settled, shares_configurations && summary.space > 0 ? "(no correct one in this shard)"
+                                                                       : "(no correct configuration)",
+                   "", "", overall);
       }
       if (!summary.warm_start.points.empty()) {
         fmt::print("{:>40}warm start: {}\n", "", describe(summary.warm_start));
@@ -312,6 +358,11 @@ void add_tune_command(CLI::App& app, int& exit_code) {
   command->add_flag("--cold-start", options->cold_start,
                     "a guided strategy starts from a spread-out sample only, not from the winners of the nearest recorded shapes");
   command->add_flag("--remeasure", options->remeasure, "evaluate again what is already recorded");
+  command->add_option("--shard", options->shard,
+                      "I/N: do shard I (0 to N-1) of N of this tune, into its own --db, for 'tiletune "
+                      "merge' (exhaustive, random: the configurations; guided: the template and shape "
+                      "pairs; an evaluation or share --budget is the whole tune's)")
+      ->excludes("--missed");
   add_session_options(*command, options->session);
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }

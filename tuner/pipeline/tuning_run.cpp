@@ -421,6 +421,10 @@ TuningSummary TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape
     }
     if (auto seconds = settings_.budget->time_limit()) search.deadline = Clock::now() + *seconds;
   }
+  if (!learns && !settings_.shard.whole()) {
+    search.strategy = settings_.shard.cut(std::move(search.strategy), search.limit, tmpl.source_hash,
+                                          search.space);
+  }
 
   const std::size_t batch =
       learns ? (settings_.batch ? settings_.batch : std::max(8u, std::thread::hardware_concurrency()))

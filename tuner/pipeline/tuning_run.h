@@ -32,6 +32,7 @@
 #include "tuner/pipeline/recorded_warm_start.h"
 #include "tuner/pipeline/worker_client.h"
 #include "tuner/search/search_budget.h"
+#include "tuner/search/tune_shard.h"
 
 namespace tiletune {
 
@@ -81,6 +82,9 @@ struct TuningSettings {
   // A guided strategy's first batch starts with the winners of the nearest shapes recorded for
   // the template on this GPU (recorded_warm_start.h); false: a spread-out sample only.
   bool warm_start = true;
+  // This process's share of the tune (tune_shard.h): an exhaustive or random search settles only
+  // the configurations it owns; the (template, shape) pairs of a guided one are chosen by the caller.
+  TuneShard shard;
 };
 
 // One step of a tune as it happens, for the progress display.
