@@ -6,10 +6,11 @@
 #   private_slurm_stop                  # stops the daemons by the PIDs in DIR/*.pid
 #
 # munged, slurmctld and slurmd run as the calling user (root or not), talk over loopback on free
-# ports, and keep their state, logs and sockets in DIR. munged wants its socket reachable by every
-# user: the folders above DIR must be searchable by all (mode 711 suffices); DIR is made so. CPUS
-# may exceed the machine's cores (SlurmdParameters=config_overrides); the GPUS are fake gres
-# devices, symlinks to /dev/null.
+# ports (listening on loopback only where the host name resolves to a loopback address), and keep
+# their state, logs and sockets in DIR. munged wants its socket reachable by every user: the
+# folders above DIR must be searchable by all (mode 711 suffices); DIR is made so. CPUS may exceed
+# the machine's cores (SlurmdParameters=config_overrides); the GPUS are fake gres devices, symlinks
+# to /dev/null.
 # private_slurm_start returns 1 with one line on stderr saying why when Slurm will not start;
 # call private_slurm_stop in an EXIT trap so that the daemons never outlive the caller.
 
@@ -74,12 +75,24 @@ private_slurm_start() {
     return 1
   }
 
+  # Slurm binds to the address the host name resolves to (NoCtldInAddrAny, NoInAddrAny), not to
+  # the one configured: loopback only where the name resolves to a loopback address. Elsewhere the
+  # daemons listen on every interface, on random ports, and still talk over 127.0.0.1; munge
+  # authenticates every message with a key only the caller can read.
+  local addr=127.0.0.1 bind=""
+  local resolved
+  resolved=$(getent hosts "$host" | awk '{ print $1; exit }')
+  if [[ $resolved == 127.* ]]; then
+    addr=$resolved
+    bind=CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
+  fi
+
   local gres=""
   for ((i = 0; i < gpus; ++i)); do ln -s /dev/null "$dir/dev/gpu$i"; done
   ((gpus > 0)) && gres="Gres=gpu:$gpus"
   cat >"$dir/slurm.conf" <<EOF
 ClusterName=private
-SlurmctldHost=$host(127.0.0.1)
+SlurmctldHost=$host($addr)
 SlurmctldPort=$(private_slurm_free_port)
 SlurmdPort=$(private_slurm_free_port)
 SlurmUser=$user
@@ -111,8 +124,9 @@ MinJobAge=5
 ReturnToService=2
 # A node declaring more CPUs than the machine has is taken at its word.
 SlurmdParameters=config_overrides
+$bind
 GresTypes=gpu
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=1000 $gres State=UNKNOWN
+NodeName=$host NodeAddr=$addr CPUs=$cpus RealMemory=1000 $gres State=UNKNOWN
 PartitionName=private Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
   : >"$dir/gres.conf"
