@@ -47,7 +47,8 @@ struct TuningPlan {
 };
 
 std::string describe(const TuningEvent& e) {
-  std::string line = fmt::format("{} {}", e.tmpl->name, e.shape.to_string());
+  std::string line = e.device >= 0 ? fmt::format("[{}] ", e.device) : "";
+  line += fmt::format("{} {}", e.tmpl->name, e.shape.to_string());
   if (e.config) line += " " + e.config->to_string();
   line += ": ";
   if (e.result == nullptr) return line + e.stage;
@@ -173,9 +174,12 @@ int run(const TuneOptions& options) {
 
   TuningSession session(options.session);
   ResultStore store(options.db);
-  TuningRun& run = session.run(store, settings);
-  const GpuRecord gpu = run.gpu_record();
+  const std::vector<TuningRun*>& runs = session.runs(store, settings);
+  const GpuRecord gpu = runs[0]->gpu_record();
   Misses misses;
+  if (options.missed && runs.size() > 1) {
+    throw UsageError("--missed tunes the misses of one GPU model: give --devices of one model");
+  }
   if (options.missed) {
     misses = misses_of(store, gpu.name);
     for (KernelTemplate& tmpl : missed_templates(given, store, misses, gpu.name)) {
@@ -194,38 +198,58 @@ int run(const TuneOptions& options) {
       return kSuccess;
     }
   }
-  fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}), strategy {}{}, database {}\n",
-             gpu.name, gpu.arch(), gpu.sm_count, gpu.driver_version, gpu.nvrtc_version,
-             options.strategy, budget ? ", budget " + budget->to_string() : "", options.db);
+  std::size_t devices = 0;  // over every model
+  for (std::size_t m = 0; m < runs.size(); ++m) {
+    const GpuRecord& model = runs[m]->gpu_record();
+    const DevicePool& pool = session.devices(m);
+    devices += pool.size();
+    std::string ordinals;
+    for (std::size_t i = 0; i < pool.size(); ++i) {
+      ordinals += fmt::format("{}{}", i ? "," : "", pool.lane(i).device.ordinal);
+    }
+    fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}){}, strategy {}{}, database {}\n",
+               model.name, model.arch(), model.sm_count, model.driver_version, model.nvrtc_version,
+               options.session.devices.empty() ? "" : fmt::format(", device{} {}", pool.size() > 1 ? "s" : "", ordinals),
+               options.strategy, budget ? ", budget " + budget->to_string() : "", options.db);
+  }
   for (const auto& [tmpl, shapes] : plans) {
     if (options.missed) fmt::print(stderr, "{}\n", describe_misses(tmpl.name, misses.at(tmpl.name)));
   }
 
   const auto start = std::chrono::steady_clock::now();
-  ProgressBar bar(planned_total(plans, budget));
+  ProgressBar bar(planned_total(plans, budget) * int(runs.size()));
   int settled_before = 0;
   std::map<std::string, int> counts;
+  std::map<int, int> per_device;  // configurations each device settled, for the bar
   std::map<std::string, double> stage_seconds;
   std::vector<TuningSummary> summaries;
   int forgotten = 0, still_missed = 0;  // missed shapes, with --missed
-  for (const auto& [tmpl, shapes] : plans) {
-    for (const GemmShape& shape : shapes) {
-      TuningSummary summary = run.tune(tmpl, shape, [&](const TuningEvent& event) {
-        const bool finished = event.result != nullptr;
-        if (finished) ++counts[event.stage == "recorded earlier" ? "recorded earlier" : to_string(event.result->status)];
-        bar.update(settled_before + event.done, describe(event), finished);
-      });
-      settled_before += summary.settled;
-      for (const auto& [stage, seconds] : summary.stage_seconds) stage_seconds[stage] += seconds;
-      summaries.push_back(std::move(summary));
-      if (options.missed) {
-        // Tuned at last, the library finds an exact record: forgotten at once, so that a tune cut
-        // short keeps the misses of what it has not reached. Without a winner it stays missed.
-        if (store.best(gpu.name, shape, tmpl.name)) {
-          store.forget_misses(gpu.name, tmpl.name, shape);
-          ++forgotten;
-        } else {
-          ++still_missed;
+  for (TuningRun* run : runs) {  // each model tunes every template and shape
+    for (const auto& [tmpl, shapes] : plans) {
+      for (const GemmShape& shape : shapes) {
+        TuningSummary summary = run->tune(tmpl, shape, [&](const TuningEvent& event) {
+          const bool finished = event.result != nullptr;
+          if (finished) ++counts[event.stage == "recorded earlier" ? "recorded earlier" : to_string(event.result->status)];
+          if (finished && event.device >= 0) ++per_device[event.device];
+          std::string current = describe(event);
+          if (devices > 1 && !finished) {
+            current += " |";
+            for (const auto& [device, settled] : per_device) current += fmt::format(" [{}] {}", device, settled);
+          }
+          bar.update(settled_before + event.done, current, finished);
+        });
+        settled_before += summary.settled;
+        for (const auto& [stage, seconds] : summary.stage_seconds) stage_seconds[stage] += seconds;
+        summaries.push_back(std::move(summary));
+        if (options.missed) {
+          // Tuned at last, the library finds an exact record: forgotten at once, so that a tune cut
+          // short keeps the misses of what it has not reached. Without a winner it stays missed.
+          if (store.best(gpu.name, shape, tmpl.name)) {
+            store.forget_misses(gpu.name, tmpl.name, shape);
+            ++forgotten;
+          } else {
+            ++still_missed;
+          }
         }
       }
     }
@@ -237,26 +261,40 @@ int run(const TuneOptions& options) {
              "best configuration (this search)", "median ms", "TFLOP/s", "best recorded");
   std::size_t i = 0;
   int without_winner = 0;
-  for (const auto& [tmpl, shapes] : plans) {
-    for (const GemmShape& shape : shapes) {
-      const TuningSummary& summary = summaries[i++];
-      const auto recorded = store.best(gpu.name, shape, tmpl.name);
-      const std::string overall = recorded ? fmt::format("{:.2f} TFLOP/s", recorded->tflops) : "none";
-      const std::string settled = fmt::format("{}/{}", summary.settled, summary.space);
-      if (summary.best) {
-        fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10.4f} {:>8.2f}  {}\n", shape.to_string(), tmpl.name,
-                   settled, summary.best->config, summary.best->median_ms, summary.best->tflops, overall);
-      } else {
-        // Nothing correct among what it settled, or no configuration for the shape at all; a
-        // budget that ran out before anything settled proves nothing either way.
-        if (summary.settled > 0 || summary.space == 0) ++without_winner;
-        fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
-                   settled, "(no correct configuration)", "", "", overall);
+  for (const TuningRun* run : runs) {
+    if (runs.size() > 1) fmt::print("{}:\n", run->gpu_record().name);
+    for (const auto& [tmpl, shapes] : plans) {
+      for (const GemmShape& shape : shapes) {
+        const TuningSummary& summary = summaries[i++];
+        const auto recorded = store.best(run->gpu_record().name, shape, tmpl.name);
+        const std::string overall = recorded ? fmt::format("{:.2f} TFLOP/s", recorded->tflops) : "none";
+        const std::string settled = fmt::format("{}/{}", summary.settled, summary.space);
+        if (summary.best) {
+          fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10.4f} {:>8.2f}  {}\n", shape.to_string(), tmpl.name,
+                     settled, summary.best->config, summary.best->median_ms, summary.best->tflops, overall);
+        } else {
+          // Nothing correct among what it settled, or no configuration for the shape at all; a
+          // budget that ran out before anything settled proves nothing either way.
+          if (summary.settled > 0 || summary.space == 0) ++without_winner;
+          fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
+                     settled, "(no correct configuration)", "", "", overall);
+        }
+        if (!summary.warm_start.points.empty()) {
+          fmt::print("{:>40}warm start: {}\n", "", describe(summary.warm_start));
+        }
+        if (!summary.confirm_note.empty()) fmt::print("{:>40}{}\n", "", summary.confirm_note);
       }
-      if (!summary.warm_start.points.empty()) {
-        fmt::print("{:>40}warm start: {}\n", "", describe(summary.warm_start));
+    }
+  }
+  if (!options.session.devices.empty()) {
+    fmt::print("\n{:<8} {:<32} {:>8} {:>8}\n", "device", "GPU", "settled", "busy s");
+    for (std::size_t m = 0; m < runs.size(); ++m) {
+      const DevicePool& pool = session.devices(m);
+      for (std::size_t d = 0; d < pool.size(); ++d) {
+        const DeviceLane& lane = pool.lane(d);
+        fmt::print("{:<8} {:<32} {:>8} {:>8.1f}\n", lane.device.ordinal, lane.device.name, lane.settled,
+                   lane.busy_seconds);
       }
-      if (!summary.confirm_note.empty()) fmt::print("{:>40}{}\n", "", summary.confirm_note);
     }
   }
 
@@ -267,7 +305,7 @@ int run(const TuneOptions& options) {
   std::string split;
   for (const auto& [stage, seconds] : stage_seconds) split += fmt::format("{} {:.1f} s, ", stage, seconds);
   if (!split.empty()) split.resize(split.size() - 2);
-  const CompileStatistics& compiles = session.compiled().statistics();
+  const CompileStatistics compiles = session.compile_statistics();
   fmt::print("wall {:.1f} s, {:.1f} configurations/s; compiled {} ({:.1f} s on all cores), {} from the "
              "cache; workers started {} ({} fuzz workers)\n",
              wall, settled_before / std::max(wall, 1e-9), compiles.compiled, compiles.compile_seconds,
