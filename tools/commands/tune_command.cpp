@@ -3,9 +3,10 @@
 // GPU (Options::record_misses), per template; a shape's misses are forgotten once it has a winner.
 //
 // Evaluates configurations in a worker process (a crash or a hang is recorded and the tune goes
-// on), records every outcome at once (Ctrl-C or kill -9 lose nothing; the same command resumes),
+// on; with --devices, one per GPU, each handed configurations as it is free: device_pool.h),
+// records every outcome at once (Ctrl-C or kill -9 lose nothing; the same command resumes),
 // re-measures the best few together, and prints the winner of each template and shape with where
-// the time went. Exits 1 when some template and shape has no correct configuration (none of those
+// the time went (and, with --devices, what each device settled). Exits 1 when some template and shape has no correct configuration (none of those
 // it settled was correct, or none admits the shape).
 #include <chrono>
 #include <filesystem>
@@ -46,8 +47,9 @@ struct TuningPlan {
   std::vector<GemmShape> shapes;
 };
 
-std::string describe(const TuningEvent& e) {
-  std::string line = e.device >= 0 ? fmt::format("[{}] ", e.device) : "";
+// `name_device`: start with the device the step happened on ("[1] "), when there are several.
+std::string describe(const TuningEvent& e, bool name_device) {
+  std::string line = name_device && e.device >= 0 ? fmt::format("[{}] ", e.device) : "";
   line += fmt::format("{} {}", e.tmpl->name, e.shape.to_string());
   if (e.config) line += " " + e.config->to_string();
   line += ": ";
@@ -231,7 +233,7 @@ int run(const TuneOptions& options) {
           const bool finished = event.result != nullptr;
           if (finished) ++counts[event.stage == "recorded earlier" ? "recorded earlier" : to_string(event.result->status)];
           if (finished && event.device >= 0) ++per_device[event.device];
-          std::string current = describe(event);
+          std::string current = describe(event, devices > 1);
           if (devices > 1 && !finished) {
             current += " |";
             for (const auto& [device, settled] : per_device) current += fmt::format(" [{}] {}", device, settled);
