@@ -187,7 +187,10 @@ TEST(DevicePool, ALaneWhoseDeviceCannotOpenStopsThePoolWithItsReason) {
 TEST(DevicePool, WhatALaneThrowsReachesTheDispatcherOnceTheOthersAreDone) {
   DevicePool pool({stand_in_lane(0, "0"), stand_in_lane(1, "0")});
   std::atomic<bool> other_finished = false;
-  pool.dispatch([](DeviceLane&) { throw std::runtime_error("the evaluation worker failed: no NVRTC"); }, 0);
+  pool.dispatch([](DeviceLane&) {
+    std::this_thread::sleep_for(100ms);
+    throw std::runtime_error("the evaluation worker failed: no NVRTC");
+  }, 0);
   pool.dispatch([&](DeviceLane&) {
     std::this_thread::sleep_for(300ms);
     other_finished = true;

@@ -205,13 +205,13 @@ int run(const TuneOptions& options) {
     const GpuRecord& model = runs[m]->gpu_record();
     const DevicePool& pool = session.devices(m);
     devices += pool.size();
-    std::string ordinals;
-    for (std::size_t i = 0; i < pool.size(); ++i) {
-      ordinals += fmt::format("{}{}", i ? "," : "", pool.lane(i).device.ordinal);
+    std::string where;  // ", devices 0,1" with --devices
+    for (std::size_t i = 0; options.session.devices && i < pool.size(); ++i) {
+      where += fmt::format("{}{}", i ? "," : pool.size() > 1 ? ", devices " : ", device ",
+                           pool.lane(i).device.ordinal);
     }
     fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}){}, strategy {}{}, database {}\n",
-               model.name, model.arch(), model.sm_count, model.driver_version, model.nvrtc_version,
-               options.session.devices.empty() ? "" : fmt::format(", device{} {}", pool.size() > 1 ? "s" : "", ordinals),
+               model.name, model.arch(), model.sm_count, model.driver_version, model.nvrtc_version, where,
                options.strategy, budget ? ", budget " + budget->to_string() : "", options.db);
   }
   for (const auto& [tmpl, shapes] : plans) {
@@ -288,7 +288,7 @@ int run(const TuneOptions& options) {
       }
     }
   }
-  if (!options.session.devices.empty()) {
+  if (options.session.devices) {
     fmt::print("\n{:<8} {:<32} {:>8} {:>8}\n", "device", "GPU", "settled", "busy s");
     for (std::size_t m = 0; m < runs.size(); ++m) {
       const DevicePool& pool = session.devices(m);

@@ -50,9 +50,9 @@ unsigned capped_fuzz_workers(int requested, unsigned devices) {
 }
 
 std::vector<int> selected_devices(const SessionOptions& options) {
-  if (options.devices.empty()) return {};
+  if (!options.devices) return {};
   try {
-    const DeviceList list = DeviceList::parse(options.devices);
+    const DeviceList list = DeviceList::parse(*options.devices);
     if (options.backend == "cpu") {
       // The CPU backend has no devices to count: each number is an evaluation worker of its own
       // (with its fuzz pool), as many as the cores allow, all of one model.

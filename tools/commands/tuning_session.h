@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@ struct SessionOptions {
   std::string cache_dir;        // compiled cubins; empty: the default (cubin_cache.h)
   double watchdog_seconds = 30;
   int fuzz_workers = -1;  // per device, processes that fuzz side by side; 0: the worker fuzzes; -1: by the cores
-  std::string devices;    // --devices: "all" or "0,2"; empty: one, $TILETUNE_DEVICE or 0
+  std::optional<std::string> devices;  // --devices: "all" or "0,2"; none: one, $TILETUNE_DEVICE or 0
 };
 
 // Fuzz workers per device when none are asked for: half the cores (the other half compiles and
