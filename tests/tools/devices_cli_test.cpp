@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "db/result_store.h"
@@ -31,6 +33,9 @@ namespace fs = std::filesystem;
 const fs::path kTemplates = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src";
 const fs::path kFixtureTemplates = fs::path(TILETUNE_SOURCE_DIR) / "tests" / "fixtures" / "kernels";
 const GemmShape kShape{40, 36, 20};
+
+// The CPU backend's worker slots: one per core.
+unsigned cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 // What each device settled, from tune's devices table ("device GPU settled busy s", the GPU's
 // name in words): by device number.
@@ -127,6 +132,7 @@ TEST_F(DevicesCli, ABadListIsOneLineAndExitTwoBeforeAnythingIsWritten) {
 }
 
 TEST_F(DevicesCli, TwoCpuDevicesRecordTheSameRowsAsOneAndEachSettlesSome) {
+  if (cores() < 2) GTEST_SKIP() << "one core: the CPU backend has one worker slot";
   const fs::path kernel = kTemplates / "tiled.cu";
   // One device first: it also fills the compile cache, so that the two devices are handed
   // configurations as fast as they take them.
@@ -149,6 +155,7 @@ TEST_F(DevicesCli, TwoCpuDevicesRecordTheSameRowsAsOneAndEachSettlesSome) {
 }
 
 TEST_F(DevicesCli, EveryFaultCostsOnlyItsConfigurationOnItsDevice) {
+  if (cores() < 2) GTEST_SKIP() << "one core: the CPU backend has one worker slot";
   const fs::path zoo = kFixtureTemplates / "fault_zoo.cu";
   const std::vector<std::string> options{"--watchdog", "2", "--fuzz-workers", "1"};
   std::vector<std::string> on_two = options;
@@ -165,6 +172,18 @@ TEST_F(DevicesCli, EveryFaultCostsOnlyItsConfigurationOnItsDevice) {
   const TiletuneRun again = tiletune(cpu_tune(zoo, "two.db", on_two));
   ASSERT_EQ(again.exit_code, 0) << again;
   EXPECT_THAT(again.out, HasSubstr("settled: 10 recorded earlier")) << "nothing is measured twice";
+}
+
+TEST_F(DevicesCli, FuzzWorkersCountPerDeviceAndAreCappedToTheCoresInAll) {
+  if (cores() < 2) GTEST_SKIP() << "one core: the CPU backend has one worker slot";
+  const std::string per_device = std::to_string(cores() / 2);
+  const TiletuneRun run = tiletune(cpu_tune(kTemplates / "naive.cu", "capped.db",
+                                            {"--fuzz-workers", "100000", "--devices", "0,1", "--budget", "4"}));
+  ASSERT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.err, HasSubstr("tiletune: --fuzz-workers 100000 capped to " + per_device + " per device: "
+                                 "this machine has " + std::to_string(cores()) + " cores for 2 devices\n"))
+      << run;
+  EXPECT_THAT(run.out, HasSubstr("(" + std::to_string(2 * (cores() / 2)) + " fuzz workers)")) << run;
 }
 
 // --- on the GPUs of this machine ---------------------------------------------------------------
