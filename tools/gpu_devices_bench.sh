@@ -8,14 +8,17 @@
 # and prints, for each pair, the configurations per second and their ratio (targets with the cache
 # warm: >= 1.8x on 2 GPUs, >= 3.5x on 4), then the winners of the two warm tunes shape by shape,
 # and the times of every configuration both recorded: two GPUs timing at once must not slow each
-# other down (cross-talk), so the ratios stay within the timing noise (a few %).
+# other down (cross-talk), so the ratios stay within the timing noise (a few %). The GPUs of one
+# model must be one GPU row in the database. Given a folder of test binaries, it runs the device
+# tests that need several GPUs too (devices_cli_tests).
 # Fits 9 minutes on a 2- or 4-GPU H100 host with the defaults; SHAPES (the shapes),
 # BUDGET (evaluations per template and shape, e.g. 100: the same first configurations in both
 # tunes) and COLD=0 (warm only; the cache is then filled by an untimed --devices all tune) make
 # it shorter. Logs and databases go to $OUT (default ./gpu-devices-out) as one archive,
 # gpu-devices.tgz, with the summary beside it; a short table comes last.
 #
-#   [SHAPES="4096x4096x4096 2048x2048x2048"] [BUDGET=N] [COLD=0|1] tools/gpu_devices_bench.sh [path/to/tiletune]
+#   [SHAPES="4096x4096x4096 2048x2048x2048"] [BUDGET=N] [COLD=0|1] tools/gpu_devices_bench.sh \
+#     [path/to/tiletune] [folder of test binaries]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(realpath "${1:-build/tools/tiletune}")
@@ -24,6 +27,7 @@ WORK=${WORK:-/tmp/tiletune-devices}
 SHAPES=${SHAPES:-"4096x4096x4096 2048x2048x2048"}
 BUDGET=${BUDGET:-}
 COLD=${COLD:-1}
+TESTS=${2:-}
 mkdir -p "$OUT"
 rm -rf "$WORK" && mkdir -p "$WORK"
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64
@@ -57,6 +61,11 @@ else
 fi
 tune one-warm 0
 tune all-warm all
+if [ -n "$TESTS" ]; then
+  "$TESTS/devices_cli_tests" --gtest_filter='*Gpu*' >"$WORK/gtest-devices.txt" 2>&1
+  echo "devices_cli_tests on the GPUs: exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$WORK/gtest-devices.txt" | tr '\n' ' '))" \
+    | tee -a "$WORK/summary.txt"
+fi
 
 tar czf "$OUT/gpu-devices.tgz" -C "$WORK" --exclude=cubins . && cp "$WORK/summary.txt" "$OUT/"
 
@@ -103,6 +112,10 @@ for shape in sorted({s for s, _ in one}):
   if best_one and best_all:
     print(f"{shape:<16} {best_one[0]:>11.4f} {best_all[0]:>12.4f} {best_all[0] / best_one[0]:>7.3f}  "
           f"{'yes' if best_one[1] == best_all[1] else 'no: ' + best_all[1]}")
+
+models = sqlite3.connect(f"{work}/all-warm.db").execute("SELECT name, COUNT(*) FROM gpus GROUP BY name").fetchall()
+print("\nGPU rows with all GPUs: " + ", ".join(f"{name}: {rows}" for name, rows in models)
+      + ("" if all(rows == 1 for _, rows in models) else "  (MORE THAN ONE ROW FOR A MODEL)"))
 
 # Every configuration timed in both tunes, first pass only (the re-measured best few are left out):
 # with all GPUs they were timed while the other GPUs timed and their fuzz pools ran.
