@@ -348,15 +348,16 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
   CompileAhead ahead(compiled_, search.tmpl, configs);
 
   // Groups of two configurations per fuzz worker go to whichever device is free: its pool fuzzes a
-  // group while its worker waits, then the worker measures it while the pool waits. A batch
-  // smaller than that on every device is shared out among them.
+  // group while its worker waits, then the worker measures it while the pool waits. With several
+  // devices, a group is at most a device's share of what remains, so that the groups shrink
+  // towards the end of the batch and the devices finish it together.
   const DeviceLane& first = devices_.lane(0);
-  const std::size_t per_device = (to_compile.size() + devices_.size() - 1) / devices_.size();
-  const std::size_t group = std::clamp<std::size_t>(
-      per_device, 1, first.fuzz_pool ? 2 * std::size_t(first.fuzz_pool->size()) : 1);
+  const std::size_t largest = first.fuzz_pool ? 2 * std::size_t(first.fuzz_pool->size()) : 1;
   LanesDone lanes_done(devices_);  // the lanes' work refers to the search
   bool stopped = false;
-  for (std::size_t begin = 0; begin < to_compile.size() && !stopped; begin += group) {
+  for (std::size_t begin = 0, group = 0; begin < to_compile.size() && !stopped; begin += group) {
+    const std::size_t share = (to_compile.size() - begin + devices_.size() - 1) / devices_.size();
+    group = std::clamp<std::size_t>(share, 1, largest);
     std::vector<std::size_t> runnable;
     std::map<std::size_t, PtxasReport> reports;
     for (std::size_t j = begin; j < std::min(to_compile.size(), begin + group); ++j) {
