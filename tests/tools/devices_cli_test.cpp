@@ -125,7 +125,8 @@ TEST_F(DevicesCli, ABadListIsOneLineAndExitTwoBeforeAnythingIsWritten) {
   expect_one_line_failure(all, 2);
   EXPECT_THAT(all.err, HasSubstr("--devices all counts GPUs")) << all;
   // On the GPU backend the list is read before any GPU is looked for.
-  const TiletuneRun gpu = tiletune({"tune", kernel.string(), "--devices", "1,1", "--db", (dir_ / "bad.db").string()});
+  const TiletuneRun gpu =
+      tiletune({"tune", kernel.string(), "--devices", "1,1", "--db", (dir_ / "bad.db").string()});
   expect_one_line_failure(gpu, 2);
   EXPECT_THAT(gpu.err, HasSubstr("device 1 is named twice")) << gpu;
   EXPECT_FALSE(fs::exists(dir_ / "bad.db"));
@@ -177,8 +178,8 @@ TEST_F(DevicesCli, EveryFaultCostsOnlyItsConfigurationOnItsDevice) {
 TEST_F(DevicesCli, FuzzWorkersCountPerDeviceAndAreCappedToTheCoresInAll) {
   if (cores() < 2) GTEST_SKIP() << "one core: the CPU backend has one worker slot";
   const std::string per_device = std::to_string(cores() / 2);
-  const TiletuneRun run = tiletune(cpu_tune(kTemplates / "naive.cu", "capped.db",
-                                            {"--fuzz-workers", "100000", "--devices", "0,1", "--budget", "4"}));
+  const TiletuneRun run = tiletune(cpu_tune(
+      kTemplates / "naive.cu", "capped.db", {"--fuzz-workers", "100000", "--devices", "0,1", "--budget", "4"}));
   ASSERT_EQ(run.exit_code, 0) << run;
   EXPECT_THAT(run.err, HasSubstr("tiletune: --fuzz-workers 100000 capped to " + per_device + " per device: "
                                  "this machine has " + std::to_string(cores()) + " cores for 2 devices\n"))

@@ -120,7 +120,7 @@ TEST(DevicePool, EachLaneIsOnItsDeviceAndWorkGoesToWhicheverIsFree) {
   bool delivered_elsewhere = false;
   const auto start = std::chrono::steady_clock::now();
   for (const std::string config : {"A=1", "A=2", "A=3", "A=4"}) {
-    pool.dispatch([&pool, &settled, &devices_used, &delivered_elsewhere, dispatcher, config](DeviceLane& lane) {
+    pool.dispatch([&, dispatcher, config](DeviceLane& lane) {
       EvaluationOutcome outcome = lane.worker->evaluate(request(config), [](const std::string&) {});
       ++lane.settled;
       const int device = lane.device.ordinal;

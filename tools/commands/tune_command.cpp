@@ -6,8 +6,9 @@
 // on; with --devices, one per GPU, each handed configurations as it is free: device_pool.h),
 // records every outcome at once (Ctrl-C or kill -9 lose nothing; the same command resumes),
 // re-measures the best few together, and prints the winner of each template and shape with where
-// the time went (and, with --devices, what each device settled). Exits 1 when some template and shape has no correct configuration (none of those
-// it settled was correct, or none admits the shape).
+// the time went (and, with --devices, what each device settled). Exits 1 when some template and
+// shape has no correct configuration (none of those it settled was correct, or none admits the
+// shape).
 #include <chrono>
 #include <filesystem>
 #include <map>

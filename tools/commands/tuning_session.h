@@ -20,7 +20,8 @@ struct SessionOptions {
   std::string backend = "gpu";  // "cpu": the fuzzer's CPU backend stands in for the GPU
   std::string cache_dir;        // compiled cubins; empty: the default (cubin_cache.h)
   double watchdog_seconds = 30;
-  int fuzz_workers = -1;  // per device, processes that fuzz side by side; 0: the worker fuzzes; -1: by the cores
+  // Per device, processes that fuzz side by side; 0: the worker fuzzes; -1: by the cores.
+  int fuzz_workers = -1;
   std::optional<std::string> devices;  // --devices: "all" or "0,2"; none: one, $TILETUNE_DEVICE or 0
 };
 

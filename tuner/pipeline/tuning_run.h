@@ -128,7 +128,8 @@ class TuningRun {
   // On a lane's thread: fuzzes on its pool those of `indices` whose verdict is not known yet, then
   // verifies and times the others in its worker, delivering each outcome to be settled.
   void evaluate_on(DeviceLane& lane, Search& search, const std::vector<std::size_t>& indices,
-                   std::vector<EvaluationRequest> requests, const std::map<std::size_t, PtxasReport>& reports);
+                   std::vector<EvaluationRequest> requests,
+                   const std::map<std::size_t, PtxasReport>& reports);
   void confirm(Search& search);
   EvaluationRequest request_for(const Search& search, const Configuration& config) const;
   // Remembers a fuzz's verdict for the other shapes; a pass made now is recorded for later runs.
