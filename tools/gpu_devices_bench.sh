@@ -1,32 +1,34 @@
 #!/usr/bin/env bash
 # Tuning on every GPU of the host against tuning on one (`tune --devices`): exhaustive tunes of
-# warp_tiled at $SHAPES, each into a database of its own,
-#   1. from an empty cubin cache (COLD=1, the default): --devices 0, then --devices all; compiling
-#      is shared by the devices, so its time is not divided among them;
+# warp_tiled at $SHAPES, each into a database of its own:
+#   1. --devices all from an empty cubin cache (which it fills);
 #   2. with the cubin cache warm (compiles nothing: the evaluation throughput alone): --devices 0,
 #      then --devices all;
+#   3. --devices 0 from an empty cubin cache again (COLD=1, the default), unless the time so far
+#      and its estimate (the warm tune's time and what compiling cost the first) pass $LIMIT
+#      seconds (default 510): compiling is shared by the devices, so its time is not divided;
 # and prints, for each pair, the configurations per second and their ratio (targets with the cache
 # warm: >= 1.8x on 2 GPUs, >= 3.5x on 4), then the winners of the two warm tunes shape by shape,
 # and the times of every configuration both recorded: two GPUs timing at once must not slow each
 # other down (cross-talk), so the ratios stay within the timing noise (a few %). The GPUs of one
 # model must be one GPU row in the database. Given a folder of test binaries, it runs the device
 # tests that need several GPUs too (devices_cli_tests).
-# Fits 9 minutes on a 2- or 4-GPU H100 host with the defaults; SHAPES (the shapes),
-# BUDGET (evaluations per template and shape, e.g. 100: the same first configurations in both
-# tunes) and COLD=0 (warm only; the cache is then filled by an untimed --devices all tune) make
-# it shorter. Logs and databases go to $OUT (default ./gpu-devices-out) as one archive,
+# Fits 9 minutes on a 2- or 4-GPU H100 host with the defaults; SHAPES (the shapes), BUDGET
+# (evaluations per template and shape, e.g. 100: the same first configurations in both tunes) and
+# COLD=0 (no step 3) make it shorter. Logs and databases go to $OUT (default ./gpu-devices-out) as one archive,
 # gpu-devices.tgz, with the summary beside it; a short table comes last.
 #
-#   [SHAPES="4096x4096x4096 2048x2048x2048"] [BUDGET=N] [COLD=0|1] tools/gpu_devices_bench.sh \
+#   [SHAPES="4096x4096x4096 4095x4097x4093"] [BUDGET=N] [COLD=0|1] [LIMIT=510] tools/gpu_devices_bench.sh \
 #     [path/to/tiletune] [folder of test binaries]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(realpath "${1:-build/tools/tiletune}")
 OUT=$(realpath -m "${OUT:-gpu-devices-out}")
 WORK=${WORK:-/tmp/tiletune-devices}
-SHAPES=${SHAPES:-"4096x4096x4096 2048x2048x2048"}
+SHAPES=${SHAPES:-"4096x4096x4096 4095x4097x4093"}
 BUDGET=${BUDGET:-}
 COLD=${COLD:-1}
+LIMIT=${LIMIT:-510}
 TESTS=${2:-}
 mkdir -p "$OUT"
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -42,25 +44,31 @@ for shape in $SHAPES; do shape_args+=(--shape "$shape"); done
 budget_args=()
 [ -n "$BUDGET" ] && budget_args=(--budget "$BUDGET")
 
+BEGIN=$(date +%s)
+declare -A seconds
 tune() {  # NAME DEVICES: an exhaustive tune into $WORK/NAME.db, its output in NAME.txt and NAME.log
   local name=$1 devices=$2
   local start=$(date +%s%N)
   "$BIN" tune kernels_src/warp_tiled.cu "${shape_args[@]}" "${budget_args[@]}" --devices "$devices" \
     --db "$WORK/$name.db" >"$WORK/$name.txt" 2>"$WORK/$name.log"
   local status=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
-  printf '%s (--devices %s): exit %d after %d.%03d s\n' "$name" "$devices" "$status" $((ms / 1000)) $((ms % 1000)) \
-    | tee -a "$WORK/summary.txt"
+  seconds[$name]=$((ms / 1000))
+  printf '%s (--devices %s): exit %d after %d.%03d s\n' "$name" "$devices" "$status" $((ms / 1000)) \
+    $((ms % 1000)) | tee -a "$WORK/summary.txt"
 }
 
-if [ "$COLD" = 1 ]; then
-  tune one-cold 0
-  rm -rf "$TILETUNE_CACHE_DIR"
-  tune all-cold all
-else
-  tune fill all  # fills the cubin cache; not compared
-fi
+tune all-cold all
 tune one-warm 0
 tune all-warm all
+if [ "$COLD" = 1 ]; then
+  estimate=$(( ${seconds[one-warm]} + ${seconds[all-cold]} - ${seconds[all-warm]} ))
+  if (( $(date +%s) - BEGIN + estimate < LIMIT )); then
+    rm -rf "$TILETUNE_CACHE_DIR"
+    tune one-cold 0
+  else
+    echo "one-cold: skipped, about $estimate s more would pass ${LIMIT} s" | tee -a "$WORK/summary.txt"
+  fi
+fi
 if [ -n "$TESTS" ]; then
   "$TESTS/devices_cli_tests" --gtest_filter='*Gpu*' >"$WORK/gtest-devices.txt" 2>&1
   echo "devices_cli_tests on the GPUs: exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$WORK/gtest-devices.txt" | tr '\n' ' '))" \
