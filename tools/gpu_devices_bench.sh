@@ -113,7 +113,7 @@ for cache in ("cold", "warm"):
   print(f"{cache:<6} {one[1]:>8.2f} cfg/s {one[0]:>4.0f}s {every[1]:>8.2f} cfg/s {every[0]:>4.0f}s {ratio:>6.2f}x  {verdict}")
 
 one, every = times("one-warm"), times("all-warm")
-print(f"\nwinners, warm tunes (re-measured on device 0 in both):\n{'shape':<16} {'one GPU ms':>11} {'all GPUs ms':>12} {'ratio':>7}  same configuration")
+print(f"\nwinners, warm tunes (each re-measured with the best few on one GPU):\n{'shape':<16} {'one GPU ms':>11} {'all GPUs ms':>12} {'ratio':>7}  same configuration")
 for shape in sorted({s for s, _ in one}):
   best_one = min(((ms, c) for (s, c), (ms, _) in one.items() if s == shape), default=None)
   best_all = min(((ms, c) for (s, c), (ms, _) in every.items() if s == shape), default=None)

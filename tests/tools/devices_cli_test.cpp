@@ -155,6 +155,39 @@ TEST_F(DevicesCli, TwoCpuDevicesRecordTheSameRowsAsOneAndEachSettlesSome) {
   EXPECT_LE(settled.at("0") + settled.at("1"), 9) << "a configuration settled twice\n" << two;
 }
 
+// With several devices the best few of a shape are re-measured on one device while the others
+// search the next shape: every shape's are, and recorded, before the tune ends.
+TEST_F(DevicesCli, TheBestOfEveryShapeAreReMeasuredWhileTheNextShapeIsSearched) {
+  if (cores() < 2) GTEST_SKIP() << "one core: the CPU backend has one worker slot";
+  const std::vector<GemmShape> shapes{{40, 36, 20}, {36, 40, 24}, {20, 20, 20}};
+  std::vector<std::string> args{"tune", (kTemplates / "tiled.cu").string(), "--backend", "cpu",
+                                "--cases", "10", "--fuzz-workers", "1", "--devices", "0,1",
+                                "--db", (dir_ / "shapes.db").string()};
+  for (const GemmShape& shape : shapes) args.insert(args.end(), {"--shape", shape.to_string()});
+  const TiletuneRun run = tiletune(args);
+  ASSERT_EQ(run.exit_code, 0) << run;
+  EXPECT_EQ(settled_per_device(run).size(), 2u) << run;
+  ResultStore store(dir_ / "shapes.db");
+  const std::int64_t gpu_id = store.register_gpu(store.gpus().at(0));
+  const std::string hash = store.templates().at(0).source_hash;
+  for (const GemmShape& shape : shapes) {
+    int ok = 0, remeasured = 0;
+    for (const auto& [config, result] : store.recorded_results(gpu_id, hash, shape)) {
+      ok += result.status == ResultStatus::ok;
+      remeasured += result.detail.starts_with("re-measured with the best 5");
+    }
+    EXPECT_GE(ok, 5) << shape.to_string();
+    EXPECT_EQ(remeasured, 5) << shape.to_string() << "\n" << run;
+  }
+  const std::string out = run.out;
+  std::size_t notes = 0;
+  for (std::size_t at = out.find("the best 5 re-measured together"); at != std::string::npos;
+       at = out.find("the best 5 re-measured together", at + 1)) {
+    ++notes;
+  }
+  EXPECT_EQ(notes, shapes.size()) << run;
+}
+
 TEST_F(DevicesCli, EveryFaultCostsOnlyItsConfigurationOnItsDevice) {
   if (cores() < 2) GTEST_SKIP() << "one core: the CPU backend has one worker slot";
   const fs::path zoo = kFixtureTemplates / "fault_zoo.cu";

@@ -221,7 +221,7 @@ int run(const TuneOptions& options) {
 
   const auto start = std::chrono::steady_clock::now();
   ProgressBar bar(planned_total(plans, budget) * int(runs.size()));
-  int settled_before = 0;
+  int settled_total = 0;  // over every search
   std::map<std::string, int> counts;
   std::map<int, int> per_device;  // configurations each device settled, for the bar
   std::map<std::string, double> stage_seconds;
@@ -229,31 +229,33 @@ int run(const TuneOptions& options) {
   int forgotten = 0, still_missed = 0;  // missed shapes, with --missed
   for (TuningRun* run : runs) {  // each model tunes every template and shape
     for (const auto& [tmpl, shapes] : plans) {
-      for (const GemmShape& shape : shapes) {
-        TuningSummary summary = run->tune(tmpl, shape, [&](const TuningEvent& event) {
-          const bool finished = event.result != nullptr;
-          if (finished) ++counts[event.stage == "recorded earlier" ? "recorded earlier" : to_string(event.result->status)];
-          if (finished && event.device >= 0) ++per_device[event.device];
-          std::string current = describe(event, devices > 1);
-          if (devices > 1 && !finished) {
-            current += " |";
-            for (const auto& [device, settled] : per_device) current += fmt::format(" [{}] {}", device, settled);
-          }
-          bar.update(settled_before + event.done, current, finished);
-        });
-        settled_before += summary.settled;
-        for (const auto& [stage, seconds] : summary.stage_seconds) stage_seconds[stage] += seconds;
-        summaries.push_back(std::move(summary));
-        if (options.missed) {
-          // Tuned at last, the library finds an exact record: forgotten at once, so that a tune cut
-          // short keeps the misses of what it has not reached. Without a winner it stays missed.
-          if (store.best(gpu.name, shape, tmpl.name)) {
-            store.forget_misses(gpu.name, tmpl.name, shape);
+      const auto on_event = [&](const TuningEvent& event) {
+        if (event.stage == "tuned" && options.missed) {
+          // Tuned at last, the library finds an exact record: forgotten at once, so that a tune
+          // cut short keeps the misses of what it has not reached. Without a winner it stays missed.
+          if (store.best(gpu.name, event.shape, event.tmpl->name)) {
+            store.forget_misses(gpu.name, event.tmpl->name, event.shape);
             ++forgotten;
           } else {
             ++still_missed;
           }
         }
+        const bool finished = event.result != nullptr;
+        if (finished) {
+          ++settled_total;
+          ++counts[event.stage == "recorded earlier" ? "recorded earlier" : to_string(event.result->status)];
+          if (event.device >= 0) ++per_device[event.device];
+        }
+        std::string current = describe(event, devices > 1);
+        if (devices > 1 && !finished) {
+          current += " |";
+          for (const auto& [device, count] : per_device) current += fmt::format(" [{}] {}", device, count);
+        }
+        bar.update(settled_total, current, finished);
+      };
+      for (TuningSummary& summary : run->tune(tmpl, shapes, on_event)) {
+        for (const auto& [stage, seconds] : summary.stage_seconds) stage_seconds[stage] += seconds;
+        summaries.push_back(std::move(summary));
       }
     }
   }
@@ -311,7 +313,7 @@ int run(const TuneOptions& options) {
   const CompileStatistics compiles = session.compile_statistics();
   fmt::print("wall {:.1f} s, {:.1f} configurations/s; compiled {} ({:.1f} s on all cores), {} from the "
              "cache; workers started {} ({} fuzz workers)\n",
-             wall, settled_before / std::max(wall, 1e-9), compiles.compiled, compiles.compile_seconds,
+             wall, settled_total / std::max(wall, 1e-9), compiles.compiled, compiles.compile_seconds,
              compiles.from_cache, session.workers_started(), session.fuzz_workers());
   fmt::print("time by stage: {}\n", split.empty() ? "none" : split);
   if (options.missed) {

@@ -155,6 +155,16 @@ void DevicePool::run_delivered() {
   rethrow_failure(lock);
 }
 
+void DevicePool::wait_until(const std::function<bool()>& done) {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    run_deliveries(lock);
+    rethrow_failure(lock);
+    if (done()) return;
+    changed_.wait(lock);
+  }
+}
+
 void DevicePool::drain() {
   std::unique_lock lock(mutex_);
   for (;;) {

@@ -70,6 +70,9 @@ class DevicePool {
   void deliver(std::function<void()> then);
   // Runs what the lanes have delivered so far, without waiting; rethrows what a lane's work threw.
   void run_delivered();
+  // Runs what the lanes deliver until `done` (which reads the dispatcher's own state) holds;
+  // rethrows what a lane's work threw.
+  void wait_until(const std::function<bool()>& done);
   // Waits until every lane is idle, running what they deliver; rethrows what a lane's work threw.
   void drain();
   // Waits until every lane is idle and forgets what they delivered or threw: for a dispatcher

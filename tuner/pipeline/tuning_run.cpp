@@ -354,6 +354,7 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
   const DeviceLane& first = devices_.lane(0);
   const std::size_t largest = first.fuzz_pool ? 2 * std::size_t(first.fuzz_pool->size()) : 1;
   LanesDone lanes_done(devices_);  // the lanes' work refers to the search
+  int groups_out = 0;               // dispatched, and not delivered back in full
   bool stopped = false;
   for (std::size_t begin = 0, group = 0; begin < to_compile.size() && !stopped; begin += group) {
     const std::size_t share = (to_compile.size() - begin + devices_.size() - 1) / devices_.size();
@@ -388,15 +389,19 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
     if (stopped || runnable.empty()) continue;
     std::vector<EvaluationRequest> requests;
     for (const std::size_t index : runnable) requests.push_back(request_for(search, search.space[index]));
-    devices_.dispatch([this, &search, runnable, requests = std::move(requests), reports](DeviceLane& lane) {
+    ++groups_out;
+    devices_.dispatch([this, &search, runnable, requests = std::move(requests), reports,
+                       &groups_out](DeviceLane& lane) {
       evaluate_on(lane, search, runnable, requests, reports);
+      devices_.deliver([&groups_out] { --groups_out; });
     });
   }
-  devices_.drain();
+  // The batch's groups only: a device may still re-measure the best of an earlier search.
+  devices_.wait_until([&] { return groups_out == 0; });
 }
 
-void TuningRun::confirm(Search& search) {
-  if (settings_.confirm_top < 2 || settings_.confirm_rounds < 1) return;
+bool TuningRun::confirm(Search& search) {
+  if (settings_.confirm_top < 2 || settings_.confirm_rounds < 1) return false;
   std::vector<ResultRecord> top;
   int ok = 0, confirmed = 0;  // results of this version and shape: ok, and of those re-measured
   for (const ResultRecord& r : store_.ranking(gpu_.name, search.shape, search.tmpl.name)) {
@@ -405,12 +410,12 @@ void TuningRun::confirm(Search& search) {
     if (r.detail.starts_with(kConfirmedDetail)) ++confirmed;
     if (int(top.size()) < settings_.confirm_top) top.push_back(r);
   }
-  if (top.size() < 2) return;
+  if (top.size() < 2) return false;
   // Each result the confirmation re-measures is recorded as such when it ends: fewer of them than
   // it re-measures means that it did not finish (a kill while it ran), and a resumed tune, which
   // measures nothing new, must still redo it.
   const bool completed_earlier = confirmed >= std::min(ok, settings_.confirm_top);
-  if (!search.measured_new && completed_earlier) return;
+  if (!search.measured_new && completed_earlier) return false;
   search.event(nullptr, fmt::format("re-measuring the best {}", top.size()));
   RemeasureRequest request;
   request.tmpl = {search.tmpl.name, search.tmpl.source_hash, search.tmpl.path.string(), search.tmpl.source};
@@ -419,15 +424,29 @@ void TuningRun::confirm(Search& search) {
   request.timing = settings_.confirm_timing;
   request.rounds = settings_.confirm_rounds;
   request.data_seed = settings_.data_seed;
+  // On one device, whichever is free: with several, the next search goes on meanwhile on the
+  // others (tune() waits for every confirmation before it returns).
   const Clock::time_point start = Clock::now();
-  std::string why_not;
-  std::optional<std::vector<Timing>> timings;
-  // On the first device, every time: the best are compared in one place.
-  devices_.dispatch([&](DeviceLane& lane) { timings = lane.worker->remeasure(request, why_not); }, 0);
-  devices_.drain();
-  search.summary.stage_seconds["confirm"] += seconds_since(start);
+  devices_.dispatch([this, &search, top, request, start](DeviceLane& lane) {
+    std::string why_not;
+    std::optional<std::vector<Timing>> timings = lane.worker->remeasure(request, why_not);
+    const double seconds = seconds_since(start);
+    devices_.deliver([this, &search, top, request, timings = std::move(timings), why_not, seconds] {
+      search.summary.stage_seconds["confirm"] += seconds;
+      record_confirmation(search, top, request, timings, why_not);
+    });
+  });
+  if (devices_.size() == 1) devices_.drain();
+  return true;
+}
+
+void TuningRun::record_confirmation(Search& search, const std::vector<ResultRecord>& top,
+                                    const RemeasureRequest& request,
+                                    const std::optional<std::vector<Timing>>& timings,
+                                    const std::string& why_not) {
   if (!timings) {
     search.summary.confirm_note = "the best were not re-measured: " + why_not;
+    search.event(nullptr, "tuned");
     return;
   }
   for (std::size_t i = 0; i < top.size(); ++i) {
@@ -443,6 +462,7 @@ void TuningRun::confirm(Search& search) {
   }
   search.summary.confirm_note = fmt::format("the best {} re-measured together in {} rounds", top.size(),
                                             request.rounds);
+  search.event(nullptr, "tuned");
 }
 
 void TuningRun::remember_fuzzed(const KernelTemplate& tmpl) {
@@ -454,8 +474,28 @@ void TuningRun::remember_fuzzed(const KernelTemplate& tmpl) {
 
 TuningSummary TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape,
                               const std::function<void(const TuningEvent&)>& on_event) {
+  return std::move(tune(tmpl, std::vector<GemmShape>{shape}, on_event).front());
+}
+
+std::vector<TuningSummary> TuningRun::tune(const KernelTemplate& tmpl, const std::vector<GemmShape>& shapes,
+                                           const std::function<void(const TuningEvent&)>& on_event) {
   store_.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source, tmpl.precision});
-  Search search(tmpl, shape, on_event);
+  std::vector<std::unique_ptr<Search>> searches;
+  LanesDone lanes_done(devices_);  // the confirmations still running refer to their searches
+  for (const GemmShape& shape : shapes) {
+    searches.push_back(std::make_unique<Search>(tmpl, shape, on_event));
+    run_search(*searches.back());
+    if (!confirm(*searches.back())) searches.back()->event(nullptr, "tuned");
+  }
+  devices_.drain();
+  std::vector<TuningSummary> summaries;
+  for (const auto& search : searches) summaries.push_back(search->summary);
+  return summaries;
+}
+
+void TuningRun::run_search(Search& search) {
+  const KernelTemplate& tmpl = search.tmpl;
+  const GemmShape& shape = search.shape;
   search.space = enumerate_configurations(tmpl, &shape);
   search.summary.space = int(search.space.size());
   if (!settings_.remeasure) search.recorded = store_.recorded_results(gpu_id_, tmpl.source_hash, shape);
@@ -486,8 +526,6 @@ TuningSummary TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape
     if (proposed.empty()) break;
     evaluate_batch(search, proposed);
   }
-  confirm(search);
-  return search.summary;
 }
 
 }  // namespace tiletune

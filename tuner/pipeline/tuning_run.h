@@ -8,7 +8,8 @@
 // (device_pool.h), where fuzzing and timing take turns, so that no fuzz runs on a GPU while it
 // times a configuration. An interrupted tune resumes where it stopped: recorded
 // outcomes are replayed to the strategy instead of being measured again. When the search is done,
-// the best few are re-measured together before the winner stands.
+// the best few are re-measured together before the winner stands (with several devices, on one of
+// them while the others search the next shape).
 //
 // A configuration is compiled once (the disk cache keeps it across runs) and fuzzed once per GPU,
 // however many shapes it is tuned for: neither depends on the shape.
@@ -91,7 +92,9 @@ struct TuningEvent {
   int done = 0;   // configurations settled in this template x shape search
   int total = 0;  // how many it will settle at most (the budget, or the space)
   int device = -1;  // the ordinal of the device the step happened on; -1: none (the tuner's own)
-  std::string stage;  // "compile", "fuzz", "verify", "time", "done", "recorded earlier", "confirm"
+  // "compile", "fuzz", "verify", "time", "done", "recorded earlier", "confirm"; "tuned" once the
+  // search and the re-measurement of its best are recorded
+  std::string stage;
   const ResultRecord* result = nullptr;  // set when stage is "done"
 };
 
@@ -116,6 +119,11 @@ class TuningRun {
 
   TuningSummary tune(const KernelTemplate& tmpl, const GemmShape& shape,
                      const std::function<void(const TuningEvent&)>& on_event);
+  // The shapes one after another. With several devices, the best few of a shape are re-measured
+  // on one of them while the others search the next shape (whose guided warm start may then read
+  // the first times of the shape before). Each shape's end is an event, "tuned".
+  std::vector<TuningSummary> tune(const KernelTemplate& tmpl, const std::vector<GemmShape>& shapes,
+                                  const std::function<void(const TuningEvent&)>& on_event);
 
   const GpuRecord& gpu_record() const { return gpu_; }
   const DeviceProperties& device() const { return device_; }
@@ -130,7 +138,15 @@ class TuningRun {
   void evaluate_on(DeviceLane& lane, Search& search, const std::vector<std::size_t>& indices,
                    std::vector<EvaluationRequest> requests,
                    const std::map<std::size_t, PtxasReport>& reports);
-  void confirm(Search& search);
+  // Searches the space for the search's shape, up to its budget.
+  void run_search(Search& search);
+  // Re-measures the best few of the search together, on one device, then records them
+  // (record_confirmation): at once with one device, in the background with several. False when
+  // there is nothing to re-measure.
+  bool confirm(Search& search);
+  void record_confirmation(Search& search, const std::vector<ResultRecord>& top,
+                           const RemeasureRequest& request,
+                           const std::optional<std::vector<Timing>>& timings, const std::string& why_not);
   EvaluationRequest request_for(const Search& search, const Configuration& config) const;
   // Remembers a fuzz's verdict for the other shapes; a pass made now is recorded for later runs.
   void note_fuzz_verdict(const Search& search, const EvaluationRequest& request,
