@@ -1,0 +1,74 @@
+// tf32_mma: SGEMM on the tensor cores in TF32 (mma.sync m16n8k8), FP32 accumulation.
+//
+// TF32 keeps FP32's exponent and 10 of its 23 mantissa bits: each input is rounded to it (cvt.rna,
+// a relative error of at most 2^-11), the products are exact and summed in FP32. The result is
+// that of an FP32 GEMM of slightly perturbed inputs, judged with the TF32 error bound (precision
+// tf32), for several times the throughput of FFMA: what cuBLAS's TF32 math mode does. Where FP32
+// accuracy is needed, tf32x3_mma.cu gets it back with three products per mma tile.
+//
+// The tiling, the swizzled shared-memory layout, the cp.async pipeline and the epilogue are
+// tf32_mma_pipeline.h's (shared with tf32x3_mma.cu, and explained there): block tiles of BM x BN,
+// warp tiles of WM x WN made of m16n8 mma tiles, STAGES - 1 steps of BK in flight, 16-byte
+// copies where the leading dimensions allow, split-K over gridDim.z. This file supplies the product
+// of one k8 slice: round the fragments, one mma per tile.
+//
+// tiletune: name tf32_mma
+// tiletune: entry tf32_mma_gemm
+// tiletune: precision tf32
+// tiletune: param BM 64 128 256
+// tiletune: param BN 64 128 256
+// tiletune: param BK 16 32
+// tiletune: param WM 32 64
+// tiletune: param WN 32 64
+// tiletune: param STAGES 2 3 4
+// tiletune: param SPLIT_K 1 4 16
+// 4 or 8 warps of warp tiles of 32 x 64 to 64 x 64 (64 x 64 blocks: four of 32 x 32), block
+// tiles up to 128 x 256, neither side more than twice the other.
+// tiletune: require BM % WM == 0 && BN % WN == 0
+// tiletune: require (BM / WM) * (BN / WN) == 4 || (BM / WM) * (BN / WN) == 8
+// tiletune: require WM * WN >= 32 * 64 || BM * BN == 64 * 64
+// tiletune: require BM * BN <= 128 * 256 && BM <= 2 * BN && BN <= 2 * BM
+// 48 to 128 k in flight (2 to 4 steps), at most 160 KiB of shared memory.
+// tiletune: require BK * STAGES >= 48 && BK * STAGES <= 128
+// tiletune: require STAGES * BK * (BM + BN) * 4 <= 160 * 1024
+// Split K only with the smallest block tile.
+// tiletune: require SPLIT_K == 1 || BM * BN == 64 * 64
+// Tuning limits, not preconditions (every configuration is correct at every shape, and is fuzzed
+// so): no tile more than twice the matrix it covers, and split K only where C's tiles are too few
+// to fill the GPU, with at least 4 steps per slice.
+// tiletune: tune_if BM < 2 * max(M, 32) && BN < 2 * max(N, 32)
+// tiletune: tune_if SPLIT_K == 1 || (ceil_div(M, BM) * ceil_div(N, BN) < 128 && K >= 4 * BK * SPLIT_K)
+// tiletune: block 32 * (BM / WM) * (BN / WN)
+// tiletune: grid ceil_div(N, BN), ceil_div(M, BM), SPLIT_K
+// tiletune: shared STAGES * BK * (BM + BN) * 4
+// tiletune: zero_output SPLIT_K > 1
+
+#include "tf32_mma_pipeline.h"
+
+// One mma per tile on inputs rounded to TF32.
+struct RoundedProduct {
+  __device__ __forceinline__ static void multiply(WarpAccumulators& acc, WarpFragments& f) {
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) f.a[i][r] = tt_tf32_round(f.a[i][r]);
+    }
+#pragma unroll
+    for (int j = 0; j < kMmaN; ++j) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) f.b[j][r] = tt_tf32_round(f.b[j][r]);
+    }
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i) {
+#pragma unroll
+      for (int j = 0; j < kMmaN; ++j) tt_mma_m16n8k8_tf32(acc[i][j], f.a[i], f.b[j], acc[i][j]);
+    }
+  }
+};
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+    tf32_mma_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                  int M, int N, int K, int lda, int ldb, int ldc) {
+  extern __shared__ float4 shared_tiles[];
+  mma_gemm<RoundedProduct>(A, B, C, M, N, K, lda, ldb, ldc, reinterpret_cast<float*>(shared_tiles));
+}
