@@ -93,9 +93,11 @@ inline float tt_cpu_fused_dot8(const double (&products)[8], float c) {
     for (int i = 0; i < 9; ++i) all_negative &= signbit(terms[i]) != 0;
     return all_negative ? -0.0f : 0.0f;
   }
-  // Terms in units of 2^(largest - 27): each truncated toward zero, the sum exact in 64 bits.
+  // Terms in units of 2^(largest - 27) (scaling by a power of 2 is exact): each truncated toward
+  // zero by the conversion, the sum exact in 64 bits.
+  const double scale = ldexp(1.0, 27 - largest);
   long long sum = 0;
-  for (int i = 0; i < 9; ++i) sum += (long long)trunc(ldexp(terms[i], 27 - largest));
+  for (int i = 0; i < 9; ++i) sum += (long long)(terms[i] * scale);
   if (sum == 0) return 0.0f;
   // Rounded toward zero to FP32, subnormals included (the exponent of the sum's top bit decides).
   const bool negative = sum < 0;

@@ -253,12 +253,12 @@ void expect_unsupported(const KernelTemplate& tmpl, const std::string& what) {
   }
 }
 
-TEST(CpuBackend, WarpShuffleIsUnsupported) {
-  expect_unsupported(custom("shuffle", R"(
-  float v = __shfl_down_sync(0xffffffffu, 1.0f, 1);
+TEST(CpuBackend, WarpReductionIsUnsupported) {
+  expect_unsupported(custom("reduction", R"(
+  const unsigned v = __reduce_add_sync(0xffffffffu, 1u);
   if (row < M && col < N) C[row * ldc + col] = v;
 )"),
-                     "__shfl_down_sync");
+                     "__reduce_add_sync");
 }
 
 TEST(CpuBackend, InlineAssemblyIsUnsupported) {
@@ -271,11 +271,11 @@ TEST(CpuBackend, InlineAssemblyIsUnsupported) {
 
 TEST(CpuBackend, UnsupportedFeatureHiddenInAMacroIsFound) {
   expect_unsupported(custom("macro", R"(
-#define TT_REDUCE(v) __shfl_xor_sync(~0u, v, 1)
-  float v = TT_REDUCE(1.0f);
+#define TT_MATCH(v) __match_any_sync(~0u, v)
+  const unsigned v = TT_MATCH(1u);
   (void)v;
 )"),
-                     "__shfl_xor_sync");
+                     "__match_any_sync");
 }
 
 TEST(CpuBackend, CudaHeaderIsUnsupported) {
