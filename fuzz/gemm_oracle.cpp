@@ -10,17 +10,17 @@
 #include <fmt/format.h>
 
 #include "fuzz/poison.h"
+#include "tuner/error_bound.h"
 
 namespace tiletune {
 namespace {
 
-constexpr double kUnitRoundoff = 1.0 / (1 << 24);
 // Multiply-adds from which a reference is worth spreading over threads.
 constexpr double kParallelJudgeWork = 1 << 22;
 
-double gamma(std::int64_t k) {
-  const double ku = double(k) * kUnitRoundoff;
-  return ku / (1.0 - ku);
+// The bound's factor on sum |a||b|: none for small integers, whose sums are exact.
+double bound_factor(InputKind kind, Precision precision, std::int64_t k_size) {
+  return kind == InputKind::small_integers ? 0.0 : relative_error_bound(precision, k_size);
 }
 
 // Where in a guarded buffer an index falls, for the message.
@@ -72,12 +72,14 @@ namespace {
 // The sum runs in kLanes interleaved partial sums, so that the additions do not wait on each other
 // (and vectorize): the reference is the fuzz's main cost. The order changes nothing that matters:
 // small-integer sums are exact in double in any order, and for reals double's rounding is far below
-// the FP32 bound. Where the CPU has AVX2 a clone of it built for AVX2 runs, chosen at load time
-// (about four times the speed of the baseline x86-64 build; the GPU hosts have it, CI may not).
+// the smallest bound (fp32's). Where the CPU has AVX2 a clone of it built for AVX2 runs, chosen at
+// load time (about four times the speed of the baseline x86-64 build; the GPU hosts have it, CI
+// may not).
 constexpr std::int64_t kLanes = 8;
 
 __attribute__((target_clones("avx2", "default")))
-ReferenceElement dot(const float* a_row, const float* b_column, std::int64_t k_size, InputKind kind) {
+ReferenceElement dot(const float* a_row, const float* b_column, std::int64_t k_size,
+                     double bound_factor) {
   double sums[kLanes] = {}, magnitudes[kLanes] = {};
   std::int64_t k = 0;
   for (; k + kLanes <= k_size; k += kLanes) {
@@ -97,8 +99,7 @@ ReferenceElement dot(const float* a_row, const float* b_column, std::int64_t k_s
     sum += sums[lane];
     magnitude += magnitudes[lane];
   }
-  const double bound = kind == InputKind::small_integers ? 0.0 : gamma(k_size) * magnitude;
-  return {sum, bound};
+  return {sum, bound_factor * magnitude};
 }
 
 // B's columns as contiguous rows: the reference then streams both operands.
@@ -112,15 +113,16 @@ std::vector<float> columns_of(const GuardedMatrix& b) {
 
 }  // namespace
 
-ReferenceElement reference_element(const GemmOperands& inputs, InputKind kind, std::int64_t row,
-                                   std::int64_t col) {
+ReferenceElement reference_element(const GemmOperands& inputs, InputKind kind, Precision precision,
+                                   std::int64_t row, std::int64_t col) {
   std::vector<float> column(std::size_t(inputs.b.rows));
   for (std::int64_t k = 0; k < inputs.b.rows; ++k) column[std::size_t(k)] = inputs.b.at(k, col);
-  return dot(inputs.a.data() + row * inputs.a.ld, column.data(), inputs.a.cols, kind);
+  return dot(inputs.a.data() + row * inputs.a.ld, column.data(), inputs.a.cols,
+             bound_factor(kind, precision, inputs.a.cols));
 }
 
-std::optional<Finding> judge_launch(const GemmCase& gemm_case, const GemmOperands& before,
-                                    const GemmOperands& after) {
+std::optional<Finding> judge_launch(const GemmCase& gemm_case, Precision precision,
+                                    const GemmOperands& before, const GemmOperands& after) {
   if (auto finding = first_change(before.c, after.c, "C", /*skip_region=*/true)) return finding;
   if (auto finding = first_change(before.a, after.a, "A", false)) return finding;
   if (auto finding = first_change(before.b, after.b, "B", false)) return finding;
@@ -132,13 +134,14 @@ std::optional<Finding> judge_launch(const GemmCase& gemm_case, const GemmOperand
     std::int64_t wrong = 0;
   };
   const std::int64_t k_size = before.a.cols;
+  const double factor = bound_factor(gemm_case.inputs, precision, k_size);
   const std::vector<float> b_columns = columns_of(before.b);
   const auto judge_rows = [&](std::int64_t begin, std::int64_t end, Band& band) {
     for (std::int64_t r = begin; r < end; ++r) {
       for (std::int64_t c = 0; c < after.c.cols; ++c) {
         const float got = after.c.at(r, c);
         const ReferenceElement ref =
-            dot(before.a.data() + r * before.a.ld, b_columns.data() + c * k_size, k_size, gemm_case.inputs);
+            dot(before.a.data() + r * before.a.ld, b_columns.data() + c * k_size, k_size, factor);
         const char* what = nullptr;
         // On the CPU a NaN keeps its payload through arithmetic, so poison in C's region is
         // either never written or computed from poisoned padding or guards.

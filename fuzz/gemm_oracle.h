@@ -1,11 +1,12 @@
 // Judges one launch: did the kernel compute C = A * B, and write nothing but C's region?
 //
 // The reference is computed in double. With small-integer inputs every partial sum is an integer
-// below 2^24, exact in FP32 whatever the summation order, so C must match bit for bit. With real
-// inputs each element must satisfy |c - ref| <= gamma_K * sum_k |a_ik| |b_kj|, the classical bound
-// for a dot product of length K in any order, gamma_K = K u / (1 - K u), u = 2^-24. NaN or Inf in
-// C always fails, and so does any change to the guards, to the padding between N and ldc, or to
-// A and B.
+// below 2^24, exact in FP32 (and TF32 inputs) whatever the summation order, so C must match bit
+// for bit. With real inputs each element must satisfy |c - ref| <= bound * sum_k |a_ik| |b_kj|,
+// the bound of the template's declared precision (tuner/error_bound.h): for fp32 the classical
+// bound for a dot product of length K in any order, gamma_K = K u / (1 - K u), u = 2^-24. NaN or
+// Inf in C always fails, and so does any change to the guards, to the padding between N and ldc,
+// or to A and B.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "fuzz/gemm_case.h"
 #include "fuzz/gemm_operands.h"
+#include "tuner/precision.h"
 
 namespace tiletune {
 
@@ -29,16 +31,16 @@ struct Finding {
 };
 
 // `before` holds the inputs as they were given to the kernel, `after` the three matrices as the
-// kernel left them.
-std::optional<Finding> judge_launch(const GemmCase& gemm_case, const GemmOperands& before,
-                                    const GemmOperands& after);
+// kernel left them; `precision` is the template's declared arithmetic.
+std::optional<Finding> judge_launch(const GemmCase& gemm_case, Precision precision,
+                                    const GemmOperands& before, const GemmOperands& after);
 
 // The double-precision reference value and the error bound of element (row, col).
 struct ReferenceElement {
   double value = 0;
   double bound = 0;
 };
-ReferenceElement reference_element(const GemmOperands& inputs, InputKind kind, std::int64_t row,
-                                   std::int64_t col);
+ReferenceElement reference_element(const GemmOperands& inputs, InputKind kind, Precision precision,
+                                   std::int64_t row, std::int64_t col);
 
 }  // namespace tiletune

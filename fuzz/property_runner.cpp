@@ -45,12 +45,12 @@ constexpr std::string_view kCannotRun = "cannot run this case: ";
 // One case: returns the finding, or nothing when the kernel got it right. Whatever the case
 // throws is a finding: a case that cannot be run proves nothing about the configuration.
 std::optional<std::string> evaluate(GemmExecutor& executor, const GemmCase& gemm_case,
-                                    FuzzVerdict& verdict) {
+                                    Precision precision, FuzzVerdict& verdict) {
   try {
     const GemmOperands before = make_operands(gemm_case);
     GemmOperands after = before;
     executor.run(gemm_case, after);
-    if (auto finding = judge_launch(gemm_case, before, after)) {
+    if (auto finding = judge_launch(gemm_case, precision, before, after)) {
       verdict = FuzzVerdict::wrong_result;
       return finding->to_string();
     }
@@ -109,7 +109,8 @@ void settle_verdict(const rc::detail::TestResult& result, const FuzzSettings& se
 }
 
 FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& config,
-                              const FuzzSettings& settings, const CaseRequirements& requirements) {
+                              Precision precision, const FuzzSettings& settings,
+                              const CaseRequirements& requirements) {
   load_rapidcheck_configuration_quietly();
   const std::vector<std::int64_t> moduli = remainder_moduli(config);
   FuzzReport report;
@@ -133,7 +134,7 @@ FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& confi
     FuzzVerdict verdict = FuzzVerdict::passed;
     std::optional<std::string> finding;
     try {
-      finding = evaluate(executor, gemm_case, verdict);
+      finding = evaluate(executor, gemm_case, precision, verdict);
     } catch (const UnsupportedOnBackend& e) {
       unsupported = std::current_exception();
       launches_broken = true;
@@ -163,9 +164,9 @@ FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& confi
   return report;
 }
 
-FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case) {
+FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case, Precision precision) {
   FuzzReport report;
-  if (auto finding = evaluate(executor, gemm_case, report.verdict)) {
+  if (auto finding = evaluate(executor, gemm_case, precision, report.verdict)) {
     report.counterexample = gemm_case;
     report.finding = *finding;
   } else {

@@ -43,9 +43,10 @@ struct FuzzReport {
   std::string finding;                     // what was wrong with it
 };
 
-// Cases meet `requirements` (the template's, for this configuration; none by default).
+// Cases meet `requirements` (the template's, for this configuration; none by default) and are
+// judged by the bound of `precision`, the template's declared arithmetic.
 FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& config,
-                              const FuzzSettings& settings,
+                              Precision precision, const FuzzSettings& settings,
                               const CaseRequirements& requirements = {});
 
 // How RapidCheck's result settles a report filled in by the property: passed only on success
@@ -55,6 +56,6 @@ void settle_verdict(const rc::detail::TestResult& result, const FuzzSettings& se
                     FuzzReport& report);
 
 // Runs one case once (the replay of a reported counterexample).
-FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case);
+FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case, Precision precision);
 
 }  // namespace tiletune

@@ -81,7 +81,9 @@ struct Launch {
   explicit Launch(const GemmCase& c) : gemm_case(c), before(make_operands(c)), after(before) {
     write_exact_product(before, after.c);
   }
-  std::optional<Finding> judge() const { return judge_launch(gemm_case, before, after); }
+  std::optional<Finding> judge() const {
+    return judge_launch(gemm_case, Precision::fp32, before, after);
+  }
 };
 
 // --- correct results pass -------------------------------------------------------------------
@@ -199,10 +201,13 @@ TEST(GemmOracle, RealResultJustOutsideTheGammaBoundFails) {
 TEST(GemmOracle, ReferenceElementMatchesTheExactSumAndGammaBound) {
   const Launch launch(make_case({3, 5, 100}, 101, 6, 5, InputKind::real, 2));
   const Exact e = exact_element(launch.before, 2, 4);
-  const ReferenceElement ref = reference_element(launch.before, InputKind::real, 2, 4);
+  const ReferenceElement ref =
+      reference_element(launch.before, InputKind::real, Precision::fp32, 2, 4);
   EXPECT_DOUBLE_EQ(ref.value, e.value);
   EXPECT_DOUBLE_EQ(ref.bound, gamma_bound(100, e.magnitude));
-  EXPECT_EQ(reference_element(launch.before, InputKind::small_integers, 2, 4).bound, 0.0);
+  EXPECT_EQ(
+      reference_element(launch.before, InputKind::small_integers, Precision::fp32, 2, 4).bound,
+      0.0);
 }
 
 TEST(GemmOracle, NaNInCIsFound) {
@@ -242,7 +247,7 @@ TEST(GemmOracle, UntouchedPoisonElementIsNeverWritten) {
 TEST(GemmOracle, KernelThatWritesNothingLeavesEveryElementUnwritten) {
   const GemmCase c = packed_case({3, 4, 5}, InputKind::small_integers);
   const GemmOperands before = make_operands(c);
-  const auto finding = judge_launch(c, before, before);
+  const auto finding = judge_launch(c, Precision::fp32, before, before);
   ASSERT_TRUE(finding.has_value());
   EXPECT_EQ(finding->what, "element never written, or computed from poisoned memory");
   EXPECT_EQ(finding->row, 0);

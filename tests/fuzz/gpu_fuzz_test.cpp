@@ -38,7 +38,8 @@ class GpuFuzz : public testing_support::GpuTest {
     settings.cases = cases;
     settings.seed = seed;
     const FuzzReport report =
-        fuzz_configuration(executor, config, settings, CaseRequirements(tmpl, config));
+        fuzz_configuration(executor, config, Precision::fp32, settings,
+                           CaseRequirements(tmpl, config));
     EXPECT_FALSE(executor.context_lost()) << tmpl.name << " [" << config.to_string() << "]";
     return report;
   }
@@ -63,7 +64,7 @@ KernelTemplate tiled_mutant(const std::string& from, const std::string& to, int 
 
 void expect_replays(GemmExecutor& executor, const FuzzReport& report) {
   ASSERT_TRUE(report.counterexample.has_value());
-  const FuzzReport replay = run_single_case(executor, *report.counterexample);
+  const FuzzReport replay = run_single_case(executor, *report.counterexample, Precision::fp32);
   EXPECT_NE(replay.verdict, FuzzVerdict::passed) << "the counterexample "
                                                  << report.counterexample->to_string()
                                                  << " passes when replayed";
@@ -133,7 +134,7 @@ TEST_F(GpuFuzz, MutantLoadingAUnmaskedAlongKIsCaughtAtOneElement) {
     GpuExecutor executor(*device_, mutant, config, image);
     FuzzSettings settings;
     settings.cases = 30;
-    const FuzzReport report = fuzz_configuration(executor, config, settings);
+    const FuzzReport report = fuzz_configuration(executor, config, Precision::fp32, settings);
     ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
     ASSERT_TRUE(report.counterexample.has_value());
     const GemmShape& s = report.counterexample->problem.shape;
@@ -164,9 +165,9 @@ TEST_F(GpuFuzz, MutantWithoutTheSecondBarrierIsCaught) {
     GpuExecutor executor(*device_, mutant, config, image);
     FuzzSettings settings;
     settings.cases = 100;
-    FuzzReport report = fuzz_configuration(executor, config, settings);
+    FuzzReport report = fuzz_configuration(executor, config, Precision::fp32, settings);
     const bool random_cases_caught_it = report.verdict != FuzzVerdict::passed;
-    if (!random_cases_caught_it) report = run_single_case(executor, large);
+    if (!random_cases_caught_it) report = run_single_case(executor, large, Precision::fp32);
     std::cout << "[ race     ] " << config_text << ": "
               << (random_cases_caught_it ? "caught by the random cases" : "caught only by 512x512x512")
               << ": " << report.finding << "\n";

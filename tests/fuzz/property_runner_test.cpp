@@ -75,7 +75,7 @@ FuzzSettings settings(int cases, std::uint64_t seed = 1) {
 
 TEST(PropertyRunner, CorrectExecutorPassesEveryCase) {
   CpuSgemm executor;
-  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100));
+  const FuzzReport report = fuzz_configuration(executor, kTile16, Precision::fp32, settings(100));
   EXPECT_EQ(report.verdict, FuzzVerdict::passed) << report.finding;
   EXPECT_EQ(report.cases_passed, 100);
   EXPECT_EQ(executor.runs, 100);
@@ -86,7 +86,7 @@ TEST(PropertyRunner, CorrectExecutorPassesEveryCase) {
 
 TEST(PropertyRunner, DroppedPartialKTileIsFoundAndShrunkToOneElement) {
   DropsPartialKTile executor;
-  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100));
+  const FuzzReport report = fuzz_configuration(executor, kTile16, Precision::fp32, settings(100));
   ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
   ASSERT_TRUE(report.counterexample.has_value());
   const GemmShape& s = report.counterexample->problem.shape;
@@ -104,7 +104,8 @@ TEST(PropertyRunner, BugAfterAWholeKTileIsShrunkToOneWholeTilePlusARemainder) {
   class DropsPartialKTileAfterAWholeOne : public CpuSgemm {
     std::int64_t k_end(std::int64_t k) const override { return k > 16 ? k / 16 * 16 : k; }
   } executor;
-  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100, 9));
+  const FuzzReport report = fuzz_configuration(executor, kTile16, Precision::fp32,
+                                               settings(100, 9));
   ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
   ASSERT_TRUE(report.counterexample.has_value());
   const GemmShape& s = report.counterexample->problem.shape;
@@ -122,7 +123,7 @@ TEST(PropertyRunner, BugAfterAWholeKTileIsShrunkToOneWholeTilePlusARemainder) {
 
 TEST(PropertyRunner, IgnoredLdcIsFoundWithAStridedMinimalCase) {
   IgnoresLdc executor;
-  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100));
+  const FuzzReport report = fuzz_configuration(executor, kTile16, Precision::fp32, settings(100));
   ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
   ASSERT_TRUE(report.counterexample.has_value());
   const GemmProblem& p = report.counterexample->problem;
@@ -144,7 +145,8 @@ TEST(PropertyRunner, IgnoredLdcIsCaughtInEveryThirtyCaseRun) {
   std::string seeds;
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
     IgnoresLdc executor;
-    if (fuzz_configuration(executor, kTile16, settings(30, seed)).verdict == FuzzVerdict::passed) {
+    if (fuzz_configuration(executor, kTile16, Precision::fp32,
+                           settings(30, seed)).verdict == FuzzVerdict::passed) {
       ++missed;
       seeds += " " + std::to_string(seed);
     }
@@ -154,10 +156,11 @@ TEST(PropertyRunner, IgnoredLdcIsCaughtInEveryThirtyCaseRun) {
 
 TEST(PropertyRunner, CounterexampleReplaysToTheSameFinding) {
   DropsPartialKTile executor;
-  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100, 7));
+  const FuzzReport report = fuzz_configuration(executor, kTile16, Precision::fp32,
+                                               settings(100, 7));
   ASSERT_TRUE(report.counterexample.has_value());
 
-  const FuzzReport replay = run_single_case(executor, *report.counterexample);
+  const FuzzReport replay = run_single_case(executor, *report.counterexample, Precision::fp32);
   EXPECT_EQ(replay.verdict, FuzzVerdict::wrong_result);
   EXPECT_EQ(replay.finding, report.finding);
   ASSERT_TRUE(replay.counterexample.has_value());
@@ -166,13 +169,13 @@ TEST(PropertyRunner, CounterexampleReplaysToTheSameFinding) {
 
   // The text form replays too (what `tiletune fuzz --case` takes).
   const GemmCase parsed = GemmCase::parse(report.counterexample->to_string());
-  EXPECT_EQ(run_single_case(executor, parsed).finding, report.finding);
+  EXPECT_EQ(run_single_case(executor, parsed, Precision::fp32).finding, report.finding);
 }
 
 TEST(PropertyRunner, SameSeedGivesTheSameCounterexample) {
   DropsPartialKTile first, second;
-  const FuzzReport a = fuzz_configuration(first, kTile16, settings(100, 42));
-  const FuzzReport b = fuzz_configuration(second, kTile16, settings(100, 42));
+  const FuzzReport a = fuzz_configuration(first, kTile16, Precision::fp32, settings(100, 42));
+  const FuzzReport b = fuzz_configuration(second, kTile16, Precision::fp32, settings(100, 42));
   ASSERT_TRUE(a.counterexample.has_value());
   ASSERT_TRUE(b.counterexample.has_value());
   EXPECT_EQ(a.counterexample->to_string(), b.counterexample->to_string());
@@ -185,7 +188,7 @@ TEST(PropertyRunner, WithoutShrinkingTheFirstFailingCaseIsReported) {
   DropsPartialKTile executor;
   FuzzSettings s = settings(100, 3);
   s.shrink = false;
-  const FuzzReport report = fuzz_configuration(executor, kTile16, s);
+  const FuzzReport report = fuzz_configuration(executor, kTile16, Precision::fp32, s);
   ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result);
   ASSERT_TRUE(report.counterexample.has_value());
   EXPECT_EQ(report.shrink_steps, 0);
@@ -202,7 +205,7 @@ TEST(PropertyRunner, WithoutShrinkingTheFirstFailingCaseIsReported) {
 
 TEST(PropertyRunner, LaunchErrorIsItsOwnVerdictAndStopsLaunching) {
   AlwaysFailsToLaunch executor;
-  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(100));
+  const FuzzReport report = fuzz_configuration(executor, kTile16, Precision::fp32, settings(100));
   EXPECT_EQ(report.verdict, FuzzVerdict::launch_error);
   EXPECT_THAT(report.finding, StartsWith("launch failed: "));
   EXPECT_THAT(report.finding, HasSubstr("CUDA_ERROR_ILLEGAL_ADDRESS"));
@@ -215,7 +218,7 @@ TEST(PropertyRunner, RunSingleCaseJudgesOneCase) {
   const GemmCase c = GemmCase::parse("5x7x19 lda=21 ldb=7 ldc=9 inputs=small_integers data=4 schedule=0");
   {
     CpuSgemm correct;
-    const FuzzReport report = run_single_case(correct, c);
+    const FuzzReport report = run_single_case(correct, c, Precision::fp32);
     EXPECT_EQ(report.verdict, FuzzVerdict::passed) << report.finding;
     EXPECT_EQ(report.cases_passed, 1);
     EXPECT_EQ(correct.runs, 1);
@@ -223,7 +226,7 @@ TEST(PropertyRunner, RunSingleCaseJudgesOneCase) {
   }
   {
     DropsPartialKTile buggy;  // 19 = 16 + 3: the last 3 products are missing everywhere
-    const FuzzReport report = run_single_case(buggy, c);
+    const FuzzReport report = run_single_case(buggy, c, Precision::fp32);
     EXPECT_EQ(report.verdict, FuzzVerdict::wrong_result);
     EXPECT_EQ(report.cases_passed, 0);
     EXPECT_THAT(report.finding, StartsWith("wrong element at C[0][0]"));
@@ -232,11 +235,12 @@ TEST(PropertyRunner, RunSingleCaseJudgesOneCase) {
   }
   {
     IgnoresLdc buggy;
-    EXPECT_THAT(run_single_case(buggy, c).finding, StartsWith("write outside C: padding at row 0"));
+    EXPECT_THAT(run_single_case(buggy, c, Precision::fp32).finding,
+                StartsWith("write outside C: padding at row 0"));
   }
   {
     AlwaysFailsToLaunch broken;
-    const FuzzReport report = run_single_case(broken, c);
+    const FuzzReport report = run_single_case(broken, c, Precision::fp32);
     EXPECT_EQ(report.verdict, FuzzVerdict::launch_error);
     EXPECT_THAT(report.finding, StartsWith("launch failed: "));
   }
@@ -247,7 +251,8 @@ TEST(PropertyRunner, BugOnlyInLongCasesIsStillFound) {
   class WrongBeyondK200 : public CpuSgemm {
     std::int64_t k_end(std::int64_t k) const override { return k > 200 ? k - 1 : k; }
   } executor;
-  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(300, 5));
+  const FuzzReport report = fuzz_configuration(executor, kTile16, Precision::fp32,
+                                               settings(300, 5));
   ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result);
   ASSERT_TRUE(report.counterexample.has_value());
   EXPECT_GT(report.counterexample->problem.shape.k, 200);
@@ -274,7 +279,7 @@ class ZeroGridBelowTile : public CpuSgemm {
 
 TEST(PropertyRunner, ACaseThatCannotRunFailsWithItsReasonAndAMinimalCase) {
   ZeroGridBelowTile executor;
-  const FuzzReport report = fuzz_configuration(executor, kTile16, settings(50));
+  const FuzzReport report = fuzz_configuration(executor, kTile16, Precision::fp32, settings(50));
   EXPECT_EQ(report.verdict, FuzzVerdict::cannot_run) << report.finding;
   EXPECT_THAT(report.finding, StartsWith("cannot run this case: floor: grid x"));
   ASSERT_TRUE(report.counterexample.has_value());
@@ -289,12 +294,12 @@ TEST(PropertyRunner, AnythingThrownButALaunchErrorFailsARunOfOneCase) {
     void run(const GemmCase&, GemmOperands&) override { throw 7; }
   } executor;
   const GemmCase c = GemmCase::parse("5x7x19 lda=21 ldb=7 ldc=9 inputs=small_integers data=4 schedule=0");
-  const FuzzReport report = run_single_case(executor, c);
+  const FuzzReport report = run_single_case(executor, c, Precision::fp32);
   EXPECT_EQ(report.verdict, FuzzVerdict::cannot_run);
   EXPECT_THAT(report.finding, StartsWith("cannot run this case: "));
   EXPECT_EQ(report.cases_passed, 0);
   ZeroGridBelowTile floor;
-  EXPECT_EQ(run_single_case(floor, c).verdict, FuzzVerdict::cannot_run);
+  EXPECT_EQ(run_single_case(floor, c, Precision::fp32).verdict, FuzzVerdict::cannot_run);
 }
 
 TEST(PropertyRunner, WhatTheBackendCannotRunIsThrownForTheCallerToSkip) {
@@ -303,9 +308,10 @@ TEST(PropertyRunner, WhatTheBackendCannotRunIsThrownForTheCallerToSkip) {
       throw UnsupportedOnBackend("not supported on the CPU backend: 300000 bytes of dynamic shared memory");
     }
   } executor;
-  EXPECT_THROW(fuzz_configuration(executor, kTile16, settings(20)), UnsupportedOnBackend);
+  EXPECT_THROW(fuzz_configuration(executor, kTile16, Precision::fp32, settings(20)),
+               UnsupportedOnBackend);
   const GemmCase c = GemmCase::parse("5x7x19");
-  EXPECT_THROW(run_single_case(executor, c), UnsupportedOnBackend);
+  EXPECT_THROW(run_single_case(executor, c, Precision::fp32), UnsupportedOnBackend);
 }
 
 // A template whose kernel has no row mask and loads A four floats at a time.
@@ -332,7 +338,8 @@ TEST(PropertyRunner, EveryCaseMeetsTheRequirementsAndAllCasesRun) {
       "// tiletune: require M % 8 == 0 && lda % 4 == 0\n// tiletune: require ldc % 4 == 0\n");
   ChecksRequirements executor(tmpl);
   const FuzzReport report =
-      fuzz_configuration(executor, kTile16, settings(100), CaseRequirements(tmpl, kTile16));
+      fuzz_configuration(executor, kTile16, Precision::fp32, settings(100),
+                         CaseRequirements(tmpl, kTile16));
   EXPECT_EQ(report.verdict, FuzzVerdict::passed) << report.finding;
   EXPECT_EQ(report.cases_passed, 100);
   EXPECT_EQ(executor.runs, 100);
@@ -346,7 +353,8 @@ TEST(PropertyRunner, AShrunkCaseMeetsTheRequirements) {
     std::int64_t k_end(std::int64_t k) const override { return k / 16 * 16; }  // drops K's last partial tile
   } executor(tmpl);
   const FuzzReport report =
-      fuzz_configuration(executor, kTile16, settings(100), CaseRequirements(tmpl, kTile16));
+      fuzz_configuration(executor, kTile16, Precision::fp32, settings(100),
+                         CaseRequirements(tmpl, kTile16));
   ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
   ASSERT_TRUE(report.counterexample.has_value());
   const GemmProblem& minimal = report.counterexample->problem;
@@ -360,7 +368,8 @@ TEST(PropertyRunner, RequirementsNoCaseMeetsAreAnErrorNamingThem) {
     const KernelTemplate tmpl = aligned_template("// tiletune: require " + requirement + "\n");
     CpuSgemm executor;
     const FuzzReport report =
-        fuzz_configuration(executor, kTile16, settings(20), CaseRequirements(tmpl, kTile16));
+        fuzz_configuration(executor, kTile16, Precision::fp32, settings(20),
+                           CaseRequirements(tmpl, kTile16));
     EXPECT_EQ(report.verdict, FuzzVerdict::too_few_cases);
     EXPECT_THAT(report.finding, HasSubstr("no case meets requirement '" + requirement + "'"));
     EXPECT_EQ(report.cases_passed, 0);

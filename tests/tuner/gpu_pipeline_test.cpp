@@ -10,9 +10,12 @@
 #include <optional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "db/result_store.h"
 #include "tests/gpu_test.h"
+#include "tuner/cuda_driver.h"
+#include "tuner/error_bound.h"
 #include "tuner/gpu_kernel.h"
 #include "tuner/nvrtc_compiler.h"
 #include "tuner/pipeline/kernel_timer.h"
@@ -58,7 +61,8 @@ TEST_F(GpuPipeline, ShapeVerifierAcceptsTiledAtAnAwkwardShape) {
   for (const char* text : {"TILE=16,PAD=0,SWIZZLE=0", "TILE=16,PAD=0,SWIZZLE=1", "TILE=32,PAD=1,SWIZZLE=0"}) {
     const Configuration config = tmpl.parse_configuration(text);
     const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry);
-    const auto wrong = verifier.verify(kernel, tmpl.launch_geometry(config, shape));
+    const auto wrong = verifier.verify(kernel, tmpl.launch_geometry(config, shape),
+                                       Precision::fp32);
     EXPECT_FALSE(wrong.has_value()) << text << ": " << *wrong;
   }
 }
@@ -69,7 +73,8 @@ TEST_F(GpuPipeline, ShapeVerifierAcceptsNaiveWithWideLeadingDimensions) {
   const KernelTemplate tmpl = load_template(kTemplates / "naive.cu");
   const Configuration config = tmpl.parse_configuration("BLOCK_X=32,BLOCK_Y=4");
   const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry);
-  const auto wrong = verifier.verify(kernel, tmpl.launch_geometry(config, problem.shape));
+  const auto wrong = verifier.verify(kernel, tmpl.launch_geometry(config, problem.shape),
+                                     Precision::fp32);
   EXPECT_FALSE(wrong.has_value()) << *wrong;
 }
 
@@ -81,7 +86,8 @@ TEST_F(GpuPipeline, ShapeVerifierRejectsAMutantWithoutTheStoreMask) {
   const GpuKernel kernel(compile_configuration(mutant, config, arch()), mutant.entry);
   ShapeVerifier verifier(*device_, GemmProblem::packed(shape), 1);
   try {
-    const auto wrong = verifier.verify(kernel, mutant.launch_geometry(config, shape));
+    const auto wrong = verifier.verify(kernel, mutant.launch_geometry(config, shape),
+                                       Precision::fp32);
     ASSERT_TRUE(wrong.has_value()) << "the mutant passed";
     EXPECT_THAT(*wrong, StartsWith("at the full shape 257x263x129: "));
     EXPECT_THAT(*wrong, HasSubstr("elements wrong, the first C["));
@@ -98,7 +104,8 @@ TEST_F(GpuPipeline, ShapeVerifierRejectsAKernelThatSkipsTheLastKTile) {
   const Configuration config = mutant.parse_configuration("TILE=16,PAD=0,SWIZZLE=0");
   const GpuKernel kernel(compile_configuration(mutant, config, arch()), mutant.entry);
   ShapeVerifier verifier(*device_, GemmProblem::packed(shape), 3);
-  const auto wrong = verifier.verify(kernel, mutant.launch_geometry(config, shape));
+  const auto wrong = verifier.verify(kernel, mutant.launch_geometry(config, shape),
+                                     Precision::fp32);
   ASSERT_TRUE(wrong.has_value());
   EXPECT_THAT(*wrong, StartsWith("at the full shape 64x64x129: 4096 elements wrong, the first C[0][0]"));
 }
@@ -116,12 +123,41 @@ TEST_F(GpuPipeline, ShapeVerifierChecksAnyLaunchOfItsProblem) {
   const auto right = verifier.verify([&](CUstream stream) {
     ++launches;
     kernel.launch(geometry, verifier.a(), verifier.b(), verifier.c(), verifier.problem(), stream);
-  });
+  }, Precision::fp32);
   EXPECT_FALSE(right.has_value()) << *right;
   EXPECT_EQ(launches, 1);
-  const auto nothing = verifier.verify([](CUstream) {});
+  const auto nothing = verifier.verify([](CUstream) {}, Precision::fp32);
   ASSERT_TRUE(nothing.has_value()) << "a launch that wrote nothing passed";
   EXPECT_THAT(*nothing, StartsWith("at the full shape 257x263x129: 67591 elements wrong"));
+}
+
+TEST_F(GpuPipeline, ShapeVerifierJudgesByTheDeclaredPrecision) {
+  // C computed on the host from A and B rounded to TF32 (as a TF32 template does) and written in
+  // by the launch: right for tf32 and wrong for fp32, whose bound is K * 2^-24.
+  const GemmShape shape{96, 80, 64};
+  ShapeVerifier verifier(*device_, GemmProblem::packed(shape), 3);
+  std::vector<float> a(std::size_t(shape.m * shape.k)), b(std::size_t(shape.k * shape.n));
+  const CudaDriver& cu = cuda_driver();
+  ASSERT_EQ(cu.cuMemcpyDtoH(a.data(), verifier.a(), a.size() * sizeof(float)), CUDA_SUCCESS);
+  ASSERT_EQ(cu.cuMemcpyDtoH(b.data(), verifier.b(), b.size() * sizeof(float)), CUDA_SUCCESS);
+  std::vector<float> c(std::size_t(shape.m * shape.n));
+  for (std::int64_t i = 0; i < shape.m; ++i) {
+    for (std::int64_t j = 0; j < shape.n; ++j) {
+      float sum = 0;  // products of TF32 values are exact in FP32
+      for (std::int64_t k = 0; k < shape.k; ++k) {
+        sum += round_to_tf32(a[i * shape.k + k]) * round_to_tf32(b[k * shape.n + j]);
+      }
+      c[std::size_t(i * shape.n + j)] = sum;
+    }
+  }
+  const auto write_c = [&](CUstream) {
+    ASSERT_EQ(cu.cuMemcpyHtoD(verifier.c(), c.data(), c.size() * sizeof(float)), CUDA_SUCCESS);
+  };
+  const auto as_tf32 = verifier.verify(write_c, Precision::tf32);
+  EXPECT_FALSE(as_tf32.has_value()) << *as_tf32;
+  const auto as_fp32 = verifier.verify(write_c, Precision::fp32);
+  ASSERT_TRUE(as_fp32.has_value()) << "TF32 inputs passed the fp32 bound";
+  EXPECT_THAT(*as_fp32, StartsWith("at the full shape 96x80x64: "));
 }
 
 // --- timing ---------------------------------------------------------------------------------

@@ -90,7 +90,9 @@ TEST_P(ShippedTemplate, EveryConfigurationCompiles) {
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ShippedTemplate,
     ::testing::Values(TemplateAndArch{"naive.cu", "sm_90"}, TemplateAndArch{"naive.cu", "sm_80"},
-                      TemplateAndArch{"tiled.cu", "sm_90"}, TemplateAndArch{"tiled.cu", "sm_80"}),
+                      TemplateAndArch{"tiled.cu", "sm_90"}, TemplateAndArch{"tiled.cu", "sm_80"},
+                      TemplateAndArch{"tf32_mma.cu", "sm_90"},
+                      TemplateAndArch{"tf32x3_mma.cu", "sm_90"}),
     [](const ::testing::TestParamInfo<TemplateAndArch>& info) {
       std::string file = info.param.file;
       return file.substr(0, file.find('.')) + "_" + info.param.arch;

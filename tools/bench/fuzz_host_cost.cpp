@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
       for (std::int64_t c = 0; c < after.c.cols; ++c) after.c.at(r, c) = 0;
     }
     start = Clock::now();
-    (void)tiletune::judge_launch(gemm_case, before, after);
+    (void)tiletune::judge_launch(gemm_case, tiletune::Precision::fp32, before, after);
     judge_ms += milliseconds_since(start);
     const tiletune::GemmShape& s = gemm_case.problem.shape;
     multiply_adds += double(s.m) * double(s.n) * double(s.k);

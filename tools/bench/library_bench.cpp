@@ -157,7 +157,7 @@ void verify_run(ShapeVerifier& verifier, const Gemm& gemm, const std::string& wh
   const Problem problem = to_problem(verifier.problem());
   require_right(verifier.verify([&](CUstream stream) {
     gemm.run(problem, host_view(verifier.a()), host_view(verifier.b()), host_view_mutable(verifier.c()), stream);
-  }), what);
+  }, Precision::fp32), what);
 }
 
 // The first-call cost at the verifier's problem. The cold call comes before anything else in the
@@ -223,8 +223,10 @@ OverheadResult measure_overhead(const LibraryBenchOptions& options, const Gemm& 
   const auto library_call = [&] {
     gemm.run(problem, host_view(verifier.a()), host_view(verifier.b()), host_view_mutable(verifier.c()));
   };
-  require_right(verifier.verify([&](CUstream) { direct_call(); }), "the direct launch");
-  require_right(verifier.verify([&](CUstream) { library_call(); }), "the library's run");
+  require_right(verifier.verify([&](CUstream) { direct_call(); }, tmpl.precision),
+                "the direct launch");
+  require_right(verifier.verify([&](CUstream) { library_call(); }, tmpl.precision),
+                "the library's run");
 
   OverheadResult result;
   result.shape = verifier.problem().shape;
@@ -274,8 +276,9 @@ void measure_suite(const LibraryBenchOptions& options, const Gemm& gemm, const R
     const auto library = [&](CUstream s) {
       gemm.run(problem, host_view(verifier.a()), host_view(verifier.b()), host_view_mutable(verifier.c()), s);
     };
-    require_right(verifier.verify(kernel, geometry), fmt::format("{} [{}]", tmpl.name, best->config));
-    require_right(verifier.verify(library),
+    require_right(verifier.verify(kernel, geometry, tmpl.precision),
+                  fmt::format("{} [{}]", tmpl.name, best->config));
+    require_right(verifier.verify(library, tmpl.precision),
                   fmt::format("the library's run of {} [{}]", plan.template_name, plan.config));
 
     SuiteRow row;

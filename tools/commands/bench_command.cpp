@@ -83,7 +83,7 @@ int run(const BenchOptions& options) {
     const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
     tmpl.check_requirements(config, GemmProblem::packed(shape));
     ShapeVerifier verifier(device, GemmProblem::packed(shape), 7);
-    if (auto wrong = verifier.verify(kernel, geometry)) {
+    if (auto wrong = verifier.verify(kernel, geometry, tmpl.precision)) {
       throw std::runtime_error(fmt::format("{} [{}] is wrong: {}", tmpl.name, best->config, *wrong));
     }
     const GemmProblem& problem = verifier.problem();

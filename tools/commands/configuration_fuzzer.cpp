@@ -123,7 +123,8 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
       outcome.kind = Kind::skipped;
       outcome.detail = skip_reason;
     } else if (replay.empty()) {
-      outcome.report = fuzz_configuration(*executor, config, settings, CaseRequirements(tmpl, config));
+      outcome.report = fuzz_configuration(*executor, config, tmpl.precision, settings,
+                                          CaseRequirements(tmpl, config));
       if (gpu != nullptr && outcome.report.verdict == FuzzVerdict::passed) {
         const LargeIndexProbe& probe = *backend.large_index_probe();
         if (auto why = probe.unavailable()) {
@@ -157,7 +158,7 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
                                        gemm_case.problem.to_string());
           break;
         } else {
-          one = run_single_case(*executor, gemm_case);
+          one = run_single_case(*executor, gemm_case, tmpl.precision);
         }
         outcome.report.cases_passed += one.cases_passed;
         if (one.verdict != FuzzVerdict::passed) {

@@ -131,7 +131,8 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     if (request.fuzz) {
       stage("fuzz");
       AnnouncingExecutor announced(*executor, before_case);
-      const FuzzReport fuzz = fuzz_configuration(announced, config, request.fuzz_settings,
+      const FuzzReport fuzz = fuzz_configuration(announced, config, tmpl.precision,
+                                                 request.fuzz_settings,
                                                  CaseRequirements(tmpl, config));
       // Fewer cases than asked is never a pass (fuzz_configuration settles the same).
       if (fuzz.verdict != FuzzVerdict::passed || fuzz.cases_passed < request.fuzz_settings.cases) {
@@ -152,7 +153,7 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     stage("verify");
     const GemmCase full = full_shape_case(request.shape, request.data_seed);
     tmpl.check_requirements(config, full.problem);
-    const FuzzReport check = run_single_case(*executor, full);
+    const FuzzReport check = run_single_case(*executor, full, tmpl.precision);
     if (check.verdict != FuzzVerdict::passed) {
       result.status = check.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
                                                                  : ResultStatus::launch_error;

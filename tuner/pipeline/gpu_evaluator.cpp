@@ -65,7 +65,8 @@ EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     if (request.fuzz) {
       stage("fuzz");
       AnnouncingExecutor announced(executor, before_case);
-      const FuzzReport fuzz = fuzz_configuration(announced, config, request.fuzz_settings,
+      const FuzzReport fuzz = fuzz_configuration(announced, config, tmpl.precision,
+                                                 request.fuzz_settings,
                                                  CaseRequirements(tmpl, config));
       // Fewer cases than asked is never a pass (fuzz_configuration settles the same).
       if (fuzz.verdict != FuzzVerdict::passed || fuzz.cases_passed < request.fuzz_settings.cases) {
@@ -88,7 +89,7 @@ EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     }
     ShapeVerifier& full = verifier(request.shape, request.data_seed, stage);
     stage("verify");
-    if (auto wrong = full.verify(executor.kernel(), geometry)) {
+    if (auto wrong = full.verify(executor.kernel(), geometry, tmpl.precision)) {
       result.status = ResultStatus::wrong_result;
       result.detail = *wrong;
       return outcome;

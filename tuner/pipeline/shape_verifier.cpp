@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "tuner/error_bound.h"
 #include "tuner/nvrtc_compiler.h"
 
 namespace tiletune {
@@ -14,31 +15,32 @@ namespace {
 // The reference beside the fast code it checks: one thread per element, FP64 accumulation.
 constexpr const char* kReferenceSource = R"(
 extern "C" __global__ void reference_gemm(const float* A, const float* B, double* reference,
-                                          float* bound, int M, int N, int K, int lda, int ldb,
-                                          double gamma) {
+                                          double* magnitude, int M, int N, int K, int lda,
+                                          int ldb) {
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   const int row = blockIdx.y * blockDim.y + threadIdx.y;
   if (row >= M || col >= N) return;
-  double sum = 0.0, magnitude = 0.0;
+  double sum = 0.0, sum_of_magnitudes = 0.0;
   for (int k = 0; k < K; ++k) {
     const double product = (double)A[(size_t)row * lda + k] * (double)B[(size_t)k * ldb + col];
     sum += product;
-    magnitude += fabs(product);
+    sum_of_magnitudes += fabs(product);
   }
   reference[(size_t)row * N + col] = sum;
-  bound[(size_t)row * N + col] = (float)(gamma * magnitude);
+  magnitude[(size_t)row * N + col] = sum_of_magnitudes;
 }
 
 // verdict[0]: how many elements are wrong; verdict[1]: the smallest wrong index (row * N + col).
+// An element is wrong past relative_bound * sum_k |a_ik||b_kj| (tuner/error_bound.h).
 extern "C" __global__ void compare_gemm(const float* C, int ldc, const double* reference,
-                                        const float* bound, int M, int N,
-                                        unsigned long long* verdict) {
+                                        const double* magnitude, double relative_bound, int M,
+                                        int N, unsigned long long* verdict) {
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   const int row = blockIdx.y * blockDim.y + threadIdx.y;
   if (row >= M || col >= N) return;
   const size_t index = (size_t)row * N + col;
   const double got = C[(size_t)row * ldc + col];
-  if (!(fabs(got - reference[index]) <= (double)bound[index])) {  // NaN fails too
+  if (!(fabs(got - reference[index]) <= relative_bound * magnitude[index])) {  // NaN fails too
     atomicAdd(&verdict[0], 1ull);
     atomicMin(&verdict[1], (unsigned long long)index);
   }
@@ -70,7 +72,7 @@ ShapeVerifier::ShapeVerifier(const GpuDevice& device, const GemmProblem& problem
   b_ = DeviceBuffer::from(random_matrix(std::size_t(s.k) * problem.ldb, random));
   c_ = DeviceBuffer(std::size_t(s.m) * problem.ldc * sizeof(float));
   reference_ = DeviceBuffer(std::size_t(s.m) * s.n * sizeof(double));
-  bound_ = DeviceBuffer(std::size_t(s.m) * s.n * sizeof(float));
+  magnitude_ = DeviceBuffer(std::size_t(s.m) * s.n * sizeof(double));
   verdict_ = DeviceBuffer(2 * sizeof(unsigned long long));
 
   const CompiledKernelImage image = compile_cuda_source(
@@ -81,12 +83,9 @@ ShapeVerifier::ShapeVerifier(const GpuDevice& device, const GemmProblem& problem
   check_cuda(cu.cuModuleGetFunction(&reference, module_, "reference_gemm"), "reference_gemm");
   check_cuda(cu.cuModuleGetFunction(&compare_, module_, "compare_gemm"), "compare_gemm");
 
-  const double unit = 1.0 / (1 << 24);
-  const double gamma = double(s.k) * unit / (1.0 - double(s.k) * unit);
-  CUdeviceptr a = a_.get(), b = b_.get(), ref = reference_.get(), bound = bound_.get();
+  CUdeviceptr a = a_.get(), b = b_.get(), ref = reference_.get(), magnitude = magnitude_.get();
   int m = int(s.m), n = int(s.n), k = int(s.k), lda = int(problem.lda), ldb = int(problem.ldb);
-  double g = gamma;
-  void* arguments[] = {&a, &b, &ref, &bound, &m, &n, &k, &lda, &ldb, &g};
+  void* arguments[] = {&a, &b, &ref, &magnitude, &m, &n, &k, &lda, &ldb};
   const auto grid = grid_over(s);
   check_cuda(cu.cuLaunchKernel(reference, grid[0], grid[1], 1, 16, 16, 1, 0, nullptr, arguments,
                                nullptr),
@@ -99,13 +98,17 @@ ShapeVerifier::~ShapeVerifier() {
 }
 
 std::optional<std::string> ShapeVerifier::verify(const GpuKernel& kernel,
-                                                 const LaunchGeometry& geometry) {
-  return verify([&](CUstream stream) {
-    kernel.launch(geometry, a_.get(), b_.get(), c_.get(), problem_, stream);
-  });
+                                                 const LaunchGeometry& geometry,
+                                                 Precision precision) {
+  return verify(
+      [&](CUstream stream) {
+        kernel.launch(geometry, a_.get(), b_.get(), c_.get(), problem_, stream);
+      },
+      precision);
 }
 
-std::optional<std::string> ShapeVerifier::verify(const std::function<void(CUstream)>& launch) {
+std::optional<std::string> ShapeVerifier::verify(const std::function<void(CUstream)>& launch,
+                                                 Precision precision) {
   const CudaDriver& cu = cuda_driver();
   const GemmShape& s = problem_.shape;
   check_cuda(cu.cuMemsetD32(c_.get(), kPoisonBits, c_.bytes() / sizeof(float)), "poison C");
@@ -115,9 +118,11 @@ std::optional<std::string> ShapeVerifier::verify(const std::function<void(CUstre
   launch(nullptr);
   check_cuda(cu.cuCtxSynchronize(), "kernel execution");
 
-  CUdeviceptr c = c_.get(), ref = reference_.get(), bound = bound_.get(), verdict = verdict_.get();
+  CUdeviceptr c = c_.get(), ref = reference_.get(), magnitude = magnitude_.get();
+  CUdeviceptr verdict = verdict_.get();
   int m = int(s.m), n = int(s.n), ldc = int(problem_.ldc);
-  void* arguments[] = {&c, &ldc, &ref, &bound, &m, &n, &verdict};
+  double relative_bound = relative_error_bound(precision, s.k);
+  void* arguments[] = {&c, &ldc, &ref, &magnitude, &relative_bound, &m, &n, &verdict};
   const auto grid = grid_over(s);
   check_cuda(cu.cuLaunchKernel(compare_, grid[0], grid[1], 1, 16, 16, 1, 0, nullptr, arguments,
                                nullptr),

@@ -3,8 +3,9 @@
 // The fuzzer's properties run on small awkward shapes against a CPU reference; a bug that only
 // shows at scale (32-bit index overflow, a grid dimension limit) needs the real shape, where a CPU
 // reference would take minutes. So the reference lives on the GPU: a plain double-precision
-// kernel, computed once per shape together with each element's error bound
-// gamma_K * sum_k |a_ik||b_kj|, then compared with every configuration's output.
+// kernel, computed once per shape together with each element's sum_k |a_ik||b_kj|, then compared
+// with every configuration's output within the bound of the precision its template declares
+// (tuner/error_bound.h).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "tuner/gemm_shape.h"
 #include "tuner/gpu_device.h"
 #include "tuner/gpu_kernel.h"
+#include "tuner/precision.h"
 
 namespace tiletune {
 
@@ -30,17 +32,19 @@ class ShapeVerifier {
   CUdeviceptr c() const { return c_.get(); }
   const GemmProblem& problem() const { return problem_; }
 
-  // Poisons C, launches once, and compares. Returns what is wrong, or nothing when C is right.
-  // Throws CudaError when the launch fails.
-  std::optional<std::string> verify(const GpuKernel& kernel, const LaunchGeometry& geometry);
+  // Poisons C, launches once, and compares within the bound of `precision`. Returns what is
+  // wrong, or nothing when C is right. Throws CudaError when the launch fails.
+  std::optional<std::string> verify(const GpuKernel& kernel, const LaunchGeometry& geometry,
+                                    Precision precision);
   // The same for any launch of the problem on a() and b() into c(), enqueued by `launch` on the
   // stream it is given (the runtime library's run, cuBLAS). Throws CudaError when it fails.
-  std::optional<std::string> verify(const std::function<void(CUstream)>& launch);
+  std::optional<std::string> verify(const std::function<void(CUstream)>& launch,
+                                    Precision precision);
 
  private:
   GemmProblem problem_;
   DeviceBuffer a_, b_, c_;
-  DeviceBuffer reference_, bound_, verdict_;
+  DeviceBuffer reference_, magnitude_, verdict_;
   CUmodule module_ = nullptr;
   CUfunction compare_ = nullptr;
 };
