@@ -221,7 +221,7 @@ int run(const TuneOptions& options) {
       if (options.missed) {
         // Tuned at last, the library finds an exact record: forgotten at once, so that a tune cut
         // short keeps the misses of what it has not reached. Without a winner it stays missed.
-        if (store.best(gpu.name, shape, tmpl.name)) {
+        if (store.best(gpu.name, shape, tmpl.name, tmpl.precision)) {
           store.forget_misses(gpu.name, tmpl.name, shape);
           ++forgotten;
         } else {
@@ -240,7 +240,7 @@ int run(const TuneOptions& options) {
   for (const auto& [tmpl, shapes] : plans) {
     for (const GemmShape& shape : shapes) {
       const TuningSummary& summary = summaries[i++];
-      const auto recorded = store.best(gpu.name, shape, tmpl.name);
+      const auto recorded = store.best(gpu.name, shape, tmpl.name, tmpl.precision);
       const std::string overall = recorded ? fmt::format("{:.2f} TFLOP/s", recorded->tflops) : "none";
       const std::string settled = fmt::format("{}/{}", summary.settled, summary.space);
       if (summary.best) {
