@@ -60,7 +60,7 @@ expect fuzz-workers-capped 0 'capped to' "$BIN" tune kernels_src/naive.cu --shap
 expect sanitize-private-logs 0 'configurations passed, 0 failed' \
   "$BIN" fuzz kernels_src/tiled.cu --sample 2 --cases 10 --sanitize --sanitize-cases 2
 if [ -n "$TESTS" ]; then
-  for t in gpu_pipeline_tests fuzz_gpu_tests entry_contract_tests; do
+  for t in gpu_pipeline_tests fuzz_gpu_tests entry_contract_tests device_library_gpu_tests; do
     expect "gtest-$t" 0 '^\[  PASSED  \]' "$TESTS/$t"
   done
   # The CLI tests that need a GPU (the others run in CI).

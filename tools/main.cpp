@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   cli::add_export_command(app, exit_code);
   cli::add_profile_command(app, exit_code);
   cli::add_report_command(app, exit_code);
+  cli::add_merge_command(app, exit_code);
   cli::add_lab_command(app, exit_code);
   cli::add_worker_command(app, exit_code);
 

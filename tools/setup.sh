@@ -2,7 +2,9 @@
 # Installs what tiletune builds with (Debian packages) and builds it into ./build.
 # The CUDA 13 toolkit (headers and NVRTC) is expected at /usr/local/cuda or $CUDA_HOME.
 # For the report's browser test (tests/report): Debian's chromium, node and npm where missing, and
-# playwright-core as tests/report/package-lock.json pins it (no browser download).
+# playwright-core as tests/report/package-lock.json pins it (no browser download). For the Slurm
+# test (tests/slurm), which starts a private cluster of its own: Debian's Slurm and munge, whose
+# system services stay down without /etc/slurm/slurm.conf.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,18 +17,30 @@ browser_missing=()
 dpkg -s chromium >/dev/null 2>&1 || browser_missing+=(chromium)
 command -v node >/dev/null || browser_missing+=(nodejs)
 command -v npm >/dev/null || browser_missing+=(npm)
+slurm_missing=()
+for p in slurmctld slurmd slurm-client munge; do
+  dpkg -s "$p" >/dev/null 2>&1 || slurm_missing+=("$p")
+done
 sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+updated=false
 if ((${#missing[@]})); then
   $sudo apt-get update -qq
+  updated=true
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
-# Not fatal: without them (e.g. a GPU host without network) only the browser test cannot run; it
-# skips, or fails where CI=true.
+# Not fatal: without them (e.g. a GPU host without network) only the browser test or the Slurm
+# test cannot run; it skips, or fails where CI=true.
 browser_note="the report's browser test will skip (and fail where CI=true)"
 if ((${#browser_missing[@]})); then
-  { ((${#missing[@]})) || $sudo apt-get update -qq; } &&
+  { $updated || { $sudo apt-get update -qq && updated=true; }; } &&
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${browser_missing[@]}" ||
     echo "tiletune setup: could not install ${browser_missing[*]}: $browser_note" >&2
+fi
+if ((${#slurm_missing[@]})); then
+  { $updated || $sudo apt-get update -qq; } &&
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${slurm_missing[@]}" ||
+    echo "tiletune setup: could not install ${slurm_missing[*]}: the Slurm test will skip (and" \
+         "fail where CI=true)" >&2
 fi
 
 cuda_home=${CUDA_HOME:-/usr/local/cuda}

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "tuner/device_library.h"
 #include "tuner/local_includes.h"
 
 namespace tiletune {
@@ -455,6 +456,12 @@ Configuration KernelTemplate::parse_configuration(std::string_view text) const {
 }
 
 KernelTemplate parse_template(std::string source, const std::string& origin) {
+  // tiletune's device library becomes part of its text (device_library.h), hence of its version.
+  try {
+    source = inline_device_library(source);
+  } catch (const std::runtime_error& e) {
+    throw TemplateError(fmt::format("{}: {}", origin, e.what()));
+  }
   return TemplateParser(std::move(source), origin).parse();
 }
 

@@ -126,6 +126,8 @@ struct KernelTemplate {
 // Reads and parses a template file; throws TemplateError ("path:line: why") on a bad declaration
 // and std::runtime_error when the file cannot be read.
 KernelTemplate load_template(const std::filesystem::path& path);
+// Parses a template's text, with tiletune's device library put in where it is included
+// (device_library.h); a recorded text, already expanded, comes back as it was.
 KernelTemplate parse_template(std::string source, const std::string& origin);
 
 std::string fnv1a_hex(std::string_view bytes);

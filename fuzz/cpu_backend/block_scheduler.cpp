@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <numeric>
 #include <utility>
 
@@ -20,34 +23,76 @@ namespace tiletune {
 namespace context = boost::context;
 
 struct CudaThreadFiber {
-  enum class State { ready, waiting, returned, trapped };
+  // waiting: at a barrier; at_collective: at a warp collective; at_activemask: at __activemask().
+  enum class State { ready, waiting, at_collective, at_activemask, returned, trapped };
+
+  struct QueuedCopy {
+    tt_cpu_async_copy copy;
+    std::uint64_t group;  // the number of commits before it was issued
+  };
 
   tt_cpu_thread thread{};
+  std::uint32_t index = 0;   // the linear thread index; its warp is index / 32, its lane index % 32
   context::fiber suspended;  // held by the scheduler while the fiber does not run
   context::fiber scheduler;  // held by the fiber while it runs: where __syncthreads() goes back to
   State state = State::returned;
-  unsigned int barrier_line = 0;
-  const char* trap = nullptr;
+  unsigned int line = 0;                   // of the barrier or __activemask() it waits at
+  tt_cpu_warp_call* collective = nullptr;  // the collective it waits at
+  unsigned int activemask = 0;             // what its __activemask() returns
+  std::string trap;
+  bool trap_names_thread = false;  // the message says where, so the thread is not appended
+  std::deque<QueuedCopy> copies;   // asynchronous copies not yet retired, oldest first
+  std::uint64_t commits = 0;
+  tt_cpu_async_copy retired{};  // the copy async_copy_retire last handed out
+};
+
+// The lanes of one warp: those the block has, those waiting at a collective, those that exited.
+struct BlockRunner::Warp {
+  std::uint32_t lanes = 0, at_collective = 0, returned = 0;
 };
 
 namespace {
 
-// Thrown by __trap() through the kernel's frames, caught at the fiber's entry.
+// Thrown by __trap() and the warp built-ins through the kernel's frames, caught at the fiber's
+// entry.
 struct KernelTrap {
-  const char* what;
+  std::string what;
+  bool names_thread = false;
 };
 
-// The fiber being resumed on this OS thread.
+// The fiber being resumed on this OS thread, and the runner of its block.
 thread_local CudaThreadFiber* running_fiber = nullptr;
+thread_local BlockRunner* running_runner = nullptr;
 
 void syncthreads(unsigned int line) {
   CudaThreadFiber* self = running_fiber;
   self->state = CudaThreadFiber::State::waiting;
-  self->barrier_line = line;
+  self->line = line;
   self->scheduler = std::move(self->scheduler).resume();
 }
 
 [[noreturn]] void trap(const char* what) { throw KernelTrap{what}; }
+
+// "lane 3", "lanes 0-15, 17".
+std::string lanes_text(std::uint32_t lanes) {
+  std::string ranges;
+  int count = 0;
+  for (int lane = 0; lane < 32; ++lane) {
+    if (!(lanes >> lane & 1u)) continue;
+    int last = lane;
+    while (last + 1 < 32 && (lanes >> (last + 1) & 1u)) ++last;
+    ranges += (ranges.empty() ? "" : ", ") +
+              (last == lane ? std::to_string(lane) : fmt::format("{}-{}", lane, last));
+    count += last - lane + 1;
+    lane = last;
+  }
+  return (count == 1 ? "lane " : "lanes ") + ranges;
+}
+
+bool same_collective(const tt_cpu_warp_call& a, const tt_cpu_warp_call& b) {
+  return a.line == b.line && a.combine == b.combine && a.mask == b.mask &&
+         std::strcmp(a.what, b.what) == 0;
+}
 
 // Hands Boost.Context a stack that already exists: the fibers of every block reuse the same ones.
 struct BorrowedStack {
@@ -107,6 +152,7 @@ context::fiber run_thread(CudaThreadFiber& fiber, const BlockLaunch& launch,
   } catch (const KernelTrap& trap) {
     fiber.state = State::trapped;
     fiber.trap = trap.what;
+    fiber.trap_names_thread = trap.names_thread;
   }
   return std::move(fiber.scheduler);
 }
@@ -116,7 +162,13 @@ std::string coordinates(const tt_cpu_dim3& d) { return fmt::format("({}, {}, {})
 }  // namespace
 
 const tt_cpu_host& cpu_host_functions() {
-  static const tt_cpu_host host{&syncthreads, &trap};
+  static const tt_cpu_host host{&syncthreads,
+                                &trap,
+                                &BlockRunner::warp_collective,
+                                &BlockRunner::activemask,
+                                &BlockRunner::async_copy_issue,
+                                &BlockRunner::async_copy_commit,
+                                &BlockRunner::async_copy_retire};
   return host;
 }
 
@@ -185,12 +237,23 @@ void BlockRunner::run(const BlockLaunch& launch, std::uint64_t linear) {
   const std::uint32_t count = bx * by * bz;
   while (stacks_.size() < count) stacks_.emplace_back();
   if (fibers_.size() < count) fibers_.resize(count);
+  warps_.assign((count + 31) / 32, Warp{});
+  for (std::uint32_t w = 0; w < warps_.size(); ++w) {
+    const std::uint32_t lanes = std::min<std::uint32_t>(32, count - 32 * w);
+    warps_[w].lanes = lanes == 32 ? ~0u : (1u << lanes) - 1;
+  }
+  ready_ = count;
+  running_runner = this;
 
   poison_shared_memory(*launch.kernel);
   for (std::uint32_t i = 0; i < count; ++i) {
     CudaThreadFiber& fiber = fibers_[i];
     fiber.thread = {{i % bx, i / bx % by, i / bx / by}, block_idx, {bx, by, bz}, {gx, gy, gz}};
+    fiber.index = i;
     fiber.state = State::ready;
+    fiber.collective = nullptr;
+    fiber.copies.clear();  // copies of the last block never waited for are dropped
+    fiber.commits = 0;
     fiber.suspended = context::fiber(std::allocator_arg, BorrowedStack{stacks_[i].top()},
                                      [&fiber, &launch](context::fiber&& scheduler) {
                                        return run_thread(fiber, launch, std::move(scheduler));
@@ -204,9 +267,11 @@ void BlockRunner::run(const BlockLaunch& launch, std::uint64_t linear) {
     for (std::uint32_t i = 0; i < count; ++i) fibers_[i].suspended = context::fiber();
     for (std::uint32_t i = 0; i < count; ++i) stacks_[i].forget_poison();
     running_fiber = nullptr;
+    running_runner = nullptr;
     throw;
   }
   running_fiber = nullptr;
+  running_runner = nullptr;
 }
 
 void BlockRunner::run_phases(const BlockLaunch& launch, std::uint64_t linear, std::uint32_t count) {
@@ -219,33 +284,181 @@ void BlockRunner::run_phases(const BlockLaunch& launch, std::uint64_t linear, st
       running_fiber = &fiber;
       launch.kernel->enter(&fiber.thread);
       fiber.suspended = std::move(fiber.suspended).resume();
+      --ready_;  // it runs until it waits, returns or traps
       if (fiber.state == State::trapped) {
+        if (fiber.trap_names_thread) throw LaunchError(fiber.trap);
         throw LaunchError(fmt::format("{} in block {}, thread {}", fiber.trap,
                                       coordinates(fiber.thread.block_idx),
                                       coordinates(fiber.thread.thread_idx)));
       }
+      if (fiber.state == State::returned) warps_[i / 32].returned |= 1u << (i % 32);
       // The launch ends at the first sanitizer report, on any worker, like a GPU kernel at a fault.
       if (sanitizer_report_count() != launch.sanitizer_reports_before) {
         throw LaunchError("the launch was stopped after a sanitizer report");
       }
     }
+    // No thread can go on without another.
+    if (ready_ > 0) continue;  // lanes released by a collective after their turn in the pass
+    if (release_activemask_waiters(count)) continue;
+    check_warp_collectives(count);
     const CudaThreadFiber* first = nullptr;
     for (std::uint32_t i = 0; i < count; ++i) {
       CudaThreadFiber& fiber = fibers_[i];
       if (fiber.state != State::waiting) continue;
       if (first == nullptr) {
         first = &fiber;
-      } else if (fiber.barrier_line != first->barrier_line) {
+      } else if (fiber.line != first->line) {
         throw LaunchError(fmt::format(
             "barrier divergence in block {}: thread {} waits at the __syncthreads() of line {}, "
             "thread {} at the one of line {}",
             coordinates(fiber.thread.block_idx), coordinates(first->thread.thread_idx),
-            first->barrier_line, coordinates(fiber.thread.thread_idx), fiber.barrier_line));
+            first->line, coordinates(fiber.thread.thread_idx), fiber.line));
       }
       fiber.state = State::ready;
+      ++ready_;
     }
     if (first == nullptr) return;
   }
+}
+
+bool BlockRunner::release_activemask_waiters(std::uint32_t count) {
+  using State = CudaThreadFiber::State;
+  bool any = false;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    CudaThreadFiber& fiber = fibers_[i];
+    if (fiber.state != State::at_activemask) continue;
+    any = true;
+    fiber.activemask = 0;
+    const std::uint32_t warp = i / 32 * 32;
+    for (std::uint32_t lane = 0; lane < 32 && warp + lane < count; ++lane) {
+      const CudaThreadFiber& other = fibers_[warp + lane];
+      if (other.state == State::at_activemask && other.line == fiber.line) {
+        fiber.activemask |= 1u << lane;
+      }
+    }
+  }
+  if (!any) return false;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (fibers_[i].state != State::at_activemask) continue;
+    fibers_[i].state = State::ready;
+    ++ready_;
+  }
+  return true;
+}
+
+void BlockRunner::check_warp_collectives(std::uint32_t count) const {
+  using State = CudaThreadFiber::State;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const CudaThreadFiber& fiber = fibers_[i];
+    if (fiber.state != State::at_collective) continue;
+    const tt_cpu_warp_call& call = *fiber.collective;
+    const std::uint32_t warp = i / 32;
+    // Where each lane of the mask is, lanes at the same place together.
+    std::map<std::string, std::uint32_t> places;
+    std::string first_place;
+    for (std::uint32_t lane = 0; lane < 32; ++lane) {
+      if (!(call.mask >> lane & 1u)) continue;
+      const CudaThreadFiber& other = fibers_[32 * warp + lane];
+      std::string place;
+      if (other.state == State::at_collective) {
+        place = fmt::format("at the {} of line {}", other.collective->what, other.collective->line);
+        if (!same_collective(*other.collective, call)) {
+          place += fmt::format(" (mask {:#010x})", other.collective->mask);
+        }
+      } else if (other.state == State::waiting) {
+        place = fmt::format("at the __syncthreads() of line {}", other.line);
+      } else {
+        place = "exited";
+      }
+      places[place] |= 1u << lane;
+    }
+    const std::string here = fmt::format("at the {} of line {}", call.what, call.line);
+    std::string text = fmt::format("{} wait {} (mask {:#010x})", lanes_text(places[here]), here,
+                                   call.mask);
+    places.erase(here);
+    for (const auto& [place, lanes] : places) {
+      text += fmt::format(", {} {}", lanes_text(lanes), place);
+    }
+    throw LaunchError(fmt::format("warp divergence in block {}, warp {}: {}",
+                                  coordinates(fiber.thread.block_idx), warp, text));
+  }
+}
+
+void BlockRunner::warp_collective(tt_cpu_warp_call* call) {
+  using State = CudaThreadFiber::State;
+  CudaThreadFiber* self = running_fiber;
+  BlockRunner& runner = *running_runner;
+  const std::uint32_t w = self->index / 32, lane = self->index % 32;
+  Warp& warp = runner.warps_[w];
+  const std::uint32_t mask = call->mask & warp.lanes;
+  const auto where = [&] {
+    return fmt::format("in block {}, warp {}", coordinates(self->thread.block_idx), w);
+  };
+  if (!(mask >> lane & 1u)) {
+    throw KernelTrap{fmt::format("the {} of line {} {}: its mask {:#010x} leaves out the calling "
+                                 "lane {}",
+                                 call->what, call->line, where(), call->mask, lane),
+                     true};
+  }
+  if ((mask & warp.returned) != 0) {
+    throw KernelTrap{fmt::format("the {} of line {} {}: its mask {:#010x} names {}, which "
+                                 "exited before it",
+                                 call->what, call->line, where(), call->mask,
+                                 lanes_text(mask & warp.returned)),
+                     true};
+  }
+  call->mask = mask;
+  self->collective = call;
+  self->state = State::at_collective;
+  warp.at_collective |= 1u << lane;
+  if ((warp.at_collective & mask) == mask) {
+    tt_cpu_warp_call* lanes[32] = {};
+    bool complete = true;
+    for (std::uint32_t l = 0; l < 32 && complete; ++l) {
+      if (!(mask >> l & 1u)) continue;
+      lanes[l] = runner.fibers_[32 * w + l].collective;
+      complete = same_collective(*lanes[l], *call);
+    }
+    if (complete) {
+      call->combine(lanes, mask);
+      for (std::uint32_t l = 0; l < 32; ++l) {
+        if (!(mask >> l & 1u)) continue;
+        CudaThreadFiber& other = runner.fibers_[32 * w + l];
+        other.state = State::ready;
+        other.collective = nullptr;
+      }
+      warp.at_collective &= ~mask;
+      runner.ready_ += std::popcount(mask) - 1;  // the caller was counted: it runs on
+      return;
+    }
+  }
+  self->scheduler = std::move(self->scheduler).resume();
+}
+
+unsigned int BlockRunner::activemask(unsigned int line) {
+  CudaThreadFiber* self = running_fiber;
+  self->state = CudaThreadFiber::State::at_activemask;
+  self->line = line;
+  self->scheduler = std::move(self->scheduler).resume();
+  return self->activemask;
+}
+
+void* BlockRunner::async_copy_issue(void* dst, unsigned int size) {
+  CudaThreadFiber* self = running_fiber;
+  self->copies.push_back({tt_cpu_async_copy{dst, size, {}}, self->commits});
+  return self->copies.back().copy.data;
+}
+
+void BlockRunner::async_copy_commit() { ++running_fiber->commits; }
+
+const tt_cpu_async_copy* BlockRunner::async_copy_retire(unsigned int pending) {
+  CudaThreadFiber* self = running_fiber;
+  if (self->copies.empty() || self->copies.front().group + pending >= self->commits) {
+    return nullptr;
+  }
+  self->retired = self->copies.front().copy;
+  self->copies.pop_front();
+  return &self->retired;
 }
 
 }  // namespace tiletune

@@ -9,6 +9,17 @@
 // Threads of a block waiting at different __syncthreads() calls (told apart by their source line)
 // are barrier divergence, reported as a LaunchError.
 //
+// Warp collectives (shuffles, votes, __syncwarp, tt_mma_m16n8k8_tf32) suspend a lane until every
+// lane its mask names has arrived at the same one (same call, same line); the last to arrive
+// computes every lane's result and goes on, the others are resumed later in the phase or in the
+// next pass. Passes repeat until no thread can go on: then the lanes waiting at an __activemask()
+// get the lanes waiting at the same one, a lane still waiting at a collective is warp divergence
+// (reported with where each lane of its mask is instead), and otherwise the barrier is released as
+// above. The lanes of a warp are the threads 32w to 32w + 31 by linear thread index; a mask's
+// lanes that the block does not have are left out; a lane named by a mask that has exited is an
+// error. Each thread's asynchronous copies (cp.async) wait in a queue of its own until a wait
+// retires their group; copies never waited for are dropped when the block ends.
+//
 // __shared__ arrays are thread_local variables of the kernel's shared object (cuda_on_cpu.h); an
 // OS thread runs one block at a time, so each block in flight has its own. At the start of every
 // block the object's whole thread-local block is filled with 0xff bytes (a NaN as a float), so a
@@ -81,11 +92,28 @@ class BlockRunner {
 
  private:
   class Stack;
+  struct Warp;
+  friend const tt_cpu_host& cpu_host_functions();
+
   void run_phases(const BlockLaunch& launch, std::uint64_t linear, std::uint32_t count);
+  // The lanes waiting at an __activemask() go on; false when there are none.
+  bool release_activemask_waiters(std::uint32_t count);
+  // Throws LaunchError describing the collective a lane still waits at, when one does.
+  void check_warp_collectives(std::uint32_t count) const;
+
+  // tiletune's side of the warp built-ins and asynchronous copies (cuda_on_cpu.h), for the fiber
+  // running on this OS thread.
+  static void warp_collective(tt_cpu_warp_call* call);
+  static unsigned int activemask(unsigned int line);
+  static void* async_copy_issue(void* dst, unsigned int size);
+  static void async_copy_commit();
+  static const tt_cpu_async_copy* async_copy_retire(unsigned int pending);
 
   std::vector<Stack> stacks_;
   std::vector<CudaThreadFiber> fibers_;
+  std::vector<Warp> warps_;
   std::vector<std::uint32_t> order_;
+  std::uint32_t ready_ = 0;  // fibers that can be resumed
 };
 
 }  // namespace tiletune

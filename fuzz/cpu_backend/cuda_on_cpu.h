@@ -6,9 +6,13 @@
 // that part (TT_CPU_BACKEND_HOST). Part two emulates CUDA for the kernel and defines the functions
 // the shared object exports: it is meant for exactly one translation unit, the kernel's.
 //
-// What the CPU cannot emulate (inline assembly, warp-level primitives, asynchronous copies, tensor
-// core fragments, cooperative groups) is not declared here: tiletune rejects such a template by
-// scanning its preprocessed source before compiling (source_scan.cpp).
+// Warp-level built-ins (__shfl*_sync, votes, __syncwarp, __activemask) are warp collectives: each
+// lane waits at the call until every lane its mask names has arrived (block_scheduler.h). The
+// device library (kernels_src/include/tiletune/: tensor cores, asynchronous copies) builds on the
+// same calls. What the CPU cannot emulate (inline assembly, CUDA's own tensor core fragments and
+// asynchronous copies, warp reductions and matches, cooperative groups) is not declared here:
+// tiletune rejects such a template by scanning its preprocessed source before compiling
+// (source_scan.cpp).
 #pragma once
 
 extern "C" {
@@ -22,6 +26,26 @@ struct tt_cpu_thread {
   tt_cpu_dim3 thread_idx, block_idx, block_dim, grid_dim;
 };
 
+// One lane's part in a warp collective. The lanes of a warp are the block's threads 32w to 32w + 31
+// by linear thread index; a call is told apart from others by its `what`, `line` and `combine`.
+struct tt_cpu_warp_call {
+  const char* what;   // "__shfl_sync": names it in error messages
+  unsigned int line;  // the call site's line
+  unsigned int mask;  // the lanes taking part; tiletune leaves out those the block does not have
+  const void* in;     // this lane's contribution
+  void* out;          // this lane's result
+  // Runs once, on the last lane to arrive, with lanes[l] the call of lane l (null where `mask`
+  // leaves l out): reads every `in`, writes every `out`.
+  void (*combine)(struct tt_cpu_warp_call* const* lanes, unsigned int mask);
+};
+
+// An asynchronous copy, its source read when it was issued.
+struct tt_cpu_async_copy {
+  void* dst;
+  unsigned int size;
+  unsigned char data[16];
+};
+
 // tiletune's functions that kernel code calls.
 struct tt_cpu_host {
   // Suspends the calling fiber until every thread of its block has reached a barrier or returned;
@@ -29,12 +53,28 @@ struct tt_cpu_host {
   void (*syncthreads)(unsigned int line);
   // Ends the kernel with an error; does not return (it unwinds the fiber by throwing).
   void (*trap)(const char* what);
+  // Suspends the calling lane until every lane of call->mask has arrived at the same collective,
+  // then returns with call->out written. Lanes that wait at different ones, or a lane named by
+  // the mask that has exited, end the kernel with an error naming the lanes.
+  void (*warp_collective)(struct tt_cpu_warp_call* call);
+  // The lanes of the caller's warp waiting at the __activemask() of `line` once no thread of the
+  // block can go on without another: those that run together with it.
+  unsigned int (*activemask)(unsigned int line);
+  // Queues a copy of `size` (4 or 16) bytes to `dst` in the calling thread's open group of
+  // asynchronous copies; returns where the source's bytes go now.
+  void* (*async_copy_issue)(void* dst, unsigned int size);
+  // Closes the calling thread's open group (cp.async.commit_group).
+  void (*async_copy_commit)(void);
+  // The next copy, oldest first, of the groups that cp.async.wait_group `pending` retires (all
+  // but the newest `pending` committed ones), removed from the queue; null when there is none.
+  // Valid until the next call.
+  const struct tt_cpu_async_copy* (*async_copy_retire)(unsigned int pending);
 };
 
 }  // extern "C"
 
 // Bumped whenever the structures above or the exported functions below change.
-#define TT_CPU_ABI_VERSION 2
+#define TT_CPU_ABI_VERSION 3
 
 #ifndef TT_CPU_BACKEND_HOST
 
@@ -55,7 +95,11 @@ static tt_cpu_host tt_cpu_host_functions;
 
 extern "C" unsigned int tt_cpu_abi_version(void) { return TT_CPU_ABI_VERSION; }
 extern "C" void tt_cpu_bind(const tt_cpu_host* host) { tt_cpu_host_functions = *host; }
-extern "C" void tt_cpu_enter(const tt_cpu_thread* thread) { tt_cpu_current = thread; }
+// A volatile store: in a kernel that never reads a built-in variable, a plain one would be dead,
+// and the thread-local block would not exist yet when tiletune poisons it.
+extern "C" void tt_cpu_enter(const tt_cpu_thread* thread) {
+  *(const tt_cpu_thread* volatile*)&tt_cpu_current = thread;
+}
 
 // The entry's type: tiletune appends TT_CPU_ENTRY_CONTRACT(entry) to the kernel's source
 // (kernel_build.cpp), so that the object tells whether its entry's type is the contract's and
@@ -159,6 +203,131 @@ inline void __syncthreads(unsigned int line = __builtin_LINE()) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+
+// ---- warp collectives -------------------------------------------------------------------------
+
+inline void tt_cpu_warp_collective(tt_cpu_warp_call* call) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  tt_cpu_host_functions.warp_collective(call);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+inline void tt_cpu_syncwarp_combine(tt_cpu_warp_call* const*, unsigned int) {}
+
+inline void __syncwarp(unsigned int mask = 0xffffffffu, unsigned int line = __builtin_LINE()) {
+  tt_cpu_warp_call call = {"__syncwarp", line, mask, nullptr, nullptr, &tt_cpu_syncwarp_combine};
+  tt_cpu_warp_collective(&call);
+}
+
+inline unsigned int __activemask(unsigned int line = __builtin_LINE()) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  const unsigned int mask = tt_cpu_host_functions.activemask(line);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  return mask;
+}
+
+// Votes: every lane gets the ballot of the lanes taking part, and which lanes those are.
+struct tt_cpu_vote {
+  unsigned int ballot, mask;
+};
+inline void tt_cpu_vote_combine(tt_cpu_warp_call* const* lanes, unsigned int mask) {
+  unsigned int ballot = 0;
+  for (int lane = 0; lane < 32; ++lane) {
+    if ((mask >> lane & 1u) && *(const int*)lanes[lane]->in != 0) ballot |= 1u << lane;
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    if (mask >> lane & 1u) *(tt_cpu_vote*)lanes[lane]->out = tt_cpu_vote{ballot, mask};
+  }
+}
+inline tt_cpu_vote tt_cpu_vote_of(const char* what, unsigned int mask, int predicate,
+                                  unsigned int line) {
+  tt_cpu_vote vote;
+  tt_cpu_warp_call call = {what, line, mask, &predicate, &vote, &tt_cpu_vote_combine};
+  tt_cpu_warp_collective(&call);
+  return vote;
+}
+inline unsigned int __ballot_sync(unsigned int mask, int predicate,
+                                  unsigned int line = __builtin_LINE()) {
+  return tt_cpu_vote_of("__ballot_sync", mask, predicate, line).ballot;
+}
+inline int __any_sync(unsigned int mask, int predicate, unsigned int line = __builtin_LINE()) {
+  return tt_cpu_vote_of("__any_sync", mask, predicate, line).ballot != 0;
+}
+inline int __all_sync(unsigned int mask, int predicate, unsigned int line = __builtin_LINE()) {
+  const tt_cpu_vote vote = tt_cpu_vote_of("__all_sync", mask, predicate, line);
+  return vote.ballot == vote.mask;
+}
+
+// Shuffles, as shfl.sync's semantics in the PTX ISA: the source lane j of lane l, within l's
+// segment of `width` lanes, is (idx) the segment's lane b % width, (up) l - b, (down) l + b,
+// (xor) l ^ b, with b's low 5 bits; where j falls outside the segment (below it for up, above it
+// for the others), l gets its own value. A source lane that does not take part gives 0xff bytes,
+// like shared memory never written (the GPU gives an undefined value).
+enum tt_cpu_shuffle_mode { tt_cpu_shuffle_idx, tt_cpu_shuffle_up, tt_cpu_shuffle_down,
+                           tt_cpu_shuffle_xor };
+struct tt_cpu_shuffle_in {
+  unsigned long long value;
+  int b, width;
+};
+template <int Mode>
+inline void tt_cpu_shuffle_combine(tt_cpu_warp_call* const* lanes, unsigned int mask) {
+  for (int lane = 0; lane < 32; ++lane) {
+    if (!(mask >> lane & 1u)) continue;
+    const tt_cpu_shuffle_in& in = *(const tt_cpu_shuffle_in*)lanes[lane]->in;
+    if (in.width < 1 || in.width > 32 || (in.width & (in.width - 1)) != 0) {
+      tt_cpu_host_functions.trap("a warp shuffle's width is not a power of 2 from 1 to 32");
+    }
+    const int b = in.b & 31, first = lane & ~(in.width - 1), last = first + in.width - 1;
+    int source = lane;
+    if (Mode == tt_cpu_shuffle_idx) source = first | (b & (in.width - 1));
+    if (Mode == tt_cpu_shuffle_up) source = lane - b >= first ? lane - b : lane;
+    if (Mode == tt_cpu_shuffle_down) source = lane + b <= last ? lane + b : lane;
+    if (Mode == tt_cpu_shuffle_xor) source = (lane ^ b) <= last ? lane ^ b : lane;
+    *(unsigned long long*)lanes[lane]->out =
+        mask >> source & 1u ? ((const tt_cpu_shuffle_in*)lanes[source]->in)->value : ~0ull;
+  }
+}
+template <int Mode, class T>
+inline T tt_cpu_shuffle(const char* what, unsigned int mask, T var, int b, int width,
+                        unsigned int line) {
+  static_assert(sizeof(T) <= sizeof(unsigned long long), "a shuffle moves 8 bytes at most");
+  tt_cpu_shuffle_in in = {0, b, width};
+  memcpy(&in.value, &var, sizeof(T));
+  unsigned long long out;
+  tt_cpu_warp_call call = {what, line, mask, &in, &out, &tt_cpu_shuffle_combine<Mode>};
+  tt_cpu_warp_collective(&call);
+  T result;
+  memcpy(&result, &out, sizeof(T));
+  return result;
+}
+#define TT_CPU_SHUFFLES(T)                                                                        \
+  inline T __shfl_sync(unsigned int mask, T var, int src_lane, int width = warpSize,             \
+                       unsigned int line = __builtin_LINE()) {                                    \
+    return tt_cpu_shuffle<tt_cpu_shuffle_idx>("__shfl_sync", mask, var, src_lane, width, line);   \
+  }                                                                                               \
+  inline T __shfl_up_sync(unsigned int mask, T var, unsigned int delta, int width = warpSize,    \
+                          unsigned int line = __builtin_LINE()) {                                 \
+    return tt_cpu_shuffle<tt_cpu_shuffle_up>("__shfl_up_sync", mask, var, (int)delta, width,     \
+                                             line);                                               \
+  }                                                                                               \
+  inline T __shfl_down_sync(unsigned int mask, T var, unsigned int delta, int width = warpSize,  \
+                            unsigned int line = __builtin_LINE()) {                               \
+    return tt_cpu_shuffle<tt_cpu_shuffle_down>("__shfl_down_sync", mask, var, (int)delta, width, \
+                                               line);                                             \
+  }                                                                                               \
+  inline T __shfl_xor_sync(unsigned int mask, T var, int lane_mask, int width = warpSize,        \
+                           unsigned int line = __builtin_LINE()) {                                \
+    return tt_cpu_shuffle<tt_cpu_shuffle_xor>("__shfl_xor_sync", mask, var, lane_mask, width,    \
+                                              line);                                              \
+  }
+TT_CPU_SHUFFLES(int)
+TT_CPU_SHUFFLES(unsigned int)
+TT_CPU_SHUFFLES(long)
+TT_CPU_SHUFFLES(unsigned long)
+TT_CPU_SHUFFLES(long long)
+TT_CPU_SHUFFLES(unsigned long long)
+TT_CPU_SHUFFLES(float)
+TT_CPU_SHUFFLES(double)
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 

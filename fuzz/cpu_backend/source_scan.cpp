@@ -13,7 +13,9 @@ struct Feature {
   std::string_view what;
 };
 
-// Identifiers whose meaning depends on warps, PTX or hardware units a fiber does not have.
+// Identifiers whose meaning depends on warps, PTX or hardware units a fiber does not have. The
+// *_sync shuffles and votes, __syncwarp and __activemask are emulated (cuda_on_cpu.h); the warp
+// intrinsics without a mask were removed from CUDA for sm_70 and newer.
 constexpr Feature kUnsupported[] = {
     {"asm", "inline assembly"},
     {"__asm", "inline assembly"},
@@ -22,18 +24,10 @@ constexpr Feature kUnsupported[] = {
     {"__shfl_up", "warp shuffle"},
     {"__shfl_down", "warp shuffle"},
     {"__shfl_xor", "warp shuffle"},
-    {"__shfl_sync", "warp shuffle"},
-    {"__shfl_up_sync", "warp shuffle"},
-    {"__shfl_down_sync", "warp shuffle"},
-    {"__shfl_xor_sync", "warp shuffle"},
     {"__ballot", "warp vote"},
-    {"__ballot_sync", "warp vote"},
     {"__any", "warp vote"},
-    {"__any_sync", "warp vote"},
     {"__all", "warp vote"},
-    {"__all_sync", "warp vote"},
     {"__uni_sync", "warp vote"},
-    {"__activemask", "warp vote"},
     {"__match_any_sync", "warp match"},
     {"__match_all_sync", "warp match"},
     {"__reduce_add_sync", "warp reduction"},
@@ -42,7 +36,6 @@ constexpr Feature kUnsupported[] = {
     {"__reduce_and_sync", "warp reduction"},
     {"__reduce_or_sync", "warp reduction"},
     {"__reduce_xor_sync", "warp reduction"},
-    {"__syncwarp", "warp barrier"},
     {"__syncthreads_count", "barrier with a predicate"},
     {"__syncthreads_and", "barrier with a predicate"},
     {"__syncthreads_or", "barrier with a predicate"},

@@ -1017,7 +1017,7 @@ TEST_F(CpuTune, ARelativeIncludeWorksOnBothBackendsAndAChangedHeaderIsNeverServe
   EXPECT_EQ(settled_line(retuned), "settled: 2 wrong_result") << retuned;
 }
 
-// X=1 uses a warp shuffle, which the CPU backend cannot run; X=0 is correct and comes after it.
+// X=1 uses a warp reduction, which the CPU backend cannot run; X=0 is correct and comes after it.
 const char* const kWarpShuffleTemplate = R"(// tiletune: name shuffle
 // tiletune: entry shuffle_gemm
 // tiletune: param X 1 0
@@ -1030,8 +1030,8 @@ extern "C" __global__ void shuffle_gemm(const float* A, const float* B, float* C
   float acc = 0.0f;
   for (int k = threadIdx.x; k < K; k += 32) acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];
 #if TT_X
-  for (int o = 16; o > 0; o /= 2) acc += __shfl_down_sync(0xffffffffu, acc, o);
-  if (threadIdx.x == 0) C[(size_t)row * ldc + col] = acc;
+  const unsigned sum = __reduce_add_sync(0xffffffffu, (unsigned)(int)acc);
+  if (threadIdx.x == 0) C[(size_t)row * ldc + col] = (float)(int)sum;
 #else
   __shared__ float part[32];
   part[threadIdx.x] = acc;
@@ -1051,8 +1051,8 @@ TEST_F(CpuTune, CodeTheCpuBackendCannotRunIsRecordedAndTheTuneGoesOn) {
                                 "40x36x20", "--cases", "10", "--db", db().string()});
   EXPECT_EQ(run.exit_code, 0) << run;
   EXPECT_EQ(settled_line(run), "settled: 1 device_limit, 1 ok") << run;
-  EXPECT_THAT(run.err, HasSubstr("X=1: device_limit: not supported on the CPU backend: warp shuffle "
-                                 "(__shfl_down_sync)"))
+  EXPECT_THAT(run.err, HasSubstr("X=1: device_limit: not supported on the CPU backend: warp "
+                                 "reduction (__reduce_add_sync)"))
       << run;
 }
 

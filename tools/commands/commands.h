@@ -18,6 +18,7 @@ void add_cache_command(CLI::App& app, int& exit_code);
 void add_export_command(CLI::App& app, int& exit_code);
 void add_profile_command(CLI::App& app, int& exit_code);  // and its hidden profile-launch
 void add_report_command(CLI::App& app, int& exit_code);
+void add_merge_command(CLI::App& app, int& exit_code);
 // `lab NAME` and the hidden `lab-kernel` it runs under Nsight Compute (tools/labs/).
 void add_lab_command(CLI::App& app, int& exit_code);
 // Hidden: the evaluation worker a tune starts (tuner/pipeline/evaluation_worker.h).

@@ -1,12 +1,16 @@
 // tiletune tune KERNEL.cu... --shape MxNxK [--shape ...] [--strategy NAME --budget B] [--db PATH]
 // tiletune tune --missed [KERNEL.cu...] [--db PATH]: the shapes the runtime library missed on this
 // GPU (Options::record_misses), per template; a shape's misses are forgotten once it has a winner.
+// tiletune tune ... --shard I/N: this process's share of the tune (tuner/search/tune_shard.h), into
+// its own database, for `tiletune merge` to join.
 //
 // Evaluates configurations in a worker process (a crash or a hang is recorded and the tune goes
-// on), records every outcome at once (Ctrl-C or kill -9 lose nothing; the same command resumes),
+// on; with --devices, one per GPU, each handed configurations as it is free: device_pool.h),
+// records every outcome at once (Ctrl-C or kill -9 lose nothing; the same command resumes),
 // re-measures the best few together, and prints the winner of each template and shape with where
-// the time went. Exits 1 when some template and shape has no correct configuration (none of those
-// it settled was correct, or none admits the shape).
+// the time went (and, with --devices, what each device settled). Exits 1 when some template and
+// shape has no correct configuration (none of those it settled was correct, or none admits the
+// shape).
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -37,6 +41,7 @@ struct TuneOptions {
   bool cold_start = false;
   int confirm_top = 5;
   bool missed = false;
+  std::string shard;  // "I/N"; empty: the whole tune
   SessionOptions session;
 };
 
@@ -46,8 +51,10 @@ struct TuningPlan {
   std::vector<GemmShape> shapes;
 };
 
-std::string describe(const TuningEvent& e) {
-  std::string line = fmt::format("{} {}", e.tmpl->name, e.shape.to_string());
+// `name_device`: start with the device the step happened on ("[1] "), when there are several.
+std::string describe(const TuningEvent& e, bool name_device) {
+  std::string line = name_device && e.device >= 0 ? fmt::format("[{}] ", e.device) : "";
+  line += fmt::format("{} {}", e.tmpl->name, e.shape.to_string());
   if (e.config) line += " " + e.config->to_string();
   line += ": ";
   if (e.result == nullptr) return line + e.stage;
@@ -59,15 +66,22 @@ std::string describe(const TuningEvent& e) {
   return line + ": " + e.result->detail.substr(0, e.result->detail.find('\n'));
 }
 
-// What the whole tune will settle at most: every template x shape search's limit.
-int planned_total(const std::vector<TuningPlan>& plans, const std::optional<SearchBudget>& budget) {
+// What the whole tune will settle at most: every template x shape search's limit (of a shard that
+// shares out configurations, its share).
+int planned_total(const std::vector<TuningPlan>& plans, const TuningSettings& settings) {
   int total = 0;
   for (const auto& [tmpl, shapes] : plans) {
     for (const GemmShape& shape : shapes) {
-      const std::size_t space = enumerate_configurations(tmpl, &shape).size();
-      std::size_t limit = space;
-      if (budget) {
-        if (auto evaluations = budget->evaluation_limit(space)) limit = std::min(limit, *evaluations);
+      const std::vector<Configuration> space = enumerate_configurations(tmpl, &shape);
+      std::size_t limit = space.size();
+      if (settings.budget) {
+        if (auto evaluations = settings.budget->evaluation_limit(space.size())) {
+          limit = std::min(limit, *evaluations);
+        }
+      }
+      if (!settings.shard.whole() && !is_guided_strategy(settings.strategy)) {
+        settings.shard.cut(make_search_strategy(settings.strategy, tmpl, space, settings.strategy_seed),
+                           limit, tmpl.source_hash, space);
       }
       total += int(limit);
     }
@@ -139,6 +153,20 @@ std::string describe_misses(const std::string& name, const std::map<GemmShape, s
                      met == 1 ? "" : "s", list);
 }
 
+// A guided search cannot be split: a shard keeps the (template, shape) pairs it owns.
+void keep_owned_pairs(std::vector<TuningPlan>& plans, const TuneShard& shard) {
+  std::vector<TuneShard::Pair> pairs;
+  for (const auto& [tmpl, shapes] : plans) {
+    for (const GemmShape& shape : shapes) pairs.push_back({tmpl.name, tmpl.source_hash, shape});
+  }
+  const std::vector<bool> owned = shard.owned_pairs(pairs);
+  std::size_t i = 0;
+  for (TuningPlan& plan : plans) {
+    std::erase_if(plan.shapes, [&](const GemmShape&) { return !owned[i++]; });
+  }
+  std::erase_if(plans, [](const TuningPlan& plan) { return plan.shapes.empty(); });
+}
+
 int run(const TuneOptions& options) {
   if (!options.missed && options.kernels.empty()) {
     throw UsageError("tune needs kernel template files (KERNEL.cu ...), or --missed");
@@ -153,11 +181,14 @@ int run(const TuneOptions& options) {
     throw UsageError(fmt::format("{}: no such database: no problem was missed there", options.db));
   }
   std::optional<SearchBudget> budget;
+  TuneShard shard;
   try {
     if (!options.budget.empty()) budget = SearchBudget::parse(options.budget);
+    if (!options.shard.empty()) shard = TuneShard::parse(options.shard);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  if (!shard.whole() && is_guided_strategy(options.strategy)) keep_owned_pairs(plans, shard);
 
   TuningSettings settings;
   settings.fuzz.cases = options.cases;
@@ -170,12 +201,30 @@ int run(const TuneOptions& options) {
   settings.pruning.keep_spilling = options.keep_spilling;
   settings.warm_start = !options.cold_start;
   settings.confirm_top = options.confirm_top;
+  settings.shard = shard;
+  // A shard's share of configurations, or of guided searches, may be empty: said in one line, with
+  // its database made (an empty one), so that merging every shard's file needs no exception.
+  if (!shard.whole()) {
+    const int share = planned_total(plans, settings);
+    if (share == 0) {
+      const ResultStore store(options.db);
+      fmt::print("shard {}: no work in this tune ({} strategy), nothing tuned; {} holds nothing of it\n",
+                 shard.to_string(), options.strategy, options.db);
+      return kSuccess;
+    }
+    fmt::print(stderr, "shard {} of this tune: {} configurations at most, {}\n", shard.to_string(), share,
+               is_guided_strategy(options.strategy) ? "its share of the template and shape pairs"
+                                                    : "its share of each template's configurations");
+  }
 
   TuningSession session(options.session);
   ResultStore store(options.db);
-  TuningRun& run = session.run(store, settings);
-  const GpuRecord gpu = run.gpu_record();
+  const std::vector<TuningRun*>& runs = session.runs(store, settings);
+  const GpuRecord gpu = runs[0]->gpu_record();
   Misses misses;
+  if (options.missed && runs.size() > 1) {
+    throw UsageError("--missed tunes the misses of one GPU model: give --devices of one model");
+  }
   if (options.missed) {
     misses = misses_of(store, gpu.name);
     for (KernelTemplate& tmpl : missed_templates(given, store, misses, gpu.name)) {
@@ -194,39 +243,61 @@ int run(const TuneOptions& options) {
       return kSuccess;
     }
   }
-  fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}), strategy {}{}, database {}\n",
-             gpu.name, gpu.arch(), gpu.sm_count, gpu.driver_version, gpu.nvrtc_version,
-             options.strategy, budget ? ", budget " + budget->to_string() : "", options.db);
+  std::size_t devices = 0;  // over every model
+  for (std::size_t m = 0; m < runs.size(); ++m) {
+    const GpuRecord& model = runs[m]->gpu_record();
+    const DevicePool& pool = session.devices(m);
+    devices += pool.size();
+    std::string where;  // ", devices 0,1" with --devices
+    for (std::size_t i = 0; options.session.devices && i < pool.size(); ++i) {
+      where += fmt::format("{}{}", i ? "," : pool.size() > 1 ? ", devices " : ", device ",
+                           pool.lane(i).device.ordinal);
+    }
+    fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}){}, strategy {}{}, database {}\n",
+               model.name, model.arch(), model.sm_count, model.driver_version, model.nvrtc_version, where,
+               options.strategy, budget ? ", budget " + budget->to_string() : "", options.db);
+  }
   for (const auto& [tmpl, shapes] : plans) {
     if (options.missed) fmt::print(stderr, "{}\n", describe_misses(tmpl.name, misses.at(tmpl.name)));
   }
 
   const auto start = std::chrono::steady_clock::now();
-  ProgressBar bar(planned_total(plans, budget));
-  int settled_before = 0;
+  ProgressBar bar(planned_total(plans, settings) * int(runs.size()));
+  int settled_total = 0;  // over every search
   std::map<std::string, int> counts;
+  std::map<int, int> per_device;  // configurations each device settled, for the bar
   std::map<std::string, double> stage_seconds;
   std::vector<TuningSummary> summaries;
   int forgotten = 0, still_missed = 0;  // missed shapes, with --missed
-  for (const auto& [tmpl, shapes] : plans) {
-    for (const GemmShape& shape : shapes) {
-      TuningSummary summary = run.tune(tmpl, shape, [&](const TuningEvent& event) {
-        const bool finished = event.result != nullptr;
-        if (finished) ++counts[event.stage == "recorded earlier" ? "recorded earlier" : to_string(event.result->status)];
-        bar.update(settled_before + event.done, describe(event), finished);
-      });
-      settled_before += summary.settled;
-      for (const auto& [stage, seconds] : summary.stage_seconds) stage_seconds[stage] += seconds;
-      summaries.push_back(std::move(summary));
-      if (options.missed) {
-        // Tuned at last, the library finds an exact record: forgotten at once, so that a tune cut
-        // short keeps the misses of what it has not reached. Without a winner it stays missed.
-        if (store.best(gpu.name, shape, tmpl.name, tmpl.precision)) {
-          store.forget_misses(gpu.name, tmpl.name, shape);
-          ++forgotten;
-        } else {
-          ++still_missed;
+  for (TuningRun* run : runs) {  // each model tunes every template and shape
+    for (const auto& [tmpl, shapes] : plans) {
+      const auto on_event = [&](const TuningEvent& event) {
+        if (event.stage == "tuned" && options.missed) {
+          // Tuned at last, the library finds an exact record: forgotten at once, so that a tune
+          // cut short keeps the misses of what it has not reached. Without a winner it stays missed.
+          if (store.best(gpu.name, event.shape, event.tmpl->name, event.tmpl->precision)) {
+            store.forget_misses(gpu.name, event.tmpl->name, event.shape);
+            ++forgotten;
+          } else {
+            ++still_missed;
+          }
         }
+        const bool finished = event.result != nullptr;
+        if (finished) {
+          ++settled_total;
+          ++counts[event.stage == "recorded earlier" ? "recorded earlier" : to_string(event.result->status)];
+          if (event.device >= 0) ++per_device[event.device];
+        }
+        std::string current = describe(event, devices > 1);
+        if (devices > 1 && !finished) {
+          current += " |";
+          for (const auto& [device, count] : per_device) current += fmt::format(" [{}] {}", device, count);
+        }
+        bar.update(settled_total, current, finished);
+      };
+      for (TuningSummary& summary : run->tune(tmpl, shapes, on_event)) {
+        for (const auto& [stage, seconds] : summary.stage_seconds) stage_seconds[stage] += seconds;
+        summaries.push_back(std::move(summary));
       }
     }
   }
@@ -237,26 +308,44 @@ int run(const TuneOptions& options) {
              "best configuration (this search)", "median ms", "TFLOP/s", "best recorded");
   std::size_t i = 0;
   int without_winner = 0;
-  for (const auto& [tmpl, shapes] : plans) {
-    for (const GemmShape& shape : shapes) {
-      const TuningSummary& summary = summaries[i++];
-      const auto recorded = store.best(gpu.name, shape, tmpl.name, tmpl.precision);
-      const std::string overall = recorded ? fmt::format("{:.2f} TFLOP/s", recorded->tflops) : "none";
-      const std::string settled = fmt::format("{}/{}", summary.settled, summary.space);
-      if (summary.best) {
-        fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10.4f} {:>8.2f}  {}\n", shape.to_string(), tmpl.name,
-                   settled, summary.best->config, summary.best->median_ms, summary.best->tflops, overall);
-      } else {
-        // Nothing correct among what it settled, or no configuration for the shape at all; a
-        // budget that ran out before anything settled proves nothing either way.
-        if (summary.settled > 0 || summary.space == 0) ++without_winner;
-        fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
-                   settled, "(no correct configuration)", "", "", overall);
+  const bool shares_configurations = !shard.whole() && !is_guided_strategy(options.strategy);
+  for (const TuningRun* run : runs) {
+    if (runs.size() > 1) fmt::print("{}:\n", run->gpu_record().name);
+    for (const auto& [tmpl, shapes] : plans) {
+      for (const GemmShape& shape : shapes) {
+        const TuningSummary& summary = summaries[i++];
+        const auto recorded = store.best(run->gpu_record().name, shape, tmpl.name, tmpl.precision);
+        const std::string overall = recorded ? fmt::format("{:.2f} TFLOP/s", recorded->tflops) : "none";
+        const std::string settled = fmt::format("{}/{}", summary.settled, summary.space);
+        if (summary.best) {
+          fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10.4f} {:>8.2f}  {}\n", shape.to_string(), tmpl.name,
+                     settled, summary.best->config, summary.best->median_ms, summary.best->tflops, overall);
+        } else {
+          // Nothing correct among what it settled, or no configuration for the shape at all; a
+          // budget that ran out before anything settled proves nothing either way, nor does a
+          // shard's share of the configurations (the other shards' may hold the winner).
+          if ((summary.settled > 0 && !shares_configurations) || summary.space == 0) ++without_winner;
+          fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
+                     settled, shares_configurations && summary.space > 0 ? "(no correct one in this shard)"
+                                                                         : "(no correct configuration)",
+                     "", "", overall);
+        }
+        if (!summary.warm_start.points.empty()) {
+          fmt::print("{:>40}warm start: {}\n", "", describe(summary.warm_start));
+        }
+        if (!summary.confirm_note.empty()) fmt::print("{:>40}{}\n", "", summary.confirm_note);
       }
-      if (!summary.warm_start.points.empty()) {
-        fmt::print("{:>40}warm start: {}\n", "", describe(summary.warm_start));
+    }
+  }
+  if (options.session.devices) {
+    fmt::print("\n{:<8} {:<32} {:>8} {:>8}\n", "device", "GPU", "settled", "busy s");
+    for (std::size_t m = 0; m < runs.size(); ++m) {
+      const DevicePool& pool = session.devices(m);
+      for (std::size_t d = 0; d < pool.size(); ++d) {
+        const DeviceLane& lane = pool.lane(d);
+        fmt::print("{:<8} {:<32} {:>8} {:>8.1f}\n", lane.device.ordinal, lane.device.name, lane.settled,
+                   lane.busy_seconds);
       }
-      if (!summary.confirm_note.empty()) fmt::print("{:>40}{}\n", "", summary.confirm_note);
     }
   }
 
@@ -267,10 +356,10 @@ int run(const TuneOptions& options) {
   std::string split;
   for (const auto& [stage, seconds] : stage_seconds) split += fmt::format("{} {:.1f} s, ", stage, seconds);
   if (!split.empty()) split.resize(split.size() - 2);
-  const CompileStatistics& compiles = session.compiled().statistics();
+  const CompileStatistics compiles = session.compile_statistics();
   fmt::print("wall {:.1f} s, {:.1f} configurations/s; compiled {} ({:.1f} s on all cores), {} from the "
              "cache; workers started {} ({} fuzz workers)\n",
-             wall, settled_before / std::max(wall, 1e-9), compiles.compiled, compiles.compile_seconds,
+             wall, settled_total / std::max(wall, 1e-9), compiles.compiled, compiles.compile_seconds,
              compiles.from_cache, session.workers_started(), session.fuzz_workers());
   fmt::print("time by stage: {}\n", split.empty() ? "none" : split);
   if (options.missed) {
@@ -312,6 +401,11 @@ void add_tune_command(CLI::App& app, int& exit_code) {
   command->add_flag("--cold-start", options->cold_start,
                     "a guided strategy starts from a spread-out sample only, not from the winners of the nearest recorded shapes");
   command->add_flag("--remeasure", options->remeasure, "evaluate again what is already recorded");
+  command->add_option("--shard", options->shard,
+                      "I/N: do shard I (0 to N-1) of N of this tune, into its own --db, for 'tiletune "
+                      "merge' (exhaustive, random: the configurations; guided: the template and shape "
+                      "pairs; an evaluation or share --budget is the whole tune's)")
+      ->excludes("--missed");
   add_session_options(*command, options->session);
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,7 @@
 #include "tools/commands/commands.h"
 #include "tuner/pipeline/cpu_evaluator.h"
 #include "tuner/cubin_cache.h"
+#include "tuner/pipeline/device_list.h"
 #include "tuner/pipeline/evaluation_worker.h"
 #include "tuner/pipeline/gpu_evaluator.h"
 
@@ -26,17 +28,46 @@ std::optional<CubinCache> open_cache(const std::string& dir) {
 
 unsigned machine_cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-unsigned default_fuzz_workers() { return std::clamp(machine_cores() / 2, 1u, 8u); }
+unsigned default_fuzz_workers(unsigned devices) {
+  return std::clamp(machine_cores() / 2 / std::max(devices, 1u), 1u, 8u);
+}
 
-unsigned capped_fuzz_workers(int requested) {
-  if (requested < 0) return default_fuzz_workers();
+unsigned capped_fuzz_workers(int requested, unsigned devices) {
+  devices = std::max(devices, 1u);
+  if (requested < 0) return default_fuzz_workers(devices);
   // A worker beyond the cores only waits for one, and each is a process (with a CUDA context on
   // the GPU): asking for 100000 would fork until the host runs out of processes.
-  const unsigned cores = machine_cores();
-  if (unsigned(requested) <= cores) return unsigned(requested);
-  fmt::print(stderr, "tiletune: --fuzz-workers {} capped to {}: this machine has {} cores\n",
-             requested, cores, cores);
-  return cores;
+  const unsigned cores = machine_cores(), cap = std::max(cores / devices, 1u);
+  if (unsigned(requested) <= cap) return unsigned(requested);
+  if (devices == 1) {
+    fmt::print(stderr, "tiletune: --fuzz-workers {} capped to {}: this machine has {} cores\n",
+               requested, cap, cores);
+  } else {
+    fmt::print(stderr, "tiletune: --fuzz-workers {} capped to {} per device: this machine has {} "
+               "cores for {} devices\n", requested, cap, cores, devices);
+  }
+  return cap;
+}
+
+std::vector<int> selected_devices(const SessionOptions& options) {
+  if (!options.devices) return {};
+  try {
+    const DeviceList list = DeviceList::parse(*options.devices);
+    if (options.backend == "cpu") {
+      // The CPU backend has no devices to count: each number is an evaluation worker of its own
+      // (with its fuzz pool), as many as the cores allow, all of one model.
+      if (list.all) {
+        throw std::invalid_argument("--devices all counts GPUs; with --backend cpu give a list "
+                                    "(0,1: two CPU evaluation workers)");
+      }
+      return list.resolve(int(machine_cores()), "cores for CPU workers");
+    }
+    int count = 0;
+    check_cuda(cuda_driver().cuDeviceGetCount(&count), "cuDeviceGetCount");
+    return list.resolve(count, "GPUs");
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
 }
 
 void add_session_options(CLI::App& command, SessionOptions& options) {
@@ -50,11 +81,45 @@ void add_session_options(CLI::App& command, SessionOptions& options) {
                      "its worker is killed; a timeout is retried once")
       ->capture_default_str()->check(CLI::PositiveNumber);
   command.add_option("--fuzz-workers", options.fuzz_workers,
-                     fmt::format("processes that fuzz configurations side by side (0: the evaluation "
-                                 "worker fuzzes them one by one; default {} here, at most the {} cores)",
+                     fmt::format("processes that fuzz configurations side by side, per device (0: "
+                                 "the evaluation worker fuzzes them one by one; default {} here with one "
+                                 "device, half the {} cores shared by the devices, at most 8 each)",
                                  default_fuzz_workers(), machine_cores()))
       ->check(CLI::NonNegativeNumber);
+  command.add_option("--devices", options.devices,
+                     "GPUs to tune on side by side: all, or numbers (0,2); default one: "
+                     "$TILETUNE_DEVICE, else 0. With --backend cpu, a list of CPU evaluation workers");
 }
+
+namespace {
+
+// The GPU identity the database keys results by: devices that share it are one model.
+std::tuple<std::string, int, int, int, std::uint64_t> identity(const DeviceProperties& device) {
+  return {device.name, device.cc_major, device.cc_minor, device.sm_count, device.memory_bytes};
+}
+
+// The ordinals in `ordinals` grouped by model, in the order of each model's first device. The
+// CPU backend's workers are all of one model.
+std::vector<std::vector<int>> group_by_model(const std::vector<int>& ordinals, const std::string& backend) {
+  if (backend == "cpu" || ordinals.size() < 2) return {ordinals};
+  std::vector<std::vector<int>> models;
+  std::vector<DeviceProperties> first;  // of each model
+  for (const int ordinal : ordinals) {
+    CUdevice device = 0;
+    check_cuda(cuda_driver().cuDeviceGet(&device, ordinal), "cuDeviceGet");
+    const DeviceProperties properties = read_device_properties(device, ordinal);
+    std::size_t m = 0;
+    while (m < models.size() && identity(first[m]) != identity(properties)) ++m;
+    if (m == models.size()) {
+      models.emplace_back();
+      first.push_back(properties);
+    }
+    models[m].push_back(ordinal);
+  }
+  return models;
+}
+
+}  // namespace
 
 TuningSession::TuningSession(const SessionOptions& options) {
   std::vector<std::string> argv = {"/proc/self/exe", "worker", "--backend", options.backend,
@@ -64,19 +129,59 @@ TuningSession::TuningSession(const SessionOptions& options) {
     argv.push_back(options.cache_dir);
   }
   const std::chrono::milliseconds watchdog(std::int64_t(options.watchdog_seconds * 1000));
-  worker_ = std::make_unique<WorkerClient>(argv, watchdog);
-  const unsigned fuzz_workers = capped_fuzz_workers(options.fuzz_workers);
-  if (fuzz_workers > 0) fuzz_pool_ = std::make_unique<FuzzPool>(argv, watchdog, fuzz_workers);
-  compiled_ = std::make_unique<CompiledKernels>(worker_->device().arch(), 0, open_cache(options.cache_dir));
+  const std::vector<int> ordinals = selected_devices(options);
+  const unsigned fuzz_workers =
+      capped_fuzz_workers(options.fuzz_workers, unsigned(std::max<std::size_t>(ordinals.size(), 1)));
+  // Without --devices, one worker on its default device, as the worker chooses it.
+  const std::vector<std::vector<int>> models =
+      ordinals.empty() ? std::vector<std::vector<int>>{{}} : group_by_model(ordinals, options.backend);
+  for (const std::vector<int>& model : models) {
+    std::vector<LaneCommand> lanes;
+    for (const int ordinal : model) {
+      LaneCommand lane{argv, watchdog, fuzz_workers};
+      lane.argv.insert(lane.argv.end(), {"--device", std::to_string(ordinal)});
+      lanes.push_back(std::move(lane));
+    }
+    if (model.empty()) lanes.push_back(LaneCommand{argv, watchdog, fuzz_workers});
+    Model m;
+    m.devices = std::make_unique<DevicePool>(lanes);
+    m.compiled = std::make_unique<CompiledKernels>(m.devices->lane(0).device.arch(), 0,
+                                                   open_cache(options.cache_dir));
+    models_.push_back(std::move(m));
+  }
 }
 
-TuningRun& TuningSession::run(ResultStore& store, const TuningSettings& settings) {
-  if (!run_) run_ = std::make_unique<TuningRun>(*worker_, fuzz_pool_.get(), store, *compiled_, settings);
-  return *run_;
+const std::vector<TuningRun*>& TuningSession::runs(ResultStore& store, const TuningSettings& settings) {
+  if (runs_.empty()) {
+    for (Model& model : models_) {
+      model.run = std::make_unique<TuningRun>(*model.devices, store, *model.compiled, settings);
+      runs_.push_back(model.run.get());
+    }
+  }
+  return runs_;
+}
+
+CompileStatistics TuningSession::compile_statistics() const {
+  CompileStatistics all;
+  for (const Model& model : models_) {
+    const CompileStatistics& one = model.compiled->statistics();
+    all.compiled += one.compiled;
+    all.from_cache += one.from_cache;
+    all.compile_seconds += one.compile_seconds;
+  }
+  return all;
 }
 
 int TuningSession::workers_started() const {
-  return worker_->workers_started() + (fuzz_pool_ ? fuzz_pool_->workers_started() : 0);
+  int started = 0;
+  for (const Model& model : models_) started += model.devices->workers_started();
+  return started;
+}
+
+unsigned TuningSession::fuzz_workers() const {
+  unsigned workers = 0;
+  for (const Model& model : models_) workers += model.devices->fuzz_workers();
+  return workers;
 }
 
 void add_worker_command(CLI::App& app, int& exit_code) {
@@ -84,24 +189,27 @@ void add_worker_command(CLI::App& app, int& exit_code) {
     std::string backend = "gpu";
     std::string cache_dir;
     pid_t parent = 0;
+    int device = -1;  // the device ordinal; -1: $TILETUNE_DEVICE, else 0 (a CPU worker: 0)
   };
   auto options = std::make_shared<WorkerOptions>();
   CLI::App* command = app.add_subcommand("worker", "evaluates configurations for a tuner (internal)");
   command->group("");  // not listed: only the tuner starts it
   command->add_option("--backend", options->backend)->check(CLI::IsMember({"gpu", "cpu"}));
+  command->add_option("--device", options->device)->check(CLI::NonNegativeNumber);
   command->add_option("--cache-dir", options->cache_dir);
   command->add_option("--parent", options->parent)->required();
   command->callback([options, &exit_code] {
     die_with_parent(options->parent);
     const std::string cache_dir = options->cache_dir;
+    const int device = options->device;
     EvaluatorFactory open;
     if (options->backend == "cpu") {
-      open = [] { return std::make_unique<CpuEvaluator>(); };
+      open = [device] { return std::make_unique<CpuEvaluator>(CpuBackendOptions{}, std::max(device, 0)); };
     } else {
-      open = [cache_dir] {
+      open = [cache_dir, device] {
         return std::make_unique<GpuEvaluator>([cache_dir](const std::string& arch) {
           return std::make_unique<CompiledKernels>(arch, 1, open_cache(cache_dir));
-        });
+        }, device >= 0 ? device : GpuDevice::default_ordinal());
       };
     }
     exit_code = run_evaluation_worker(open, WorkerProcess::kRequestFd, WorkerProcess::kReplyFd);

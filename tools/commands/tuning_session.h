@@ -1,9 +1,11 @@
-// What `tiletune tune` and `tiletune bench` set up to tune: the evaluation worker (this program,
-// run as `tiletune worker`), the pool of fuzz workers (the same program), the parallel compiler
-// with its disk cache, and the tuning run.
+// What `tiletune tune` and `tiletune bench` set up to tune: for each device, an evaluation worker
+// (this program, run as `tiletune worker --device N`) and a pool of fuzz workers (the same
+// program); the parallel compiler with its disk cache; and a tuning run for each model among the
+// devices (device_pool.h: devices of one model share its work and its GPU identity).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,35 +20,51 @@ struct SessionOptions {
   std::string backend = "gpu";  // "cpu": the fuzzer's CPU backend stands in for the GPU
   std::string cache_dir;        // compiled cubins; empty: the default (cubin_cache.h)
   double watchdog_seconds = 30;
-  int fuzz_workers = -1;  // processes that fuzz side by side; 0: the worker fuzzes; -1: by the cores
+  // Per device, processes that fuzz side by side; 0: the worker fuzzes; -1: by the cores.
+  int fuzz_workers = -1;
+  std::optional<std::string> devices;  // --devices: "all" or "0,2"; none: one, $TILETUNE_DEVICE or 0
 };
 
-// Fuzz workers when none are asked for: half the cores (the other half compiles), at most 8.
-unsigned default_fuzz_workers();
-// The fuzz workers to start for --fuzz-workers `requested` (-1: the default): at most one per
-// core, saying so on stderr when that caps the request.
-unsigned capped_fuzz_workers(int requested);
+// Fuzz workers per device when none are asked for: half the cores (the other half compiles and
+// times) shared by the devices, at most 8 each.
+unsigned default_fuzz_workers(unsigned devices = 1);
+// The fuzz workers to start on each of `devices` for --fuzz-workers `requested` (-1: the
+// default): at most one per core in all, saying so on stderr when that caps the request.
+unsigned capped_fuzz_workers(int requested, unsigned devices = 1);
 
-// Adds --backend, --cache-dir, --watchdog and --fuzz-workers to a command.
+// The device ordinals --devices names (empty without it: the worker's default device). Throws
+// UsageError for a bad list or an ordinal the machine lacks; GpuUnavailable without a GPU.
+std::vector<int> selected_devices(const SessionOptions& options);
+
+// Adds --backend, --cache-dir, --watchdog, --fuzz-workers and --devices to a command.
 void add_session_options(CLI::App& command, SessionOptions& options);
 
 class TuningSession {
  public:
-  // Starts the worker (GpuUnavailable when it cannot open the device): before the database is
+  // Starts the workers (GpuUnavailable when one cannot open its device): before the database is
   // opened, so that a machine without a GPU creates no file.
   explicit TuningSession(const SessionOptions& options);
 
-  // The tuning run, recording into `store`; started by the first call.
-  TuningRun& run(ResultStore& store, const TuningSettings& settings);
-  const CompiledKernels& compiled() const { return *compiled_; }
+  // A tuning run per model, recording into `store`, in the order of their first device; started
+  // by the first call.
+  const std::vector<TuningRun*>& runs(ResultStore& store, const TuningSettings& settings);
+  // The first model's run.
+  TuningRun& run(ResultStore& store, const TuningSettings& settings) { return *runs(store, settings)[0]; }
+  // Each model's devices (their lanes, with what each settled and its busy time).
+  const DevicePool& devices(std::size_t model) const { return *models_[model].devices; }
+  // What was compiled, over every model.
+  CompileStatistics compile_statistics() const;
   int workers_started() const;
-  unsigned fuzz_workers() const { return fuzz_pool_ ? fuzz_pool_->size() : 0; }
+  unsigned fuzz_workers() const;  // over all devices
 
  private:
-  std::unique_ptr<WorkerClient> worker_;
-  std::unique_ptr<FuzzPool> fuzz_pool_;
-  std::unique_ptr<CompiledKernels> compiled_;
-  std::unique_ptr<TuningRun> run_;
+  struct Model {
+    std::unique_ptr<DevicePool> devices;
+    std::unique_ptr<CompiledKernels> compiled;
+    std::unique_ptr<TuningRun> run;
+  };
+  std::vector<Model> models_;
+  std::vector<TuningRun*> runs_;
 };
 
 }  // namespace tiletune::cli

@@ -123,7 +123,12 @@ std::string SvgPlot::render() const {
       "<svg class=\"plot {3}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"{2}\">\n",
       width_, plot_height + 18 * static_cast<int>(legend_.size()), escape_xml(title_), escape_xml(kind_));
-  svg += fmt::format("<text class=\"title\" x=\"{}\" y=\"18\">{}</text>\n", left, escape_xml(title_));
+  // A title wider than the plot (about 7.2 px a character at 13 px) is squeezed to fit, not cut.
+  const int title_room = width_ - 16;
+  const std::string fit = 7.2 * static_cast<double>(title_.size()) > title_room
+                              ? fmt::format(" textLength=\"{}\" lengthAdjust=\"spacingAndGlyphs\"", title_room)
+                              : "";
+  svg += fmt::format("<text class=\"title\" x=\"8\" y=\"18\"{}>{}</text>\n", fit, escape_xml(title_));
   // Axes, ticks and grid.
   svg += fmt::format("<line class=\"axis\" x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/>\n", left, base, right);
   svg += fmt::format("<line class=\"axis\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n", left, base, top);

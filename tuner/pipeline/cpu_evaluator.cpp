@@ -99,8 +99,10 @@ DeviceProperties cpu_backend_device() {
   return d;
 }
 
-CpuEvaluator::CpuEvaluator(CpuBackendOptions options)
-    : options_(std::move(options)), device_(cpu_backend_device()) {}
+CpuEvaluator::CpuEvaluator(CpuBackendOptions options, int ordinal)
+    : options_(std::move(options)), device_(cpu_backend_device()) {
+  device_.ordinal = ordinal;
+}
 
 EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
                                          const StageCallback& stage, const CaseCallback& before_case) {

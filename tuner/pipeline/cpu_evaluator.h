@@ -16,7 +16,8 @@ DeviceProperties cpu_backend_device();
 
 class CpuEvaluator : public Evaluator {
  public:
-  explicit CpuEvaluator(CpuBackendOptions options = {});
+  // `ordinal` numbers this worker among the CPU backend's workers (`tune --devices 0,1`).
+  explicit CpuEvaluator(CpuBackendOptions options = {}, int ordinal = 0);
 
   const DeviceProperties& device() const override { return device_; }
   EvaluationOutcome evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,

@@ -8,8 +8,8 @@
 
 namespace tiletune {
 
-GpuEvaluator::GpuEvaluator(const CompilerFactory& make_compiler)
-    : compiled_(make_compiler(device_.properties().arch())) {}
+GpuEvaluator::GpuEvaluator(const CompilerFactory& make_compiler, int ordinal)
+    : device_(ordinal), compiled_(make_compiler(device_.properties().arch())) {}
 
 ShapeVerifier& GpuEvaluator::verifier(const GemmShape& shape, std::uint64_t data_seed,
                                       const StageCallback& stage) {

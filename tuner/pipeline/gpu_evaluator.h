@@ -21,8 +21,8 @@ class GpuEvaluator : public Evaluator {
   // cache already, so this only loads.
   using CompilerFactory = std::function<std::unique_ptr<CompiledKernels>(const std::string& arch)>;
 
-  // Opens the device (GpuUnavailable without one).
-  explicit GpuEvaluator(const CompilerFactory& make_compiler);
+  // Opens device `ordinal` (GpuUnavailable without it).
+  explicit GpuEvaluator(const CompilerFactory& make_compiler, int ordinal = GpuDevice::default_ordinal());
 
   const DeviceProperties& device() const override { return device_.properties(); }
   EvaluationOutcome evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,

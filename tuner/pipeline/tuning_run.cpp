@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <exception>
 #include <future>
 #include <mutex>
 #include <random>
@@ -62,6 +63,12 @@ class CompileAhead {
     if (task_.valid()) task_.wait();  // get() in wait() may have taken it
   }
 
+  // Whether configs[i]'s verdict is in (or the compiling stopped), waiting at most `within`.
+  bool ready(std::size_t i, std::chrono::milliseconds within) {
+    std::unique_lock lock(mutex_);
+    return ready_.wait_for(lock, within, [&] { return verdicts_[i].has_value() || finished_; });
+  }
+
   // Waits for configs[i]'s verdict. Rethrows what stopped the compiling (NvrtcError).
   const CompileVerdict& wait(std::size_t i) {
     std::unique_lock lock(mutex_);
@@ -104,6 +111,22 @@ std::string fuzz_key(const KernelTemplate& tmpl, const std::string& config) {
 
 // How a re-measured result's detail starts: what says that the confirmation recorded it.
 constexpr std::string_view kConfirmedDetail = "re-measured with the best ";
+
+// Waits for the devices' work on a batch before the batch's search goes: drain() ends a batch
+// that finishes; one that unwinds (an exception) forgets what the lanes were still delivering.
+class LanesDone {
+ public:
+  explicit LanesDone(DevicePool& devices) : devices_(devices), unwinding_(std::uncaught_exceptions()) {}
+  ~LanesDone() {
+    if (std::uncaught_exceptions() > unwinding_) devices_.abandon();
+  }
+  LanesDone(const LanesDone&) = delete;
+  LanesDone& operator=(const LanesDone&) = delete;
+
+ private:
+  DevicePool& devices_;
+  int unwinding_;
+};
 
 bool is_pruned(ResultStatus status) {
   return status == ResultStatus::device_limit || status == ResultStatus::pruned;
@@ -150,15 +173,16 @@ struct TuningRun::Search {
     result.shape = shape;
     return result;
   }
-  void event(const Configuration* config, const std::string& stage, const ResultRecord* result = nullptr) const {
-    on_event(TuningEvent{&tmpl, shape, config, summary.settled, int(limit), stage, result});
+  void event(const Configuration* config, const std::string& stage, const ResultRecord* result = nullptr,
+             int device = -1) const {
+    on_event(TuningEvent{&tmpl, shape, config, summary.settled, int(limit), device, stage, result});
   }
 };
 
-TuningRun::TuningRun(WorkerClient& worker, FuzzPool* fuzz_pool, ResultStore& store,
-                     CompiledKernels& compiled, TuningSettings settings)
-    : worker_(worker), fuzz_pool_(fuzz_pool), store_(store), compiled_(compiled), settings_(std::move(settings)),
-      device_(worker.device()), gpu_(make_gpu_record(device_)) {
+TuningRun::TuningRun(DevicePool& devices, ResultStore& store, CompiledKernels& compiled,
+                     TuningSettings settings)
+    : devices_(devices), store_(store), compiled_(compiled), settings_(std::move(settings)),
+      device_(devices.lane(0).device), gpu_(make_gpu_record(device_)) {
   gpu_id_ = store_.register_gpu(gpu_);
   run_id_ = fmt::format("{:016x}", (std::uint64_t(std::random_device{}()) << 32) | std::random_device{}());
 }
@@ -168,7 +192,8 @@ ResultRecord TuningRun::record(const ResultRecord& result) {
   return result;
 }
 
-void TuningRun::settle(Search& search, std::size_t index, const ResultRecord& result, bool recorded_earlier) {
+void TuningRun::settle(Search& search, std::size_t index, const ResultRecord& result, bool recorded_earlier,
+                       int device) {
   TuningSummary& summary = search.summary;
   ++summary.settled;
   if (recorded_earlier) ++summary.recorded_earlier;
@@ -191,7 +216,7 @@ void TuningRun::settle(Search& search, std::size_t index, const ResultRecord& re
     search.settled_ok[result.config] = result;
     if (!summary.best || result.median_ms < summary.best->median_ms) summary.best = result;
   }
-  search.event(&search.space[index], recorded_earlier ? "recorded earlier" : "done", &result);
+  search.event(&search.space[index], recorded_earlier ? "recorded earlier" : "done", &result, device);
 }
 
 EvaluationRequest TuningRun::request_for(const Search& search, const Configuration& config) const {
@@ -221,56 +246,74 @@ void TuningRun::note_fuzz_verdict(const Search& search, const EvaluationRequest&
   }
 }
 
-ResultRecord TuningRun::evaluate_compiled(Search& search, const Configuration& config) {
-  const EvaluationRequest request = request_for(search, config);
-  std::string stage = "start";
-  Clock::time_point stage_start = Clock::now();
-  const auto close_stage = [&] { search.summary.stage_seconds[stage] += seconds_since(stage_start); };
-  EvaluationOutcome outcome = worker_.evaluate(request, [&](const std::string& next) {
-    close_stage();
-    stage = next;
-    stage_start = Clock::now();
-    search.event(&config, next);
-  });
-  close_stage();
-  ++search.summary.evaluated;
-  note_fuzz_verdict(search, request, outcome);
-  return outcome.result;
-}
-
-std::vector<std::size_t> TuningRun::fuzz_in_pool(Search& search, const std::vector<std::size_t>& indices,
-                                                 const std::map<std::size_t, PtxasReport>& reports) {
-  std::vector<EvaluationRequest> requests;
-  std::vector<std::size_t> fuzzed;  // the index of each request
-  for (const std::size_t index : indices) {
-    EvaluationRequest request = request_for(search, search.space[index]);
-    if (!request.fuzz) continue;
-    requests.push_back(std::move(request));
-    fuzzed.push_back(index);
-  }
-  if (requests.empty()) return indices;
-  search.event(nullptr, fmt::format("fuzzing {} configurations in {} workers", requests.size(),
-                                    std::min<std::size_t>(requests.size(), fuzz_pool_->size())));
-  const Clock::time_point start = Clock::now();
-  const std::vector<std::optional<EvaluationOutcome>> outcomes = fuzz_pool_->fuzz(requests);
-  search.summary.stage_seconds["fuzz"] += seconds_since(start);
-
-  std::set<std::size_t> failed;
+void TuningRun::evaluate_on(DeviceLane& lane, Search& search, const std::vector<std::size_t>& indices,
+                            std::vector<EvaluationRequest> requests,
+                            const std::map<std::size_t, PtxasReport>& reports) {
+  const int device = lane.device.ordinal;
+  std::vector<bool> to_measure(indices.size(), true);
+  std::vector<EvaluationRequest> to_fuzz;
+  std::vector<std::size_t> fuzzed;  // the position in `indices` of each request to fuzz
   for (std::size_t i = 0; i < requests.size(); ++i) {
-    if (!outcomes[i]) continue;  // no pool: the worker fuzzes it
-    note_fuzz_verdict(search, requests[i], *outcomes[i]);
-    if (outcomes[i]->fuzz_passed) continue;
-    ++search.summary.evaluated;
-    ResultRecord result = outcomes[i]->result;
-    add_report(result, reports.at(fuzzed[i]));
-    failed.insert(fuzzed[i]);
-    settle(search, fuzzed[i], record(result), false);
+    if (!requests[i].fuzz) continue;
+    to_fuzz.push_back(requests[i]);
+    fuzzed.push_back(i);
   }
-  std::vector<std::size_t> to_measure;
-  for (const std::size_t index : indices) {
-    if (!failed.contains(index)) to_measure.push_back(index);
+  if (lane.fuzz_pool && !to_fuzz.empty() && !search.out_of_time()) {
+    const std::string doing = fmt::format("fuzzing {} configurations in {} workers", to_fuzz.size(),
+                                          std::min<std::size_t>(to_fuzz.size(), lane.fuzz_pool->size()));
+    devices_.deliver([&search, doing, device] { search.event(nullptr, doing, nullptr, device); });
+    const Clock::time_point start = Clock::now();
+    std::vector<std::optional<EvaluationOutcome>> outcomes = lane.fuzz_pool->fuzz(to_fuzz);
+    const double seconds = seconds_since(start);
+    devices_.deliver([&search, seconds] { search.summary.stage_seconds["fuzz"] += seconds; });
+    for (std::size_t k = 0; k < to_fuzz.size(); ++k) {
+      if (!outcomes[k]) continue;  // no pool: the worker fuzzes it
+      const std::size_t i = fuzzed[k], index = indices[i];
+      if (outcomes[k]->fuzz_passed) {
+        requests[i].fuzz = false;
+      } else {
+        to_measure[i] = false;
+        ++lane.settled;
+      }
+      devices_.deliver([this, &search, request = to_fuzz[k], outcome = std::move(*outcomes[k]), index,
+                        report = reports.at(index), device] {
+        note_fuzz_verdict(search, request, outcome);
+        if (outcome.fuzz_passed) return;
+        ++search.summary.evaluated;
+        ResultRecord result = outcome.result;
+        add_report(result, report);
+        settle(search, index, record(result), false, device);
+      });
+    }
   }
-  return to_measure;
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    if (!to_measure[i]) continue;
+    if (search.out_of_time()) return;
+    const std::size_t index = indices[i];
+    const Configuration* config = &search.space[index];
+    std::map<std::string, double> stage_seconds;
+    std::string stage = "start";
+    Clock::time_point stage_start = Clock::now();
+    const auto close_stage = [&] { stage_seconds[stage] += seconds_since(stage_start); };
+    EvaluationOutcome outcome = lane.worker->evaluate(requests[i], [&](const std::string& next) {
+      close_stage();
+      stage = next;
+      stage_start = Clock::now();
+      devices_.deliver([&search, config, next, device] { search.event(config, next, nullptr, device); });
+    });
+    close_stage();
+    ++lane.settled;
+    devices_.deliver([this, &search, request = std::move(requests[i]), outcome = std::move(outcome), index,
+                      report = reports.at(index), stage_seconds = std::move(stage_seconds), device] {
+      for (const auto& [name, seconds] : stage_seconds) search.summary.stage_seconds[name] += seconds;
+      ++search.summary.evaluated;
+      note_fuzz_verdict(search, request, outcome);
+      ResultRecord result = outcome.result;
+      add_report(result, report);
+      search.measured_new = true;
+      settle(search, index, record(result), false, device);
+    });
+  }
 }
 
 void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& batch) {
@@ -304,16 +347,27 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
   search.event(&configs.front(), fmt::format("compiling {} configurations", configs.size()));
   CompileAhead ahead(compiled_, search.tmpl, configs);
 
-  // Groups of two configurations per fuzz worker: the pool fuzzes a group while the worker waits,
-  // then the worker measures it while the pool waits.
-  const std::size_t group = fuzz_pool_ ? 2 * std::size_t(fuzz_pool_->size()) : 1;
-  for (std::size_t begin = 0; begin < to_compile.size(); begin += group) {
+  // Groups of two configurations per fuzz worker go to whichever device is free: its pool fuzzes a
+  // group while its worker waits, then the worker measures it while the pool waits. With several
+  // devices, a group is at most a device's share of what remains, so that the groups shrink
+  // towards the end of the batch and the devices finish it together.
+  const DeviceLane& first = devices_.lane(0);
+  const std::size_t largest = first.fuzz_pool ? 2 * std::size_t(first.fuzz_pool->size()) : 1;
+  LanesDone lanes_done(devices_);  // the lanes' work refers to the search
+  int groups_out = 0;               // dispatched, and not delivered back in full
+  bool stopped = false;
+  for (std::size_t begin = 0, group = 0; begin < to_compile.size() && !stopped; begin += group) {
+    const std::size_t share = (to_compile.size() - begin + devices_.size() - 1) / devices_.size();
+    group = std::clamp<std::size_t>(share, 1, largest);
     std::vector<std::size_t> runnable;
     std::map<std::size_t, PtxasReport> reports;
     for (std::size_t j = begin; j < std::min(to_compile.size(), begin + group); ++j) {
-      if (search.out_of_time()) return;
+      stopped = search.out_of_time();
+      if (stopped) break;
       const std::size_t index = to_compile[j];
       const Clock::time_point wait_start = Clock::now();
+      // What the devices finish meanwhile is recorded at once.
+      while (!ahead.ready(j, std::chrono::milliseconds(20))) devices_.run_delivered();
       const CompileVerdict& verdict = ahead.wait(j);
       search.summary.stage_seconds["compile"] += seconds_since(wait_start);
       ResultRecord result = search.result_keys(configs[j].to_string());
@@ -332,19 +386,22 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
       }
       settle(search, index, record(result), false);
     }
-    if (fuzz_pool_ && !search.out_of_time()) runnable = fuzz_in_pool(search, runnable, reports);
-    for (const std::size_t index : runnable) {
-      if (search.out_of_time()) return;
-      ResultRecord result = evaluate_compiled(search, search.space[index]);
-      add_report(result, reports.at(index));
-      search.measured_new = true;
-      settle(search, index, record(result), false);
-    }
+    if (stopped || runnable.empty()) continue;
+    std::vector<EvaluationRequest> requests;
+    for (const std::size_t index : runnable) requests.push_back(request_for(search, search.space[index]));
+    ++groups_out;
+    devices_.dispatch([this, &search, runnable, requests = std::move(requests), reports,
+                       &groups_out](DeviceLane& lane) {
+      evaluate_on(lane, search, runnable, requests, reports);
+      devices_.deliver([&groups_out] { --groups_out; });
+    });
   }
+  // The batch's groups only: a device may still re-measure the best of an earlier search.
+  devices_.wait_until([&] { return groups_out == 0; });
 }
 
-void TuningRun::confirm(Search& search) {
-  if (settings_.confirm_top < 2 || settings_.confirm_rounds < 1) return;
+bool TuningRun::confirm(Search& search) {
+  if (settings_.confirm_top < 2 || settings_.confirm_rounds < 1) return false;
   std::vector<ResultRecord> top;
   int ok = 0, confirmed = 0;  // results of this version and shape: ok, and of those re-measured
   for (const ResultRecord& r : store_.ranking(gpu_.name, search.shape, search.tmpl.name)) {
@@ -353,12 +410,12 @@ void TuningRun::confirm(Search& search) {
     if (r.detail.starts_with(kConfirmedDetail)) ++confirmed;
     if (int(top.size()) < settings_.confirm_top) top.push_back(r);
   }
-  if (top.size() < 2) return;
+  if (top.size() < 2) return false;
   // Each result the confirmation re-measures is recorded as such when it ends: fewer of them than
   // it re-measures means that it did not finish (a kill while it ran), and a resumed tune, which
   // measures nothing new, must still redo it.
   const bool completed_earlier = confirmed >= std::min(ok, settings_.confirm_top);
-  if (!search.measured_new && completed_earlier) return;
+  if (!search.measured_new && completed_earlier) return false;
   search.event(nullptr, fmt::format("re-measuring the best {}", top.size()));
   RemeasureRequest request;
   request.tmpl = {search.tmpl.name, search.tmpl.source_hash, search.tmpl.path.string(), search.tmpl.source};
@@ -367,12 +424,29 @@ void TuningRun::confirm(Search& search) {
   request.timing = settings_.confirm_timing;
   request.rounds = settings_.confirm_rounds;
   request.data_seed = settings_.data_seed;
+  // On one device, whichever is free: with several, the next search goes on meanwhile on the
+  // others (tune() waits for every confirmation before it returns).
   const Clock::time_point start = Clock::now();
-  std::string why_not;
-  const std::optional<std::vector<Timing>> timings = worker_.remeasure(request, why_not);
-  search.summary.stage_seconds["confirm"] += seconds_since(start);
+  devices_.dispatch([this, &search, top, request, start](DeviceLane& lane) {
+    std::string why_not;
+    std::optional<std::vector<Timing>> timings = lane.worker->remeasure(request, why_not);
+    const double seconds = seconds_since(start);
+    devices_.deliver([this, &search, top, request, timings = std::move(timings), why_not, seconds] {
+      search.summary.stage_seconds["confirm"] += seconds;
+      record_confirmation(search, top, request, timings, why_not);
+    });
+  });
+  if (devices_.size() == 1) devices_.drain();
+  return true;
+}
+
+void TuningRun::record_confirmation(Search& search, const std::vector<ResultRecord>& top,
+                                    const RemeasureRequest& request,
+                                    const std::optional<std::vector<Timing>>& timings,
+                                    const std::string& why_not) {
   if (!timings) {
     search.summary.confirm_note = "the best were not re-measured: " + why_not;
+    search.event(nullptr, "tuned");
     return;
   }
   for (std::size_t i = 0; i < top.size(); ++i) {
@@ -388,6 +462,7 @@ void TuningRun::confirm(Search& search) {
   }
   search.summary.confirm_note = fmt::format("the best {} re-measured together in {} rounds", top.size(),
                                             request.rounds);
+  search.event(nullptr, "tuned");
 }
 
 void TuningRun::remember_fuzzed(const KernelTemplate& tmpl) {
@@ -399,8 +474,28 @@ void TuningRun::remember_fuzzed(const KernelTemplate& tmpl) {
 
 TuningSummary TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape,
                               const std::function<void(const TuningEvent&)>& on_event) {
+  return std::move(tune(tmpl, std::vector<GemmShape>{shape}, on_event).front());
+}
+
+std::vector<TuningSummary> TuningRun::tune(const KernelTemplate& tmpl, const std::vector<GemmShape>& shapes,
+                                           const std::function<void(const TuningEvent&)>& on_event) {
   store_.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source, tmpl.precision});
-  Search search(tmpl, shape, on_event);
+  std::vector<std::unique_ptr<Search>> searches;
+  LanesDone lanes_done(devices_);  // the confirmations still running refer to their searches
+  for (const GemmShape& shape : shapes) {
+    searches.push_back(std::make_unique<Search>(tmpl, shape, on_event));
+    run_search(*searches.back());
+    if (!confirm(*searches.back())) searches.back()->event(nullptr, "tuned");
+  }
+  devices_.drain();
+  std::vector<TuningSummary> summaries;
+  for (const auto& search : searches) summaries.push_back(search->summary);
+  return summaries;
+}
+
+void TuningRun::run_search(Search& search) {
+  const KernelTemplate& tmpl = search.tmpl;
+  const GemmShape& shape = search.shape;
   search.space = enumerate_configurations(tmpl, &shape);
   search.summary.space = int(search.space.size());
   if (!settings_.remeasure) search.recorded = store_.recorded_results(gpu_id_, tmpl.source_hash, shape);
@@ -421,6 +516,10 @@ TuningSummary TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape
     }
     if (auto seconds = settings_.budget->time_limit()) search.deadline = Clock::now() + *seconds;
   }
+  if (!learns && !settings_.shard.whole()) {
+    search.strategy = settings_.shard.cut(std::move(search.strategy), search.limit, tmpl.source_hash,
+                                          search.space);
+  }
 
   const std::size_t batch =
       learns ? (settings_.batch ? settings_.batch : std::max(8u, std::thread::hardware_concurrency()))
@@ -431,8 +530,6 @@ TuningSummary TuningRun::tune(const KernelTemplate& tmpl, const GemmShape& shape
     if (proposed.empty()) break;
     evaluate_batch(search, proposed);
   }
-  confirm(search);
-  return search.summary;
 }
 
 }  // namespace tiletune

@@ -1,13 +1,15 @@
-// The tuning pipeline for one device: for every template and shape, a search strategy proposes
-// configurations, and each goes through
+// The tuning pipeline for the devices of one model: for every template and shape, a search
+// strategy proposes configurations, and each goes through
 //   prune (geometry) -> compile (NVRTC, in parallel, cached on disk) -> prune (ptxas report)
-//   -> fuzz (in the fuzz pool's workers, several configurations at once)
-//   -> verify at the full shape and time (in the worker process, one at a time) -> record,
+//   -> fuzz (in a device's fuzz pool, several configurations at once)
+//   -> verify at the full shape and time (in that device's worker, one at a time) -> record,
 // every outcome written to the database as soon as it is known. Compiling runs ahead of the rest
-// through the whole batch; fuzzing and timing take turns by groups, so that no fuzz runs on the
-// GPU while a configuration is timed. An interrupted tune resumes where it stopped: recorded
+// through the whole batch; the compiled configurations go by groups to whichever device is free
+// (device_pool.h), where fuzzing and timing take turns, so that no fuzz runs on a GPU while it
+// times a configuration. An interrupted tune resumes where it stopped: recorded
 // outcomes are replayed to the strategy instead of being measured again. When the search is done,
-// the best few are re-measured together before the winner stands.
+// the best few are re-measured together before the winner stands (with several devices, on one of
+// them while the others search the next shape).
 //
 // A configuration is compiled once (the disk cache keeps it across runs) and fuzzed once per GPU,
 // however many shapes it is tuned for: neither depends on the shape.
@@ -26,12 +28,12 @@
 #include "fuzz/property_runner.h"
 #include "tuner/kernel_template.h"
 #include "tuner/pipeline/compiled_kernels.h"
-#include "tuner/pipeline/fuzz_pool.h"
+#include "tuner/pipeline/device_pool.h"
 #include "tuner/pipeline/kernel_timer.h"
 #include "tuner/pipeline/pruning.h"
 #include "tuner/pipeline/recorded_warm_start.h"
-#include "tuner/pipeline/worker_client.h"
 #include "tuner/search/search_budget.h"
+#include "tuner/search/tune_shard.h"
 
 namespace tiletune {
 
@@ -81,6 +83,9 @@ struct TuningSettings {
   // A guided strategy's first batch starts with the winners of the nearest shapes recorded for
   // the template on this GPU (recorded_warm_start.h); false: a spread-out sample only.
   bool warm_start = true;
+  // This process's share of the tune (tune_shard.h): an exhaustive or random search settles only
+  // the configurations it owns; the (template, shape) pairs of a guided one are chosen by the caller.
+  TuneShard shard;
 };
 
 // One step of a tune as it happens, for the progress display.
@@ -90,7 +95,10 @@ struct TuningEvent {
   const Configuration* config = nullptr;  // null for events about the whole search
   int done = 0;   // configurations settled in this template x shape search
   int total = 0;  // how many it will settle at most (the budget, or the space)
-  std::string stage;  // "compile", "fuzz", "verify", "time", "done", "recorded earlier", "confirm"
+  int device = -1;  // the ordinal of the device the step happened on; -1: none (the tuner's own)
+  // "compile", "fuzz", "verify", "time", "done", "recorded earlier", "confirm"; "tuned" once the
+  // search and the re-measurement of its best are recorded
+  std::string stage;
   const ResultRecord* result = nullptr;  // set when stage is "done"
 };
 
@@ -109,38 +117,50 @@ struct TuningSummary {
 
 class TuningRun {
  public:
-  // The device is the worker's; `compiled` compiles (in parallel, through the disk cache) for it.
-  // Without a fuzz pool the worker fuzzes too, one configuration at a time.
-  TuningRun(WorkerClient& worker, FuzzPool* fuzz_pool, ResultStore& store, CompiledKernels& compiled,
-            TuningSettings settings);
+  // The devices are of one model, which is recorded; `compiled` compiles (in parallel, through the
+  // disk cache) for it. A device without a fuzz pool fuzzes in its worker, one at a time.
+  TuningRun(DevicePool& devices, ResultStore& store, CompiledKernels& compiled, TuningSettings settings);
 
   TuningSummary tune(const KernelTemplate& tmpl, const GemmShape& shape,
                      const std::function<void(const TuningEvent&)>& on_event);
+  // The shapes one after another. With several devices, the best few of a shape are re-measured
+  // on one of them while the others search the next shape (whose guided warm start may then read
+  // the first times of the shape before). Each shape's end is an event, "tuned".
+  std::vector<TuningSummary> tune(const KernelTemplate& tmpl, const std::vector<GemmShape>& shapes,
+                                  const std::function<void(const TuningEvent&)>& on_event);
 
   const GpuRecord& gpu_record() const { return gpu_; }
   const DeviceProperties& device() const { return device_; }
 
  private:
   struct Search;  // one template x shape search in progress
-  void settle(Search& search, std::size_t index, const ResultRecord& result, bool recorded_earlier);
+  void settle(Search& search, std::size_t index, const ResultRecord& result, bool recorded_earlier,
+              int device = -1);
   void evaluate_batch(Search& search, const std::vector<std::size_t>& batch);
-  // Fuzzes on the pool those of `indices` whose verdict is not known yet, and settles the ones
-  // that fail; returns the others, to be measured.
-  std::vector<std::size_t> fuzz_in_pool(Search& search, const std::vector<std::size_t>& indices,
-                                        const std::map<std::size_t, PtxasReport>& reports);
-  void confirm(Search& search);
+  // On a lane's thread: fuzzes on its pool those of `indices` whose verdict is not known yet, then
+  // verifies and times the others in its worker, delivering each outcome to be settled.
+  void evaluate_on(DeviceLane& lane, Search& search, const std::vector<std::size_t>& indices,
+                   std::vector<EvaluationRequest> requests,
+                   const std::map<std::size_t, PtxasReport>& reports);
+  // Searches the space for the search's shape, up to its budget.
+  void run_search(Search& search);
+  // Re-measures the best few of the search together, on one device, then records them
+  // (record_confirmation): at once with one device, in the background with several. False when
+  // there is nothing to re-measure.
+  bool confirm(Search& search);
+  void record_confirmation(Search& search, const std::vector<ResultRecord>& top,
+                           const RemeasureRequest& request,
+                           const std::optional<std::vector<Timing>>& timings, const std::string& why_not);
   EvaluationRequest request_for(const Search& search, const Configuration& config) const;
   // Remembers a fuzz's verdict for the other shapes; a pass made now is recorded for later runs.
   void note_fuzz_verdict(const Search& search, const EvaluationRequest& request,
                          const EvaluationOutcome& outcome);
-  ResultRecord evaluate_compiled(Search& search, const Configuration& config);
   ResultRecord record(const ResultRecord& result);
   // A configuration that passed its fuzz on this GPU (which does not depend on the shape) with at
   // least as many cases as this run asks for is not fuzzed again, in this run or another.
   void remember_fuzzed(const KernelTemplate& tmpl);
 
-  WorkerClient& worker_;
-  FuzzPool* fuzz_pool_;
+  DevicePool& devices_;
   ResultStore& store_;
   CompiledKernels& compiled_;
   TuningSettings settings_;

@@ -225,6 +225,39 @@ TEST(CpuBackend, IntactTiledIsRightForEverySeed) {
   EXPECT_EQ(wrong_seeds(shipped("tiled"), "TILE=8,PAD=0,SWIZZLE=0", 32), 0);
 }
 
+// One warp per element of C: the lanes stage A's row with asynchronous copies (masked ones read
+// nothing), multiply, and sum with shuffles.
+KernelTemplate warp_dot() {
+  return parse_template(R"(// tiletune: entry warp_dot
+// tiletune: param P 0
+// tiletune: block 32
+// tiletune: grid N, M
+#include <tiletune/async_copy.h>
+extern "C" __global__ void warp_dot(const float* A, const float* B, float* C, int M, int N, int K,
+                                    int lda, int ldb, int ldc) {
+  __shared__ __align__(16) float row[32];
+  const int lane = threadIdx.x, r = blockIdx.y, col = blockIdx.x;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += 32) {
+    const int k = k0 + lane;
+    tt_cp_async_4(row + lane, A + (size_t)r * lda + k, k < K ? 4 : 0);
+    tt_cp_async_commit();
+    tt_cp_async_wait<0>();
+    __syncwarp();
+    if (k < K) acc += row[lane] * B[(size_t)k * ldb + col];
+    __syncwarp();
+  }
+  for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
+  if (lane == 0) C[(size_t)r * ldc + col] = acc;
+}
+)",
+                        "warp_dot.cu");
+}
+
+TEST(CpuBackend, AWarpLevelTemplateIsCorrectOnAwkwardShapes) {
+  expect_correct(warp_dot(), "P=0");
+}
+
 // A one-parameter template around `body`, one thread per element of C, 8x8 blocks.
 KernelTemplate custom(const std::string& name, const std::string& body,
                       const std::string& shared = "0") {
@@ -253,12 +286,12 @@ void expect_unsupported(const KernelTemplate& tmpl, const std::string& what) {
   }
 }
 
-TEST(CpuBackend, WarpShuffleIsUnsupported) {
-  expect_unsupported(custom("shuffle", R"(
-  float v = __shfl_down_sync(0xffffffffu, 1.0f, 1);
+TEST(CpuBackend, WarpReductionIsUnsupported) {
+  expect_unsupported(custom("reduction", R"(
+  const unsigned v = __reduce_add_sync(0xffffffffu, 1u);
   if (row < M && col < N) C[row * ldc + col] = v;
 )"),
-                     "__shfl_down_sync");
+                     "__reduce_add_sync");
 }
 
 TEST(CpuBackend, InlineAssemblyIsUnsupported) {
@@ -271,11 +304,11 @@ TEST(CpuBackend, InlineAssemblyIsUnsupported) {
 
 TEST(CpuBackend, UnsupportedFeatureHiddenInAMacroIsFound) {
   expect_unsupported(custom("macro", R"(
-#define TT_REDUCE(v) __shfl_xor_sync(~0u, v, 1)
-  float v = TT_REDUCE(1.0f);
+#define TT_MATCH(v) __match_any_sync(~0u, v)
+  const unsigned v = TT_MATCH(1u);
   (void)v;
 )"),
-                     "__shfl_xor_sync");
+                     "__match_any_sync");
 }
 
 TEST(CpuBackend, CudaHeaderIsUnsupported) {
@@ -742,6 +775,16 @@ KernelTemplate tiled_without_load_mask() {
   EXPECT_NE(at, std::string::npos);
   source.replace(at, masked.size(), "(row < M) ? A[");
   return parse_template(source, "tiled_missing_load_mask.cu");
+}
+
+TEST(CpuBackendSanitized, AWarpLevelTemplatePasses) {
+  // The last lane of a warp to arrive reads the others' contributions on their fibers' stacks.
+  if (!sanitizing_process()) GTEST_SKIP() << "needs LD_PRELOAD of AddressSanitizer's runtime";
+  const KernelTemplate tmpl = warp_dot();
+  CpuExecutor executor(tmpl, tmpl.parse_configuration("P=0"), sanitized_options());
+  for (const Shape& s : kAwkwardShapes) {
+    EXPECT_EQ(run_and_check(executor, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, 3), "");
+  }
 }
 
 TEST(CpuBackendSanitized, UnmaskedLoadOfPaddingOrGuardIsAFindingAndTheNextCaseRuns) {

@@ -1,0 +1,271 @@
+// tiletune's device library (<tiletune/tensor_core.h>, <tiletune/async_copy.h>) on the CPU
+// backend: tt_tf32_round against a reference written apart and known values, tt_mma_m16n8k8_tf32
+// against a host computation of the tile with a distinct value in every element, and cp.async
+// whose copies land only when a wait retires them, so that a kernel without its wait is wrong.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fuzz/gemm_executor.h"
+#include "tests/fuzz/cpu_backend/cpu_probe.h"
+
+namespace tiletune {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_support::bits;
+using testing_support::CpuProbe;
+
+float from_bits(std::uint32_t b) { return std::bit_cast<float>(b); }
+
+// cvt.rna.tf32.f32 as the reference sees it: a finite value rounded to a multiple of 2^13 in its
+// magnitude's bits, ties away from zero (a carry into the exponent is the next binade or
+// infinity); infinity and NaN lose their low 13 bits.
+std::uint32_t reference_tf32(std::uint32_t x) {
+  const std::uint32_t sign = x & 0x80000000u, magnitude = x & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) return x & 0xffffe000u;
+  const std::uint32_t below = magnitude & 0x1fffu;
+  const std::uint32_t rounded = magnitude - below + (below >= 0x1000u ? 0x2000u : 0u);
+  return sign | rounded;
+}
+
+const std::string kTensorCore = "#include <tiletune/tensor_core.h>";
+
+TEST(DeviceLibraryCpu, Tf32RoundMatchesTheReferenceAndKnownValues) {
+  const CpuProbe probe("tf32_round", R"(
+  for (int i = t; i < M; i += 256) C[i] = tt_tf32_round(A[i]);
+)",
+                       kTensorCore);
+  const std::vector<std::pair<std::uint32_t, std::uint32_t>> known = {
+      {0x3f801000u, 0x3f802000u},  // 1 + 2^-11, a tie: away from zero
+      {0xbf801000u, 0xbf802000u},  // its negative
+      {0x3f800fffu, 0x3f800000u},  // just below the tie
+      {0x3f803000u, 0x3f804000u},  // a tie above an odd TF32 value (no ties to even)
+      {0x7f7fffffu, 0x7f800000u},  // the largest float: to infinity
+      {0x7f7fefffu, 0x7f7fe000u},  // the largest TF32 value, from below the tie
+      {0x7f800000u, 0x7f800000u},  // infinity
+      {0xff800000u, 0xff800000u},
+      {0x7fc00001u, 0x7fc00000u},  // a quiet NaN loses its low payload
+      {0x7f800001u, 0x7f800000u},  // a NaN whose payload is all below: infinity, as ptxas has it
+      {0xffffffffu, 0xffffe000u},
+      {0x00000001u, 0x00000000u},  // the smallest subnormal
+      {0x00001000u, 0x00002000u},  // a subnormal tie
+      {0x807fffffu, 0x80800000u},  // the largest subnormal: to the smallest normal
+      {0x80000000u, 0x80000000u},  // -0
+  };
+  std::vector<float> in;
+  for (const auto& [x, expected] : known) in.push_back(from_bits(x));
+  std::mt19937 random(7);
+  for (int i = 0; i < 200000; ++i) {
+    const std::uint32_t x = random();
+    in.push_back(from_bits(x));
+    in.push_back(from_bits((x & ~0x1fffu) | 0x1000u));  // a tie
+    in.push_back(from_bits((x & ~0x1fffu) | 0x0fffu));
+  }
+  const std::vector<float> out = probe.run({256, 1, 1}, in, in.size(), 0, int(in.size()));
+  for (std::size_t i = 0; i < known.size(); ++i) {
+    EXPECT_EQ(bits(out[i]), known[i].second) << std::hex << "tt_tf32_round(0x" << known[i].first
+                                             << ")";
+  }
+  int wrong = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (bits(out[i]) != reference_tf32(bits(in[i])) && wrong++ < 5) {
+      ADD_FAILURE() << std::hex << "tt_tf32_round(0x" << bits(in[i]) << ") = 0x" << bits(out[i])
+                    << ", the reference 0x" << reference_tf32(bits(in[i]));
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+// One warp loads A (16x8, row-major), B (8x8, row-major) and C (16x8) from the inputs by the
+// fragment layouts of the PTX ISA, multiplies, and stores D (16x8) by the accumulator layout.
+const char* kMmaBody = R"(
+  const int g = lane >> 2, q = lane & 3;
+  const float* Am = A;
+  const float* Bm = A + 128;
+  const float* Cm = A + 192;
+  const float a[4] = {Am[g * 8 + q], Am[(g + 8) * 8 + q], Am[g * 8 + q + 4],
+                      Am[(g + 8) * 8 + q + 4]};
+  const float b[2] = {Bm[q * 8 + g], Bm[(q + 4) * 8 + g]};
+  const float c[4] = {Cm[g * 8 + 2 * q], Cm[g * 8 + 2 * q + 1], Cm[(g + 8) * 8 + 2 * q],
+                      Cm[(g + 8) * 8 + 2 * q + 1]};
+  float d[4];
+  tt_mma_m16n8k8_tf32(d, a, b, c);
+  C[g * 8 + 2 * q] = d[0];
+  C[g * 8 + 2 * q + 1] = d[1];
+  C[(g + 8) * 8 + 2 * q] = d[2];
+  C[(g + 8) * 8 + 2 * q + 1] = d[3];
+)";
+
+TEST(DeviceLibraryCpu, MmaComputesTheTileByThePtxLayouts) {
+  const CpuProbe probe("mma", kMmaBody, kTensorCore);
+  // A distinct value in every element of A and C, B small and uneven: any element taken from the
+  // wrong place shows. Every product and sum is an integer below 2^24: exact.
+  std::vector<float> in(320);
+  for (int i = 0; i < 128; ++i) in[i] = float(i + 1);
+  for (int i = 0; i < 64; ++i) in[128 + i] = float((i * 5) % 11 - 5);
+  for (int i = 0; i < 128; ++i) in[192 + i] = float(1000 * (i + 1));
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    const std::vector<float> out = probe.run({32, 1, 1}, in, 128, seed);
+    for (int r = 0; r < 16; ++r) {
+      for (int col = 0; col < 8; ++col) {
+        double expected = in[192 + r * 8 + col];
+        for (int k = 0; k < 8; ++k) expected += double(in[r * 8 + k]) * in[128 + k * 8 + col];
+        EXPECT_EQ(out[r * 8 + col], float(expected)) << "D[" << r << "][" << col << "]";
+      }
+    }
+  }
+}
+
+TEST(DeviceLibraryCpu, MmaReadsTheTopNineteenBitsOfAnOperandNotRounded) {
+  // 1 + 2^-11 has its only fraction bit below TF32's 10: the tensor core reads 1, where rounding
+  // would have given 1 + 2^-10.
+  const CpuProbe probe("mma_truncates", kMmaBody, kTensorCore);
+  std::vector<float> in(320, 0.0f);
+  in[0] = from_bits(0x3f801000u);            // A[0][0]
+  in[128] = 1.0f;                            // B[0][0]
+  in[1] = from_bits(0x3f801fffu);            // A[0][1], every dropped bit set
+  in[128 + 8] = 1.0f;                        // B[1][0]
+  const std::vector<float> out = probe.run({32, 1, 1}, in, 128);
+  EXPECT_EQ(out[0], 2.0f) << "D[0][0] = A[0][0] + A[0][1], each truncated to 1";
+}
+
+TEST(DeviceLibraryCpu, MmaTruncatesItsSumTowardZero) {
+  // The model's rounding (device_library_gpu_tests holds it against the hardware): 1 + 3 * 2^-24
+  // is 1.5 FP32 ulps above 1, which rounding to nearest would take to 2 ulps and truncation to 1.
+  const CpuProbe probe("mma_toward_zero", kMmaBody, kTensorCore);
+  std::vector<float> in(320, 0.0f);
+  for (int k = 0; k < 3; ++k) {
+    in[k] = std::ldexp(1.0f, -12);             // A[0][k]
+    in[128 + k * 8] = std::ldexp(1.0f, -12);   // B[k][0]
+    in[8 + k] = -std::ldexp(1.0f, -12);        // A[1][k]
+  }
+  in[192] = 1.0f;        // C[0][0]
+  in[192 + 8] = -1.0f;   // C[1][0]
+  const std::vector<float> out = probe.run({32, 1, 1}, in, 128);
+  EXPECT_EQ(out[0], 1.0f + std::ldexp(1.0f, -23));
+  EXPECT_EQ(out[8], -1.0f - std::ldexp(1.0f, -23));
+}
+
+TEST(DeviceLibraryCpu, MmaNeedsTheWholeWarp) {
+  const CpuProbe probe("mma_half_warp", kMmaBody, kTensorCore);
+  try {
+    probe.run({16, 1, 1}, std::vector<float>(320, 1.0f), 128);
+    ADD_FAILURE() << "a 16-thread warp ran an mma";
+  } catch (const LaunchError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("needs all 32 lanes")) << e.what();
+  }
+}
+
+// 64 threads copy 16 bytes each from A into shared memory, then each sums its neighbour's four
+// floats. WAIT is the wait before the barrier.
+std::string copy_body(const std::string& wait) {
+  std::string body = R"(
+  __shared__ __align__(16) float stage[256];
+  tt_cp_async_16(stage + 4 * t, A + 4 * t, 16);
+  tt_cp_async_commit();
+  WAIT;
+  __syncthreads();
+  const float* next = stage + 4 * ((t + 1) % 64);
+  C[t] = next[0] + next[1] + next[2] + next[3];
+)";
+  body.replace(body.find("WAIT"), 4, wait);
+  return body;
+}
+
+const std::string kAsyncCopy = "#include <tiletune/async_copy.h>";
+
+std::vector<float> copy_inputs() {
+  std::vector<float> in(256);
+  for (int i = 0; i < 256; ++i) in[i] = float(i % 13);
+  return in;
+}
+
+float neighbour_sum(const std::vector<float>& in, int t) {
+  const int n = (t + 1) % 64;
+  return in[4 * n] + in[4 * n + 1] + in[4 * n + 2] + in[4 * n + 3];
+}
+
+TEST(DeviceLibraryCpu, AsyncCopiesLandWhenTheWaitRetiresThem) {
+  const CpuProbe waited("copy_waited", copy_body("tt_cp_async_wait<0>()"), kAsyncCopy);
+  const CpuProbe forgotten("copy_forgotten", copy_body("(void)0"), kAsyncCopy);
+  const std::vector<float> in = copy_inputs();
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    const std::vector<float> right = waited.run({64, 1, 1}, in, 64, seed);
+    const std::vector<float> wrong = forgotten.run({64, 1, 1}, in, 64, seed);
+    for (int t = 0; t < 64; ++t) {
+      EXPECT_EQ(right[t], neighbour_sum(in, t)) << "seed " << seed << " thread " << t;
+      EXPECT_TRUE(std::isnan(wrong[t])) << "without the wait thread " << t << " read "
+                                        << wrong[t] << ", not the poison";
+    }
+  }
+}
+
+TEST(DeviceLibraryCpu, WaitingForTooFewGroupsReadsTheStaleStage) {
+  // Two stages in flight; the wait leaves the newest N pending: N = 1 leaves stage 1 unwritten.
+  const std::string body = R"(
+  __shared__ __align__(16) float stages[2][256];
+  for (int s = 0; s < 2; ++s) {
+    tt_cp_async_16(stages[s] + 4 * t, A + 256 * s + 4 * t, 16);
+    tt_cp_async_commit();
+  }
+  WAIT;
+  __syncthreads();
+  C[t] = stages[0][(4 * t + 4) % 256] + stages[1][(4 * t + 4) % 256];
+)";
+  std::string all = body, too_few = body;
+  all.replace(all.find("WAIT"), 4, "tt_cp_async_wait<0>()");
+  too_few.replace(too_few.find("WAIT"), 4, "tt_cp_async_wait<1>()");
+  std::vector<float> in(512);
+  for (int i = 0; i < 512; ++i) in[i] = float(i);
+  const std::vector<float> right = CpuProbe("two_stages", all, kAsyncCopy).run({64, 1, 1}, in, 64);
+  const std::vector<float> stale =
+      CpuProbe("two_stages_early", too_few, kAsyncCopy).run({64, 1, 1}, in, 64);
+  for (int t = 0; t < 64; ++t) {
+    const int i = (4 * t + 4) % 256;
+    EXPECT_EQ(right[t], in[i] + in[256 + i]) << t;
+    EXPECT_TRUE(std::isnan(stale[t])) << t << ": stage 1 was read before its wait";
+  }
+}
+
+TEST(DeviceLibraryCpu, AsyncCopiesZeroFillWhatTheSourceDoesNotGive) {
+  const CpuProbe probe("copy_zero_fill", R"(
+  __shared__ __align__(16) float s[12];
+  if (t == 0) {
+    tt_cp_async_16(s, A, 8);
+    tt_cp_async_16(s + 4, nullptr, 0);
+    tt_cp_async_4(s + 8, A + 2, 4);
+    tt_cp_async_4(s + 9, nullptr, 0);
+    tt_cp_async_commit();
+    tt_cp_async_wait<0>();
+    for (int i = 0; i < 10; ++i) C[i] = s[i];
+  }
+)",
+                       kAsyncCopy);
+  const std::vector<float> out = probe.run({32, 1, 1}, {1, 2, 3, 4}, 10);
+  EXPECT_EQ(out, (std::vector<float>{1, 2, 0, 0, 0, 0, 0, 0, 3, 0}));
+}
+
+TEST(DeviceLibraryCpu, AMisalignedSixteenByteCopyIsAnError) {
+  const CpuProbe probe("copy_misaligned", R"(
+  __shared__ __align__(16) float s[8];
+  tt_cp_async_16(s + 1, A, 16);
+)",
+                       kAsyncCopy);
+  try {
+    probe.run({1, 1, 1}, std::vector<float>(8, 1.0f), 1);
+    ADD_FAILURE() << "a misaligned copy ran";
+  } catch (const LaunchError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("tt_cp_async_16: an address is not 16-byte aligned"));
+  }
+}
+
+}  // namespace
+}  // namespace tiletune

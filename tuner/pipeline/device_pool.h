@@ -1,0 +1,106 @@
+// The devices of one model (one GPU identity in the database) that a tune evaluates on, side by
+// side. Each has a lane: an evaluation worker that verifies and times, and a fuzz pool, all started
+// with the lane's worker command (`tiletune worker --device N`), so that their CUDA contexts sit
+// on that device alone. The tuner dispatches groups of configurations to whichever lane is free;
+// a lane fuzzes its group on its own pool, then times the ones that passed on its own worker, so
+// no fuzz runs on a GPU while that GPU times (two GPUs timing at once do not disturb each other).
+//
+// Each lane has a thread of its own that starts and restarts its worker (a worker dies with the
+// thread that started it): a crash, a hang or a lost context costs only its configuration on its
+// device, and restarts only that device's worker. What a lane finds is handed back (deliver) to
+// the dispatching thread, which alone touches the tune's state: the database, the strategy, the
+// progress display.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tuner/pipeline/fuzz_pool.h"
+#include "tuner/pipeline/worker_client.h"
+
+namespace tiletune {
+
+// One device's workers and what they did. Its members are used on the lane's own thread only,
+// except `device` (set once started) and the statistics (read once the pool is idle).
+struct DeviceLane {
+  DeviceProperties device;
+  std::unique_ptr<WorkerClient> worker;
+  std::unique_ptr<FuzzPool> fuzz_pool;  // none with no fuzz workers: the worker fuzzes
+  int settled = 0;            // configurations that this device gave an outcome
+  double busy_seconds = 0;    // time spent on work dispatched here
+};
+
+// How to start one lane: its worker command (the fuzz pool's workers run the same one).
+struct LaneCommand {
+  std::vector<std::string> argv;
+  std::chrono::milliseconds watchdog{30000};
+  unsigned fuzz_workers = 0;
+};
+
+class DevicePool {
+ public:
+  using Work = std::function<void(DeviceLane&)>;
+
+  // Starts every lane's worker at once and waits for each to report its device. Throws
+  // GpuUnavailable with the first lane's reason when one cannot open its device.
+  explicit DevicePool(const std::vector<LaneCommand>& lanes);
+  ~DevicePool();  // stops the threads and their workers
+  DevicePool(const DevicePool&) = delete;
+  DevicePool& operator=(const DevicePool&) = delete;
+
+  std::size_t size() const { return lanes_.size(); }
+  const DeviceLane& lane(std::size_t i) const { return lanes_[i]->lane; }
+  int workers_started() const;
+  unsigned fuzz_workers() const;  // over all lanes
+
+  // Runs `work` on the first free lane's thread (on lane `only` when it is given), waiting for
+  // one while running what the lanes deliver. Rethrows here what a lane's work threw.
+  void dispatch(Work work, std::optional<std::size_t> only = std::nullopt);
+  // Called from a lane's work: `then` runs on the dispatching thread, in the order delivered,
+  // within dispatch() or drain().
+  void deliver(std::function<void()> then);
+  // Runs what the lanes have delivered so far, without waiting; rethrows what a lane's work threw.
+  void run_delivered();
+  // Runs what the lanes deliver until `done` (which reads the dispatcher's own state) holds;
+  // rethrows what a lane's work threw.
+  void wait_until(const std::function<bool()>& done);
+  // Waits until every lane is idle, running what they deliver; rethrows what a lane's work threw.
+  void drain();
+  // Waits until every lane is idle and forgets what they delivered or threw: for a dispatcher
+  // that is unwinding, whose state the deliveries would touch.
+  void abandon() noexcept;
+
+ private:
+  struct Lane {
+    DeviceLane lane;
+    LaneCommand command;
+    std::thread thread;
+    Work work;  // the work handed to the lane, while it has some
+    bool started = false;
+    std::string cannot_start;
+  };
+  void serve(Lane& lane);
+  // Runs the deliveries waiting; `lock` is held on entry and exit, released while they run.
+  void run_deliveries(std::unique_lock<std::mutex>& lock);
+  void rethrow_failure(std::unique_lock<std::mutex>& lock);
+  bool idle() const;  // with the mutex held
+  void stop() noexcept;
+
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;  // a lane started, took work, finished it, or delivered
+  std::deque<std::function<void()>> deliveries_;
+  std::exception_ptr failure_;
+  bool stopping_ = false;
+};
+
+}  // namespace tiletune
