@@ -536,15 +536,23 @@ std::map<std::string, ResultRecord> ResultStore::recorded_results(
 }
 
 std::optional<ResultRecord> ResultStore::best(const std::string& gpu_name, const GemmShape& shape,
-                                              const std::optional<std::string>& template_name) const {
-  auto ranked = ranking(gpu_name, shape, template_name);
+                                              const std::optional<std::string>& template_name,
+                                              Precision precision) const {
+  auto ranked = ranked_results(gpu_name, shape, template_name, precision);
   if (ranked.empty()) return std::nullopt;
   return std::move(ranked.front());
 }
 
 std::vector<ResultRecord> ResultStore::ranking(const std::string& gpu_name, const GemmShape& shape,
                                                const std::optional<std::string>& template_name) const {
-  Statement query(db_, path_, "ranking results for " + gpu_name, R"sql(
+  return ranked_results(gpu_name, shape, template_name, std::nullopt);
+}
+
+std::vector<ResultRecord> ResultStore::ranked_results(
+    const std::string& gpu_name, const GemmShape& shape,
+    const std::optional<std::string>& template_name, std::optional<Precision> precision) const {
+  // A read-only file older than version 6 has no precision column: its templates are all fp32.
+  const std::string sql = std::string(R"sql(
       SELECT t.name, t.source_hash, r.config, s.m, s.n, s.k, r.status, r.detail, r.median_ms,
              r.min_ms, r.max_ms, r.runs, r.tflops, r.registers, r.static_shared_bytes,
              r.dynamic_shared_bytes, r.spill_bytes, r.recorded_at
@@ -554,11 +562,15 @@ std::vector<ResultRecord> ResultStore::ranking(const std::string& gpu_name, cons
       JOIN shapes s ON s.id = r.shape_id
       WHERE g.name = ?1 AND s.m = ?2 AND s.n = ?3 AND s.k = ?4
         AND r.status = 'ok' AND t.is_current AND (?5 IS NULL OR t.name = ?5)
+        AND (?6 IS NULL OR )sql") + (schema_version_ < 6 ? "'fp32'" : "t.precision") + R"sql( = ?6)
       -- Equal medians (the timer's resolution makes them common on small shapes) are ordered as
       -- the runtime library's selection orders them (tuner/runtime/record_set.h), so that best,
       -- query, bench and the library name the same winner.
-      ORDER BY r.median_ms, t.name, r.config)sql");
-  query.bind(gpu_name, shape.m, shape.n, shape.k, template_name);
+      ORDER BY r.median_ms, t.name, r.config)sql";
+  Statement query(db_, path_, "ranking results for " + gpu_name, sql.c_str());
+  const std::optional<std::string> precision_name =
+      precision ? std::optional<std::string>(to_string(*precision)) : std::nullopt;
+  query.bind(gpu_name, shape.m, shape.n, shape.k, template_name, precision_name);
   std::vector<ResultRecord> results;
   while (query.step()) results.push_back(read_result(query));
   return results;
@@ -575,7 +587,8 @@ std::vector<CurrentResult> ResultStore::current_results() const {
              r.min_ms, r.max_ms, r.runs, r.tflops, r.registers, r.static_shared_bytes,
              r.dynamic_shared_bytes, r.spill_bytes, r.recorded_at,
              g.name, g.cc_major, g.cc_minor, g.sm_count, g.clock_khz, g.memory_bytes,
-             g.driver_version, g.nvrtc_version, )sql") + fuzz_cases + R"sql(
+             g.driver_version, g.nvrtc_version, )sql") + fuzz_cases + ", " +
+                          (schema_version_ < 6 ? "'fp32'" : "t.precision") + R"sql(
       FROM results r
       JOIN gpus g ON g.id = r.gpu_id
       JOIN template_versions t ON t.id = r.template_id
@@ -596,6 +609,7 @@ std::vector<CurrentResult> ResultStore::current_results() const {
     row.gpu.driver_version = query.integer(24);
     row.gpu.nvrtc_version = query.text(25);
     row.fuzz_cases = query.is_null(26) ? 0 : query.integer(26);
+    row.precision = parse_precision(query.text(27)).value_or(Precision::fp32);
     results.push_back(std::move(row));
   }
   return results;
@@ -816,15 +830,17 @@ void ResultStore::record_bench(std::int64_t gpu_id, const BenchRecord& row) {
 
 std::vector<BenchRecord> ResultStore::bench_results(const std::optional<std::string>& gpu_name) const {
   if (schema_version_ < 5) return {};  // read as it is: the table came with version 5
-  Statement query(db_, path_, "reading the bench rows", R"sql(
+  // A read-only file of version 5 has no precision column: its templates are all fp32.
+  const std::string sql = std::string(R"sql(
       SELECT g.name, t.name, t.source_hash, b.config, s.m, s.n, s.k, b.ours_ms, b.cublas_ms,
-             b.recorded_at
+             b.recorded_at, )sql") + (schema_version_ < 6 ? "'fp32'" : "t.precision") + R"sql(
       FROM bench_results b
       JOIN gpus g ON g.id = b.gpu_id
       JOIN template_versions t ON t.id = b.template_id
       JOIN shapes s ON s.id = b.shape_id
       WHERE t.is_current AND (?1 IS NULL OR g.name = ?1)
-      ORDER BY g.name, g.id, t.name, s.m, s.n, s.k, b.config)sql");
+      ORDER BY g.name, g.id, t.name, s.m, s.n, s.k, b.config)sql";
+  Statement query(db_, path_, "reading the bench rows", sql.c_str());
   query.bind(gpu_name);
   std::vector<BenchRecord> rows;
   while (query.step()) {
@@ -837,6 +853,7 @@ std::vector<BenchRecord> ResultStore::bench_results(const std::optional<std::str
     row.ours_ms = query.real(7);
     row.cublas_ms = query.real(8);
     row.recorded_at = query.text(9);
+    row.precision = parse_precision(query.text(10)).value_or(Precision::fp32);
     rows.push_back(std::move(row));
   }
   return rows;

@@ -100,6 +100,7 @@ struct CurrentResult {
   GpuRecord gpu;
   ResultRecord result;
   int fuzz_cases = 0;
+  Precision precision = Precision::fp32;  // what its template declares
 };
 
 // A problem the runtime library had no exact record for (Options::record_misses), on a GPU (by
@@ -136,12 +137,14 @@ struct TraceRecord {
   std::string recorded_at;        // filled by the store, UTC
 };
 
-// A configuration's time and cuBLAS's on the same GPU and shape.
+// A configuration's time and cuBLAS's on the same GPU and shape. cuBLAS computed in the
+// template's precision's yardstick (tools/bench/cublas_sgemm.h): TF32 for tf32, else SGEMM.
 struct BenchRecord {
   std::string gpu_name, template_name, template_hash, config;
   GemmShape shape;
   double ours_ms = 0, cublas_ms = 0;
   std::string recorded_at;  // filled by the store, UTC
+  Precision precision = Precision::fp32;  // the template's, read with the row (not written)
 };
 
 class ResultStore {
@@ -197,9 +200,11 @@ class ResultStore {
                                                        const GemmShape& shape) const;
 
   // The fastest ok result for the GPU (matched by name) and shape among current template
-  // versions, optionally only of one template name.
+  // versions that declare `precision`, optionally only of one template name: a caller that names
+  // no precision is never handed a TF32 template's result.
   std::optional<ResultRecord> best(const std::string& gpu_name, const GemmShape& shape,
-                                   const std::optional<std::string>& template_name = {}) const;
+                                   const std::optional<std::string>& template_name = {},
+                                   Precision precision = Precision::fp32) const;
   // Every ok result for the GPU and shape, fastest first (current template versions only; equal
   // times by template name, then configuration text).
   std::vector<ResultRecord> ranking(const std::string& gpu_name, const GemmShape& shape,
@@ -254,6 +259,11 @@ class ResultStore {
   std::vector<TraceRecord> search_traces() const;
 
  private:
+  // ranking(), of the templates declaring `precision` only where one is given.
+  std::vector<ResultRecord> ranked_results(const std::string& gpu_name, const GemmShape& shape,
+                                           const std::optional<std::string>& template_name,
+                                           std::optional<Precision> precision) const;
+
   int schema_version_ = 0;  // read-only, an older version may be read as it is
   sqlite3* db_ = nullptr;
   std::filesystem::path path_;

@@ -1,5 +1,6 @@
 #include "tuner/error_bound.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <stdexcept>
@@ -71,6 +72,25 @@ double unit_roundoff(Precision precision) {
     case Precision::tf32x3: return kT * kT;
   }
   throw std::invalid_argument("invalid Precision " + std::to_string(static_cast<int>(precision)));
+}
+
+ResultError result_error(const float* c, std::int64_t ldc, const double* reference,
+                         const double* magnitude, std::int64_t m, std::int64_t n) {
+  ResultError error;
+  for (std::int64_t row = 0; row < m; ++row) {
+    for (std::int64_t col = 0; col < n; ++col) {
+      const std::size_t index = std::size_t(row * n + col);
+      const double got = c[row * ldc + col];
+      double absolute = std::fabs(got - reference[index]);
+      if (!std::isfinite(absolute)) absolute = HUGE_VAL;  // NaN too
+      const double relative = absolute == 0 ? 0.0
+                              : magnitude[index] > 0 ? absolute / magnitude[index]
+                                                     : HUGE_VAL;
+      error.max_absolute = std::max(error.max_absolute, absolute);
+      error.max_relative = std::max(error.max_relative, relative);
+    }
+  }
+  return error;
 }
 
 float round_to_tf32(float value) {

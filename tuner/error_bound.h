@@ -23,6 +23,18 @@ double relative_error_bound(Precision precision, std::int64_t k);
 // nearest), tf32x3 2^-22 (what a TF32 high and low part leave of an FP32 value).
 double unit_roundoff(Precision precision);
 
+// How far a computed C is from the exact product, in the bound's own terms: what bench prints for
+// a template and for cuBLAS on the same inputs.
+struct ResultError {
+  double max_relative = 0;  // max over elements of |c - ref| / sum_k |a_ik||b_kj|
+  double max_absolute = 0;  // max over elements of |c - ref|
+};
+// Over the m x n elements of C (leading dimension ldc) against the reference and the magnitudes
+// sum_k |a_ik||b_kj|, both packed m x n. NaN or Inf in C makes both infinite; an element whose
+// magnitude is 0 counts as relative error 0 when exact, else infinite.
+ResultError result_error(const float* c, std::int64_t ldc, const double* reference,
+                         const double* magnitude, std::int64_t m, std::int64_t n);
+
 // FP32 to TF32 as cvt.rna.tf32.f32 does it: to nearest, ties away from zero, the low 13 mantissa
 // bits cleared. NaN and Inf pass unchanged; a value that rounds past FP32's largest becomes Inf.
 float round_to_tf32(float value);

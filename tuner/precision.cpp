@@ -22,6 +22,18 @@ const char* to_string(Precision precision) {
   throw std::invalid_argument("invalid Precision " + std::to_string(static_cast<int>(precision)));
 }
 
+bool at_least_as_accurate(Precision precision, Precision lowest) {
+  const auto rank = [](Precision p) {
+    switch (p) {
+      case Precision::tf32: return 0;
+      case Precision::tf32x3: return 1;
+      case Precision::fp32: return 2;
+    }
+    throw std::invalid_argument("invalid Precision " + std::to_string(static_cast<int>(p)));
+  };
+  return rank(precision) >= rank(lowest);
+}
+
 std::optional<Precision> parse_precision(std::string_view text) {
   for (const auto& [value, name] : kNames) {
     if (text == name) return value;

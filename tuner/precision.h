@@ -7,16 +7,16 @@
 #include <optional>
 #include <string_view>
 
-namespace tiletune {
+#include "tuner/runtime/include/tiletune/precision.h"  // the enum, which the public API shares
 
-enum class Precision {
-  fp32,    // FP32 products and sums (FFMA)
-  tf32,    // inputs rounded to TF32 (10 mantissa bits) on the tensor cores, FP32 accumulation
-  tf32x3,  // each input split into a TF32 high and low part, three of the four products kept
-};
+namespace tiletune {
 
 const char* to_string(Precision precision);  // "fp32", "tf32", "tf32x3"
 std::optional<Precision> parse_precision(std::string_view text);
 inline constexpr const char* kPrecisionNames = "fp32, tf32, tf32x3";
+
+// Whether `precision` is at least as accurate as `lowest`, in the order fp32 > tf32x3 > tf32:
+// what a caller who accepts down to `lowest` may be given.
+bool at_least_as_accurate(Precision precision, Precision lowest);
 
 }  // namespace tiletune

@@ -211,6 +211,44 @@ TEST_F(ResultStoreTest, TemplateVersionChangeHidesOldResults) {
   EXPECT_EQ(store.ranking(gpu.name, kSquare).size(), 1u);
 }
 
+TEST_F(ResultStoreTest, BestServesOnlyTheNamedPrecisionAndRowsCarryTheirTemplates) {
+  ResultStore store(db_path());
+  const GpuRecord gpu = h200();
+  const auto gpu_id = store.register_gpu(gpu);
+  TemplateRecord tensor = make_template("tensor", "t1"), split = make_template("split", "s1");
+  tensor.precision = Precision::tf32;
+  split.precision = Precision::tf32x3;
+  store.register_template(make_template("simt", "f1"));
+  store.register_template(tensor);
+  store.register_template(split);
+  store.record_result(gpu_id, gpu, make_result("simt", "f1", "c", kSquare, ResultStatus::ok, 9.0));
+  store.record_result(gpu_id, gpu,
+                      make_result("tensor", "t1", "c", kSquare, ResultStatus::ok, 1.0));
+  store.record_result(gpu_id, gpu, make_result("split", "s1", "c", kSquare, ResultStatus::ok, 3.0));
+
+  // Without a precision named, the fastest fp32 result: never the faster TF32 ones.
+  EXPECT_EQ(store.best(gpu.name, kSquare)->template_name, "simt");
+  EXPECT_EQ(store.best(gpu.name, kSquare, std::nullopt, Precision::tf32)->template_name, "tensor");
+  EXPECT_EQ(store.best(gpu.name, kSquare, std::nullopt, Precision::tf32x3)->template_name, "split");
+  EXPECT_FALSE(store.best(gpu.name, kSquare, "tensor").has_value());
+  EXPECT_TRUE(store.best(gpu.name, kSquare, "tensor", Precision::tf32).has_value());
+  EXPECT_EQ(store.ranking(gpu.name, kSquare).size(), 3u);  // every precision: a template's own tune
+
+  std::map<std::string, Precision> of_results;
+  for (const CurrentResult& row : store.current_results()) {
+    of_results[row.result.template_name] = row.precision;
+  }
+  EXPECT_EQ(of_results, (std::map<std::string, Precision>{{"simt", Precision::fp32},
+                                                          {"split", Precision::tf32x3},
+                                                          {"tensor", Precision::tf32}}));
+  store.record_bench(gpu_id, BenchRecord{gpu.name, "tensor", "t1", "c", kSquare, 1.0, 0.5, ""});
+  store.record_bench(gpu_id, BenchRecord{gpu.name, "simt", "f1", "c", kSquare, 9.0, 4.0, ""});
+  std::map<std::string, Precision> of_bench;
+  for (const BenchRecord& row : store.bench_results()) of_bench[row.template_name] = row.precision;
+  EXPECT_EQ(of_bench, (std::map<std::string, Precision>{{"simt", Precision::fp32},
+                                                        {"tensor", Precision::tf32}}));
+}
+
 TEST_F(ResultStoreTest, TemplateNameFilter) {
   ResultStore store(db_path());
   const GpuRecord gpu = h200();

@@ -449,6 +449,13 @@ TEST_F(SchemaMigrationTest, ReadOnlyVersion5FileHasNoTracesAndFp32Templates) {
     EXPECT_TRUE(store.search_traces().empty());
     ASSERT_FALSE(store.templates().empty());
     for (const TemplateRecord& tmpl : store.templates()) EXPECT_EQ(tmpl.precision, Precision::fp32);
+    // No precision column to read: every result and bench row is of an fp32 template.
+    for (const CurrentResult& row : store.current_results()) {
+      EXPECT_EQ(row.precision, Precision::fp32);
+    }
+    for (const BenchRecord& row : store.bench_results()) EXPECT_EQ(row.precision, Precision::fp32);
+    EXPECT_TRUE(store.best("NVIDIA H200", kSquare).has_value());
+    EXPECT_FALSE(store.best("NVIDIA H200", kSquare, std::nullopt, Precision::tf32).has_value());
   }
   EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "5");
 }

@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fuzz/gemm_oracle.h"
 #include "fuzz/property_runner.h"
@@ -169,6 +170,54 @@ TEST(PrecisionBound, RoundToTf32IsCvtRna) {
     EXPECT_EQ(std::bit_cast<std::uint32_t>(r) & 0x1fffu, 0u) << v;
     EXPECT_LE(std::fabs(double(r) - v), 0x1p-11 * std::fabs(v)) << v;
   }
+}
+
+// --- bench's measure of a result's error --------------------------------------------------
+
+TEST(ResultError, TheLargestRelativeAndAbsoluteErrorsOverCsRegion) {
+  // 2 x 3 elements of C in rows of 4 (the padding column is never read).
+  const float c[] = {1.0f, 2.0f, 3.5f, 1e30f,  //
+                     -1.0f, 0.0f, 10.0f, 1e30f};
+  const double reference[] = {1.0, 2.5, 3.0, -1.25, 0.0, 9.0};
+  const double magnitude[] = {1.0, 10.0, 2.0, 5.0, 1.0, 100.0};
+  const ResultError error = result_error(c, 4, reference, magnitude, 2, 3);
+  EXPECT_DOUBLE_EQ(error.max_absolute, 1.0);        // 10 against 9
+  EXPECT_DOUBLE_EQ(error.max_relative, 0.5 / 2.0);  // 3.5 against 3, of magnitude 2
+}
+
+TEST(ResultError, NanInfAndAWrongElementOfZeroMagnitudeAreInfinite) {
+  const double reference[] = {1.0}, magnitude[] = {1.0};
+  for (const float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    const ResultError error = result_error(&bad, 1, reference, magnitude, 1, 1);
+    EXPECT_TRUE(std::isinf(error.max_relative)) << bad;
+    EXPECT_TRUE(std::isinf(error.max_absolute)) << bad;
+  }
+  const double zero[] = {0.0};
+  const float exact = 0.0f, wrong = 1e-30f;
+  EXPECT_EQ(result_error(&exact, 1, zero, zero, 1, 1).max_relative, 0.0);
+  EXPECT_TRUE(std::isinf(result_error(&wrong, 1, zero, zero, 1, 1).max_relative));
+}
+
+TEST(ResultError, AnEmulatedTf32ResultMeasuresWithinItsBoundAndAboveFp32s) {
+  // What bench prints for a TF32 kernel: its relative error, in units of 2^-11, below the tf32
+  // bound and above what fp32 allows.
+  const GemmCase c = real_case({40, 30, 200}, 9);
+  const GemmOperands before = make_operands(c);
+  GemmOperands after = before;
+  EmulatedGemm(Arithmetic::tf32).run(c, after);
+  std::vector<double> reference, magnitude;
+  for (std::int64_t r = 0; r < 40; ++r) {
+    for (std::int64_t j = 0; j < 30; ++j) {
+      const ReferenceElement e = reference_element(before, InputKind::real, Precision::fp32, r, j);
+      reference.push_back(e.value);
+      magnitude.push_back(e.bound / relative_error_bound(Precision::fp32, 200));
+    }
+  }
+  const ResultError error =
+      result_error(after.c.data(), after.c.ld, reference.data(), magnitude.data(), 40, 30);
+  EXPECT_LE(error.max_relative, relative_error_bound(Precision::tf32, 200));
+  EXPECT_GT(error.max_relative, relative_error_bound(Precision::fp32, 200));
+  EXPECT_GT(error.max_absolute, 0.0);
 }
 
 // --- correct emulations pass their own bound ----------------------------------------------

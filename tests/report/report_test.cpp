@@ -31,6 +31,36 @@ int count(const std::string& text, const std::string& needle) {
   return n;
 }
 
+// Winners and bench rows of each precision stand apart: a TF32 template's faster time is no FP32
+// winner, its bench row is against cuBLAS in TF32, and the FP32 roofline leaves it out.
+TEST(ReportPrecision, WinnersAndBenchRowsOfEachPrecisionStandApart) {
+  const CurrentResult simt{h200(), make_result("simt", "f1", "c", kSquare, ResultStatus::ok, 3.0), 100,
+                           Precision::fp32};
+  const CurrentResult tensor{h200(), make_result("tensor", "t1", "c", kSquare, ResultStatus::ok, 1.0),
+                             100, Precision::tf32};
+  BenchRecord simt_bench{"NVIDIA H200", "simt", "f1", "c", kSquare, 3.0, 2.0, "2026-01-01 00:00:00"};
+  BenchRecord tensor_bench{"NVIDIA H200", "tensor", "t1", "c", kSquare, 1.0, 0.5, "2026-01-01 00:00:00"};
+  tensor_bench.precision = Precision::tf32;
+  const ReportData report = build_report({simt, tensor}, {tensor_bench, simt_bench}, {});
+  ASSERT_EQ(report.winners.size(), 2u);
+  EXPECT_EQ(report.winners[0].result.template_name, "simt");
+  EXPECT_EQ(report.winners[0].precision, Precision::fp32);
+  EXPECT_EQ(report.winners[1].result.template_name, "tensor");
+  EXPECT_EQ(report.winners[1].precision, Precision::tf32);
+  ASSERT_EQ(report.bench.size(), 2u);  // the latest of each precision, not one for the shape
+
+  const std::string md = markdown_report(report, "precision.db");
+  EXPECT_THAT(md, HasSubstr("| NVIDIA H200 | 1024x1024x1024 | tf32 | tensor | c | 1.0000 |"));
+  EXPECT_THAT(md, HasSubstr("| 1024x1024x1024 | tf32 | tensor | c | 1.0000 | cuBLAS TF32 | 0.5000 | 0.500 |"));
+  EXPECT_THAT(md, HasSubstr("| 1024x1024x1024 | fp32 | simt | c | 3.0000 | cuBLAS SGEMM | 2.0000 | 0.667 |"));
+  const std::size_t roofline_at = md.find("## Roofline");
+  const std::string roofline = md.substr(roofline_at, md.find("## Parameter sensitivity") - roofline_at);
+  EXPECT_THAT(roofline, HasSubstr("| 1024x1024x1024 | simt |"));
+  EXPECT_THAT(roofline, Not(HasSubstr("| tensor |")));
+  const std::string html = html_report(report, "precision.db");
+  EXPECT_THAT(html, HasSubstr("<td>cuBLAS TF32</td>"));
+}
+
 TEST(SvgPlot, EscapesMarkupInText) {
   EXPECT_EQ(escape_xml("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
   SvgPlot plot("bench", "A<B & C", Axis::linear("x <", 0, 1), Axis::linear("y \"", 0, 1));
@@ -278,9 +308,9 @@ TEST_F(ReportModel, HtmlHasEveryPlotWithMarksAndSaysWhereBenchRowsAreMissing) {
 
 TEST_F(ReportModel, MarkdownHasTheSameContentAsTables) {
   const std::string md = markdown_report(read(), "report.db");
-  EXPECT_THAT(md, HasSubstr("| NVIDIA H200 | 1024x1024x1024 | tiled | PAD=1,TILE=16 | 2.0000 |"));
+  EXPECT_THAT(md, HasSubstr("| NVIDIA H200 | 1024x1024x1024 | fp32 | tiled | PAD=1,TILE=16 | 2.0000 |"));
   EXPECT_THAT(md, HasSubstr("| 200 |"));  // the winner's fuzz cases
-  EXPECT_THAT(md, HasSubstr("| 1024x1024x1024 | tiled | PAD=1,TILE=16 | 2.1000 | 1.4000 | 0.667 |"));
+  EXPECT_THAT(md, HasSubstr("| 1024x1024x1024 | fp32 | tiled | PAD=1,TILE=16 | 2.1000 | cuBLAS SGEMM | 1.4000 | 0.667 |"));
   EXPECT_THAT(md, HasSubstr("| TILE | 16 | 2.0000 |"));
   EXPECT_THAT(md, HasSubstr("| NVIDIA H200 | tiled | 1024x1024x1024 | random | aaaa | 4 | 5.0000 | 2.0000 | 3 |"));
   EXPECT_THAT(md, HasSubstr("| dram_read_bytes | 30000000 |"));

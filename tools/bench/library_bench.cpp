@@ -139,10 +139,17 @@ struct Opened {
   double ms;
 };
 
+// The kernel measured is named, so whatever precision it declares is accepted.
+Options accepting_any_precision() {
+  Options options;
+  options.lowest_precision = Precision::tf32;
+  return options;
+}
+
 // Library::open, gemm, the first run on A, B, C and its synchronisation, timed.
 Opened first_call(const std::string& source, const std::string& cache_dir, const std::string& kernel,
                   const GemmProblem& problem, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c) {
-  Options library_options;
+  Options library_options = accepting_any_precision();
   library_options.cache_dir = cache_dir;
   const Clock::time_point start = Clock::now();
   Library library = Library::open(source, library_options);
@@ -157,7 +164,7 @@ void verify_run(ShapeVerifier& verifier, const Gemm& gemm, const std::string& wh
   const Problem problem = to_problem(verifier.problem());
   require_right(verifier.verify([&](CUstream stream) {
     gemm.run(problem, host_view(verifier.a()), host_view(verifier.b()), host_view_mutable(verifier.c()), stream);
-  }, Precision::fp32), what);
+  }, gemm.precision()), what);
 }
 
 // The first-call cost at the verifier's problem. The cold call comes before anything else in the
@@ -252,10 +259,11 @@ OverheadResult measure_overhead(const LibraryBenchOptions& options, const Gemm& 
 void measure_suite(const LibraryBenchOptions& options, const Gemm& gemm, const ResultStore& store,
                    const GpuDevice& device, LibraryBenchReport& report) {
   const DeviceProperties& gpu = device.properties();
-  const CublasSgemm cublas;
+  const CublasSgemm cublas(gemm.precision());  // the yardstick of its precision
   const TimingSettings timing;
   for (const GemmShape& shape : options.shapes) {
-    const std::optional<ResultRecord> best = store.best(gpu.name, shape, options.kernel);
+    const std::optional<ResultRecord> best =
+        store.best(gpu.name, shape, options.kernel, gemm.precision());
     if (!best) {
       report.unrecorded.push_back(shape);
       continue;
@@ -315,7 +323,7 @@ int run(const LibraryBenchOptions& options) {
   fmt::print("{}\n", first_call_table(*report.first_call));
   std::fflush(stdout);
 
-  const Library library = Library::open(options.db);
+  const Library library = Library::open(options.db, accepting_any_precision());
   const Gemm gemm = library.gemm(options.kernel);
   const Plan small_plan = gemm.plan(to_problem(small));
   const KernelTemplate tmpl = stored_template(store, small_plan.template_name, small_plan.template_hash);

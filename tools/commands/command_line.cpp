@@ -18,6 +18,14 @@ std::vector<GemmShape> parse_shapes(const std::vector<std::string>& texts) {
   return shapes;
 }
 
+Precision parse_precision_option(const std::string& text) {
+  const std::optional<Precision> precision = parse_precision(text);
+  if (!precision) {
+    throw UsageError("--precision " + text + ": not one of " + kPrecisionNames);
+  }
+  return *precision;
+}
+
 void progress_line(const std::string& text, bool final_for_item) {
   static const bool terminal = isatty(STDERR_FILENO);
   if (terminal) {

@@ -27,6 +27,9 @@ std::vector<KernelTemplate> load_templates(const std::vector<std::string>& paths
 // Parses every --shape; throws ShapeError.
 std::vector<GemmShape> parse_shapes(const std::vector<std::string>& texts);
 
+// Reads --precision; throws UsageError naming the precisions there are.
+Precision parse_precision_option(const std::string& text);
+
 // Progress goes to stderr, rewritten in place on a terminal, one line per step elsewhere.
 void progress_line(const std::string& text, bool final_for_item);
 

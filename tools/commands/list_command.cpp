@@ -42,7 +42,7 @@ int run(const std::string& db, bool missed) {
   }
   fmt::print("templates (current versions)\n");
   for (const TemplateRecord& t : store.templates()) {
-    fmt::print("  {} {} {}\n", t.name, t.source_hash, t.path);
+    fmt::print("  {} {} {} precision {}\n", t.name, t.source_hash, t.path, to_string(t.precision));
   }
   fmt::print("results\n  {:<20} {:<12} {:<17} {:<8} {:>7} {:>4} {:>9}\n", "gpu", "template",
              "version", "shape", "results", "ok", "TFLOP/s");

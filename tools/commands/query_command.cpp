@@ -1,5 +1,5 @@
 // tiletune query --shape MxNxK [--lda N --ldb N --ldc N] [--kernel NAME] [--gpu NAME] [--db PATH]
-//                [--json] [--exact]
+//                [--precision fp32|tf32x3|tf32] [--json] [--exact]
 //
 // The best correct configuration recorded for a GPU and problem, chosen by the runtime library's
 // rule (tuner/runtime/selection.h): this GPU's records, else another GPU's of the same compute
@@ -7,6 +7,7 @@
 // configurations whose requirements admit the problem (leading dimensions included); --exact
 // refuses all but the exact shape on this GPU. Without --kernel every template recorded is asked
 // and the best answer wins: the nearer GPU step, then the exact shape, the nearer shape, the faster.
+// Only templates at least as accurate as --precision (fp32 > tf32x3 > tf32; default fp32) answer.
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -19,6 +20,7 @@
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
 #include "tuner/gpu_device.h"
+#include "tuner/precision.h"
 #include "tuner/runtime/record_set.h"
 #include "tuner/runtime/selection.h"
 
@@ -36,6 +38,7 @@ struct QueryOptions {
   std::string kernel;
   std::string gpu;
   std::string db = "tiletune.db";
+  std::string precision = "fp32";
   bool json = false;
   bool exact = false;
 };
@@ -91,6 +94,7 @@ auto preference(const Selection& s, const GemmShape& asked) {
 }
 
 int run(const QueryOptions& options) {
+  const Precision lowest = parse_precision_option(options.precision);
   const GemmProblem problem = problem_of(options);
   const GemmShape& requested = problem.shape;
   if (!std::filesystem::exists(options.db)) {
@@ -100,13 +104,29 @@ int run(const QueryOptions& options) {
   SelectionRequest request;
   request.problem = problem;
   request.exact_only = options.exact;
+  request.lowest_precision = lowest;
   const std::string gpu = choose_gpu(options, records, request);
 
   std::vector<std::string> names;
+  int less_accurate = 0;  // templates left out by --precision
   if (!options.kernel.empty()) {
+    const runtime::RecordedTemplate* asked = records.find_template(options.kernel);
+    if (asked != nullptr && !at_least_as_accurate(asked->precision, lowest)) {
+      const char* declared = tiletune::to_string(asked->precision);
+      fmt::print(stderr, "tiletune: template {} declares precision {}, below the lowest asked for "
+                 "({}): --precision {} accepts it\n", options.kernel, declared, options.precision,
+                 declared);
+      return kFindings;
+    }
     names.push_back(options.kernel);
   } else {
-    for (const runtime::RecordedTemplate& t : records.templates) names.push_back(t.name);
+    for (const runtime::RecordedTemplate& t : records.templates) {
+      if (at_least_as_accurate(t.precision, request.lowest_precision)) {
+        names.push_back(t.name);
+      } else {
+        ++less_accurate;
+      }
+    }
   }
   std::optional<Selection> best;
   std::string reason;  // why nothing was found, when a single template was asked
@@ -120,9 +140,15 @@ int run(const QueryOptions& options) {
     }
   }
   if (!best) {
-    fmt::print(stderr, "tiletune: no correct configuration recorded for {} on {}{}{}\n",
+    const std::string left_out =
+        less_accurate == 0 ? ""
+                           : fmt::format(" ({} template{} of a precision below {} left out: "
+                                         "--precision accepts {})",
+                                         less_accurate, less_accurate == 1 ? "" : "s",
+                                         options.precision, less_accurate == 1 ? "it" : "them");
+    fmt::print(stderr, "tiletune: no correct configuration recorded for {} on {}{}{}{}\n",
                requested.to_string(), gpu, options.kernel.empty() ? "" : " of template " + options.kernel,
-               names.size() == 1 ? " (" + reason + ")" : "");
+               names.size() == 1 ? " (" + reason + ")" : "", left_out);
     return kFindings;
   }
 
@@ -143,6 +169,7 @@ int run(const QueryOptions& options) {
         {"excluded_by_requirements", best->excluded},
         {"template", best->templ->name},
         {"template_hash", best->templ->source_hash},
+        {"precision", tiletune::to_string(best->templ->precision)},
         {"config", best->config},
         {"median_ms", choice.median_ms},
         {"min_ms", choice.min_ms},
@@ -180,9 +207,11 @@ int run(const QueryOptions& options) {
                                                       : problem.to_string())
                                     : "");
     }
-    fmt::print("{} {}: {} [{}] {:.4f} ms, {:.2f} TFLOP/s (median of {} runs, recorded {})\n",
+    fmt::print("{} {}: {} [{}] {:.4f} ms, {:.2f} TFLOP/s, precision {} (median of {} runs, "
+               "recorded {})\n",
                recorded_gpu, answered.to_string(), best->templ->name, best->config,
-               choice.median_ms, choice.tflops, choice.runs, choice.recorded_at);
+               choice.median_ms, choice.tflops, tiletune::to_string(best->templ->precision),
+               choice.runs, choice.recorded_at);
   }
   return kSuccess;
 }
@@ -200,6 +229,9 @@ void add_query_command(CLI::App& app, int& exit_code) {
   command->add_option("--gpu", options->gpu, "GPU name (default: this machine's, or the only one recorded)");
   command->add_option("--db", options->db, "SQLite database file")->capture_default_str();
   command->add_flag("--json", options->json, "print JSON");
+  command->add_option("--precision", options->precision,
+                      "the least accurate precision accepted: fp32 > tf32x3 > tf32")
+      ->capture_default_str();
   command->add_flag("--exact", options->exact, "no nearest-shape answer");
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }

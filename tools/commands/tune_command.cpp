@@ -275,7 +275,7 @@ int run(const TuneOptions& options) {
         if (event.stage == "tuned" && options.missed) {
           // Tuned at last, the library finds an exact record: forgotten at once, so that a tune
           // cut short keeps the misses of what it has not reached. Without a winner it stays missed.
-          if (store.best(gpu.name, event.shape, event.tmpl->name)) {
+          if (store.best(gpu.name, event.shape, event.tmpl->name, event.tmpl->precision)) {
             store.forget_misses(gpu.name, event.tmpl->name, event.shape);
             ++forgotten;
           } else {
@@ -314,7 +314,7 @@ int run(const TuneOptions& options) {
     for (const auto& [tmpl, shapes] : plans) {
       for (const GemmShape& shape : shapes) {
         const TuningSummary& summary = summaries[i++];
-        const auto recorded = store.best(run->gpu_record().name, shape, tmpl.name);
+        const auto recorded = store.best(run->gpu_record().name, shape, tmpl.name, tmpl.precision);
         const std::string overall = recorded ? fmt::format("{:.2f} TFLOP/s", recorded->tflops) : "none";
         const std::string settled = fmt::format("{}/{}", summary.settled, summary.space);
         if (summary.best) {

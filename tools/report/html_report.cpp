@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tools/bench/cublas_sgemm.h"
 #include "tools/report/svg_plot.h"
 
 namespace tiletune::report {
@@ -51,12 +52,15 @@ std::string empty(const std::string& text) { return "<p class=\"empty\">" + esca
 
 std::string winners_section(const ReportData& report) {
   std::string html = "<h2 id=\"winners\">Winners and their fuzz evidence</h2>\n"
-      "<p class=\"note\">The fastest ok result of a current template version per GPU and shape. "
+      "<p class=\"note\">The fastest ok result of a current template version per GPU, shape and "
+      "precision (the template's declared arithmetic). "
       "Fuzz cases: the most random cases its configuration passed on that GPU (0: none recorded).</p>\n";
   if (report.winners.empty()) return html + empty("no ok results recorded");
-  html += table_head({"GPU", "shape", "template", "configuration", "median ms", "TFLOP/s", "fuzz cases passed"});
+  html += table_head({"GPU", "shape", "precision", "template", "configuration", "median ms", "TFLOP/s",
+                      "fuzz cases passed"});
   for (const Winner& w : report.winners) {
-    html += "<tr>" + td(w.gpu.name) + td(w.result.shape.to_string()) + td(w.result.template_name) +
+    html += "<tr>" + td(w.gpu.name) + td(w.result.shape.to_string()) + td(to_string(w.precision)) +
+            td(w.result.template_name) +
             td(w.result.config) + td_num(fmt::format("{:.4f}", w.result.median_ms)) +
             td_num(format_number(w.result.tflops)) + td_num(std::to_string(w.fuzz_cases)) + "</tr>\n";
   }
@@ -68,7 +72,8 @@ double tflops(const GemmShape& shape, double ms) { return ms > 0 ? shape.flops()
 std::string bench_section(const ReportData& report) {
   std::string html = "<h2 id=\"bench\">Winner against cuBLAS</h2>\n"
       "<p class=\"note\">From the bench rows (<code>tiletune bench</code> times the best recorded "
-      "configuration and cuBLAS SGEMM in the same run); the latest row per GPU and shape.</p>\n";
+      "configuration and cuBLAS in the same run: TF32 for tf32 templates, SGEMM for fp32 and "
+      "tf32x3 ones); the latest row per GPU, shape and precision.</p>\n";
   if (report.gpu_names.empty()) html += empty("no bench rows recorded");
   for (const std::string& gpu : report.gpu_names) {
     html += "<h3>" + escape_xml(gpu) + "</h3>\n";
@@ -85,21 +90,26 @@ std::string bench_section(const ReportData& report) {
       x.categories.push_back(row->shape.to_string());
       y.max = std::max({y.max, tflops(row->shape, row->ours_ms), tflops(row->shape, row->cublas_ms)});
     }
-    SvgPlot plot("bench", gpu + ": our winner and cuBLAS SGEMM", x, y);
+    SvgPlot plot("bench", gpu + ": our winner and cuBLAS in its precision", x, y);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const BenchRow& row = *rows[i];
       const double ours = tflops(row.shape, row.ours_ms), theirs = tflops(row.shape, row.cublas_ms);
-      plot.add_point(double(i), ours, "ours", fmt::format("{} {} [{}]: {} TFLOP/s", row.shape.to_string(),
-                                                          row.template_name, row.config, format_number(ours)));
-      plot.add_point(double(i), theirs, "cublas", fmt::format("{} cuBLAS: {} TFLOP/s", row.shape.to_string(), format_number(theirs)));
+      plot.add_point(double(i), ours, "ours", fmt::format("{} {} [{}] {}: {} TFLOP/s", row.shape.to_string(),
+                                                          row.template_name, row.config,
+                                                          to_string(row.precision), format_number(ours)));
+      plot.add_point(double(i), theirs, "cublas", fmt::format("{} {}: {} TFLOP/s", row.shape.to_string(),
+                                                              cublas_yardstick(row.precision),
+                                                              format_number(theirs)));
     }
     plot.add_legend("ours", "our winner");
-    plot.add_legend("cublas", "cuBLAS SGEMM");
+    plot.add_legend("cublas", "cuBLAS (TF32 for tf32, else SGEMM)");
     html += plot.render();
-    html += table_head({"shape", "template", "configuration", "ours ms", "cuBLAS ms", "ours / cuBLAS (speed)", "recorded at"});
+    html += table_head({"shape", "precision", "template", "configuration", "ours ms", "against",
+                        "cuBLAS ms", "ours / cuBLAS (speed)", "recorded at"});
     for (const BenchRow* row : rows) {
-      html += "<tr>" + td(row->shape.to_string()) + td(row->template_name) + td(row->config) +
-              td_num(fmt::format("{:.4f}", row->ours_ms)) + td_num(fmt::format("{:.4f}", row->cublas_ms)) +
+      html += "<tr>" + td(row->shape.to_string()) + td(to_string(row->precision)) +
+              td(row->template_name) + td(row->config) + td_num(fmt::format("{:.4f}", row->ours_ms)) +
+              td(cublas_yardstick(row->precision)) + td_num(fmt::format("{:.4f}", row->cublas_ms)) +
               td_num(row->ours_ms > 0 ? fmt::format("{:.3f}", row->cublas_ms / row->ours_ms) : "-") +
               td(row->recorded_at) + "</tr>\n";
     }
@@ -113,12 +123,13 @@ std::string roofline_section(const ReportData& report) {
       "<p class=\"note\">Each winner at its arithmetic intensity (FLOPs 2MNK over DRAM bytes) and "
       "achieved TFLOP/s. Bytes: Nsight Compute's measured DRAM bytes (<code>" + std::string(kDramBytesText) +
       "</code>, tiletune profile) where recorded (filled marks), else the compulsory traffic "
-      "4(MK+KN+MN) (hollow marks). FP32 peak: SMs x 128 lanes x 2 FLOPs x clock.</p>\n";
+      "4(MK+KN+MN) (hollow marks). FP32 peak: SMs x 128 lanes x 2 FLOPs x clock. FP32 winners only: "
+      "TF32 and 3xTF32 run on the tensor cores, under another roof.</p>\n";
   if (report.roofs.empty()) html += empty("no GPUs recorded");
   for (const GpuRoofs& roofs : report.roofs) {
     std::vector<const Winner*> winners;
     for (const Winner& w : report.winners) {
-      if (w.gpu.name == roofs.gpu.name) winners.push_back(&w);
+      if (w.gpu.name == roofs.gpu.name && w.precision == Precision::fp32) winners.push_back(&w);
     }
     html += "<h3>" + escape_xml(roofs.gpu.name) + "</h3>\n";
     html += "<p class=\"note\">" +

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tools/bench/cublas_sgemm.h"
 #include "tools/report/svg_plot.h"
 
 namespace tiletune::report {
@@ -48,11 +49,13 @@ std::string markdown_report(const ReportData& report, const std::string& source)
   } else {
     std::vector<std::vector<std::string>> rows;
     for (const Winner& w : report.winners) {
-      rows.push_back({w.gpu.name, w.result.shape.to_string(), w.result.template_name, w.result.config,
+      rows.push_back({w.gpu.name, w.result.shape.to_string(), to_string(w.precision),
+                      w.result.template_name, w.result.config,
                       fmt::format("{:.4f}", w.result.median_ms), format_number(w.result.tflops),
                       std::to_string(w.fuzz_cases)});
     }
-    md += table({"GPU", "shape", "template", "configuration", "median ms", "TFLOP/s", "fuzz cases passed"}, rows);
+    md += table({"GPU", "shape", "precision", "template", "configuration", "median ms", "TFLOP/s",
+                 "fuzz cases passed"}, rows);
   }
 
   md += "## Winner against cuBLAS\n\n";
@@ -61,17 +64,20 @@ std::string markdown_report(const ReportData& report, const std::string& source)
     std::vector<std::vector<std::string>> rows;
     for (const BenchRow& row : report.bench) {
       if (row.gpu_name != gpu) continue;
-      rows.push_back({row.shape.to_string(), row.template_name, row.config, fmt::format("{:.4f}", row.ours_ms),
+      rows.push_back({row.shape.to_string(), to_string(row.precision), row.template_name, row.config,
+                      fmt::format("{:.4f}", row.ours_ms), cublas_yardstick(row.precision),
                       fmt::format("{:.4f}", row.cublas_ms),
                       row.ours_ms > 0 ? fmt::format("{:.3f}", row.cublas_ms / row.ours_ms) : "-", row.recorded_at});
     }
     md += "### " + gpu + "\n\n";
     md += rows.empty() ? "no bench rows recorded for this GPU (tiletune bench records them)\n\n"
-                       : table({"shape", "template", "configuration", "ours ms", "cuBLAS ms", "ours / cuBLAS (speed)", "recorded at"}, rows);
+                       : table({"shape", "precision", "template", "configuration", "ours ms", "against",
+                                "cuBLAS ms", "ours / cuBLAS (speed)", "recorded at"}, rows);
   }
 
   md += "## Roofline\n\nBytes: measured DRAM bytes (" + std::string(kDramBytesText) +
-        ") where counters are recorded, else the compulsory 4(MK+KN+MN).\n\n";
+        ") where counters are recorded, else the compulsory 4(MK+KN+MN). FP32 winners only: TF32 and "
+        "3xTF32 run on the tensor cores, under another roof.\n\n";
   if (report.roofs.empty()) md += "no GPUs recorded\n\n";
   for (const GpuRoofs& roofs : report.roofs) {
     md += "### " + roofs.gpu.name + "\n\n";
@@ -81,7 +87,7 @@ std::string markdown_report(const ReportData& report, const std::string& source)
           roofs.bandwidth_source + ".\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const Winner& w : report.winners) {
-      if (w.gpu.name != roofs.gpu.name) continue;
+      if (w.gpu.name != roofs.gpu.name || w.precision != Precision::fp32) continue;  // FP32 roof
       rows.push_back({w.result.shape.to_string(), w.result.template_name, format_number(w.bytes),
                       w.bytes_measured ? "measured" : "compulsory", format_number(w.result.shape.flops() / w.bytes),
                       format_number(tflops(w.result.shape, w.result.median_ms))});

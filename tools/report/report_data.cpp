@@ -84,19 +84,20 @@ ReportData build_report(const std::vector<CurrentResult>& results, std::vector<B
             [](const CounterRecord& a, const CounterRecord& b) { return counter_key(a) < counter_key(b); });
   report.counters = std::move(counters);
 
-  // Winners: the fastest per GPU name and shape (equal times by template name, then configuration).
-  std::map<std::pair<std::string, GemmShape>, const CurrentResult*> fastest;
+  // Winners: the fastest per GPU name, shape and precision (equal times by template name, then
+  // configuration): a TF32 result is no FP32 winner.
+  std::map<std::tuple<std::string, GemmShape, Precision>, const CurrentResult*> fastest;
   std::map<std::string, GpuRecord> gpus;
   for (const CurrentResult& row : results) {
     gpus.emplace(row.gpu.name, row.gpu);
-    const CurrentResult*& best = fastest[{row.gpu.name, row.result.shape}];
+    const CurrentResult*& best = fastest[{row.gpu.name, row.result.shape, row.precision}];
     if (!best || std::tie(row.result.median_ms, row.result.template_name, row.result.config) <
                      std::tie(best->result.median_ms, best->result.template_name, best->result.config)) {
       best = &row;
     }
   }
   for (const auto& [key, row] : fastest) {
-    Winner winner{row->gpu, row->result, row->fuzz_cases};
+    Winner winner{row->gpu, row->result, row->fuzz_cases, row->precision};
     winner.bytes = compulsory_bytes(row->result.shape);
     // The latest counters of exactly this configuration (counters are sorted, recorded_at last).
     for (const CounterRecord& c : report.counters) {
@@ -112,11 +113,11 @@ ReportData build_report(const std::vector<CurrentResult>& results, std::vector<B
     report.winners.push_back(std::move(winner));
   }
 
-  // Bench: the latest row per GPU and shape.
-  std::map<std::pair<std::string, GemmShape>, BenchRecord> latest_bench;
+  // Bench: the latest row per GPU, shape and precision (each against its own yardstick).
+  std::map<std::tuple<std::string, GemmShape, Precision>, BenchRecord> latest_bench;
   for (BenchRecord& row : bench) {
     if (!gpus.contains(row.gpu_name)) gpus[row.gpu_name].name = row.gpu_name;
-    auto [it, inserted] = latest_bench.try_emplace({row.gpu_name, row.shape}, row);
+    auto [it, inserted] = latest_bench.try_emplace({row.gpu_name, row.shape, row.precision}, row);
     if (!inserted && std::tie(row.recorded_at, row.template_name, row.config) >
                          std::tie(it->second.recorded_at, it->second.template_name, it->second.config)) {
       it->second = row;

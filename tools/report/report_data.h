@@ -11,12 +11,13 @@
 
 namespace tiletune::report {
 
-// The fastest ok result of a current template version for a GPU (by name) and shape, with the fuzz
-// cases its configuration passed there.
+// The fastest ok result of a current template version for a GPU (by name), shape and precision,
+// with the fuzz cases its configuration passed there.
 struct Winner {
   GpuRecord gpu;
   ResultRecord result;
   int fuzz_cases = 0;
+  Precision precision = Precision::fp32;  // its template's: winners of each precision are apart
   // Bytes placed on the roofline: the measured DRAM bytes of the winner's counters where recorded,
   // else the compulsory traffic 4(MK+KN+MN).
   double bytes = 0;
@@ -32,7 +33,8 @@ struct GpuRoofs {
   std::string bandwidth_source;  // where the bandwidth comes from, or why there is none
 };
 
-// The latest bench row of a GPU and shape (tiletune bench), our kernel against cuBLAS.
+// The latest bench row of a GPU, shape and precision (tiletune bench), our kernel against cuBLAS
+// in that precision's yardstick (cublas_yardstick, tools/bench/cublas_sgemm.h).
 using BenchRow = BenchRecord;
 
 // For one GPU, template and shape: the best time among ok results at each value of a parameter.
@@ -61,9 +63,9 @@ struct Convergence {
 
 struct ReportData {
   std::vector<std::string> gpu_names;  // sorted
-  std::vector<Winner> winners;          // by GPU name, then shape
+  std::vector<Winner> winners;          // by GPU name, then shape, then precision
   std::vector<GpuRoofs> roofs;          // by GPU name
-  std::vector<BenchRow> bench;          // by GPU name, then shape
+  std::vector<BenchRow> bench;          // by GPU name, then shape, then precision
   std::vector<Sensitivity> sensitivities;  // by GPU, template, shape
   std::vector<Convergence> convergences;   // by GPU, template, shape (search traces)
   std::vector<CounterRecord> counters;     // by GPU, template, shape, configuration

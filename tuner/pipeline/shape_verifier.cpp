@@ -107,6 +107,24 @@ std::optional<std::string> ShapeVerifier::verify(const GpuKernel& kernel,
       precision);
 }
 
+ResultError ShapeVerifier::error(const std::function<void(CUstream)>& launch) {
+  const CudaDriver& cu = cuda_driver();
+  const GemmShape& s = problem_.shape;
+  check_cuda(cu.cuMemsetD32(c_.get(), kPoisonBits, c_.bytes() / sizeof(float)), "poison C");
+  launch(nullptr);
+  check_cuda(cu.cuCtxSynchronize(), "kernel execution");
+  std::vector<float> c(std::size_t(s.m) * problem_.ldc);
+  c_.download_into(c);
+  if (host_reference_.empty()) {
+    host_reference_.resize(std::size_t(s.m) * s.n);
+    host_magnitude_.resize(host_reference_.size());
+    reference_.download_into(host_reference_);
+    magnitude_.download_into(host_magnitude_);
+  }
+  return result_error(c.data(), problem_.ldc, host_reference_.data(), host_magnitude_.data(), s.m,
+                      s.n);
+}
+
 std::optional<std::string> ShapeVerifier::verify(const std::function<void(CUstream)>& launch,
                                                  Precision precision) {
   const CudaDriver& cu = cuda_driver();

@@ -12,8 +12,10 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tuner/device_buffer.h"
+#include "tuner/error_bound.h"
 #include "tuner/gemm_shape.h"
 #include "tuner/gpu_device.h"
 #include "tuner/gpu_kernel.h"
@@ -40,11 +42,15 @@ class ShapeVerifier {
   // stream it is given (the runtime library's run, cuBLAS). Throws CudaError when it fails.
   std::optional<std::string> verify(const std::function<void(CUstream)>& launch,
                                     Precision precision);
+  // Poisons C, runs the launch once and measures its output against the reference, judging
+  // nothing (bench's error column, for cuBLAS too). Throws CudaError when the launch fails.
+  ResultError error(const std::function<void(CUstream)>& launch);
 
  private:
   GemmProblem problem_;
   DeviceBuffer a_, b_, c_;
   DeviceBuffer reference_, magnitude_, verdict_;
+  std::vector<double> host_reference_, host_magnitude_;  // downloaded on the first error()
   CUmodule module_ = nullptr;
   CUfunction compare_ = nullptr;
 };

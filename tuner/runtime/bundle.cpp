@@ -12,6 +12,7 @@
 
 #include "tiletune/tiletune.h"
 #include "tuner/cubin_cache.h"
+#include "tuner/precision.h"
 
 namespace tiletune::runtime {
 namespace {
@@ -76,6 +77,24 @@ void read_manifest(Bundle& bundle) {
         tmpl.parsed = parse_template(tmpl.source, tmpl.path.empty() ? tmpl.name : tmpl.path);
       } catch (const TemplateError&) {
         // As from a database: a version today's parser refuses is listed, never launched.
+      }
+      // The precision the library checks a caller's acceptance against: the manifest's, which
+      // must agree with the source's declaration; a bundle older than the field has the source's.
+      if (t.contains("precision")) {
+        const std::string text = t.at("precision").get<std::string>();
+        const std::optional<Precision> precision = parse_precision(text);
+        if (!precision) {
+          fail(bundle, kBundleManifest, "template " + tmpl.name + " has precision '" + text +
+                                            "', not one of " + kPrecisionNames);
+        }
+        tmpl.precision = *precision;
+        if (tmpl.parsed && tmpl.parsed->precision != tmpl.precision) {
+          fail(bundle, kBundleManifest, "template " + tmpl.name + " has precision " + text +
+                                            ", but its source declares " +
+                                            to_string(tmpl.parsed->precision));
+        }
+      } else if (tmpl.parsed) {
+        tmpl.precision = tmpl.parsed->precision;
       }
       records.templates.push_back(std::move(tmpl));
     }

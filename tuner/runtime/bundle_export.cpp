@@ -255,7 +255,9 @@ BundleContents build_bundle(const RecordSet& records, const std::string& databas
   }
   for (const RecordedTemplate& t : records.templates) {
     const std::string file = bundle_source_file(t.name);
-    json entry = {{"name", t.name}, {"source_hash", t.source_hash}, {"path", t.path}, {"source_file", file}};
+    json entry = {{"name", t.name},         {"source_hash", t.source_hash},
+                  {"path", t.path},         {"source_file", file},
+                  {"precision", to_string(t.precision)}};
     if (t.parsed) entry["declarations"] = declarations(*t.parsed);
     templates.push_back(std::move(entry));
     contents.files[file] = t.source;

@@ -92,6 +92,26 @@ tiletune_gpu_match to_c(tiletune::GpuMatch match) {
   return TILETUNE_GPU_MATCH_NONE;
 }
 
+tiletune_precision to_c(tiletune::Precision precision) {
+  switch (precision) {
+    case tiletune::Precision::fp32: return TILETUNE_PRECISION_FP32;
+    case tiletune::Precision::tf32: return TILETUNE_PRECISION_TF32;
+    case tiletune::Precision::tf32x3: return TILETUNE_PRECISION_TF32X3;
+  }
+  return TILETUNE_PRECISION_FP32;
+}
+
+tiletune::Precision from_c(tiletune_precision precision) {
+  switch (precision) {
+    case TILETUNE_PRECISION_FP32: return tiletune::Precision::fp32;
+    case TILETUNE_PRECISION_TF32: return tiletune::Precision::tf32;
+    case TILETUNE_PRECISION_TF32X3: return tiletune::Precision::tf32x3;
+  }
+  throw tiletune::Error("tiletune_library_open_with_precision: precision " +
+                        std::to_string(static_cast<int>(precision)) +
+                        " is none of TILETUNE_PRECISION_FP32, _TF32, _TF32X3");
+}
+
 void fill(tiletune_plan& out, const tiletune::Plan& plan) {
   copy_whole(out.template_name, plan.template_name, "template name");
   copy_whole(out.template_hash, plan.template_hash, "template hash");
@@ -122,8 +142,10 @@ const char* tiletune_version(void) { return tiletune::version(); }
 
 const char* tiletune_last_error(void) { return last_error.c_str(); }
 
-tiletune_status tiletune_library_open(const char* path, tiletune_backend backend,
-                                      const char* gpu_name, tiletune_library** library) {
+tiletune_status tiletune_library_open_with_precision(const char* path, tiletune_backend backend,
+                                                     const char* gpu_name,
+                                                     tiletune_precision lowest_precision,
+                                                     tiletune_library** library) {
   if (library != nullptr) *library = nullptr;
   return guarded([&] {
     require(library, "tiletune_library_open", "library");
@@ -135,8 +157,15 @@ tiletune_status tiletune_library_open(const char* path, tiletune_backend backend
     tiletune::Options options;
     options.backend = backend == TILETUNE_BACKEND_CPU ? tiletune::Backend::cpu : tiletune::Backend::gpu;
     if (gpu_name != nullptr) options.gpu_name = gpu_name;
+    options.lowest_precision = from_c(lowest_precision);
     *library = new tiletune_library{tiletune::Library::open(path, options)};
   });
+}
+
+tiletune_status tiletune_library_open(const char* path, tiletune_backend backend,
+                                      const char* gpu_name, tiletune_library** library) {
+  return tiletune_library_open_with_precision(path, backend, gpu_name, TILETUNE_PRECISION_FP32,
+                                              library);
 }
 
 void tiletune_library_close(tiletune_library* library) { delete library; }
@@ -153,6 +182,14 @@ tiletune_status tiletune_gemm_get(const tiletune_library* library, const char* n
 }
 
 void tiletune_gemm_release(tiletune_gemm* gemm) { delete gemm; }
+
+tiletune_status tiletune_gemm_precision(const tiletune_gemm* gemm, tiletune_precision* precision) {
+  return guarded([&] {
+    require(gemm, "tiletune_gemm_precision", "gemm");
+    require(precision, "tiletune_gemm_precision", "precision");
+    *precision = to_c(gemm->gemm.precision());
+  });
+}
 
 tiletune_status tiletune_gemm_plan(const tiletune_gemm* gemm, const tiletune_problem* problem,
                                    tiletune_plan* plan) {

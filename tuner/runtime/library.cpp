@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "db/result_store.h"
+#include "tuner/precision.h"
 #include "tuner/runtime/bundle.h"
 #include "tuner/runtime/cpu_runner.h"
 #include "tuner/runtime/gpu_runner.h"
@@ -121,6 +122,7 @@ class GemmState {
   GemmState(LibraryState& library, const RecordedTemplate& templ) : library_(library), templ_(templ) {}
 
   const std::string& name() const { return templ_.name; }
+  Precision precision() const { return templ_.precision; }
   LibraryState& library() const { return library_; }
 
   // The prepared launch for the problem in the context (null on the CPU backend), from the cache
@@ -150,6 +152,13 @@ GemmState& LibraryState::gemm(const std::string& name) {
     throw NoConfiguration(fmt::format("{}: no template named {} (recorded: {})", source, name,
                                       known.empty() ? "none" : known));
   }
+  if (!at_least_as_accurate(templ->precision, options.lowest_precision)) {
+    throw NoConfiguration(fmt::format(
+        "{}: template {} declares precision {}, below the lowest this library accepts ({}); set "
+        "Options::lowest_precision (C: tiletune_library_open_with_precision) to {} to accept it",
+        source, name, to_string(templ->precision), to_string(options.lowest_precision),
+        to_string(templ->precision)));
+  }
   if (!templ->parsed) {
     throw Error(fmt::format("{}: the recorded version {} of {} cannot be read by this tiletune {}",
                             source, templ->source_hash, name, TILETUNE_VERSION));
@@ -168,6 +177,7 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
   request.template_name = templ_.name;
   request.problem = prepared->problem;
   request.gpu_name = options.gpu_name;
+  request.lowest_precision = options.lowest_precision;
   const DeviceProperties* device = nullptr;
   if (on_gpu) {
     device = &library.gpu().device(context);
@@ -186,6 +196,7 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
   Plan& plan = prepared->plan;
   plan.template_name = templ_.name;
   plan.template_hash = templ_.source_hash;
+  plan.precision = templ_.precision;
   plan.config = chosen.config;
   plan.gpu_match = to_gpu_match(chosen.step);
   plan.backend = options.backend;
@@ -235,8 +246,9 @@ const char* to_string(GpuMatch match) {
 }
 
 std::string Plan::to_string() const {
-  std::string text = fmt::format("{} [{}] on the {} backend\n", template_name, config,
-                                 backend == Backend::gpu ? "GPU" : "CPU");
+  std::string text = fmt::format("{} [{}] on the {} backend, precision {}\n", template_name,
+                                 config, backend == Backend::gpu ? "GPU" : "CPU",
+                                 tiletune::to_string(precision));
   if (gpu_match == GpuMatch::none) {
     text += "  no record fits: the declared default\n";
   } else {
@@ -254,6 +266,8 @@ std::string Plan::to_string() const {
 Gemm::Gemm(std::shared_ptr<detail::GemmState> state) : state_(std::move(state)) {}
 
 const std::string& Gemm::name() const { return state_->name(); }
+
+Precision Gemm::precision() const { return state_->precision(); }
 
 Plan Gemm::plan(const Problem& problem) const {
   return translated([&] {

@@ -20,7 +20,8 @@ RecordedGpu recorded_gpu(const GpuRecord& gpu) {
 }
 
 RecordedTemplate recorded_template(const TemplateRecord& record) {
-  RecordedTemplate templ{record.name, record.source_hash, record.path, record.source, std::nullopt};
+  RecordedTemplate templ{record.name,   record.source_hash, record.path,
+                         record.source, std::nullopt,       record.precision};
   try {
     templ.parsed = parse_template(record.source, record.path.empty() ? record.name : record.path);
   } catch (const TemplateError&) {

@@ -32,6 +32,7 @@ struct RecordedTemplate {
   // The source parsed by today's parser; none when it refuses a version an older tiletune
   // recorded (its results are still served by `query`, but cannot be launched).
   std::optional<KernelTemplate> parsed;
+  Precision precision = Precision::fp32;  // what it declares, as recorded (kernel_template.h)
 };
 
 // One correct (status ok) result: a configuration measured at a shape on a GPU.

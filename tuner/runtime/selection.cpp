@@ -67,6 +67,12 @@ class Selector {
       throw NoSelection(fmt::format("template '{}' is not recorded (recorded: {})",
                                     request_.template_name, names_of_templates(records_)));
     }
+    if (!at_least_as_accurate(templ_->precision, request_.lowest_precision)) {
+      throw NoSelection(fmt::format("template '{}' declares precision {}, below the lowest "
+                                    "accepted ({})",
+                                    templ_->name, to_string(templ_->precision),
+                                    to_string(request_.lowest_precision)));
+    }
     templ_index_ = std::size_t(templ_ - records_.templates.data());
     choose_first_gpu();
 

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tuner/precision.h"
 #include "tuner/runtime/record_set.h"
 
 namespace tiletune::runtime {
@@ -45,6 +46,8 @@ struct SelectionRequest {
   std::optional<std::string> default_config;
   // Only the exact shape on this GPU (query --exact); defaults are not used then either.
   bool exact_only = false;
+  // A template declaring a less accurate precision is never selected (precision.h's order).
+  Precision lowest_precision = Precision::fp32;
 };
 
 struct Selection {
@@ -61,8 +64,9 @@ struct Selection {
                     // their requirements exclude lda=1001)"
 };
 
-// Throws NoSelection; NoSelection also when the template is not recorded, or its recorded version
-// cannot be parsed and the request needs its requirements.
+// Throws NoSelection; NoSelection also when the template is not recorded, declares a precision
+// below the request's lowest, or its recorded version cannot be parsed and the request needs its
+// requirements.
 Selection select_configuration(const RecordSet& records, const SelectionRequest& request);
 
 }  // namespace tiletune::runtime

@@ -104,6 +104,24 @@ TEST(Selection, TheExactShapeFastestFirst) {
   EXPECT_THAT(s.why, HasSubstr("NVIDIA H100 80GB HBM3 has a record of 1024x1024x1024"));
 }
 
+TEST(Selection, ATemplateBelowTheLowestPrecisionAcceptedIsNeverSelected) {
+  RecordSetBuilder b;
+  const auto h100 = b.gpu("NVIDIA H100 80GB HBM3", 9, 0);
+  b.choice(h100, "V=4,ROWS=8", kCube, 1.0);
+  b.records.templates[0].precision = Precision::tf32;
+  const RecordSet records = b.done();
+  SelectionRequest request = request_for(GemmProblem::packed(kCube));
+  request.default_config = "V=1,ROWS=1";  // not even a default runs it
+  for (const Precision lowest : {Precision::fp32, Precision::tf32x3}) {
+    request.lowest_precision = lowest;
+    EXPECT_THAT(no_selection(records, request),
+                HasSubstr(std::string("template 'vec' declares precision tf32, below the lowest "
+                                      "accepted (") + to_string(lowest) + ")"));
+  }
+  request.lowest_precision = Precision::tf32;
+  EXPECT_EQ(select_configuration(records, request).config, "V=4,ROWS=8");
+}
+
 TEST(Selection, TheNearestRecordedShapeAnswersAnUnrecordedOne) {
   RecordSetBuilder b;
   const auto h100 = b.gpu("NVIDIA H100 80GB HBM3", 9, 0);

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "tiletune/precision.h"
+
 #if defined(_WIN32)
 #define TILETUNE_API
 #else
@@ -48,6 +50,9 @@ struct Options {
   // The cache of compiled kernels on disk. Empty: the user's ($TILETUNE_CACHE_DIR, else
   // $XDG_CACHE_HOME/tiletune, else ~/.cache/tiletune).
   std::string cache_dir;
+  // The least accurate arithmetic accepted (fp32 > tf32x3 > tf32): gemm() of a template that
+  // declares a lower precision fails. The default serves FP32 templates only.
+  Precision lowest_precision = Precision::fp32;
 };
 
 // One GEMM: row-major C[M x N] = A[M x K] * B[K x N] in FP32, each a strided view with its
@@ -75,6 +80,7 @@ TILETUNE_API const char* to_string(GpuMatch match);  // "this GPU", ...
 struct TILETUNE_API Plan {
   std::string template_name;
   std::string template_hash;  // the template version (16 hex digits of its source)
+  Precision precision = Precision::fp32;  // the arithmetic the template declares
   std::string config;         // "BM=64,BN=128,BK=16,TM=8,TN=8,STAGES=2"
   std::string gpu;            // the GPU whose record it is ("" for a default)
   GpuMatch gpu_match = GpuMatch::none;
@@ -116,6 +122,8 @@ class LibraryState;
 class TILETUNE_API Gemm {
  public:
   const std::string& name() const;
+  // The arithmetic its template declares (at least Options::lowest_precision).
+  Precision precision() const;
   // The configuration chosen for the problem; the same library and problem always give the same
   // plan. Cached per problem. Throws InvalidProblem, NoConfiguration, Error.
   Plan plan(const Problem& problem) const;
@@ -150,7 +158,8 @@ class TILETUNE_API Library {
   static Library open(const std::string& path, const Options& options = {});
   static Library open(const EmbeddedBundle& bundle, const Options& options = {});
 
-  // The current version of a recorded template. Throws NoConfiguration when there is none.
+  // The current version of a recorded template. Throws NoConfiguration when there is none, or
+  // when it declares a precision below Options::lowest_precision.
   Gemm gemm(const std::string& template_name) const;
   // The names of the templates recorded, sorted.
   std::vector<std::string> templates() const;

@@ -47,6 +47,14 @@ typedef enum tiletune_gpu_match {
   TILETUNE_GPU_MATCH_NONE = 3  /* a declared default */
 } tiletune_gpu_match;
 
+/* The arithmetic a template declares (tiletune::Precision), from the most accurate: FP32, 3xTF32,
+ * TF32. */
+typedef enum tiletune_precision {
+  TILETUNE_PRECISION_FP32 = 0,   /* FP32 products and sums */
+  TILETUNE_PRECISION_TF32 = 1,   /* inputs rounded to TF32 on the tensor cores, FP32 sums */
+  TILETUNE_PRECISION_TF32X3 = 2  /* each input a TF32 high and low part, three products kept */
+} tiletune_precision;
+
 /* Opaque handles. A gemm keeps what it needs: it stays valid after its library is closed. */
 typedef struct tiletune_library tiletune_library;
 typedef struct tiletune_gemm tiletune_gemm;
@@ -97,6 +105,12 @@ TILETUNE_C_API const char* tiletune_last_error(void);
 TILETUNE_C_API tiletune_status tiletune_library_open(const char* path, tiletune_backend backend,
                                                      const char* gpu_name,
                                                      tiletune_library** library);
+/* tiletune_library_open, serving also templates down to `lowest_precision` (fp32 > tf32x3 >
+ * tf32): tiletune_library_open serves FP32 templates only, and tiletune_gemm_get of a template
+ * below the lowest fails with TILETUNE_NO_CONFIGURATION. */
+TILETUNE_C_API tiletune_status tiletune_library_open_with_precision(
+    const char* path, tiletune_backend backend, const char* gpu_name,
+    tiletune_precision lowest_precision, tiletune_library** library);
 /* Closes a library (NULL: nothing). */
 TILETUNE_C_API void tiletune_library_close(tiletune_library* library);
 
@@ -106,6 +120,10 @@ TILETUNE_C_API tiletune_status tiletune_gemm_get(const tiletune_library* library
                                                  tiletune_gemm** gemm);
 /* Releases a gemm (NULL: nothing). */
 TILETUNE_C_API void tiletune_gemm_release(tiletune_gemm* gemm);
+
+/* The arithmetic the gemm's template declares, into *precision (every plan of it has it). */
+TILETUNE_C_API tiletune_status tiletune_gemm_precision(const tiletune_gemm* gemm,
+                                                       tiletune_precision* precision);
 
 /* The configuration chosen for the problem, into *plan. */
 TILETUNE_C_API tiletune_status tiletune_gemm_plan(const tiletune_gemm* gemm,
