@@ -38,7 +38,7 @@
 // Tuning limits, not preconditions (every configuration is correct at every shape, and is fuzzed
 // so): no tile more than twice the matrix it covers, and split K only where C's tiles are too few
 // to fill the GPU, with at least 4 steps per slice.
-// tiletune: tune_if BM < 2 * max(M, 32) && BN < 2 * max(N, 32)
+// tiletune: tune_if BM <= 2 * max(M, 32) && BN <= 2 * max(N, 32)
 // tiletune: tune_if SPLIT_K == 1 || (ceil_div(M, BM) * ceil_div(N, BN) < 128 && K >= 4 * BK * SPLIT_K)
 // tiletune: block 32 * (BM / WM) * (BN / WN)
 // tiletune: grid ceil_div(N, BN), ceil_div(M, BM), SPLIT_K
