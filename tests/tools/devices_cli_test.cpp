@@ -59,22 +59,10 @@ std::map<std::string, int> settled_per_device(const TiletuneRun& run) {
 
 // A folder of its own for each test; the CPU backend's kernel cache and the cubin cache in the
 // build folder, shared with the other CLI tests (never the user's).
-class DevicesCli : public ::testing::Test {
+class DevicesCli : public testing_tools::TiletuneFolderTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("tiletune_devices_cli_" + std::string(info->name()) + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    const fs::path cache = fs::path(TILETUNE_BINARY_DIR) / "tests" / "tools" / "cpu-tune-cache";
-    environment_ = {{"XDG_CACHE_HOME", cache.string()}, {"TILETUNE_CACHE_DIR", (cache / "cubins").string()}};
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  DevicesCli() : TiletuneFolderTest("tiletune_devices_cli_") {}
 
-  TiletuneRun tiletune(const std::vector<std::string>& args) const {
-    return run_tiletune(dir_, args, environment_);
-  }
   // A CPU tune of `kernel` at kShape into `db`, with `extra` options.
   std::vector<std::string> cpu_tune(const fs::path& kernel, const std::string& db,
                                     std::vector<std::string> extra = {}) const {
@@ -104,9 +92,6 @@ class DevicesCli : public ::testing::Test {
     }
     return statuses;
   }
-
-  fs::path dir_;
-  std::map<std::string, std::string> environment_;
 };
 
 TEST_F(DevicesCli, ABadListIsOneLineAndExitTwoBeforeAnythingIsWritten) {

@@ -48,22 +48,10 @@ std::vector<std::string> described(const std::vector<MissedProblem>& missed) {
 
 // A folder of its own for each test; the CPU backend's kernel cache in the build folder, shared
 // with the other CLI tests (never the user's).
-class MissedCli : public ::testing::Test {
+class MissedCli : public testing_tools::TiletuneFolderTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("tiletune_missed_cli_" + std::string(info->name()) + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    const fs::path cache = fs::path(TILETUNE_BINARY_DIR) / "tests" / "tools" / "cpu-tune-cache";
-    environment_ = {{"XDG_CACHE_HOME", cache.string()}, {"TILETUNE_CACHE_DIR", (cache / "cubins").string()}};
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  MissedCli() : TiletuneFolderTest("tiletune_missed_cli_") {}
 
-  TiletuneRun tiletune(const std::vector<std::string>& args) const {
-    return run_tiletune(dir_, args, environment_);
-  }
   fs::path db() const { return dir_ / "missed.db"; }
 
   // tiled.cu renamed tiled_k4, which requires K % 4 == 0: no configuration admits 40x36x22.
@@ -78,9 +66,6 @@ class MissedCli : public ::testing::Test {
     std::ofstream(path) << source;
     return path;
   }
-
-  fs::path dir_;
-  std::map<std::string, std::string> environment_;
 };
 
 TEST_F(MissedCli, ListMissedPrintsEveryMissInAFixedOrder) {

@@ -93,23 +93,10 @@ bool gpu_present(std::string* why) {
   }
 }
 
-class PrecisionCli : public ::testing::Test {
+class PrecisionCli : public testing_tools::TiletuneFolderTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("tiletune_precision_cli_" + std::string(info->name()) + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    const fs::path cache = fs::path(TILETUNE_BINARY_DIR) / "tests" / "tools" / "cpu-tune-cache";
-    environment_ = {{"XDG_CACHE_HOME", cache.string()},
-                    {"TILETUNE_CACHE_DIR", (cache / "cubins").string()}};
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  PrecisionCli() : TiletuneFolderTest("tiletune_precision_cli_") {}
 
-  TiletuneRun tiletune(const std::vector<std::string>& args) const {
-    return run_tiletune(dir_, args, environment_);
-  }
   fs::path db() const { return dir_ / "results.db"; }
 
   // The query's JSON answer at kShape, --precision as given (none: the default).
@@ -126,9 +113,6 @@ class PrecisionCli : public ::testing::Test {
       return {};
     }
   }
-
-  fs::path dir_;
-  std::map<std::string, std::string> environment_;
 };
 
 // --- query and list -------------------------------------------------------------------------

@@ -79,4 +79,35 @@ inline void expect_one_line_failure(const TiletuneRun& run, int exit_code) {
   EXPECT_THAT(lines[0], ::testing::StartsWith("tiletune: ")) << run;
 }
 
+// A test with a folder of its own, removed afterwards, in which tiletune runs; the CPU backend's
+// kernel cache and the cubin cache live in the build folder, shared by the CLI tests (never the
+// user's), so that each configuration is built once across tests and runs.
+class TiletuneFolderTest : public ::testing::Test {
+ protected:
+  explicit TiletuneFolderTest(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() /
+           (prefix_ + info->name() + "_" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    const std::filesystem::path cache =
+        std::filesystem::path(TILETUNE_BINARY_DIR) / "tests" / "tools" / "cpu-tune-cache";
+    environment_ = {{"XDG_CACHE_HOME", cache.string()},
+                    {"TILETUNE_CACHE_DIR", (cache / "cubins").string()}};
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  TiletuneRun tiletune(const std::vector<std::string>& args) const {
+    return run_tiletune(dir_, args, environment_);
+  }
+
+  std::filesystem::path dir_;
+  std::map<std::string, std::string> environment_;
+
+ private:
+  std::string prefix_;
+};
+
 }  // namespace tiletune::testing_tools

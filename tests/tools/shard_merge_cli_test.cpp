@@ -106,22 +106,10 @@ std::set<std::string> tuned_pairs(const fs::path& path) {
 
 // A folder of its own per test; compiled kernels kept in the build folder across tests and runs
 // (the CPU tune tests' cache), so that each configuration is built once.
-class ShardMerge : public ::testing::Test {
+class ShardMerge : public testing_tools::TiletuneFolderTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("tiletune_shard_" + std::string(info->name()) + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    const fs::path cache = fs::path(TILETUNE_BINARY_DIR) / "tests" / "tools" / "cpu-tune-cache";
-    environment_ = {{"XDG_CACHE_HOME", cache.string()}, {"TILETUNE_CACHE_DIR", (cache / "cubins").string()}};
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  ShardMerge() : TiletuneFolderTest("tiletune_shard_") {}
 
-  TiletuneRun tiletune(const std::vector<std::string>& args) const {
-    return testing_tools::run_tiletune(dir_, args, environment_);
-  }
   // tune of the kernels at the shapes on the CPU backend, into `db`, with `extra` arguments.
   TiletuneRun tune(const std::vector<std::string>& kernels, const std::vector<std::string>& shapes,
                    const fs::path& db, const std::vector<std::string>& extra = {}) const {
@@ -136,9 +124,6 @@ class ShardMerge : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     return tiletune(args);
   }
-
-  fs::path dir_;
-  std::map<std::string, std::string> environment_;
 };
 
 struct Sharding {
