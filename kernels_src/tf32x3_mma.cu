@@ -4,11 +4,18 @@
 // x is split in two TF32 numbers, big = tf32(x) and small = tf32(x - big) (x - big is exact in
 // FP32, and small keeps the next 11 bits), and a b is taken as
 //     small_a big_b + big_a small_b + big_a big_b
-// on the tensor cores, three mma per tile into the same FP32 accumulators, the small terms first
-// so that they are not lost against the big one. The dropped small_a small_b is below 2^-22 of
-// |a b|, so the result is judged with the 3xTF32 bound (precision tf32x3), close to FP32's: three
-// times the mma of tf32_mma for FP32-class accuracy, which still beats FFMA where the tensor
-// cores do more than three times FFMA's work (CUTLASS's 3xTF32 GEMMs are the same idea).
+// on the tensor cores, three mma per tile, the small terms first so that they are not lost
+// against the big one. The dropped small_a small_b is below 2^-22 of |a b|, so the result is
+// judged with the 3xTF32 bound (precision tf32x3), close to FP32's: three times the mma of
+// tf32_mma for FP32-class accuracy, which still beats FFMA where the tensor cores do more than
+// three times FFMA's work (CUTLASS's 3xTF32 GEMMs are the same idea).
+//
+// Accumulation. The tensor core rounds each mma's sum toward zero, so three mma a k8 slice into
+// the running accumulators would truncate the whole running sum three times a slice, always
+// toward zero: over K = 4096 that bias is several times FP32's error. Instead each slice's three
+// products go into a fresh 4-register sum (its truncations are relative to one slice's 24
+// products, not to the whole sum), which an FP32 add, rounded to nearest, moves into the running
+// accumulators: 4 FADD per 3 mma, the accuracy of an FFMA chain of K / 8 steps.
 //
 // The tiling, the swizzled shared-memory layout, the cp.async pipeline and the epilogue are
 // tf32_mma_pipeline.h's (shared with tf32_mma.cu, and explained there). This file supplies the
@@ -66,13 +73,17 @@ struct SplitProduct {
 #pragma unroll
       for (int r = 0; r < 2; ++r) split(f.b[j][r], b_big[j][r], b_small[j][r]);
     }
+    const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int i = 0; i < kMmaM; ++i) {
 #pragma unroll
       for (int j = 0; j < kMmaN; ++j) {
-        tt_mma_m16n8k8_tf32(acc[i][j], a_small[i], b_big[j], acc[i][j]);
-        tt_mma_m16n8k8_tf32(acc[i][j], a_big[i], b_small[j], acc[i][j]);
-        tt_mma_m16n8k8_tf32(acc[i][j], a_big[i], b_big[j], acc[i][j]);
+        float slice[4];  // this k8 slice's product, truncated relative to itself alone
+        tt_mma_m16n8k8_tf32(slice, a_small[i], b_big[j], zero);
+        tt_mma_m16n8k8_tf32(slice, a_big[i], b_small[j], slice);
+        tt_mma_m16n8k8_tf32(slice, a_big[i], b_big[j], slice);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[i][j][r] += slice[r];  // rounded to nearest
       }
     }
   }
