@@ -302,7 +302,7 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
     if (!(c.problem == drawn)) {
       requirements.fit_volume(c.problem, std::max(drawn_volume, kMaxRepairedVolume));
     }
-    c.inputs = *rc::gen::element(InputKind::small_integers, InputKind::real);
+    c.inputs = *rc::gen::element(InputKind::small_integers, InputKind::real, InputKind::sparse_real);
     c.data_seed = *rc::gen::inRange<std::uint64_t>(0, 1u << 30);
     c.schedule_seed = *rc::gen::inRange<std::uint64_t>(0, 1u << 30);
     return c;

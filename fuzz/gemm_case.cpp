@@ -24,7 +24,12 @@ Integer whole_number(const std::string& text) {
 }  // namespace
 
 const char* to_string(InputKind kind) {
-  return kind == InputKind::small_integers ? "small_integers" : "real";
+  switch (kind) {
+    case InputKind::small_integers: return "small_integers";
+    case InputKind::real: return "real";
+    case InputKind::sparse_real: return "sparse_real";
+  }
+  return "unknown";
 }
 
 std::string GemmCase::to_string() const {
@@ -54,10 +59,11 @@ GemmCase GemmCase::parse(std::string_view text) {
       else if (key == "schedule") result.schedule_seed = whole_number<std::uint64_t>(value);
       else if (key == "inputs" && value == "small_integers") result.inputs = InputKind::small_integers;
       else if (key == "inputs" && value == "real") result.inputs = InputKind::real;
+      else if (key == "inputs" && value == "sparse_real") result.inputs = InputKind::sparse_real;
       else throw std::invalid_argument("unknown");
     } catch (const std::exception&) {
       throw std::invalid_argument(fmt::format(
-          "case item '{}' not understood (keys: lda, ldb, ldc, inputs=small_integers|real, "
+          "case item '{}' not understood (keys: lda, ldb, ldc, inputs=small_integers|real|sparse_real, "
           "data, schedule)", word));
     }
   }

@@ -13,6 +13,10 @@ namespace tiletune {
 enum class InputKind {
   small_integers,  // integers in [-8, 8]: every sum is exact in FP32, so C is compared bit-exactly
   real,            // uniform in [-1, 1]: C is compared against an error bound per element
+  sparse_real,     // the same, each element nonzero with probability 1 / sqrt(K), so that many
+                   // elements of C are one or two products: an error in a single product (an
+                   // input truncated where it should be rounded, a stale tile) stands out against
+                   // the bound instead of averaging away over K terms
 };
 const char* to_string(InputKind kind);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <limits>
 #include <random>
 
@@ -26,9 +27,14 @@ GemmOperands make_operands(const GemmCase& gemm_case) {
   std::mt19937_64 random(gemm_case.data_seed);
   std::uniform_int_distribution<int> small_integer(-8, 8);
   std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  std::bernoulli_distribution nonzero(1.0 / std::sqrt(double(std::max<std::int64_t>(p.shape.k, 1))));
   auto draw = [&]() -> float {
-    return gemm_case.inputs == InputKind::small_integers ? float(small_integer(random))
-                                                         : real(random);
+    switch (gemm_case.inputs) {
+      case InputKind::small_integers: return float(small_integer(random));
+      case InputKind::real: return real(random);
+      case InputKind::sparse_real: return nonzero(random) ? real(random) : 0.0f;
+    }
+    return 0.0f;
   };
   for (GuardedMatrix* matrix : {&operands.a, &operands.b}) {
     for (std::int64_t r = 0; r < matrix->rows; ++r) {

@@ -128,11 +128,14 @@ TEST(CaseGenerator, LeadingDimensionsAreWiderAtSmallSizesToo) {
   }
 }
 
-TEST(CaseGenerator, BothInputKindsAndLongKAppear) {
+TEST(CaseGenerator, EveryInputKindAndLongKAppear) {
   const std::vector<GemmCase> cases = sample_cases({16});
-  const double real = fraction(cases, [](const GemmCase& c) { return c.inputs == InputKind::real; });
-  EXPECT_GT(real, 0.3);
-  EXPECT_LT(real, 0.7);
+  for (const InputKind kind :
+       {InputKind::small_integers, InputKind::real, InputKind::sparse_real}) {
+    const double share = fraction(cases, [&](const GemmCase& c) { return c.inputs == kind; });
+    EXPECT_GT(share, 0.2) << to_string(kind);
+    EXPECT_LT(share, 0.47) << to_string(kind);
+  }
   // Without the long-K branch K is at most 4 * 16 + 15 = 79.
   EXPECT_GT(fraction(cases, [](const GemmCase& c) { return c.problem.shape.k > 79; }), 0.02);
 }

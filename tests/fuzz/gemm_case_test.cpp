@@ -40,6 +40,8 @@ TEST(GemmCase, ToStringHasTheDocumentedForm) {
   EXPECT_EQ(c.to_string(), "37x29x45 lda=50 ldb=31 ldc=29 inputs=small_integers data=12 schedule=7");
   c.inputs = InputKind::real;
   EXPECT_THAT(c.to_string(), HasSubstr(" inputs=real "));
+  c.inputs = InputKind::sparse_real;
+  EXPECT_THAT(c.to_string(), HasSubstr(" inputs=sparse_real "));
 }
 
 TEST(GemmCase, ToStringAndParseRoundTrip) {
@@ -47,6 +49,7 @@ TEST(GemmCase, ToStringAndParseRoundTrip) {
   for (const auto& [problem, kind, data, schedule] :
        {std::tuple{GemmProblem{{1, 1, 1}, 1, 1, 1}, InputKind::small_integers, 0ull, 0ull},
         std::tuple{GemmProblem{{37, 29, 45}, 50, 31, 29}, InputKind::real, 12ull, 7ull},
+        std::tuple{GemmProblem{{5, 3, 400}, 401, 3, 3}, InputKind::sparse_real, 9ull, 2ull},
         std::tuple{GemmProblem{{2147483647, 3, 2}, 2147483647, 3, 2147483647},
                    InputKind::small_integers, 18446744073709551615ull, 1ull << 40}}) {
     c.problem = problem;

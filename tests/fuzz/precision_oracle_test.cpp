@@ -117,6 +117,12 @@ GemmCase real_case(GemmShape shape, std::uint64_t seed) {
   return c;
 }
 
+GemmCase sparse_case(GemmShape shape, std::uint64_t seed) {
+  GemmCase c = real_case(shape, seed);
+  c.inputs = InputKind::sparse_real;
+  return c;
+}
+
 // The oracle's finding for one case computed in `arithmetic` and judged as `precision`.
 std::optional<Finding> judge(Arithmetic arithmetic, Precision precision, const GemmCase& c) {
   const GemmOperands before = make_operands(c);
@@ -314,6 +320,21 @@ TEST(PrecisionOracle, TruncatedTf32InputsFailTheTf32BoundAtSmallK) {
   const FuzzReport report = fuzz_configuration(executor, kTile32, Precision::tf32,
                                                settings(100, 1));
   EXPECT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
+}
+
+// Over many products the truncations average out below the bound (real inputs miss them from
+// K = 10); with sparse inputs many elements of C are a single product, whose truncation error
+// (up to 2 * 2^-10 relative) is twice what the tf32 bound allows it: caught at any K. This is
+// what finds a template that leaves one stage unrounded, or rounds a tile before it landed.
+TEST(PrecisionOracle, SparseInputsCatchTruncatedTf32InputsAtAnyK) {
+  for (const std::int64_t k : {10, 45, 100, 129, 640}) {
+    EXPECT_FALSE(judge(Arithmetic::tf32_truncated, Precision::tf32, real_case({32, 32, k}, 3)))
+        << "K = " << k << ": real inputs now catch truncation; update the comment above";
+    EXPECT_TRUE(judge(Arithmetic::tf32_truncated, Precision::tf32, sparse_case({32, 32, k}, 3)))
+        << "K = " << k << ": sparse inputs missed truncated TF32 inputs";
+    EXPECT_FALSE(judge(Arithmetic::tf32, Precision::tf32, sparse_case({32, 32, k}, 3)))
+        << "K = " << k << ": correctly rounded TF32 failed its bound on sparse inputs";
+  }
 }
 
 }  // namespace
