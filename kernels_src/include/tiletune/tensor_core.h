@@ -5,6 +5,12 @@
 //
 //   tt_tf32_round(x)               x rounded to TF32 as cvt.rna.tf32.f32 gives it
 //   tt_mma_m16n8k8_tf32(d, a, b, c) D = A * B + C for one 16x8x8 tile, by a whole warp
+//   tt_ldmatrix_x4(d, row)         four 8x4 matrices of 32-bit words from shared memory, by a
+//                                  whole warp: lanes 8i to 8i + 7 name rows 0 to 7 of matrix i
+//                                  (16 bytes each, 16-byte aligned), and lane l gets word l % 4 of
+//                                  row l / 4 of matrix i in d[i] (ldmatrix .x4 .b16, whose two
+//                                  16-bit halves per thread are one TF32 value here): with the
+//                                  rows of A's fragment quadrants, d is that lane's a[0] to a[3]
 #pragma once
 
 // Fragment layouts of mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (PTX ISA, "Matrix
@@ -37,6 +43,17 @@ __device__ __forceinline__ void tt_mma_m16n8k8_tf32(float (&d)[4], const float (
       : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
         "r"(__float_as_uint(a[3])), "r"(__float_as_uint(b[0])), "r"(__float_as_uint(b[1])),
         "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+// Called by all 32 lanes of a warp together, converged; `row` points into shared memory.
+__device__ __forceinline__ void tt_ldmatrix_x4(float (&d)[4], const float* row) {
+  const unsigned int address = static_cast<unsigned int>(__cvta_generic_to_shared(row));
+  unsigned int r[4];
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address)
+               : "memory");
+  for (int i = 0; i < 4; ++i) d[i] = __uint_as_float(r[i]);
 }
 
 #elif defined(TT_CPU_ABI_VERSION)  // tiletune's CPU backend (cuda_on_cpu.h)
@@ -166,10 +183,40 @@ inline void tt_mma_m16n8k8_tf32(float (&d)[4], const float (&a)[4], const float 
   for (int i = 0; i < 4; ++i) d[i] = out[i];
 }
 
+// Runs once per warp-wide call, on the last lane to arrive, with every lane's row address.
+inline void tt_cpu_ldmatrix_x4_combine(tt_cpu_warp_call* const* lanes, unsigned int mask) {
+  if (mask != 0xffffffffu) {
+    tt_cpu_host_functions.trap("tt_ldmatrix_x4 needs all 32 lanes of the warp");
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    const float* row = *(const float* const*)lanes[lane]->in;
+    if ((size_t)row % 16 != 0) {
+      tt_cpu_host_functions.trap("tt_ldmatrix_x4: a lane names a row that is not 16-byte aligned");
+    }
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    float* d = (float*)lanes[lane]->out;
+    for (int i = 0; i < 4; ++i) {
+      const float* row = *(const float* const*)lanes[8 * i + lane / 4]->in;
+      d[i] = row[lane % 4];
+    }
+  }
+}
+
+// A warp collective: every lane names its row, and once all 32 have arrived each gets its words.
+inline void tt_ldmatrix_x4(float (&d)[4], const float* row, unsigned int line = __builtin_LINE()) {
+  float out[4];
+  tt_cpu_warp_call call = {"tt_ldmatrix_x4", line, 0xffffffffu, &row, out,
+                           &tt_cpu_ldmatrix_x4_combine};
+  tt_cpu_warp_collective(&call);
+  for (int i = 0; i < 4; ++i) d[i] = out[i];
+}
+
 #else  // a host compiler pass outside tiletune (nvcc's host side): declarations only
 
 __device__ float tt_tf32_round(float x);
 __device__ void tt_mma_m16n8k8_tf32(float (&d)[4], const float (&a)[4], const float (&b)[2],
                                     const float (&c)[4]);
+__device__ void tt_ldmatrix_x4(float (&d)[4], const float* row);
 
 #endif

@@ -1,6 +1,7 @@
 // tiletune's device library (<tiletune/tensor_core.h>, <tiletune/async_copy.h>) on the CPU
 // backend: tt_tf32_round against a reference written apart and known values, tt_mma_m16n8k8_tf32
-// against a host computation of the tile with a distinct value in every element, and cp.async
+// against a host computation of the tile with a distinct value in every element, tt_ldmatrix_x4
+// giving each lane its A fragment from a swizzled tile, and cp.async
 // whose copies land only when a wait retires them, so that a kernel without its wait is wrong.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -161,6 +162,57 @@ TEST(DeviceLibraryCpu, MmaNeedsTheWholeWarp) {
     ADD_FAILURE() << "a 16-thread warp ran an mma";
   } catch (const LaunchError& e) {
     EXPECT_THAT(e.what(), HasSubstr("needs all 32 lanes")) << e.what();
+  }
+}
+
+// One warp stages a 16 x 8 tile of A in shared memory with a 16-float row pitch and an XOR
+// swizzle of its 4-float groups, then loads it with tt_ldmatrix_x4, each lane naming the row of
+// quadrant lane / 8 that the mma's A fragment asks for, and writes what it got in fragment order.
+const char* kLdmatrixBody = R"(
+  __shared__ __align__(16) float tile[16 * 16];
+  for (int i = lane; i < 16 * 16; i += 32) tile[i] = -1.0f;
+  __syncwarp();
+  for (int i = lane; i < 128; i += 32) {
+    const int r = i / 8, k = i % 8;
+    tile[r * 16 + 4 * ((k / 4) ^ (r % 4)) + k % 4] = A[i];
+  }
+  __syncwarp();
+  const int r = 8 * (lane / 8 % 2) + lane % 8, group = lane / 16;
+  float a[4];
+  tt_ldmatrix_x4(a, tile + r * 16 + 4 * (group ^ (r % 4)));
+  for (int i = 0; i < 4; ++i) C[4 * lane + i] = a[i];
+)";
+
+TEST(DeviceLibraryCpu, LdmatrixGivesEachLaneItsMmaFragment) {
+  const CpuProbe probe("ldmatrix", kLdmatrixBody, kTensorCore);
+  std::vector<float> in(128);
+  for (int i = 0; i < 128; ++i) in[i] = float(i + 1);
+  const std::vector<float> out = probe.run({32, 1, 1}, in, 128);
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, t = lane % 4;
+    const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {t, t, t + 4, t + 4};
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(out[4 * lane + i], in[rows[i] * 8 + cols[i]]) << "lane " << lane << " a[" << i << "]";
+    }
+  }
+}
+
+TEST(DeviceLibraryCpu, LdmatrixNeedsTheWholeWarpAndAlignedRows) {
+  const CpuProbe half("ldmatrix_half_warp", kLdmatrixBody, kTensorCore);
+  try {
+    half.run({16, 1, 1}, std::vector<float>(128, 1.0f), 128);
+    ADD_FAILURE() << "a 16-thread warp ran an ldmatrix";
+  } catch (const LaunchError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("needs all 32 lanes")) << e.what();
+  }
+  std::string body = kLdmatrixBody;
+  body.replace(body.find("tt_ldmatrix_x4(a, tile + "), 25, "tt_ldmatrix_x4(a, tile + 1 + ");
+  const CpuProbe misaligned("ldmatrix_misaligned", body, kTensorCore);
+  try {
+    misaligned.run({32, 1, 1}, std::vector<float>(128, 1.0f), 128);
+    ADD_FAILURE() << "ldmatrix read rows that are not 16-byte aligned";
+  } catch (const LaunchError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("not 16-byte aligned")) << e.what();
   }
 }
 

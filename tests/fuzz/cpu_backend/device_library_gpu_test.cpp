@@ -2,8 +2,8 @@
 // the GPU, and built by the host compiler and run on fibers. tt_tf32_round bit for bit over
 // millions of floats (ties and specials among them); tt_mma_m16n8k8_tf32 bit for bit on small
 // integers, also given with bits below TF32's precision (the tensor core must ignore them), and on
-// random floats within an error bound, the largest difference printed; shuffles and votes bit for
-// bit; an asynchronous-copy pipeline. Skipped ("no GPU: <reason>") without a GPU.
+// random floats within an error bound, the largest difference printed; tt_ldmatrix_x4, shuffles
+// and votes bit for bit; an asynchronous-copy pipeline. Skipped ("no GPU: <reason>") without a GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -214,6 +214,26 @@ TEST_F(DeviceLibraryGpu, ShufflesAndVotesAreTheHardwaresBitForBit) {
   const std::vector<float> cpu = probe.run({64, 1, 1}, in, 64 * 20);
   for (int i = 0; i < 64 * 20; ++i) {
     EXPECT_EQ(bits(gpu[i]), bits(cpu[i])) << "thread " << i / 20 << " output " << i % 20;
+  }
+}
+
+TEST_F(DeviceLibraryGpu, LdmatrixIsTheHardwaresBitForBit) {
+  const CpuProbe probe("gpu_ldmatrix", R"(
+  __shared__ __align__(16) float tile[16 * 16];
+  for (int i = lane; i < 16 * 16; i += 32) tile[i] = A[i];
+  __syncwarp();
+  const int r = 8 * (lane / 8 % 2) + lane % 8, group = lane / 16;
+  float a[4];
+  tt_ldmatrix_x4(a, tile + r * 16 + 4 * (group ^ (r % 4)));
+  for (int i = 0; i < 4; ++i) C[4 * lane + i] = a[i];
+)",
+                       kTensorCore);
+  std::vector<float> in(256);
+  for (int i = 0; i < 256; ++i) in[i] = from_bits(0x3f800000u + 977u * std::uint32_t(i));
+  const std::vector<float> gpu = run_on_gpu(probe, {32, 1, 1}, in, 128);
+  const std::vector<float> cpu = probe.run({32, 1, 1}, in, 128);
+  for (int i = 0; i < 128; ++i) {
+    EXPECT_EQ(bits(gpu[i]), bits(cpu[i])) << "lane " << i / 4 << " a[" << i % 4 << "]";
   }
 }
 
