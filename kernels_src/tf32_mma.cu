@@ -10,7 +10,7 @@
 // tf32_mma_pipeline.h's (shared with tf32x3_mma.cu, and explained there): block tiles of BM x BN,
 // warp tiles of WM x WN made of m16n8 mma tiles, STAGES - 1 steps of BK in flight, 16-byte
 // copies where the leading dimensions allow, split-K over gridDim.z. This file supplies the product
-// of one k8 slice: round the fragments, one mma per tile.
+// of one k8 slice: round the fragments (unless the pipeline rounded the stage), one mma per tile.
 //
 // tiletune: name tf32_mma
 // tiletune: entry tf32_mma_gemm
@@ -22,6 +22,9 @@
 // tiletune: param WN 32 64
 // tiletune: param STAGES 3 4
 // tiletune: param SPLIT_K 1 4 16
+// Where the inputs are rounded to TF32: as each warp loads its fragments (0), or once per block
+// in shared memory (1; tf32_mma_pipeline.h). Fewer roundings against a longer path to the mma.
+// tiletune: param ROUND_SHARED 0 1
 // The space is kept small because CI fuzzes every configuration on the CPU, where each mma is
 // emulated lane by lane (a 128 x 128 configuration takes seconds per 40 cases); widen it here
 // for a GPU-only search. Warps 2 down and 2 or 4 across, warp tiles BM / 2 x min(BN / 2, 64):
@@ -33,6 +36,8 @@
 // (half the shared memory per stage) is left out. Split K (4 or 16 slices) only with 64 x 64.
 // tiletune: require BK == 32 && (STAGES == 3 || BM * BN == 128 * 128)
 // tiletune: require SPLIT_K == 1 || (BM * BN == 64 * 64 && STAGES == 3)
+// Rounding in shared memory only without split K (the small tiles of thin shapes round little).
+// tiletune: require ROUND_SHARED == 0 || SPLIT_K == 1
 // Tuning limits, not preconditions (every configuration is correct at every shape, and is fuzzed
 // so): no tile more than twice the matrix it covers, and split K only where C's tiles are too few
 // to fill the GPU, with at least 4 steps per slice.
@@ -45,18 +50,24 @@
 
 #include "tf32_mma_pipeline.h"
 
-// One mma per tile on inputs rounded to TF32.
+// One mma per tile on inputs rounded to TF32: in shared memory by the pipeline (ROUND_SHARED),
+// else here as the fragments come.
 struct RoundedProduct {
+  static constexpr bool kRoundsStages = TT_ROUND_SHARED != 0;
+  static constexpr bool kPrefetchesFragments = true;
+
   __device__ __forceinline__ static void multiply(WarpAccumulators& acc, WarpFragments& f) {
+    if (!kRoundsStages) {
 #pragma unroll
-    for (int i = 0; i < kMmaM; ++i) {
+      for (int i = 0; i < kMmaM; ++i) {
 #pragma unroll
-      for (int r = 0; r < 4; ++r) f.a[i][r] = tt_tf32_round(f.a[i][r]);
-    }
+        for (int r = 0; r < 4; ++r) f.a[i][r] = tt_tf32_round(f.a[i][r]);
+      }
 #pragma unroll
-    for (int j = 0; j < kMmaN; ++j) {
+      for (int j = 0; j < kMmaN; ++j) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) f.b[j][r] = tt_tf32_round(f.b[j][r]);
+        for (int r = 0; r < 2; ++r) f.b[j][r] = tt_tf32_round(f.b[j][r]);
+      }
     }
 #pragma unroll
     for (int i = 0; i < kMmaM; ++i) {

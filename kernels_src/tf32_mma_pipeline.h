@@ -1,7 +1,8 @@
 // What tf32_mma.cu and tf32x3_mma.cu share: the block and warp tiling, the shared-memory layout,
 // the cp.async pipeline and the epilogue of an SGEMM on the tensor cores' m16n8k8 TF32 mma. The
 // including template declares the parameters (BM, BN, BK, WM, WN, STAGES, SPLIT_K) and supplies
-// the product of one k-slice of fragments: how the FP32 inputs become TF32 operands (`Product`).
+// the product of one k-slice of fragments (`Product`): how the FP32 inputs become TF32 operands,
+// either once per stage in shared memory (Product::kRoundsStages) or per fragment.
 //
 // Tiling. A block computes a BM x BN tile of C, walking its share of K in steps of BK. Its warps
 // split that tile into warp tiles of WM x WN, each a grid of (WM / 16) x (WN / 8) m16n8 mma tiles
@@ -13,25 +14,30 @@
 // four consecutive floats of a row: A's tile is As[m][k] (BK floats a row), B's is Bs[k][n] (BN
 // floats a row), each row made of 4-float groups whose place in the row is XOR-swizzled:
 //  - A: group k / 4 of row m sits at (k / 4) ^ swizzle_a(m), swizzle_a(m) = (m / R) % (BK / 4),
-//    R = 32 / BK the rows that share the 32 banks (1 for BK 32, 2 for BK 16). A fragment load
-//    reads rows g (8 of them, g = lane / 4) at column t (4 of them, t = lane % 4): unswizzled all 8
-//    rows would hit the same 4 banks (8-way conflict); swizzled, rows g of one bank line take
-//    distinct groups, so the 32 lanes read 32 distinct banks.
+//    R = 32 / BK the rows that share the 32 banks (1 for BK 32, 2 for BK 16). A's fragments are
+//    loaded with ldmatrix (tt_ldmatrix_x4: four 8 x 4 matrices, a[0] to a[3] of the fragment, one
+//    instruction instead of four loads): each matrix is 8 rows of one group, which the swizzle
+//    puts on 8 distinct groups of 4 banks.
 //  - B: group n / 4 of row k sits at (n / 4) ^ swizzle_b(k), swizzle_b(k) = 2 (k % 4). A fragment
 //    load reads rows t (4) at columns g (8 consecutive, two groups): unswizzled the 4 rows hit the
 //    same 8 banks (4-way conflict); swizzled, row t's two groups move by 2t groups within their
 //    aligned 32 floats, so the 4 rows cover all 32 banks.
-// The swizzle permutes groups within a row's aligned 32 floats, so a cp.async of 8 consecutive
-// threads (one 128-byte phase) still writes 32 distinct banks.
+// The swizzle permutes groups within a row's aligned 32 floats, so a 128-byte phase of copies (8
+// threads' 16 bytes, or 32 threads' 4) still writes 32 distinct banks.
 //
 // Copies. Each step's tiles are copied STAGES - 1 steps ahead of their use with cp.async, one
 // commit group per step, so that one barrier per step suffices. 16-byte copies where the leading
-// dimension is a multiple of 4 and the pointer 16-byte aligned (a run-time choice: any lda, ldb
-// works), else four predicated 4-byte copies; only blocks on C's edge and the slice's last step of
-// K take the masked copies (zero-filled past M, N or K), full tiles the unmasked ones.
+// dimension is a multiple of 4 and the pointer 16-byte aligned (a run-time choice, uniform for the
+// kernel: one main loop for each, so that neither pays for the other's addresses in registers; any
+// lda, ldb works), else four 4-byte copies a group. Only blocks on C's edge and the slice's last step of K take
+// the masked copies (zero-filled past M, N or K), full tiles the unmasked ones.
 //
-// Inputs become TF32 with cvt.rna (round to nearest, ties away) as a fragment is loaded, not in
-// shared memory, so the copies stay asynchronous; the accumulation is FP32 throughout.
+// Rounding. Where the product wants TF32-rounded inputs (tf32_mma), either each warp rounds the
+// fragments it loads, or (Product::kRoundsStages) each element is rounded once per block in shared
+// memory: step s + 1's tiles are rounded in place during step s, between the barrier that makes
+// everyone's copies of s + 1 visible and the next, which makes the rounding visible before s + 1
+// is multiplied. That takes one more step in flight (STAGES >= 3) and costs no barrier, but puts
+// the rounding's dependent loads and stores between the barrier and the mma.
 //
 // SPLIT_K > 1 splits K over gridDim.z: each slice adds its partial product into C with atomicAdd,
 // and the launcher clears C first (zero_output), for shapes whose M x N gives too few blocks.
@@ -48,13 +54,14 @@ constexpr int kMmaM = kWM / 16;  // m16n8 tiles of a warp tile, down
 constexpr int kMmaN = kWN / 8;   // and across
 constexpr int kTileA = kBM * kBK;  // floats of one stage's A tile
 constexpr int kTileB = kBK * kBN;  // and B tile
+static_assert(kBK % 16 == 0 && kBK <= 32, "BK is 16 or 32: a row of A's tile fits the 32 banks");
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 // The accumulators of a warp tile: acc[i][j] is mma tile (i, j)'s C fragment.
 typedef float WarpAccumulators[kMmaM][kMmaN][4];
-// One k8 slice of a warp's operands as loaded, still FP32: a[i] is the A fragment of mma row i,
-// b[j] the B fragment of mma column j (PTX layouts, see tiletune/tensor_core.h).
+// One k8 slice of a warp's operands as loaded: a[i] is the A fragment of mma row i, b[j] the B
+// fragment of mma column j (PTX layouts, see tiletune/tensor_core.h).
 struct WarpFragments {
   float a[kMmaM][4];
   float b[kMmaN][2];
@@ -76,112 +83,124 @@ __device__ __forceinline__ int offset_b(int k, int n) {
 
 // ---- copies of a step's tiles into shared memory ---------------------------------------------
 
-// Which 4-float groups of each step's tiles this thread copies, fixed for the whole kernel: group
-// tid % (BK / 4) of A's rows tid / (BK / 4) + R i (R = threads / (BK / 4)), and group
-// tid % (BN / 4) of B's rows tid / (BN / 4) + S j (S = threads / (BN / 4)).
-struct TileCopier {
-  static constexpr int kGroupsA = kBK / 4;
-  static constexpr int kRowsA = kThreads / kGroupsA;  // R
-  static constexpr int kPassesA = kBM / kRowsA;
-  static constexpr int kGroupsB = kBN / 4;
-  static constexpr int kRowsB = kThreads / kGroupsB;  // S
-  static constexpr int kPassesB = kBK / kRowsB;
-  static_assert(kThreads % kGroupsA == 0 && kBM % kRowsA == 0, "A's tile splits evenly");
-  static_assert(kThreads % kGroupsB == 0 && kBK % kRowsB == 0, "B's tile splits evenly");
-
-  const float* a;  // this thread's first A element of the next step
-  const float* b;  // and of B
-  size_t a_pass, b_pass, b_step;  // pointer steps between passes, and B's between steps
-  int a_row, a_col, b_row, b_col;  // within the tiles (a_col, b_col: a group's first column)
-  int rows_left, cols_left;       // of C from the block's corner (masks at the edge)
-  bool a_vectors, b_vectors;      // 16-byte copies allowed
-
-  __device__ __forceinline__ TileCopier(const float* A, const float* B, int M, int N, int lda,
-                                        int ldb, int m0, int n0, int k0, int tid) {
-    a_row = tid / kGroupsA, a_col = 4 * (tid % kGroupsA);
-    b_row = tid / kGroupsB, b_col = 4 * (tid % kGroupsB);
-    a = A + (size_t)(m0 + a_row) * lda + k0 + a_col;
-    b = B + (size_t)(k0 + b_row) * ldb + n0 + b_col;
-    a_pass = (size_t)kRowsA * lda;
-    b_pass = (size_t)kRowsB * ldb;
-    b_step = (size_t)kBK * ldb;
-    rows_left = M - m0, cols_left = N - n0;
-    a_vectors = lda % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0;
-    b_vectors = ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
+// How a tile of Rows x Cols floats splits into 4-float groups among the block's threads, fixed
+// for the whole kernel: a thread copies group tid % U of rows tid / U + (threads / U) r where a
+// row has U <= threads groups, else groups tid + threads c of every row. Consecutive threads copy
+// consecutive groups of a row: a 128-byte phase of 8 threads.
+template <int Rows, int Cols>
+struct TileSplit {
+  static constexpr int kUnits = Cols / 4;  // U
+  static constexpr int kRowsPerPass = kUnits <= kThreads ? kThreads / kUnits : 1;
+  static constexpr int kRowPasses = Rows / kRowsPerPass;
+  static constexpr int kUnitsPerRow = kUnits <= kThreads ? 1 : kUnits / kThreads;  // a thread's
+  static_assert(kUnits <= kThreads ? kThreads % kUnits == 0 && Rows % kRowsPerPass == 0
+                                   : kUnits % kThreads == 0,
+                "the tile splits evenly among the threads");
+  __device__ __forceinline__ static int row(int tid, int r) {
+    return (kUnits <= kThreads ? tid / kUnits : 0) + r * kRowsPerPass;
   }
-
-  // Copies the first `valid` floats of a group (0 to 4) and zero-fills the rest; `base` is a
-  // pointer that is always safe to name when nothing is read.
-  __device__ __forceinline__ static void copy_group(float* dst, const float* src, int valid,
-                                                    bool vectors, const float* base) {
-    if (vectors) {
-      tt_cp_async_16(dst, valid > 0 ? src : base, 4 * valid);
-    } else {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) tt_cp_async_4(dst + c, c < valid ? src + c : base, c < valid ? 4 : 0);
-    }
-  }
-
-  // Copies one step's tiles into a stage; `k_left` is how much of the slice's K remains from this
-  // step's first k. Full: the block is inside C and k_left >= BK, so nothing is masked.
-  template <bool Full>
-  __device__ __forceinline__ void copy_step(float* As, float* Bs, int k_left, const float* A,
-                                            const float* B) {
-#pragma unroll
-    for (int pass = 0; pass < kPassesA; ++pass) {
-      const int m = a_row + pass * kRowsA;
-      float* dst = As + m * kBK + 4 * ((a_col / 4) ^ swizzle_a(m));
-      const int valid = Full ? 4 : (m < rows_left ? min(max(k_left - a_col, 0), 4) : 0);
-      copy_group(dst, a + pass * a_pass, valid, a_vectors, A);
-    }
-#pragma unroll
-    for (int pass = 0; pass < kPassesB; ++pass) {
-      const int k = b_row + pass * kRowsB;
-      float* dst = Bs + k * kBN + 4 * ((b_col / 4) ^ swizzle_b(k));
-      const int valid = Full ? 4 : (k < k_left ? min(max(cols_left - b_col, 0), 4) : 0);
-      copy_group(dst, b + pass * b_pass, valid, b_vectors, B);
-    }
-    a += kBK;
-    b += b_step;
+  __device__ __forceinline__ static int col(int tid, int c) {
+    return 4 * ((kUnits <= kThreads ? tid % kUnits : tid) + c * kThreads);
   }
 };
 
+// Copies each step's tiles into shared memory.
+struct TileCopier {
+  const float* a;  // A's element (m0, k) and B's (k, n0), k the next step's first
+  const float* b;
+  int lda, ldb;
+  int rows_left, cols_left;  // of C from the block's corner (masks at the edge)
+  int tid;
+
+  __device__ __forceinline__ TileCopier(const float* A, const float* B, int M, int N, int lda,
+                                        int ldb, int m0, int n0, int k0, int tid)
+      : a(A + (size_t)m0 * lda + k0), b(B + (size_t)k0 * ldb + n0), lda(lda), ldb(ldb),
+        rows_left(M - m0), cols_left(N - n0), tid(tid) {}
+
+  // Copies this thread's groups of one tile: `src` is the tile's first element in global memory,
+  // rows_valid x cols_valid of it exist (the rest is zero-filled unless Full), IsA: A's layout in
+  // the stage, else B's. A group is one 16-byte copy (Vectors), else four 4-byte ones from the
+  // same address, each masked by itself.
+  template <class Split, bool IsA, bool Full, bool Vectors>
+  __device__ __forceinline__ void copy_tile(float* stage, const float* src, int ld, int rows_valid,
+                                            int cols_valid) {
+#pragma unroll
+    for (int r = 0; r < Split::kRowPasses; ++r) {
+#pragma unroll
+      for (int c = 0; c < Split::kUnitsPerRow; ++c) {
+        const int row = Split::row(tid, r), col = Split::col(tid, c);
+        const int valid = Full ? 4 : (row < rows_valid ? min(max(cols_valid - col, 0), 4) : 0);
+        const float* const from = valid > 0 ? src + (size_t)row * ld + col : src;
+        float* const to = stage + (IsA ? offset_a(row, col) : offset_b(row, col));
+        if (Vectors) {
+          tt_cp_async_16(to, from, 4 * valid);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) tt_cp_async_4(to + e, e < valid ? from + e : src, e < valid ? 4 : 0);
+        }
+      }
+    }
+  }
+
+  // Copies one step's tiles into a stage and moves on to the next step; `k_left` is how much of
+  // the slice's K remains from this step's first k. Full: the block is inside C and k_left >= BK,
+  // so nothing is masked. A copy that reads nothing names `a` or `b`, which is always valid
+  // (the block's first element), and zero-fills its destination.
+  template <bool Full, bool Vectors>
+  __device__ __forceinline__ void copy_step(float* As, float* Bs, int k_left) {
+    copy_tile<TileSplit<kBM, kBK>, true, Full, Vectors>(As, a, lda, rows_left, k_left);
+    copy_tile<TileSplit<kBK, kBN>, false, Full, Vectors>(Bs, b, ldb, k_left, cols_left);
+    a += kBK;
+    b += (size_t)kBK * ldb;
+  }
+};
+
+// Rounds a stage's tiles to TF32 in place, 16 bytes a thread at a time, 32 consecutive words a
+// warp (the layout does not matter: every element is rounded).
+template <int Floats>
+__device__ __forceinline__ void round_tile(float* tile, int tid) {
+#pragma unroll
+  for (int word = tid; word < Floats / 4; word += kThreads) {
+    float4* const p = reinterpret_cast<float4*>(tile) + word;
+    float4 v = *p;
+    v.x = tt_tf32_round(v.x), v.y = tt_tf32_round(v.y);
+    v.z = tt_tf32_round(v.z), v.w = tt_tf32_round(v.w);
+    *p = v;
+  }
+}
+
 // ---- the warp's product of one stage ---------------------------------------------------------
 
-// Where this lane's fragment elements sit in a stage, computed once: the swizzle repeats every 8
-// rows of A (swizzle_a(m + 8) == swizzle_a(m)) and every 4 rows of B, and moves groups only within
-// 32 aligned floats of a row, so from the element (row0 + g, k + t) of A's tile the others of the
-// lane's A fragments lie whole rows away (16 i + 8 h of them), and from element (t, col0 + 8 j + g)
-// of B's tile the others of its B fragments lie whole rows and 32-float blocks away. That leaves
-// one offset per 4 columns of A's k8 slices and one per B fragment of a 32-column block, and the
-// rest constants that the loads take as immediates.
+// Where this lane's fragments sit in a stage, computed once. A's come from ldmatrix: for the
+// m16 rows at row0 and the k8 slice at k, lane L names row (L / 8 % 2) 8 + L % 8 of column group
+// k / 4 + L / 16, so that matrices 0 to 3 are the fragment's a[0] to a[3]. The swizzles repeat
+// every 8 rows of A (swizzle_a(m + 8) == swizzle_a(m)) and every 4 rows of B, and move groups
+// only within 32 aligned floats of a row, so the lane's other A rows lie whole rows (16 i) away,
+// and from element (t, col0 + 8 j + g) of B's tile the others of its B fragments lie whole rows
+// and 32-float blocks away: one offset per k8 slice of A and per B fragment of a 32-column block,
+// the rest immediates.
 struct FragmentOffsets {
   static constexpr int kBlocksB = kMmaN < 4 ? kMmaN : 4;  // B fragments per 32 columns
-  int a[kBK / 4];  // of A's element (row0 + g, 4 q + t)
+  int a[kBK / 8];   // of the row this lane names for A's k8 slice q
   int b[kBlocksB];  // of B's element (t, col0 + 8 j + g)
 
   __device__ __forceinline__ FragmentOffsets(int row0, int col0, int lane) {
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
-    for (int q = 0; q < kBK / 4; ++q) a[q] = offset_a(row0 + g, 4 * q + t);
+    for (int q = 0; q < kBK / 8; ++q) {
+      a[q] = offset_a(row0 + 8 * (lane / 8 % 2) + lane % 8, 8 * q + 4 * (lane / 16));
+    }
 #pragma unroll
     for (int j = 0; j < kBlocksB; ++j) b[j] = offset_b(t, col0 + 8 * j + g);
   }
 };
 
 // Loads the k8 slice at k of this lane's fragments: A rows row0 + 16 i + g (+ 8), columns k + t
-// (+ 4); B rows k + t (+ 4), columns col0 + 8 j + g.
+// (+ 4), one ldmatrix per mma row; B rows k + t (+ 4), columns col0 + 8 j + g.
 __device__ __forceinline__ void load_fragments(WarpFragments& f, const float* As, const float* Bs,
                                                int k, const FragmentOffsets& at) {
-  const float* const a0 = As + at.a[k / 4];      // row0 + g, k + t
-  const float* const a4 = As + at.a[k / 4 + 1];  // row0 + g, k + t + 4
 #pragma unroll
-  for (int i = 0; i < kMmaM; ++i) {
-    f.a[i][0] = a0[(16 * i) * kBK];
-    f.a[i][1] = a0[(16 * i + 8) * kBK];
-    f.a[i][2] = a4[(16 * i) * kBK];
-    f.a[i][3] = a4[(16 * i + 8) * kBK];
-  }
+  for (int i = 0; i < kMmaM; ++i) tt_ldmatrix_x4(f.a[i], As + at.a[k / 8] + (16 * i) * kBK);
 #pragma unroll
   for (int j = 0; j < kMmaN; ++j) {
     const float* const b = Bs + at.b[j % FragmentOffsets::kBlocksB] + 32 * (j / FragmentOffsets::kBlocksB);
@@ -191,27 +210,41 @@ __device__ __forceinline__ void load_fragments(WarpFragments& f, const float* As
 }
 
 // acc += the product of one stage's tiles for this warp's tile. The fragments of the next k8
-// slice are loaded before the mma of this one, so that shared-memory latency hides behind them.
+// slice are loaded before the mma of this one, so that shared-memory latency hides behind them,
+// unless the product needs those registers itself (Product::kPrefetchesFragments false).
 template <class Product>
 __device__ __forceinline__ void multiply_stage(const float* As, const float* Bs,
                                                const FragmentOffsets& at, WarpAccumulators& acc) {
-  WarpFragments fragments[2];
-  load_fragments(fragments[0], As, Bs, 0, at);
+  if (Product::kPrefetchesFragments) {
+    WarpFragments fragments[2];
+    load_fragments(fragments[0], As, Bs, 0, at);
 #pragma unroll
-  for (int s = 0; s < kBK / 8; ++s) {
-    if (s + 1 < kBK / 8) load_fragments(fragments[(s + 1) % 2], As, Bs, 8 * (s + 1), at);
-    Product::multiply(acc, fragments[s % 2]);
+    for (int s = 0; s < kBK / 8; ++s) {
+      if (s + 1 < kBK / 8) load_fragments(fragments[(s + 1) % 2], As, Bs, 8 * (s + 1), at);
+      Product::multiply(acc, fragments[s % 2]);
+    }
+  } else {
+#pragma unroll
+    for (int s = 0; s < kBK / 8; ++s) {
+      WarpFragments fragments;
+      load_fragments(fragments, As, Bs, 8 * s, at);
+      Product::multiply(acc, fragments);
+    }
   }
 }
 
 // ---- the whole GEMM ---------------------------------------------------------------------------
 
 // C = A B for the block (blockIdx.x, blockIdx.y) and K slice blockIdx.z; `shared` holds STAGES
-// tiles of A, then STAGES of B.
-template <class Product>
-__device__ __forceinline__ void mma_gemm(const float* __restrict__ A, const float* __restrict__ B,
-                                         float* __restrict__ C, int M, int N, int K, int lda,
-                                         int ldb, int ldc, float* shared) {
+// tiles of A, then STAGES of B. Vectors: 16-byte copies of both tiles, else 4-byte ones.
+template <class Product, bool Vectors>
+__device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
+                                                 const float* __restrict__ B,
+                                                 float* __restrict__ C, int M, int N, int K,
+                                                 int lda, int ldb, int ldc, float* shared) {
+  // Steps in flight beyond the one multiplied: one more where stages are rounded ahead.
+  constexpr int kAhead = Product::kRoundsStages ? 1 : 0;
+  static_assert(kStages >= 2 + kAhead, "STAGES: 2, or 3 where stages are rounded in place");
   float* const As = shared;
   float* const Bs = As + kStages * kTileA;
 
@@ -232,13 +265,18 @@ __device__ __forceinline__ void mma_gemm(const float* __restrict__ A, const floa
   TileCopier copier(A, B, M, N, lda, ldb, m0, n0, k_begin, tid);
   // Copies step `step` (the next one in order) into its stage: unmasked unless it is at an edge.
   const auto copy_step = [&](int step) {
-    const int stage = step % kStages;
+    float* const as = As + (step % kStages) * kTileA;
+    float* const bs = Bs + (step % kStages) * kTileB;
     const int k_left = k_end - (k_begin + step * kBK);
     if (interior && k_left >= kBK) {
-      copier.copy_step<true>(As + stage * kTileA, Bs + stage * kTileB, k_left, A, B);
+      copier.copy_step<true, Vectors>(as, bs, k_left);
     } else {
-      copier.copy_step<false>(As + stage * kTileA, Bs + stage * kTileB, k_left, A, B);
+      copier.copy_step<false, Vectors>(as, bs, k_left);
     }
+  };
+  const auto round_step = [&](int step) {
+    round_tile<kTileA>(As + (step % kStages) * kTileA, tid);
+    round_tile<kTileB>(Bs + (step % kStages) * kTileB, tid);
   };
 
   const FragmentOffsets offsets(row0, col0, lane);
@@ -253,15 +291,23 @@ __device__ __forceinline__ void mma_gemm(const float* __restrict__ A, const floa
   }
 
   // Prologue: the first STAGES - 1 steps in flight, one commit group each (empty past the end,
-  // so that the wait below always counts the same number of groups).
+  // so that the wait below always counts the same number of groups); step 0 rounded.
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < steps) copy_step(s);
     tt_cp_async_commit();
   }
+  if (Product::kRoundsStages) {
+    tt_cp_async_wait<kStages - 2>();  // this thread's copies of step 0 have landed
+    __syncthreads();                  // everyone's have
+    round_step(0);
+  }
   for (int step = 0; step < steps; ++step) {
-    tt_cp_async_wait<kStages - 2>();  // this thread's copies of `step` have landed
-    __syncthreads();  // everyone's have, and everyone is done with step - 1's stage
+    // This thread's copies of step + kAhead have landed: of the STAGES - 1 + step groups
+    // committed, all but the newest STAGES - 2 - kAhead.
+    tt_cp_async_wait<kStages - 2 - kAhead>();
+    __syncthreads();  // everyone's have; everyone is done with step - 1's stage (and rounding)
+    if (Product::kRoundsStages && step + 1 < steps) round_step(step + 1);
     if (step + kStages - 1 < steps) copy_step(step + kStages - 1);  // into step - 1's stage
     tt_cp_async_commit();
     const int stage = step % kStages;
@@ -294,5 +340,21 @@ __device__ __forceinline__ void mma_gemm(const float* __restrict__ A, const floa
         }
       }
     }
+  }
+}
+
+// The kernel's body: one copy of the main loop for 16-byte copies (lda and ldb multiples of 4, A
+// and B 16-byte aligned) and one for 4-byte copies, chosen once, so that neither pays for the
+// other's addresses in registers.
+template <class Product>
+__device__ __forceinline__ void mma_gemm(const float* __restrict__ A, const float* __restrict__ B,
+                                         float* __restrict__ C, int M, int N, int K, int lda,
+                                         int ldb, int ldc, float* shared) {
+  const bool vectors = lda % 4 == 0 && ldb % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0 &&
+                       reinterpret_cast<size_t>(B) % 16 == 0;
+  if (vectors) {
+    mma_gemm_copying<Product, true>(A, B, C, M, N, K, lda, ldb, ldc, shared);
+  } else {
+    mma_gemm_copying<Product, false>(A, B, C, M, N, K, lda, ldb, ldc, shared);
   }
 }

@@ -34,8 +34,10 @@
 // The space is kept small because CI fuzzes every configuration on the CPU, where each mma is
 // emulated lane by lane (a 128 x 128 configuration takes seconds per 40 cases); widen it here
 // for a GPU-only search. Warps 2 down and 2 or 4 across, warp tiles BM / 2 x min(BN / 2, 64):
-// 64 x 64 blocks of four 32 x 32 warp tiles, up to 128 x 256 of eight 64 x 64.
-// tiletune: require BM / WM == 2 && WN == min(BN / 2, 64) && BN <= 2 * BM
+// 64 x 64 blocks of four 32 x 32 warp tiles, up to 128 x 128; but 128 x 128 with eight 64 x 32
+// warp tiles, as a 64 x 64 warp tile's 128 accumulators, its slice sums and its split fragments
+// do not fit 255 registers.
+// tiletune: require BM / WM == 2 && WN == (BM * BN == 128 * 128 ? 32 : min(BN / 2, 64)) && BN <= 2 * BM
 // At most 160 KiB of shared memory.
 // tiletune: require STAGES * BK * (BM + BN) * 4 <= 160 * 1024
 // Three times the mma of tf32_mma, hence a smaller space still: no 128 x 256 tile, BK 32 and 3
@@ -56,18 +58,19 @@
 
 // Three mma per tile on inputs split in big and small TF32 parts.
 struct SplitProduct {
+  static constexpr bool kRoundsStages = false;  // the fragments are split as loaded
+  // The split fragments take the registers that loading the next slice ahead would.
+  static constexpr bool kPrefetchesFragments = false;
+
   __device__ __forceinline__ static void split(float x, float& big, float& small) {
     big = tt_tf32_round(x);
     small = tt_tf32_round(x - big);
   }
 
+  // B's fragments are split once for the slice, A's a row of tiles at a time, so that only one
+  // row's split A fragment is live beside the accumulators.
   __device__ __forceinline__ static void multiply(WarpAccumulators& acc, const WarpFragments& f) {
-    float a_big[kMmaM][4], a_small[kMmaM][4], b_big[kMmaN][2], b_small[kMmaN][2];
-#pragma unroll
-    for (int i = 0; i < kMmaM; ++i) {
-#pragma unroll
-      for (int r = 0; r < 4; ++r) split(f.a[i][r], a_big[i][r], a_small[i][r]);
-    }
+    float b_big[kMmaN][2], b_small[kMmaN][2];
 #pragma unroll
     for (int j = 0; j < kMmaN; ++j) {
 #pragma unroll
@@ -76,12 +79,15 @@ struct SplitProduct {
     const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int i = 0; i < kMmaM; ++i) {
+      float a_big[4], a_small[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) split(f.a[i][r], a_big[r], a_small[r]);
 #pragma unroll
       for (int j = 0; j < kMmaN; ++j) {
         float slice[4];  // this k8 slice's product, truncated relative to itself alone
-        tt_mma_m16n8k8_tf32(slice, a_small[i], b_big[j], zero);
-        tt_mma_m16n8k8_tf32(slice, a_big[i], b_small[j], slice);
-        tt_mma_m16n8k8_tf32(slice, a_big[i], b_big[j], slice);
+        tt_mma_m16n8k8_tf32(slice, a_small, b_big[j], zero);
+        tt_mma_m16n8k8_tf32(slice, a_big, b_small[j], slice);
+        tt_mma_m16n8k8_tf32(slice, a_big, b_big[j], slice);
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc[i][j][r] += slice[r];  // rounded to nearest
       }
