@@ -8,6 +8,8 @@
 
 namespace tiletune {
 
+using Clock = std::chrono::steady_clock;
+
 FuzzPool::FuzzPool(std::vector<std::string> argv, std::chrono::milliseconds watchdog, unsigned workers) {
   if (workers == 0) throw std::invalid_argument("a fuzz pool needs at least one worker");
   for (unsigned i = 0; i < workers; ++i) {
@@ -33,6 +35,11 @@ int FuzzPool::workers_started() const {
   int started = 0;
   for (const auto& slot : slots_) started += slot->client->workers_started();
   return started;
+}
+
+std::map<std::string, double> FuzzPool::stage_seconds() const {
+  std::lock_guard lock(mutex_);
+  return stage_seconds_;
 }
 
 std::string FuzzPool::unavailable() const {
@@ -69,14 +76,26 @@ void FuzzPool::serve(Slot& slot) {
     std::optional<EvaluationOutcome> outcome;
     std::exception_ptr failure;
     std::string cannot_start;
+    std::map<std::string, double> stages;  // of this evaluation
+    std::string stage = "start";
+    Clock::time_point stage_start = Clock::now();
+    const auto close_stage = [&] {
+      stages[stage] += std::chrono::duration<double>(Clock::now() - stage_start).count();
+    };
     try {
-      outcome = slot.client->evaluate(request, [](const std::string&) {});
+      outcome = slot.client->evaluate(request, [&](const std::string& next) {
+        close_stage();
+        stage = next;
+        stage_start = Clock::now();
+      });
     } catch (const GpuUnavailable& e) {
       cannot_start = e.what();
     } catch (...) {
       failure = std::current_exception();
     }
+    close_stage();
     lock.lock();
+    for (const auto& [name, seconds] : stages) stage_seconds_[name] += seconds;
     outcomes_[index] = std::move(outcome);
     if (failure && !failure_) failure_ = failure;
     if (!cannot_start.empty()) {

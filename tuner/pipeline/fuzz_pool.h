@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,6 +43,9 @@ class FuzzPool {
 
   unsigned size() const { return unsigned(slots_.size()); }
   int workers_started() const;
+  // Seconds its workers spent in each stage of their evaluations ("load", "fuzz", ...), summed
+  // over the workers.
+  std::map<std::string, double> stage_seconds() const;
   // Why the workers could not start, once they could not ("" while they can).
   std::string unavailable() const;
 
@@ -62,6 +66,7 @@ class FuzzPool {
   std::size_t next_ = 0, finished_ = 0;
   std::exception_ptr failure_;
   std::string unavailable_;
+  std::map<std::string, double> stage_seconds_;
 };
 
 }  // namespace tiletune

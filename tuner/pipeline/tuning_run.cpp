@@ -265,6 +265,8 @@ void TuningRun::evaluate_on(DeviceLane& lane, Search& search, const std::vector<
     const Clock::time_point start = Clock::now();
     std::vector<std::optional<EvaluationOutcome>> outcomes = lane.fuzz_pool->fuzz(to_fuzz);
     const double seconds = seconds_since(start);
+    lane.stage_seconds["fuzz"] += seconds;
+    ++lane.stage_counts["fuzz"];
     devices_.deliver([&search, seconds] { search.summary.stage_seconds["fuzz"] += seconds; });
     for (std::size_t k = 0; k < to_fuzz.size(); ++k) {
       if (!outcomes[k]) continue;  // no pool: the worker fuzzes it
@@ -299,10 +301,12 @@ void TuningRun::evaluate_on(DeviceLane& lane, Search& search, const std::vector<
       close_stage();
       stage = next;
       stage_start = Clock::now();
+      ++lane.stage_counts[next];
       devices_.deliver([&search, config, next, device] { search.event(config, next, nullptr, device); });
     });
     close_stage();
     ++lane.settled;
+    for (const auto& [name, seconds] : stage_seconds) lane.stage_seconds[name] += seconds;
     devices_.deliver([this, &search, request = std::move(requests[i]), outcome = std::move(outcome), index,
                       report = reports.at(index), stage_seconds = std::move(stage_seconds), device] {
       for (const auto& [name, seconds] : stage_seconds) search.summary.stage_seconds[name] += seconds;
@@ -429,8 +433,11 @@ bool TuningRun::confirm(Search& search) {
   const Clock::time_point start = Clock::now();
   devices_.dispatch([this, &search, top, request, start](DeviceLane& lane) {
     std::string why_not;
+    const Clock::time_point lane_start = Clock::now();  // `start` counts the wait for a free lane
     std::optional<std::vector<Timing>> timings = lane.worker->remeasure(request, why_not);
     const double seconds = seconds_since(start);
+    lane.stage_seconds["confirm"] += seconds_since(lane_start);
+    ++lane.stage_counts["confirm"];
     devices_.deliver([this, &search, top, request, timings = std::move(timings), why_not, seconds] {
       search.summary.stage_seconds["confirm"] += seconds;
       record_confirmation(search, top, request, timings, why_not);
