@@ -45,12 +45,13 @@ constexpr std::string_view kCannotRun = "cannot run this case: ";
 // One case: returns the finding, or nothing when the kernel got it right. Whatever the case
 // throws is a finding: a case that cannot be run proves nothing about the configuration.
 std::optional<std::string> evaluate(GemmExecutor& executor, const GemmCase& gemm_case,
-                                    Precision precision, FuzzVerdict& verdict) {
+                                    Precision precision, FuzzVerdict& verdict,
+                                    const ReferenceTable* reference = nullptr) {
   try {
     const GemmOperands before = make_operands(gemm_case);
     GemmOperands after = before;
     executor.run(gemm_case, after);
-    if (auto finding = judge_launch(gemm_case, precision, before, after)) {
+    if (auto finding = judge_launch(gemm_case, precision, before, after, reference)) {
       verdict = FuzzVerdict::wrong_result;
       return finding->to_string();
     }
@@ -164,9 +165,10 @@ FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& confi
   return report;
 }
 
-FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case, Precision precision) {
+FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case, Precision precision,
+                           const ReferenceTable* reference) {
   FuzzReport report;
-  if (auto finding = evaluate(executor, gemm_case, precision, report.verdict)) {
+  if (auto finding = evaluate(executor, gemm_case, precision, report.verdict, reference)) {
     report.counterexample = gemm_case;
     report.finding = *finding;
   } else {

@@ -55,7 +55,9 @@ FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& confi
 void settle_verdict(const rc::detail::TestResult& result, const FuzzSettings& settings,
                     FuzzReport& report);
 
-// Runs one case once (the replay of a reported counterexample).
-FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case, Precision precision);
+// Runs one case once (the replay of a reported counterexample), judged against `reference` when
+// it is given (compute_reference of the case's operands, made once for many launches).
+FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case, Precision precision,
+                           const ReferenceTable* reference = nullptr);
 
 }  // namespace tiletune

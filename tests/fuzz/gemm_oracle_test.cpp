@@ -372,5 +372,40 @@ TEST(GemmOracle, ElementComputedFromPoisonOnTheCpuIsNotCalledUnwrittenAlone) {
   EXPECT_EQ(finding->what, "element never written, or computed from poisoned memory");
 }
 
+
+// --- a reference computed once for many launches ----------------------------------------------
+
+// The full shape's reference is computed once and shared (tuner/pipeline/shared_references.h):
+// judged against it, a launch gets the finding it gets with the reference computed in the judge.
+TEST(GemmOracle, AReferenceComputedOnceJudgesAsTheOneComputedInTheJudge) {
+  Launch launch(make_case({23, 19, 300}, 310, 25, 21, InputKind::real, 11));
+  const ReferenceTable table = compute_reference(launch.before);
+  ASSERT_EQ(table.value.size(), 23u * 19u);
+  const Exact e = exact_element(launch.before, 4, 17);
+  EXPECT_NEAR(table.value[4 * 19 + 17], e.value, 1e-12);
+  EXPECT_NEAR(table.magnitude[4 * 19 + 17], e.magnitude, 1e-12);
+  EXPECT_FALSE(judge_launch(launch.gemm_case, Precision::fp32, launch.before, launch.after, &table));
+
+  const double bound = gamma_bound(300, e.magnitude);
+  launch.after.c.at(4, 17) = float(e.value + 2 * bound);
+  launch.after.c.at(9, 3) = std::numeric_limits<float>::quiet_NaN();
+  const auto computed = launch.judge();
+  const auto shared =
+      judge_launch(launch.gemm_case, Precision::fp32, launch.before, launch.after, &table);
+  ASSERT_TRUE(computed.has_value());
+  ASSERT_TRUE(shared.has_value());
+  EXPECT_EQ(shared->to_string(), computed->to_string());
+  EXPECT_EQ(shared->row, 4);
+  EXPECT_EQ(shared->wrong_elements, 2);
+}
+
+TEST(GemmOracle, AReferenceOfAnotherSizeIsRefused) {
+  Launch launch(packed_case({8, 8, 8}, InputKind::small_integers));
+  const ReferenceTable other =
+      compute_reference(make_operands(packed_case({8, 8, 9}, InputKind::small_integers)));
+  EXPECT_THROW(judge_launch(launch.gemm_case, Precision::fp32, launch.before, launch.after, &other),
+               std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace tiletune

@@ -121,9 +121,11 @@ std::vector<std::vector<int>> group_by_model(const std::vector<int>& ordinals, c
 
 }  // namespace
 
-TuningSession::TuningSession(const SessionOptions& options) {
+TuningSession::TuningSession(const SessionOptions& options)
+    : shared_(std::filesystem::temp_directory_path(), "tiletune-tune-") {
   std::vector<std::string> argv = {"/proc/self/exe", "worker", "--backend", options.backend,
-                                   "--parent", std::to_string(getpid())};
+                                   "--parent", std::to_string(getpid()),
+                                   "--shared-dir", shared_.path().string()};
   if (!options.cache_dir.empty()) {
     argv.push_back("--cache-dir");
     argv.push_back(options.cache_dir);
@@ -190,6 +192,7 @@ void add_worker_command(CLI::App& app, int& exit_code) {
     std::string cache_dir;
     pid_t parent = 0;
     int device = -1;  // the device ordinal; -1: $TILETUNE_DEVICE, else 0 (a CPU worker: 0)
+    std::string shared_dir;  // the tune's folder for what its workers share; empty: none
   };
   auto options = std::make_shared<WorkerOptions>();
   CLI::App* command = app.add_subcommand("worker", "evaluates configurations for a tuner (internal)");
@@ -198,13 +201,17 @@ void add_worker_command(CLI::App& app, int& exit_code) {
   command->add_option("--device", options->device)->check(CLI::NonNegativeNumber);
   command->add_option("--cache-dir", options->cache_dir);
   command->add_option("--parent", options->parent)->required();
+  command->add_option("--shared-dir", options->shared_dir);
   command->callback([options, &exit_code] {
     die_with_parent(options->parent);
     const std::string cache_dir = options->cache_dir;
     const int device = options->device;
     EvaluatorFactory open;
     if (options->backend == "cpu") {
-      open = [device] { return std::make_unique<CpuEvaluator>(CpuBackendOptions{}, std::max(device, 0)); };
+      open = [device, shared = options->shared_dir] {
+        return std::make_unique<CpuEvaluator>(CpuBackendOptions{}, std::max(device, 0),
+                                              SharedReferences(shared));
+      };
     } else {
       open = [cache_dir, device] {
         return std::make_unique<GpuEvaluator>([cache_dir](const std::string& arch) {

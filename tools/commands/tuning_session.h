@@ -13,6 +13,7 @@
 
 #include "db/result_store.h"
 #include "tuner/pipeline/tuning_run.h"
+#include "tuner/private_files.h"
 
 namespace tiletune::cli {
 
@@ -58,6 +59,9 @@ class TuningSession {
   unsigned fuzz_workers() const;  // over all devices
 
  private:
+  // The tune's own folder for what its workers share (the CPU backend's full-shape references),
+  // removed with everything in it when the session ends; declared first, so it outlives them.
+  PrivateDirectory shared_;
   struct Model {
     std::unique_ptr<DevicePool> devices;
     std::unique_ptr<CompiledKernels> compiled;
