@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
@@ -124,12 +125,15 @@ ReferenceElement reference_element(const GemmOperands& inputs, InputKind kind, P
 
 namespace {
 
-// How many bands of rows a reference of `multiply_adds` is spread over: all cores once it is
+std::atomic<unsigned> reference_threads{0};  // 0: the cores
+
+// How many bands of rows a reference of `multiply_adds` is spread over: one a thread once it is
 // large (tiles of 256 and their remainders), else one, on the calling thread.
 std::int64_t bands_for(std::int64_t rows, double multiply_adds) {
   if (multiply_adds < kParallelJudgeWork) return 1;
-  const std::int64_t cores = std::thread::hardware_concurrency();
-  return std::clamp<std::int64_t>(cores, 1, std::max<std::int64_t>(rows, 1));
+  const unsigned set = reference_threads.load();
+  const std::int64_t threads = set > 0 ? set : std::thread::hardware_concurrency();
+  return std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(rows, 1));
 }
 
 // Runs run_rows(begin, end, band) for each of `bands` bands of `rows` rows, one thread a band.
@@ -143,6 +147,8 @@ void in_bands(std::int64_t rows, std::int64_t bands,
 }
 
 }  // namespace
+
+void set_reference_threads(unsigned threads) { reference_threads = threads; }
 
 ReferenceTable compute_reference(const GemmOperands& inputs) {
   ReferenceTable table;

@@ -31,6 +31,11 @@ struct Finding {
   std::string to_string() const;  // one line
 };
 
+// The threads a large reference is spread over: the cores by default. A tune's workers share the
+// cores, many of them judging at once: each is given its share, so that together they do not
+// crowd the cores with many times more threads than there are. 0: the cores again.
+void set_reference_threads(unsigned threads);
+
 // The reference of every element of C for the inputs A and B, in double, row-major: its value
 // and sum_k |a_ik| |b_kj|, from which each precision's bound follows. Computed on all cores.
 struct ReferenceTable {

@@ -407,5 +407,29 @@ TEST(GemmOracle, AReferenceOfAnotherSizeIsRefused) {
                std::invalid_argument);
 }
 
+
+// A tune gives each worker its share of the cores for a large reference: however many threads
+// judge, the findings and the reference are the same.
+TEST(GemmOracle, AnyNumberOfReferenceThreadsJudgesAlike) {
+  Launch launch(make_case({211, 190, 128}, 130, 197, 191, InputKind::real, 5));  // 5M multiply-adds
+  launch.after.c.at(3, 4) += 1.0f;
+  launch.after.c.at(150, 189) = std::numeric_limits<float>::infinity();
+  launch.after.c.at(210, 0) -= 1.0f;
+  const auto all_cores = launch.judge();
+  const ReferenceTable table = compute_reference(launch.before);
+  ASSERT_TRUE(all_cores.has_value());
+  EXPECT_EQ(all_cores->wrong_elements, 3);
+  for (const unsigned threads : {1u, 3u, 7u}) {
+    set_reference_threads(threads);
+    const auto judged = launch.judge();
+    ASSERT_TRUE(judged.has_value()) << threads;
+    EXPECT_EQ(judged->to_string(), all_cores->to_string()) << threads;
+    const ReferenceTable again = compute_reference(launch.before);
+    EXPECT_EQ(again.value, table.value) << threads;
+    EXPECT_EQ(again.magnitude, table.magnitude) << threads;
+  }
+  set_reference_threads(0);
+}
+
 }  // namespace
 }  // namespace tiletune

@@ -33,6 +33,11 @@ unsigned default_fuzz_workers(unsigned devices = 1);
 // default): at most one per core in all, saying so on stderr when that caps the request.
 unsigned capped_fuzz_workers(int requested, unsigned devices = 1);
 
+// The threads each worker spreads a large fuzz reference over (set_reference_threads): the
+// cores shared by every process that may judge at once, each lane's fuzz workers (or its worker,
+// without any), so that all of them together start about one thread a core.
+unsigned reference_threads(unsigned devices, unsigned fuzz_workers);
+
 // The device ordinals --devices names (empty without it: the worker's default device). Throws
 // UsageError for a bad list or an ordinal the machine lacks; GpuUnavailable without a GPU.
 std::vector<int> selected_devices(const SessionOptions& options);
