@@ -50,8 +50,8 @@ unsigned capped_fuzz_workers(int requested, unsigned devices) {
   return cap;
 }
 
-unsigned reference_threads(unsigned devices, unsigned fuzz_workers) {
-  return std::max(1u, machine_cores() / (std::max(devices, 1u) * std::max(fuzz_workers, 1u)));
+unsigned reference_threads(unsigned fuzz_workers) {
+  return std::max(1u, machine_cores() / std::max(fuzz_workers, 1u));
 }
 
 std::vector<int> selected_devices(const SessionOptions& options) {
@@ -140,7 +140,7 @@ TuningSession::TuningSession(const SessionOptions& options)
   const unsigned devices = unsigned(std::max<std::size_t>(ordinals.size(), 1));
   const unsigned fuzz_workers = capped_fuzz_workers(options.fuzz_workers, devices);
   argv.insert(argv.end(), {"--reference-threads",
-                           std::to_string(reference_threads(devices, fuzz_workers))});
+                           std::to_string(reference_threads(fuzz_workers))});
   // Without --devices, one worker on its default device, as the worker chooses it.
   const std::vector<std::vector<int>> models =
       ordinals.empty() ? std::vector<std::vector<int>>{{}} : group_by_model(ordinals, options.backend);

@@ -34,9 +34,10 @@ unsigned default_fuzz_workers(unsigned devices = 1);
 unsigned capped_fuzz_workers(int requested, unsigned devices = 1);
 
 // The threads each worker spreads a large fuzz reference over (set_reference_threads): the
-// cores shared by every process that may judge at once, each lane's fuzz workers (or its worker,
-// without any), so that all of them together start about one thread a core.
-unsigned reference_threads(unsigned devices, unsigned fuzz_workers);
+// cores shared by one lane's fuzz workers (or its worker, without any), so that one lane fuzzing
+// alone (the others timing) still fills the cores, and all lanes fuzzing at once start a few
+// threads a core, not one per core in every worker (32 x 64 threads on 64 cores with 4 lanes).
+unsigned reference_threads(unsigned fuzz_workers);
 
 // The device ordinals --devices names (empty without it: the worker's default device). Throws
 // UsageError for a bad list or an ordinal the machine lacks; GpuUnavailable without a GPU.
