@@ -6,6 +6,7 @@
 #pragma once
 
 #include "fuzz/cpu_backend/cpu_backend_options.h"
+#include "fuzz/reference_cache.h"
 #include "tuner/pipeline/evaluator.h"
 #include "tuner/pipeline/shared_references.h"
 
@@ -39,6 +40,7 @@ class CpuEvaluator : public Evaluator {
   SharedReferences references_;
   std::string reference_name_;  // of the one kept
   std::shared_ptr<const ReferenceTable> reference_;
+  ReferenceCache fuzz_references_;  // of the last configurations' fuzz cases
 };
 
 }  // namespace tiletune
