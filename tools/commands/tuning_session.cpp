@@ -126,11 +126,13 @@ std::vector<std::vector<int>> group_by_model(const std::vector<int>& ordinals, c
 
 }  // namespace
 
-TuningSession::TuningSession(const SessionOptions& options)
-    : shared_(std::filesystem::temp_directory_path(), "tiletune-tune-") {
+TuningSession::TuningSession(const SessionOptions& options) {
   std::vector<std::string> argv = {"/proc/self/exe", "worker", "--backend", options.backend,
-                                   "--parent", std::to_string(getpid()),
-                                   "--shared-dir", shared_.path().string()};
+                                   "--parent", std::to_string(getpid())};
+  if (options.backend == "cpu") {
+    shared_.emplace(std::filesystem::temp_directory_path(), "tiletune-tune-");
+    argv.insert(argv.end(), {"--shared-dir", shared_->path().string()});
+  }
   if (!options.cache_dir.empty()) {
     argv.push_back("--cache-dir");
     argv.push_back(options.cache_dir);

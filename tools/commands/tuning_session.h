@@ -65,9 +65,10 @@ class TuningSession {
   unsigned fuzz_workers() const;  // over all devices
 
  private:
-  // The tune's own folder for what its workers share (the CPU backend's full-shape references),
-  // removed with everything in it when the session ends; declared first, so it outlives them.
-  PrivateDirectory shared_;
+  // The tune's own folder for what its workers share (the CPU backend's full-shape references;
+  // none on the GPU), removed with everything in it when the session ends; declared first, so it
+  // outlives the workers.
+  std::optional<PrivateDirectory> shared_;
   struct Model {
     std::unique_ptr<DevicePool> devices;
     std::unique_ptr<CompiledKernels> compiled;
