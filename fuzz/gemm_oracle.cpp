@@ -2,8 +2,10 @@
 
 #include <bit>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -121,27 +123,95 @@ ReferenceElement reference_element(const GemmOperands& inputs, InputKind kind, P
              bound_factor(kind, precision, inputs.a.cols));
 }
 
+namespace {
+
+std::atomic<unsigned> reference_threads{0};  // 0: the cores
+
+// How many bands of rows a reference of `multiply_adds` is spread over: one a thread once it is
+// large (tiles of 256 and their remainders), else one, on the calling thread.
+std::int64_t bands_for(std::int64_t rows, double multiply_adds) {
+  if (multiply_adds < kParallelJudgeWork) return 1;
+  const unsigned set = reference_threads.load();
+  const std::int64_t threads = set > 0 ? set : std::thread::hardware_concurrency();
+  return std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(rows, 1));
+}
+
+// Runs run_rows(begin, end, band) for each of `bands` bands of `rows` rows, one thread a band.
+void in_bands(std::int64_t rows, std::int64_t bands,
+              const std::function<void(std::int64_t, std::int64_t, std::size_t)>& run_rows) {
+  std::vector<std::jthread> threads;
+  for (std::int64_t b = 1; b < bands; ++b) {
+    threads.emplace_back(run_rows, rows * b / bands, rows * (b + 1) / bands, std::size_t(b));
+  }
+  run_rows(0, rows / bands, 0);
+}
+
+}  // namespace
+
+void set_reference_threads(unsigned threads) { reference_threads = threads; }
+
+ReferenceTable compute_reference(const GemmOperands& inputs) {
+  ReferenceTable table;
+  table.rows = inputs.a.rows;
+  table.cols = inputs.b.cols;
+  table.depth = inputs.a.cols;
+  table.value.resize(std::size_t(table.rows * table.cols));
+  table.magnitude.resize(table.value.size());
+  const std::vector<float> b_columns = columns_of(inputs.b);
+  const double work = double(table.rows) * double(table.cols) * double(table.depth);
+  const auto fill_rows = [&](std::int64_t begin, std::int64_t end, std::size_t) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      for (std::int64_t c = 0; c < table.cols; ++c) {
+        const ReferenceElement e = dot(inputs.a.data() + r * inputs.a.ld,
+                                       b_columns.data() + c * table.depth, table.depth, 1.0);
+        table.value[std::size_t(r * table.cols + c)] = e.value;
+        table.magnitude[std::size_t(r * table.cols + c)] = e.bound;
+      }
+    }
+  };
+  in_bands(table.rows, bands_for(table.rows, work), fill_rows);
+  return table;
+}
+
 std::optional<Finding> judge_launch(const GemmCase& gemm_case, Precision precision,
-                                    const GemmOperands& before, const GemmOperands& after) {
+                                    const GemmOperands& before, const GemmOperands& after,
+                                    const ReferenceTable* reference) {
+  if (reference && (reference->rows != after.c.rows || reference->cols != after.c.cols ||
+                    reference->depth != before.a.cols)) {
+    throw std::invalid_argument(fmt::format("a reference of {}x{}x{} for a launch of {}x{}x{}",
+                                            reference->rows, reference->cols, reference->depth,
+                                            after.c.rows, after.c.cols, before.a.cols));
+  }
   if (auto finding = first_change(before.c, after.c, "C", /*skip_region=*/true)) return finding;
   if (auto finding = first_change(before.a, after.a, "A", false)) return finding;
   if (auto finding = first_change(before.b, after.b, "B", false)) return finding;
 
-  // The reference costs M x N x K multiply-adds: large cases (tiles of 256 and their
-  // remainders) are judged on all cores, in bands of rows; the first finding stays row-major.
+  // Without a reference given it costs M x N x K multiply-adds: large cases are judged on all
+  // cores, in bands of rows; the first finding stays row-major.
   struct Band {
     std::optional<Finding> first;
     std::int64_t wrong = 0;
   };
   const std::int64_t k_size = before.a.cols;
   const double factor = bound_factor(gemm_case.inputs, precision, k_size);
-  const std::vector<float> b_columns = columns_of(before.b);
-  const auto judge_rows = [&](std::int64_t begin, std::int64_t end, Band& band) {
+  const std::vector<float> b_columns = reference ? std::vector<float>() : columns_of(before.b);
+  const auto reference_at = [&](std::int64_t r, std::int64_t c) {
+    if (!reference) {
+      return dot(before.a.data() + r * before.a.ld, b_columns.data() + c * k_size, k_size, factor);
+    }
+    const std::size_t i = std::size_t(r * reference->cols + c);
+    return ReferenceElement{reference->value[i], factor * reference->magnitude[i]};
+  };
+  const std::int64_t rows = after.c.rows;
+  const std::int64_t bands =
+      bands_for(rows, double(rows) * double(after.c.cols) * double(reference ? 1 : k_size));
+  std::vector<Band> results(static_cast<std::size_t>(bands));
+  in_bands(rows, bands, [&](std::int64_t begin, std::int64_t end, std::size_t b) {
+    Band& band = results[b];
     for (std::int64_t r = begin; r < end; ++r) {
       for (std::int64_t c = 0; c < after.c.cols; ++c) {
         const float got = after.c.at(r, c);
-        const ReferenceElement ref =
-            dot(before.a.data() + r * before.a.ld, b_columns.data() + c * k_size, k_size, factor);
+        const ReferenceElement ref = reference_at(r, c);
         const char* what = nullptr;
         // On the CPU a NaN keeps its payload through arithmetic, so poison in C's region is
         // either never written or computed from poisoned padding or guards.
@@ -154,19 +224,7 @@ std::optional<Finding> judge_launch(const GemmCase& gemm_case, Precision precisi
         if (!band.first) band.first = Finding{what, r, c, got, ref.value, ref.bound, 0};
       }
     }
-  };
-  const std::int64_t rows = after.c.rows;
-  const double work = double(rows) * double(after.c.cols) * double(before.a.cols);
-  const std::int64_t bands =
-      work < kParallelJudgeWork ? 1 : std::clamp<std::int64_t>(std::thread::hardware_concurrency(), 1, rows);
-  std::vector<Band> results(std::size_t(std::max<std::int64_t>(bands, 1)));
-  {
-    std::vector<std::jthread> threads;
-    for (std::int64_t b = 1; b < bands; ++b) {
-      threads.emplace_back(judge_rows, rows * b / bands, rows * (b + 1) / bands, std::ref(results[b]));
-    }
-    judge_rows(0, rows / std::max<std::int64_t>(bands, 1), results[0]);
-  }
+  });
   std::optional<Finding> first;
   std::int64_t wrong = 0;
   for (const Band& band : results) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fuzz/gemm_case.h"
 #include "fuzz/gemm_operands.h"
@@ -30,10 +31,26 @@ struct Finding {
   std::string to_string() const;  // one line
 };
 
+// The threads a large reference is spread over: the cores by default. A tune's workers share the
+// cores, many of them judging at once: each is given its share, so that together they do not
+// crowd the cores with many times more threads than there are. 0: the cores again.
+void set_reference_threads(unsigned threads);
+
+// The reference of every element of C for the inputs A and B, in double, row-major: its value
+// and sum_k |a_ik| |b_kj|, from which each precision's bound follows. Computed on all cores.
+struct ReferenceTable {
+  std::int64_t rows = 0, cols = 0, depth = 0;  // M, N, K
+  std::vector<double> value, magnitude;
+};
+ReferenceTable compute_reference(const GemmOperands& inputs);
+
 // `before` holds the inputs as they were given to the kernel, `after` the three matrices as the
-// kernel left them; `precision` is the template's declared arithmetic.
+// kernel left them; `precision` is the template's declared arithmetic. `reference`, when given,
+// is compute_reference(before) made earlier (one shape's, shared by many launches); otherwise the
+// reference is computed here. Throws std::invalid_argument when its size is not C's.
 std::optional<Finding> judge_launch(const GemmCase& gemm_case, Precision precision,
-                                    const GemmOperands& before, const GemmOperands& after);
+                                    const GemmOperands& before, const GemmOperands& after,
+                                    const ReferenceTable* reference = nullptr);
 
 // The double-precision reference value and the error bound of element (row, col).
 struct ReferenceElement {

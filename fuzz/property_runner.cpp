@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string_view>
 
@@ -44,13 +45,21 @@ constexpr std::string_view kCannotRun = "cannot run this case: ";
 
 // One case: returns the finding, or nothing when the kernel got it right. Whatever the case
 // throws is a finding: a case that cannot be run proves nothing about the configuration.
+// The reference is `reference` when given, else the cache's when there is one, else the judge's.
 std::optional<std::string> evaluate(GemmExecutor& executor, const GemmCase& gemm_case,
-                                    Precision precision, FuzzVerdict& verdict) {
+                                    Precision precision, FuzzVerdict& verdict,
+                                    const ReferenceTable* reference = nullptr,
+                                    ReferenceCache* cache = nullptr) {
   try {
     const GemmOperands before = make_operands(gemm_case);
     GemmOperands after = before;
     executor.run(gemm_case, after);
-    if (auto finding = judge_launch(gemm_case, precision, before, after)) {
+    std::shared_ptr<const ReferenceTable> cached;
+    if (!reference && cache) {
+      cached = cache->get(gemm_case, before);
+      reference = cached.get();
+    }
+    if (auto finding = judge_launch(gemm_case, precision, before, after, reference)) {
       verdict = FuzzVerdict::wrong_result;
       return finding->to_string();
     }
@@ -110,8 +119,9 @@ void settle_verdict(const rc::detail::TestResult& result, const FuzzSettings& se
 
 FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& config,
                               Precision precision, const FuzzSettings& settings,
-                              const CaseRequirements& requirements) {
+                              const CaseRequirements& requirements, ReferenceCache* references) {
   load_rapidcheck_configuration_quietly();
+  if (references) references->next_configuration();
   const std::vector<std::int64_t> moduli = remainder_moduli(config);
   FuzzReport report;
   std::optional<GemmProblem> admissible;
@@ -134,7 +144,7 @@ FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& confi
     FuzzVerdict verdict = FuzzVerdict::passed;
     std::optional<std::string> finding;
     try {
-      finding = evaluate(executor, gemm_case, precision, verdict);
+      finding = evaluate(executor, gemm_case, precision, verdict, nullptr, references);
     } catch (const UnsupportedOnBackend& e) {
       unsupported = std::current_exception();
       launches_broken = true;
@@ -164,9 +174,10 @@ FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& confi
   return report;
 }
 
-FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case, Precision precision) {
+FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case, Precision precision,
+                           const ReferenceTable* reference) {
   FuzzReport report;
-  if (auto finding = evaluate(executor, gemm_case, precision, report.verdict)) {
+  if (auto finding = evaluate(executor, gemm_case, precision, report.verdict, reference)) {
     report.counterexample = gemm_case;
     report.finding = *finding;
   } else {

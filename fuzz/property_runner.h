@@ -17,6 +17,7 @@
 #include "fuzz/case_generator.h"
 #include "fuzz/gemm_executor.h"
 #include "fuzz/gemm_oracle.h"
+#include "fuzz/reference_cache.h"
 
 namespace tiletune {
 
@@ -44,10 +45,12 @@ struct FuzzReport {
 };
 
 // Cases meet `requirements` (the template's, for this configuration; none by default) and are
-// judged by the bound of `precision`, the template's declared arithmetic.
+// judged by the bound of `precision`, the template's declared arithmetic. `references`, when
+// given, keeps the cases' references for the next configuration that draws the same cases.
 FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& config,
                               Precision precision, const FuzzSettings& settings,
-                              const CaseRequirements& requirements = {});
+                              const CaseRequirements& requirements = {},
+                              ReferenceCache* references = nullptr);
 
 // How RapidCheck's result settles a report filled in by the property: passed only on success
 // with every case asked for. Apart for its tests: RapidCheck's give-up and error results are hard
@@ -55,7 +58,9 @@ FuzzReport fuzz_configuration(GemmExecutor& executor, const Configuration& confi
 void settle_verdict(const rc::detail::TestResult& result, const FuzzSettings& settings,
                     FuzzReport& report);
 
-// Runs one case once (the replay of a reported counterexample).
-FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case, Precision precision);
+// Runs one case once (the replay of a reported counterexample), judged against `reference` when
+// it is given (compute_reference of the case's operands, made once for many launches).
+FuzzReport run_single_case(GemmExecutor& executor, const GemmCase& gemm_case, Precision precision,
+                           const ReferenceTable* reference = nullptr);
 
 }  // namespace tiletune

@@ -81,7 +81,7 @@ echo
 echo "== summary"; cat "$WORK/gpu.txt" "$WORK/summary.txt"
 for run in one-cold all-cold one-warm all-warm; do
   [ -f "$WORK/$run.txt" ] || continue
-  echo "== $run"; grep -E "^(wall|time by stage|settled)" "$WORK/$run.txt"
+  echo "== $run"; grep -E "^(wall|time by stage|settled|device [0-9]+ by stage)" "$WORK/$run.txt"
   sed -n '/^device /,/^$/p' "$WORK/$run.txt"
 done
 python3 - "$WORK" "$GPUS" <<'EOF'

@@ -372,5 +372,64 @@ TEST(GemmOracle, ElementComputedFromPoisonOnTheCpuIsNotCalledUnwrittenAlone) {
   EXPECT_EQ(finding->what, "element never written, or computed from poisoned memory");
 }
 
+
+// --- a reference computed once for many launches ----------------------------------------------
+
+// The full shape's reference is computed once and shared (tuner/pipeline/shared_references.h):
+// judged against it, a launch gets the finding it gets with the reference computed in the judge.
+TEST(GemmOracle, AReferenceComputedOnceJudgesAsTheOneComputedInTheJudge) {
+  Launch launch(make_case({23, 19, 300}, 310, 25, 21, InputKind::real, 11));
+  const ReferenceTable table = compute_reference(launch.before);
+  ASSERT_EQ(table.value.size(), 23u * 19u);
+  const Exact e = exact_element(launch.before, 4, 17);
+  EXPECT_NEAR(table.value[4 * 19 + 17], e.value, 1e-12);
+  EXPECT_NEAR(table.magnitude[4 * 19 + 17], e.magnitude, 1e-12);
+  EXPECT_FALSE(judge_launch(launch.gemm_case, Precision::fp32, launch.before, launch.after, &table));
+
+  const double bound = gamma_bound(300, e.magnitude);
+  launch.after.c.at(4, 17) = float(e.value + 2 * bound);
+  launch.after.c.at(9, 3) = std::numeric_limits<float>::quiet_NaN();
+  const auto computed = launch.judge();
+  const auto shared =
+      judge_launch(launch.gemm_case, Precision::fp32, launch.before, launch.after, &table);
+  ASSERT_TRUE(computed.has_value());
+  ASSERT_TRUE(shared.has_value());
+  EXPECT_EQ(shared->to_string(), computed->to_string());
+  EXPECT_EQ(shared->row, 4);
+  EXPECT_EQ(shared->wrong_elements, 2);
+}
+
+TEST(GemmOracle, AReferenceOfAnotherSizeIsRefused) {
+  Launch launch(packed_case({8, 8, 8}, InputKind::small_integers));
+  const ReferenceTable other =
+      compute_reference(make_operands(packed_case({8, 8, 9}, InputKind::small_integers)));
+  EXPECT_THROW(judge_launch(launch.gemm_case, Precision::fp32, launch.before, launch.after, &other),
+               std::invalid_argument);
+}
+
+
+// A tune gives each worker its share of the cores for a large reference: however many threads
+// judge, the findings and the reference are the same.
+TEST(GemmOracle, AnyNumberOfReferenceThreadsJudgesAlike) {
+  Launch launch(make_case({211, 190, 128}, 130, 197, 191, InputKind::real, 5));  // 5M multiply-adds
+  launch.after.c.at(3, 4) += 1.0f;
+  launch.after.c.at(150, 189) = std::numeric_limits<float>::infinity();
+  launch.after.c.at(210, 0) -= 1.0f;
+  const auto all_cores = launch.judge();
+  const ReferenceTable table = compute_reference(launch.before);
+  ASSERT_TRUE(all_cores.has_value());
+  EXPECT_EQ(all_cores->wrong_elements, 3);
+  for (const unsigned threads : {1u, 3u, 7u}) {
+    set_reference_threads(threads);
+    const auto judged = launch.judge();
+    ASSERT_TRUE(judged.has_value()) << threads;
+    EXPECT_EQ(judged->to_string(), all_cores->to_string()) << threads;
+    const ReferenceTable again = compute_reference(launch.before);
+    EXPECT_EQ(again.value, table.value) << threads;
+    EXPECT_EQ(again.magnitude, table.magnitude) << threads;
+  }
+  set_reference_threads(0);
+}
+
 }  // namespace
 }  // namespace tiletune

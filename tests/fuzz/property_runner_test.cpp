@@ -409,5 +409,59 @@ TEST(PropertyRunner, FewerCasesThanAskedIsNeverAPass) {
   EXPECT_EQ(report.cases_passed, 100);
 }
 
+
+// --- references kept for the next configuration that draws the same cases --------------------
+
+TEST(PropertyRunner, ConfigurationsThatDrawTheSameCasesComputeEachReferenceOnce) {
+  const Configuration swizzled{{{"TILE", 16}, {"SWIZZLE", 1}}};  // the same tile sizes as kTile16
+  ReferenceCache references;
+  CpuSgemm first, second;
+  const FuzzReport report =
+      fuzz_configuration(first, kTile16, Precision::fp32, settings(30), {}, &references);
+  EXPECT_EQ(report.verdict, FuzzVerdict::passed) << report.finding;
+  EXPECT_EQ(references.hits(), 0);
+  EXPECT_EQ(references.misses(), 30);
+  const FuzzReport twin =
+      fuzz_configuration(second, swizzled, Precision::fp32, settings(30), {}, &references);
+  EXPECT_EQ(twin.verdict, FuzzVerdict::passed) << twin.finding;
+  EXPECT_EQ(second.seen, first.seen) << "the same cases";
+  EXPECT_EQ(references.hits(), 30) << "each reference computed once";
+
+  // A kept reference judges as one computed afresh: a bug is still found, on the same case.
+  DropsPartialKTile buggy_alone, buggy_kept;
+  const FuzzReport alone = fuzz_configuration(buggy_alone, kTile16, Precision::fp32, settings(30));
+  const FuzzReport kept =
+      fuzz_configuration(buggy_kept, kTile16, Precision::fp32, settings(30), {}, &references);
+  ASSERT_EQ(alone.verdict, FuzzVerdict::wrong_result);
+  EXPECT_EQ(kept.verdict, FuzzVerdict::wrong_result);
+  EXPECT_EQ(kept.finding, alone.finding);
+  ASSERT_TRUE(kept.counterexample.has_value());
+  EXPECT_EQ(kept.counterexample->to_string(), alone.counterexample->to_string());
+}
+
+TEST(PropertyRunner, KeptReferencesAreTheLastTwoConfigurationsWithinTheCap) {
+  CpuSgemm executor;
+  const Configuration tile8{{{"TILE", 8}}}, tile32{{{"TILE", 32}}};
+  // The misses of kTile16's cases after `between` (a few, tiny ones, every configuration draws).
+  const auto misses_after = [&](const std::vector<Configuration>& between) {
+    ReferenceCache references;
+    fuzz_configuration(executor, kTile16, Precision::fp32, settings(10), {}, &references);
+    for (const Configuration& config : between) {
+      fuzz_configuration(executor, config, Precision::fp32, settings(10), {}, &references);
+    }
+    const int misses = references.misses();
+    fuzz_configuration(executor, kTile16, Precision::fp32, settings(10), {}, &references);
+    return references.misses() - misses;
+  };
+  EXPECT_EQ(misses_after({tile8}), 0) << "kept over one configuration";
+  EXPECT_GT(misses_after({tile8, tile32}), 5) << "forgotten after two";
+
+  ReferenceCache none(0);  // a cap that keeps nothing
+  fuzz_configuration(executor, kTile16, Precision::fp32, settings(10), {}, &none);
+  fuzz_configuration(executor, kTile16, Precision::fp32, settings(10), {}, &none);
+  EXPECT_EQ(none.hits(), 0);
+  EXPECT_EQ(none.misses(), 20);
+}
+
 }  // namespace
 }  // namespace tiletune

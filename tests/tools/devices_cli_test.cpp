@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -55,6 +56,19 @@ std::map<std::string, int> settled_per_device(const TiletuneRun& run) {
     if (words.size() >= 4) settled[words.front()] = std::stoi(words[words.size() - 2]);
   }
   return settled;
+}
+
+// How many full-shape references the tune's workers computed, from its lines "device N by stage:
+// ..., reference 0.1 s (2 computed), ...": over every device.
+int references_computed(const TiletuneRun& run) {
+  const std::regex computed(R"(reference [0-9.]+ s \(([0-9]+) computed\))");
+  int count = 0;
+  for (const std::string& line : lines_of(run.out)) {
+    if (!line.starts_with("device ") || line.find(" by stage: ") == std::string::npos) continue;
+    std::smatch found;
+    if (std::regex_search(line, found, computed)) count += std::stoi(found[1]);
+  }
+  return count;
 }
 
 // A folder of its own for each test; the CPU backend's kernel cache and the cubin cache in the
@@ -171,6 +185,42 @@ TEST_F(DevicesCli, TheBestOfEveryShapeAreReMeasuredWhileTheNextShapeIsSearched) 
     ++notes;
   }
   EXPECT_EQ(notes, shapes.size()) << run;
+}
+
+// Every lane verifies at a shape against the reference of the same inputs: it is computed once
+// per shape for the whole tune, by the first lane that needs it, whatever the number of lanes, and
+// the lanes record what one device records.
+TEST_F(DevicesCli, EachShapesReferenceIsComputedOnceForTheWholeTune) {
+  if (cores() < 2) GTEST_SKIP() << "one core: the CPU backend has one worker slot";
+  const std::vector<GemmShape> shapes{kShape, {33, 17, 65}};
+  const auto tune_on = [&](const std::string& devices, const std::string& db) {
+    std::vector<std::string> args{"tune", (kTemplates / "tiled.cu").string(), "--backend", "cpu",
+                                  "--cases", "10", "--fuzz-workers", "1", "--devices", devices,
+                                  "--db", (dir_ / db).string()};
+    for (const GemmShape& shape : shapes) args.insert(args.end(), {"--shape", shape.to_string()});
+    return tiletune(args);
+  };
+  const TiletuneRun one = tune_on("0", "one.db");
+  ASSERT_EQ(one.exit_code, 0) << one;
+  EXPECT_EQ(references_computed(one), 2) << one;
+  const TiletuneRun two = tune_on("0,1", "two.db");
+  ASSERT_EQ(two.exit_code, 0) << two;
+  EXPECT_EQ(settled_per_device(two).size(), 2u) << two;
+  EXPECT_EQ(references_computed(two), 2) << "a reference computed per lane\n" << two;
+
+  for (const GemmShape& shape : shapes) {
+    std::map<std::string, std::string> rows[2];
+    for (int i = 0; i < 2; ++i) {
+      ResultStore store(dir_ / (i == 0 ? "one.db" : "two.db"));
+      const std::int64_t gpu_id = store.register_gpu(store.gpus().at(0));
+      for (const auto& [config, result] :
+           store.recorded_results(gpu_id, store.templates().at(0).source_hash, shape)) {
+        rows[i][config] = to_string(result.status);
+      }
+    }
+    EXPECT_EQ(rows[0].size(), 9u) << shape.to_string();  // tiled's space
+    EXPECT_EQ(rows[1], rows[0]) << shape.to_string();
+  }
 }
 
 TEST_F(DevicesCli, EveryFaultCostsOnlyItsConfigurationOnItsDevice) {

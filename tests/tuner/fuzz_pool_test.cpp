@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -20,7 +24,8 @@ using namespace std::chrono_literals;
 // A worker that says it is ready, then answers each request after `work` seconds with a passed
 // fuzz. The requests whose configuration names CRASH kill it; a request asking to measure is
 // refused as an environment failure, so the tests see that the pool never asks for one.
-std::vector<std::string> stand_in_worker(const std::string& work) {
+// With `log`, each worker appends every request it is given to the file log/PID.
+std::vector<std::string> stand_in_worker(const std::string& work, const std::string& log = "") {
   WorkerReply ready;
   ready.kind = WorkerReply::Kind::ready;
   ready.device.name = "stand-in";
@@ -35,7 +40,8 @@ std::vector<std::string> stand_in_worker(const std::string& work) {
   setenv("TT_REFUSED", encode(refused).c_str(), 1);
   return {"/bin/sh", "-c",
           "printf '%s\\n' \"$TT_READY\" >&4\n"
-          "while read -r line <&3; do\n"
+          "while read -r line <&3; do\n" +
+          (log.empty() ? std::string() : "  printf '%s\\n' \"$line\" >> '" + log + "'/$$\n") +
           "  case \"$line\" in\n"
           "    *CRASH*) kill -SEGV $$ ;;\n"
           "    *'\"measure\":false'*) sleep " + work + "; printf '%s\\n' \"$TT_PASSED\" >&4 ;;\n"
@@ -71,6 +77,42 @@ TEST(FuzzPool, FuzzesSideBySideAndAnswersInOrder) {
   EXPECT_LT(wall, 2.4s) << "the requests did not run side by side";
   EXPECT_EQ(pool.workers_started(), 4);
   EXPECT_EQ(pool.unavailable(), "");
+}
+
+// The configurations each of 3 workers was given, in order, fuzzing A=1 .. A=6 of `families`.
+std::vector<std::string> given_per_worker(const std::vector<std::string>& families) {
+  const std::filesystem::path log = std::filesystem::temp_directory_path() /
+                                    ("tiletune-fuzz-pool-families-" + std::to_string(getpid()));
+  std::filesystem::remove_all(log);
+  std::filesystem::create_directories(log);
+  {
+    FuzzPool pool(stand_in_worker("0.2", log.string()), 10s, 3);
+    const auto outcomes = pool.fuzz(requests({"A=1", "A=2", "A=3", "A=4", "A=5", "A=6"}), families);
+    EXPECT_EQ(outcomes.size(), 6u);
+    for (const auto& outcome : outcomes) EXPECT_TRUE(outcome.has_value() && outcome->fuzz_passed);
+  }
+  std::vector<std::string> per_worker;
+  for (const auto& file : std::filesystem::directory_iterator(log)) {
+    std::ifstream in(file.path());
+    std::string configs;
+    for (std::string line; std::getline(in, line);) {
+      const std::size_t at = line.find("\"config\":\"");
+      if (at != std::string::npos) configs += line.substr(at + 10, 3) + " ";
+    }
+    per_worker.push_back(configs);
+  }
+  std::filesystem::remove_all(log);
+  return per_worker;
+}
+
+// Configurations of one family draw the same cases: side by side, they go to one worker, which
+// keeps the cases' references from the first for the next; a family larger than a worker's share
+// of the round is shared out, so that no worker waits.
+TEST(FuzzPool, RequestsOfOneFamilyGoToOneWorkerOneAfterTheOther) {
+  EXPECT_THAT(given_per_worker({"x", "x", "y", "y", "z", "z"}),
+              ::testing::UnorderedElementsAre("A=1 A=2 ", "A=3 A=4 ", "A=5 A=6 "));
+  EXPECT_THAT(given_per_worker({"x", "x", "x", "x", "x", "x"}),
+              ::testing::UnorderedElementsAre("A=1 A=2 ", "A=3 A=4 ", "A=5 A=6 "));
 }
 
 TEST(FuzzPool, AWorkerThatDiesCostsOnlyItsRequest) {

@@ -11,6 +11,7 @@
 
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
+#include "fuzz/gemm_oracle.h"
 #include "tuner/pipeline/cpu_evaluator.h"
 #include "tuner/cubin_cache.h"
 #include "tuner/pipeline/device_list.h"
@@ -47,6 +48,10 @@ unsigned capped_fuzz_workers(int requested, unsigned devices) {
                "cores for {} devices\n", requested, cap, cores, devices);
   }
   return cap;
+}
+
+unsigned reference_threads(unsigned fuzz_workers) {
+  return std::max(1u, machine_cores() / std::max(fuzz_workers, 1u));
 }
 
 std::vector<int> selected_devices(const SessionOptions& options) {
@@ -124,14 +129,20 @@ std::vector<std::vector<int>> group_by_model(const std::vector<int>& ordinals, c
 TuningSession::TuningSession(const SessionOptions& options) {
   std::vector<std::string> argv = {"/proc/self/exe", "worker", "--backend", options.backend,
                                    "--parent", std::to_string(getpid())};
+  if (options.backend == "cpu") {
+    shared_.emplace(std::filesystem::temp_directory_path(), "tiletune-tune-");
+    argv.insert(argv.end(), {"--shared-dir", shared_->path().string()});
+  }
   if (!options.cache_dir.empty()) {
     argv.push_back("--cache-dir");
     argv.push_back(options.cache_dir);
   }
   const std::chrono::milliseconds watchdog(std::int64_t(options.watchdog_seconds * 1000));
   const std::vector<int> ordinals = selected_devices(options);
-  const unsigned fuzz_workers =
-      capped_fuzz_workers(options.fuzz_workers, unsigned(std::max<std::size_t>(ordinals.size(), 1)));
+  const unsigned devices = unsigned(std::max<std::size_t>(ordinals.size(), 1));
+  const unsigned fuzz_workers = capped_fuzz_workers(options.fuzz_workers, devices);
+  argv.insert(argv.end(), {"--reference-threads",
+                           std::to_string(reference_threads(fuzz_workers))});
   // Without --devices, one worker on its default device, as the worker chooses it.
   const std::vector<std::vector<int>> models =
       ordinals.empty() ? std::vector<std::vector<int>>{{}} : group_by_model(ordinals, options.backend);
@@ -190,6 +201,8 @@ void add_worker_command(CLI::App& app, int& exit_code) {
     std::string cache_dir;
     pid_t parent = 0;
     int device = -1;  // the device ordinal; -1: $TILETUNE_DEVICE, else 0 (a CPU worker: 0)
+    std::string shared_dir;  // the tune's folder for what its workers share; empty: none
+    unsigned reference_threads = 0;  // 0: the cores
   };
   auto options = std::make_shared<WorkerOptions>();
   CLI::App* command = app.add_subcommand("worker", "evaluates configurations for a tuner (internal)");
@@ -198,13 +211,19 @@ void add_worker_command(CLI::App& app, int& exit_code) {
   command->add_option("--device", options->device)->check(CLI::NonNegativeNumber);
   command->add_option("--cache-dir", options->cache_dir);
   command->add_option("--parent", options->parent)->required();
+  command->add_option("--shared-dir", options->shared_dir);
+  command->add_option("--reference-threads", options->reference_threads);
   command->callback([options, &exit_code] {
     die_with_parent(options->parent);
+    set_reference_threads(options->reference_threads);
     const std::string cache_dir = options->cache_dir;
     const int device = options->device;
     EvaluatorFactory open;
     if (options->backend == "cpu") {
-      open = [device] { return std::make_unique<CpuEvaluator>(CpuBackendOptions{}, std::max(device, 0)); };
+      open = [device, shared = options->shared_dir] {
+        return std::make_unique<CpuEvaluator>(CpuBackendOptions{}, std::max(device, 0),
+                                              SharedReferences(shared));
+      };
     } else {
       open = [cache_dir, device] {
         return std::make_unique<GpuEvaluator>([cache_dir](const std::string& arch) {

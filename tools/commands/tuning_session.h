@@ -13,6 +13,7 @@
 
 #include "db/result_store.h"
 #include "tuner/pipeline/tuning_run.h"
+#include "tuner/private_files.h"
 
 namespace tiletune::cli {
 
@@ -31,6 +32,12 @@ unsigned default_fuzz_workers(unsigned devices = 1);
 // The fuzz workers to start on each of `devices` for --fuzz-workers `requested` (-1: the
 // default): at most one per core in all, saying so on stderr when that caps the request.
 unsigned capped_fuzz_workers(int requested, unsigned devices = 1);
+
+// The threads each worker spreads a large fuzz reference over (set_reference_threads): the
+// cores shared by one lane's fuzz workers (or its worker, without any), so that one lane fuzzing
+// alone (the others timing) still fills the cores, and all lanes fuzzing at once start a few
+// threads a core, not one per core in every worker (32 x 64 threads on 64 cores with 4 lanes).
+unsigned reference_threads(unsigned fuzz_workers);
 
 // The device ordinals --devices names (empty without it: the worker's default device). Throws
 // UsageError for a bad list or an ordinal the machine lacks; GpuUnavailable without a GPU.
@@ -58,6 +65,10 @@ class TuningSession {
   unsigned fuzz_workers() const;  // over all devices
 
  private:
+  // The tune's own folder for what its workers share (the CPU backend's full-shape references;
+  // none on the GPU), removed with everything in it when the session ends; declared first, so it
+  // outlives the workers.
+  std::optional<PrivateDirectory> shared_;
   struct Model {
     std::unique_ptr<DevicePool> devices;
     std::unique_ptr<CompiledKernels> compiled;

@@ -28,13 +28,14 @@ GemmCase full_shape_case(const GemmShape& shape, std::uint64_t data_seed) {
   return full;
 }
 
-// Host bytes the full-shape case takes: A, B and C inside their guard bands, and C's copy that
-// the check compares the guards against.
+// Host bytes the full-shape case takes: A, B and C inside their guard bands, C's copy that the
+// check compares the guards against, and the reference (value and magnitude, in double).
 double full_shape_bytes(const GemmShape& shape) {
   const GemmProblem p = GemmProblem::packed(shape);
   const double guards = double(guard_elements(p.lda) + guard_elements(p.ldb) + guard_elements(p.ldc));
   return 4.0 * (2 * guards + double(shape.m) * double(p.lda) + double(shape.k) * double(p.ldb) +
-                2 * double(shape.m) * double(p.ldc));
+                2 * double(shape.m) * double(p.ldc)) +
+         16.0 * double(shape.m) * double(shape.n);
 }
 
 // MemAvailable from /proc/meminfo, in bytes; nothing where it cannot be read.
@@ -99,9 +100,25 @@ DeviceProperties cpu_backend_device() {
   return d;
 }
 
-CpuEvaluator::CpuEvaluator(CpuBackendOptions options, int ordinal)
-    : options_(std::move(options)), device_(cpu_backend_device()) {
+CpuEvaluator::CpuEvaluator(CpuBackendOptions options, int ordinal, SharedReferences references)
+    : options_(std::move(options)), device_(cpu_backend_device()),
+      references_(std::move(references)) {
   device_.ordinal = ordinal;
+}
+
+const ReferenceTable& CpuEvaluator::reference_of(const GemmCase& full, const StageCallback& stage) {
+  const GemmProblem& p = full.problem;
+  const std::string name = fmt::format("reference-{}x{}x{}-ld{}-{}-seed{}", p.shape.m, p.shape.n,
+                                       p.shape.k, p.lda, p.ldb, full.data_seed);
+  if (!reference_ || reference_name_ != name) {
+    reference_.reset();  // one shape's at a time
+    reference_ = references_.get(name, [&] {
+      stage("reference");
+      return compute_reference(make_operands(full));
+    });
+    reference_name_ = name;
+  }
+  return *reference_;
 }
 
 EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
@@ -133,7 +150,8 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
       AnnouncingExecutor announced(*executor, before_case);
       const FuzzReport fuzz = fuzz_configuration(announced, config, tmpl.precision,
                                                  request.fuzz_settings,
-                                                 CaseRequirements(tmpl, config));
+                                                 CaseRequirements(tmpl, config),
+                                                 &fuzz_references_);
       // Fewer cases than asked is never a pass (fuzz_configuration settles the same).
       if (fuzz.verdict != FuzzVerdict::passed || fuzz.cases_passed < request.fuzz_settings.cases) {
         result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
@@ -150,10 +168,11 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
       result.detail = *too_large;
       return outcome;
     }
-    stage("verify");
     const GemmCase full = full_shape_case(request.shape, request.data_seed);
     tmpl.check_requirements(config, full.problem);
-    const FuzzReport check = run_single_case(*executor, full, tmpl.precision);
+    const ReferenceTable& reference = reference_of(full, stage);
+    stage("verify");
+    const FuzzReport check = run_single_case(*executor, full, tmpl.precision, &reference);
     if (check.verdict != FuzzVerdict::passed) {
       result.status = check.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
                                                                  : ResultStatus::launch_error;

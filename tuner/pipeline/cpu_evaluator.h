@@ -6,7 +6,9 @@
 #pragma once
 
 #include "fuzz/cpu_backend/cpu_backend_options.h"
+#include "fuzz/reference_cache.h"
 #include "tuner/pipeline/evaluator.h"
+#include "tuner/pipeline/shared_references.h"
 
 namespace tiletune {
 
@@ -16,8 +18,10 @@ DeviceProperties cpu_backend_device();
 
 class CpuEvaluator : public Evaluator {
  public:
-  // `ordinal` numbers this worker among the CPU backend's workers (`tune --devices 0,1`).
-  explicit CpuEvaluator(CpuBackendOptions options = {}, int ordinal = 0);
+  // `ordinal` numbers this worker among the CPU backend's workers (`tune --devices 0,1`);
+  // `references` is where the workers of a tune share the full shapes' references.
+  explicit CpuEvaluator(CpuBackendOptions options = {}, int ordinal = 0,
+                        SharedReferences references = SharedReferences());
 
   const DeviceProperties& device() const override { return device_; }
   EvaluationOutcome evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
@@ -27,8 +31,16 @@ class CpuEvaluator : public Evaluator {
   bool usable() const override { return true; }
 
  private:
+  // The reference of the full-shape case, from the shared folder or computed (announced as the
+  // stage "reference"); kept for the next configuration at the same shape.
+  const ReferenceTable& reference_of(const GemmCase& full, const StageCallback& stage);
+
   CpuBackendOptions options_;
   DeviceProperties device_;
+  SharedReferences references_;
+  std::string reference_name_;  // of the one kept
+  std::shared_ptr<const ReferenceTable> reference_;
+  ReferenceCache fuzz_references_;  // of the last configurations' fuzz cases
 };
 
 }  // namespace tiletune

@@ -17,6 +17,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -37,6 +38,11 @@ struct DeviceLane {
   std::unique_ptr<FuzzPool> fuzz_pool;  // none with no fuzz workers: the worker fuzzes
   int settled = 0;            // configurations that this device gave an outcome
   double busy_seconds = 0;    // time spent on work dispatched here
+  // Where that time went: "fuzz" (waiting for the fuzz pool), the stages of its worker's
+  // evaluations ("load", "reference", "verify", "time", ...), "confirm"; and how many times each
+  // stage began (a worker computes a shape's reference only when the stage "reference" begins).
+  std::map<std::string, double> stage_seconds;
+  std::map<std::string, int> stage_counts;
 };
 
 // How to start one lane: its worker command (the fuzz pool's workers run the same one).

@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -37,11 +38,18 @@ class FuzzPool {
   // Fuzzes every request (each is sent with `measure` false) on the pool's workers; the outcomes
   // come back in the requests' order. An outcome is empty when no worker of the pool could start
   // (another CUDA context refused, say): the caller fuzzes that configuration itself. Rethrows
-  // what WorkerClient::evaluate throws for the environment.
-  std::vector<std::optional<EvaluationOutcome>> fuzz(const std::vector<EvaluationRequest>& requests);
+  // what WorkerClient::evaluate throws for the environment. `families`, when given, names each
+  // request's family: requests side by side of one family go to one worker, one after the other,
+  // up to its share of the round (configurations that draw the same fuzz cases, whose references
+  // it keeps: reference_cache.h).
+  std::vector<std::optional<EvaluationOutcome>> fuzz(const std::vector<EvaluationRequest>& requests,
+                                                     const std::vector<std::string>& families = {});
 
   unsigned size() const { return unsigned(slots_.size()); }
   int workers_started() const;
+  // Seconds its workers spent in each stage of their evaluations ("load", "fuzz", ...), summed
+  // over the workers.
+  std::map<std::string, double> stage_seconds() const;
   // Why the workers could not start, once they could not ("" while they can).
   std::string unavailable() const;
 
@@ -58,10 +66,12 @@ class FuzzPool {
   bool stopping_ = false;
   // The round in progress: requests handed out in order, outcomes filled as they come.
   const std::vector<EvaluationRequest>* requests_ = nullptr;
+  const std::vector<std::string>* families_ = nullptr;
   std::vector<std::optional<EvaluationOutcome>> outcomes_;
   std::size_t next_ = 0, finished_ = 0;
   std::exception_ptr failure_;
   std::string unavailable_;
+  std::map<std::string, double> stage_seconds_;
 };
 
 }  // namespace tiletune

@@ -67,7 +67,8 @@ EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
       AnnouncingExecutor announced(executor, before_case);
       const FuzzReport fuzz = fuzz_configuration(announced, config, tmpl.precision,
                                                  request.fuzz_settings,
-                                                 CaseRequirements(tmpl, config));
+                                                 CaseRequirements(tmpl, config),
+                                                 &fuzz_references_);
       // Fewer cases than asked is never a pass (fuzz_configuration settles the same).
       if (fuzz.verdict != FuzzVerdict::passed || fuzz.cases_passed < request.fuzz_settings.cases) {
         result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result

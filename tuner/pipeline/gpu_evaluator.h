@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "fuzz/reference_cache.h"
 #include "tuner/gpu_device.h"
 #include "tuner/pipeline/compiled_kernels.h"
 #include "tuner/pipeline/evaluator.h"
@@ -43,6 +44,7 @@ class GpuEvaluator : public Evaluator {
   GemmShape verifier_shape_;
   std::uint64_t verifier_seed_ = 0;
   bool context_lost_ = false;
+  ReferenceCache fuzz_references_;  // of the last configurations' fuzz cases
 };
 
 }  // namespace tiletune

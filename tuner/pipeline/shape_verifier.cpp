@@ -1,13 +1,15 @@
 #include "tuner/pipeline/shape_verifier.h"
 
 #include <limits>
-#include <random>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "tuner/error_bound.h"
 #include "tuner/nvrtc_compiler.h"
+#include "tuner/pipeline/full_shape_inputs.h"
 
 namespace tiletune {
 namespace {
@@ -49,11 +51,19 @@ extern "C" __global__ void compare_gemm(const float* C, int ldc, const double* r
 
 constexpr std::uint32_t kPoisonBits = 0x7fc0dead;
 
-std::vector<float> random_matrix(std::size_t elements, std::mt19937_64& random) {
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> values(elements);
-  for (float& v : values) v = uniform(random);
-  return values;
+// The reference and compare kernels for `arch`, compiled once per process: a worker verifies
+// shape after shape, and NVRTC takes a fifth of a second each time.
+const CompiledKernelImage& reference_image(const std::string& arch) {
+  static std::mutex mutex;
+  static std::map<std::string, CompiledKernelImage> images;
+  std::lock_guard lock(mutex);
+  auto found = images.find(arch);
+  if (found == images.end()) {
+    found = images.emplace(arch, compile_cuda_source(kReferenceSource, "tiletune_reference.cu", {},
+                                                     arch, "reference_gemm", "the GPU reference"))
+                .first;
+  }
+  return found->second;
 }
 
 std::array<std::uint32_t, 3> grid_over(const GemmShape& s) {
@@ -67,17 +77,16 @@ ShapeVerifier::ShapeVerifier(const GpuDevice& device, const GemmProblem& problem
     : problem_(problem) {
   const CudaDriver& cu = cuda_driver();
   const GemmShape& s = problem.shape;
-  std::mt19937_64 random(seed);
-  a_ = DeviceBuffer::from(random_matrix(std::size_t(s.m) * problem.lda, random));
-  b_ = DeviceBuffer::from(random_matrix(std::size_t(s.k) * problem.ldb, random));
+  a_ = DeviceBuffer::from(
+      full_shape_matrix(FullShapeMatrix::a, seed, std::size_t(s.m) * problem.lda));
+  b_ = DeviceBuffer::from(
+      full_shape_matrix(FullShapeMatrix::b, seed, std::size_t(s.k) * problem.ldb));
   c_ = DeviceBuffer(std::size_t(s.m) * problem.ldc * sizeof(float));
   reference_ = DeviceBuffer(std::size_t(s.m) * s.n * sizeof(double));
   magnitude_ = DeviceBuffer(std::size_t(s.m) * s.n * sizeof(double));
   verdict_ = DeviceBuffer(2 * sizeof(unsigned long long));
 
-  const CompiledKernelImage image = compile_cuda_source(
-      kReferenceSource, "tiletune_reference.cu", {}, device.properties().arch(), "reference_gemm",
-      "the GPU reference");
+  const CompiledKernelImage& image = reference_image(device.properties().arch());
   check_cuda(cu.cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData(reference)");
   CUfunction reference = nullptr;
   check_cuda(cu.cuModuleGetFunction(&reference, module_, "reference_gemm"), "reference_gemm");

@@ -25,7 +25,8 @@ namespace tiletune {
 
 class ShapeVerifier {
  public:
-  // Random inputs in [-1, 1] (never zeros) for the shape, uploaded, and the reference computed.
+  // The seed's inputs for the shape (full_shape_inputs.h: the same in every lane), uploaded, and
+  // the reference computed.
   ShapeVerifier(const GpuDevice& device, const GemmProblem& problem, std::uint64_t seed);
   ~ShapeVerifier();
 

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "fuzz/case_generator.h"
 #include "tuner/nvrtc_compiler.h"
 #include "tuner/search/search_strategy.h"
 #include "tuner/search_space.h"
@@ -127,6 +128,24 @@ class LanesDone {
   DevicePool& devices_;
   int unwinding_;
 };
+
+// What a configuration's fuzz cases are drawn from besides the seed: its tile sizes
+// (case_generator.h). Configurations of one family (warp_tiled's differ in SWIZZLE alone) draw the
+// same cases, whose references a fuzz worker handed them one after the other computes once.
+std::string case_family(const Configuration& config) {
+  std::string family;
+  for (const std::int64_t modulus : remainder_moduli(config)) family += fmt::format("{},", modulus);
+  return family;
+}
+
+// The configurations with each family's together, in the order of the families' first.
+void gather_families(std::vector<std::size_t>& indices, const std::vector<Configuration>& space) {
+  std::map<std::string, std::size_t> rank;  // of each family, by its first configuration
+  for (const std::size_t index : indices) rank.emplace(case_family(space[index]), rank.size());
+  std::stable_sort(indices.begin(), indices.end(), [&](std::size_t a, std::size_t b) {
+    return rank.at(case_family(space[a])) < rank.at(case_family(space[b]));
+  });
+}
 
 bool is_pruned(ResultStatus status) {
   return status == ResultStatus::device_limit || status == ResultStatus::pruned;
@@ -253,18 +272,23 @@ void TuningRun::evaluate_on(DeviceLane& lane, Search& search, const std::vector<
   std::vector<bool> to_measure(indices.size(), true);
   std::vector<EvaluationRequest> to_fuzz;
   std::vector<std::size_t> fuzzed;  // the position in `indices` of each request to fuzz
+  std::vector<std::string> families;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (!requests[i].fuzz) continue;
     to_fuzz.push_back(requests[i]);
     fuzzed.push_back(i);
+    families.push_back(case_family(search.space[indices[i]]));
   }
   if (lane.fuzz_pool && !to_fuzz.empty() && !search.out_of_time()) {
     const std::string doing = fmt::format("fuzzing {} configurations in {} workers", to_fuzz.size(),
                                           std::min<std::size_t>(to_fuzz.size(), lane.fuzz_pool->size()));
     devices_.deliver([&search, doing, device] { search.event(nullptr, doing, nullptr, device); });
     const Clock::time_point start = Clock::now();
-    std::vector<std::optional<EvaluationOutcome>> outcomes = lane.fuzz_pool->fuzz(to_fuzz);
+    std::vector<std::optional<EvaluationOutcome>> outcomes =
+        lane.fuzz_pool->fuzz(to_fuzz, families);
     const double seconds = seconds_since(start);
+    lane.stage_seconds["fuzz"] += seconds;
+    ++lane.stage_counts["fuzz"];
     devices_.deliver([&search, seconds] { search.summary.stage_seconds["fuzz"] += seconds; });
     for (std::size_t k = 0; k < to_fuzz.size(); ++k) {
       if (!outcomes[k]) continue;  // no pool: the worker fuzzes it
@@ -299,10 +323,12 @@ void TuningRun::evaluate_on(DeviceLane& lane, Search& search, const std::vector<
       close_stage();
       stage = next;
       stage_start = Clock::now();
+      ++lane.stage_counts[next];
       devices_.deliver([&search, config, next, device] { search.event(config, next, nullptr, device); });
     });
     close_stage();
     ++lane.settled;
+    for (const auto& [name, seconds] : stage_seconds) lane.stage_seconds[name] += seconds;
     devices_.deliver([this, &search, request = std::move(requests[i]), outcome = std::move(outcome), index,
                       report = reports.at(index), stage_seconds = std::move(stage_seconds), device] {
       for (const auto& [name, seconds] : stage_seconds) search.summary.stage_seconds[name] += seconds;
@@ -341,6 +367,9 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
     to_compile.push_back(index);
   }
   if (to_compile.empty()) return;
+  // A learning strategy is told its outcomes in the order it proposed them; the others' families
+  // go to the lanes together, to be fuzzed by one worker.
+  if (!is_guided_strategy(settings_.strategy)) gather_families(to_compile, search.space);
 
   std::vector<Configuration> configs;
   for (const std::size_t index : to_compile) configs.push_back(search.space[index]);
@@ -429,8 +458,11 @@ bool TuningRun::confirm(Search& search) {
   const Clock::time_point start = Clock::now();
   devices_.dispatch([this, &search, top, request, start](DeviceLane& lane) {
     std::string why_not;
+    const Clock::time_point lane_start = Clock::now();  // `start` counts the wait for a free lane
     std::optional<std::vector<Timing>> timings = lane.worker->remeasure(request, why_not);
     const double seconds = seconds_since(start);
+    lane.stage_seconds["confirm"] += seconds_since(lane_start);
+    ++lane.stage_counts["confirm"];
     devices_.deliver([this, &search, top, request, timings = std::move(timings), why_not, seconds] {
       search.summary.stage_seconds["confirm"] += seconds;
       record_confirmation(search, top, request, timings, why_not);
