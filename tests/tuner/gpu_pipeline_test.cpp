@@ -3,9 +3,11 @@
 // device-limit checks at the end need no GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 
 #include <array>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <memory>
@@ -107,7 +109,14 @@ TEST_F(GpuPipeline, ShapeVerifierRejectsAKernelThatSkipsTheLastKTile) {
   const auto wrong = verifier.verify(kernel, mutant.launch_geometry(config, shape),
                                      Precision::fp32);
   ASSERT_TRUE(wrong.has_value());
-  EXPECT_THAT(*wrong, StartsWith("at the full shape 64x64x129: 4096 elements wrong, the first C[0][0]"));
+  EXPECT_THAT(*wrong, StartsWith("at the full shape 64x64x129: "));
+  // Every element misses one product, a[i][128] b[128][j]: only those where it falls below the
+  // bound pass (a few of 4096, depending on the inputs).
+  int elements = 0;
+  ASSERT_EQ(std::sscanf(wrong->c_str(), "at the full shape 64x64x129: %d elements wrong", &elements), 1)
+      << *wrong;
+  EXPECT_GE(elements, 4000) << *wrong;
+  EXPECT_LE(elements, 4096) << *wrong;
 }
 
 TEST_F(GpuPipeline, ShapeVerifierChecksAnyLaunchOfItsProblem) {
