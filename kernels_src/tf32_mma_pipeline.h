@@ -29,8 +29,8 @@
 // commit group per step, so that one barrier per step suffices. 16-byte copies where the leading
 // dimension is a multiple of 4 and the pointer 16-byte aligned (a run-time choice, uniform for the
 // kernel: one main loop for each, so that neither pays for the other's addresses in registers; any
-// lda, ldb works), else four 4-byte copies a group. Only blocks on C's edge and the slice's last step of K take
-// the masked copies (zero-filled past M, N or K), full tiles the unmasked ones.
+// lda, ldb works), else four 4-byte copies a group. Only blocks on C's edge and the slice's last
+// step of K take the masked copies (zero-filled past M, N or K), full tiles the unmasked ones.
 //
 // Rounding. Where the product wants TF32-rounded inputs (tf32_mma), either each warp rounds the
 // fragments it loads, or (Product::kRoundsStages) each element is rounded once per block in shared
@@ -84,24 +84,19 @@ __device__ __forceinline__ int offset_b(int k, int n) {
 // ---- copies of a step's tiles into shared memory ---------------------------------------------
 
 // How a tile of Rows x Cols floats splits into 4-float groups among the block's threads, fixed
-// for the whole kernel: a thread copies group tid % U of rows tid / U + (threads / U) r where a
-// row has U <= threads groups, else groups tid + threads c of every row. Consecutive threads copy
-// consecutive groups of a row: a 128-byte phase of 8 threads.
+// for the whole kernel: a thread copies group tid % G of rows tid / G + (threads / G) pass, G the
+// groups of a row. Consecutive threads copy consecutive groups of a row: a 128-byte phase of 8.
 template <int Rows, int Cols>
 struct TileSplit {
-  static constexpr int kUnits = Cols / 4;  // U
-  static constexpr int kRowsPerPass = kUnits <= kThreads ? kThreads / kUnits : 1;
-  static constexpr int kRowPasses = Rows / kRowsPerPass;
-  static constexpr int kUnitsPerRow = kUnits <= kThreads ? 1 : kUnits / kThreads;  // a thread's
-  static_assert(kUnits <= kThreads ? kThreads % kUnits == 0 && Rows % kRowsPerPass == 0
-                                   : kUnits % kThreads == 0,
+  static constexpr int kGroups = Cols / 4;  // G
+  static constexpr int kRowsPerPass = kThreads / kGroups;
+  static constexpr int kPasses = Rows / kRowsPerPass;
+  static_assert(kThreads % kGroups == 0 && Rows % kRowsPerPass == 0,
                 "the tile splits evenly among the threads");
-  __device__ __forceinline__ static int row(int tid, int r) {
-    return (kUnits <= kThreads ? tid / kUnits : 0) + r * kRowsPerPass;
+  __device__ __forceinline__ static int row(int tid, int pass) {
+    return tid / kGroups + pass * kRowsPerPass;
   }
-  __device__ __forceinline__ static int col(int tid, int c) {
-    return 4 * ((kUnits <= kThreads ? tid % kUnits : tid) + c * kThreads);
-  }
+  __device__ __forceinline__ static int col(int tid) { return 4 * (tid % kGroups); }
 };
 
 // Copies each step's tiles into shared memory.
@@ -125,18 +120,17 @@ struct TileCopier {
   __device__ __forceinline__ void copy_tile(float* stage, const float* src, int ld, int rows_valid,
                                             int cols_valid) {
 #pragma unroll
-    for (int r = 0; r < Split::kRowPasses; ++r) {
+    for (int pass = 0; pass < Split::kPasses; ++pass) {
+      const int row = Split::row(tid, pass), col = Split::col(tid);
+      const int valid = Full ? 4 : (row < rows_valid ? min(max(cols_valid - col, 0), 4) : 0);
+      const float* const from = valid > 0 ? src + (size_t)row * ld + col : src;
+      float* const to = stage + (IsA ? offset_a(row, col) : offset_b(row, col));
+      if (Vectors) {
+        tt_cp_async_16(to, from, 4 * valid);
+      } else {
 #pragma unroll
-      for (int c = 0; c < Split::kUnitsPerRow; ++c) {
-        const int row = Split::row(tid, r), col = Split::col(tid, c);
-        const int valid = Full ? 4 : (row < rows_valid ? min(max(cols_valid - col, 0), 4) : 0);
-        const float* const from = valid > 0 ? src + (size_t)row * ld + col : src;
-        float* const to = stage + (IsA ? offset_a(row, col) : offset_b(row, col));
-        if (Vectors) {
-          tt_cp_async_16(to, from, 4 * valid);
-        } else {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) tt_cp_async_4(to + e, e < valid ? from + e : src, e < valid ? 4 : 0);
+        for (int e = 0; e < 4; ++e) {
+          tt_cp_async_4(to + e, e < valid ? from + e : src, e < valid ? 4 : 0);
         }
       }
     }

@@ -18,6 +18,7 @@
 
 #include "fuzz/cpu_backend/sanitizer_runtime.h"
 #include "fuzz/gemm_executor.h"
+#include "tuner/splitmix64.h"
 
 namespace tiletune {
 namespace context = boost::context;
@@ -101,22 +102,15 @@ struct BorrowedStack {
   void deallocate(context::stack_context&) const noexcept {}
 };
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // The order in which a phase resumes the block's fibers: a function of seed, block and phase.
 void choose_order(std::vector<std::uint32_t>& order, std::uint32_t count, std::uint64_t seed,
                   std::uint64_t block, std::uint64_t phase) {
   order.resize(count);
   std::iota(order.begin(), order.end(), 0u);
   std::uint64_t state = seed;
-  state = splitmix64(state) ^ block;
-  state = splitmix64(state) ^ phase;
-  switch (splitmix64(state) % 4) {
+  state = splitmix64_next(state) ^ block;
+  state = splitmix64_next(state) ^ phase;
+  switch (splitmix64_next(state) % 4) {
     case 0:
       break;
     case 1:
@@ -124,7 +118,7 @@ void choose_order(std::vector<std::uint32_t>& order, std::uint32_t count, std::u
       break;
     default:
       for (std::uint32_t i = count; i > 1; --i) {
-        std::swap(order[i - 1], order[splitmix64(state) % i]);
+        std::swap(order[i - 1], order[splitmix64_next(state) % i]);
       }
   }
 }

@@ -3,25 +3,21 @@
 #include <algorithm>
 #include <thread>
 
+#include "tuner/splitmix64.h"
+
 namespace tiletune {
 namespace {
 
-constexpr std::uint64_t kGolden = 0x9e3779b97f4a7c15ull;
-
-std::uint64_t mix(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 // The start of the matrix's SplitMix64 sequence: A and B of one seed draw from unrelated streams.
 std::uint64_t stream(FullShapeMatrix matrix, std::uint64_t seed) {
-  return mix(mix(seed) ^ (matrix == FullShapeMatrix::a ? 0x0a : 0x0b));
+  return splitmix64_mix(splitmix64_mix(seed) ^ (matrix == FullShapeMatrix::a ? 0x0a : 0x0b));
 }
 
 // 24 random bits j as (2j + 1) / 2^24 - 1: odd over a power of two, so never zero and exact.
 float value_at(std::uint64_t start, std::size_t index) {
-  const std::uint64_t bits = mix(start + (std::uint64_t(index) + 1) * kGolden) >> 40;
+  // The sequence's element index, reached directly: state start + (index + 1) gamma.
+  const std::uint64_t bits =
+      splitmix64_mix(start + (std::uint64_t(index) + 1) * kSplitMix64Gamma) >> 40;
   return float(double(2 * bits + 1) / double(1 << 24) - 1.0);
 }
 

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "tuner/splitmix64.h"
+
 namespace tiletune {
 namespace {
 
@@ -25,11 +27,7 @@ std::uint64_t stable_hash(std::string_view a, std::string_view b) {
   mix(a);
   mix(std::string_view("\0", 1));  // "ab"+"c" and "a"+"bc" differ
   mix(b);
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  return h ^ (h >> 31);
+  return splitmix64_mix(h);
 }
 
 // Proposes a fixed list of indices, in order: the shard's part of an exhaustive or random search.
