@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -21,7 +22,7 @@ namespace {
 
 constexpr std::string_view kDirectivePrefix = "// tiletune:";
 constexpr std::string_view kDirectiveList =
-    "name, entry, param, require, tune_if, block, grid, shared, zero_output, precision";
+    "name, entry, param, require, tune_if, block, grid, shared, zero_output, precision, arch";
 constexpr std::string_view kBlanks = " \t\r\f\v";
 constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
 constexpr std::string_view kLeadingDimensions[] = {"lda", "ldb", "ldc"};
@@ -157,7 +158,8 @@ class TemplateParser {
     }
     const bool known = word == "name" || word == "entry" || word == "param" || word == "require" ||
                        word == "tune_if" || word == "block" || word == "grid" ||
-                       word == "shared" || word == "zero_output" || word == "precision";
+                       word == "shared" || word == "zero_output" || word == "precision" ||
+                       word == "arch";
     if (!known) {
       fail(line, fmt::format("unknown directive '{}' (expected one of {})", word, kDirectiveList));
     }
@@ -206,6 +208,13 @@ class TemplateParser {
         fail(line, fmt::format("unknown precision '{}' (expected one of {})", argument, kPrecisionNames));
       }
       tmpl_.precision = *precision;
+    } else if (word == "arch") {
+      static const std::regex feature_target(R"(sm_[0-9]+a)");
+      if (!std::regex_match(std::string(argument), feature_target)) {
+        fail(line, fmt::format("arch '{}' is not an architecture-specific target like sm_90a",
+                               argument));
+      }
+      tmpl_.feature_arch = std::string(argument);
     } else {
       dimensions(line, word, argument, word == "block" ? tmpl_.block : tmpl_.grid);
     }
@@ -311,6 +320,11 @@ std::string Configuration::to_string() const {
     text += fmt::format("{}{}={}", text.empty() ? "" : ",", name, value);
   }
   return text;
+}
+
+std::string KernelTemplate::compile_arch(const std::string& device_arch) const {
+  if (feature_arch.empty()) return device_arch;
+  return feature_arch == device_arch + "a" ? feature_arch : std::string();
 }
 
 std::vector<std::string> KernelTemplate::macro_definitions(const Configuration& config) const {

@@ -14,6 +14,10 @@
 //                                               that add into C; default 0)
 //   // tiletune: precision tf32                 (fp32, tf32 or tf32x3: what the inputs are rounded
 //                                               to before they are multiplied; default fp32)
+//   // tiletune: arch sm_90a                    (the template uses instructions of one GPU
+//                                               family only, such as Hopper's wgmma: it compiles
+//                                               for that target, on GPUs of its compute
+//                                               capability alone; default: any GPU's own)
 //
 // Parameters reach the source as macros with the prefix TT_ (TILE becomes -DTT_TILE=16): a bare
 // macro named T would break NVRTC's own headers. Expressions (expression.h) may use every
@@ -91,6 +95,12 @@ struct KernelTemplate {
   Expression dynamic_shared_bytes;
   Expression zero_output;
   Precision precision = Precision::fp32;
+  std::string feature_arch;  // "sm_90a", or empty
+
+  // What NVRTC compiles for on a GPU whose own target is `device_arch` ("sm_90"): the template's
+  // architecture-specific target where it declares one; empty where that target is another GPU
+  // family's (the template cannot run there).
+  std::string compile_arch(const std::string& device_arch) const;
 
   // The -D options for one configuration: {"-DTT_TILE=16", "-DTT_PAD=1", ...}.
   std::vector<std::string> macro_definitions(const Configuration& config) const;

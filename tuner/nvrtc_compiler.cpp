@@ -178,7 +178,8 @@ std::vector<std::string> nvrtc_options(const std::string& arch,
 
 std::vector<std::string> nvrtc_options(const KernelTemplate& tmpl, const Configuration& config,
                                        const std::string& arch) {
-  return nvrtc_options(arch, tmpl.macro_definitions(config));
+  const std::string target = tmpl.compile_arch(arch);
+  return nvrtc_options(target.empty() ? arch : target, tmpl.macro_definitions(config));
 }
 
 std::string nvrtc_file_name(const KernelTemplate& tmpl) {
@@ -196,8 +197,16 @@ CompiledKernelImage compile_cuda_source(const std::string& source, const std::st
 CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Configuration& config,
                                           const std::string& arch) {
   const std::string what = fmt::format("{} [{}]", tmpl.name, config.to_string());
+  const std::string target = tmpl.compile_arch(arch);
+  if (target.empty()) {
+    throw CompileError(fmt::format("{} uses instructions of {} only; this GPU is {}", what,
+                                   tmpl.feature_arch, arch),
+                       "");
+  }
   CompiledKernelImage image = compile_with_options(
-      tmpl.source, nvrtc_file_name(tmpl), nvrtc_options(tmpl, config, arch), arch, tmpl.entry, what);
+      tmpl.source, nvrtc_file_name(tmpl), nvrtc_options(tmpl, config, arch), target, tmpl.entry,
+      what);
+  image.arch = arch;  // the GPU's own target (sm_90 for an sm_90a compile): loaders go by that
   check_compiled_entry(image, tmpl.entry, what);
   return image;
 }

@@ -57,8 +57,9 @@ std::string nvrtc_version();
 std::vector<std::string> nvrtc_options(const std::string& arch,
                                        const std::vector<std::string>& extra_options = {});
 
-// The exact options compile_configuration passes NVRTC for this configuration: the common ones
-// and the parameters' macros. One function, so that a cache keyed by the options (the cubin
+// The exact options compile_configuration passes NVRTC for this configuration on a GPU of target
+// arch: the common ones (for the template's architecture-specific target, sm_90a, where it
+// declares one) and the parameters' macros. One function, so that a cache keyed by the options (the cubin
 // cache) cannot drift from what is compiled.
 std::vector<std::string> nvrtc_options(const KernelTemplate& tmpl, const Configuration& config,
                                        const std::string& arch);

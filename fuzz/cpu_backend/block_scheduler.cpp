@@ -45,6 +45,10 @@ struct CudaThreadFiber {
   std::deque<QueuedCopy> copies;   // asynchronous copies not yet retired, oldest first
   std::uint64_t commits = 0;
   tt_cpu_async_copy retired{};  // the copy async_copy_retire last handed out
+  // The same for asynchronous matrix operations: each with the number of commits before it.
+  std::deque<std::pair<tt_cpu_async_mma, std::uint64_t>> mmas;
+  std::uint64_t mma_commits = 0;
+  tt_cpu_async_mma retired_mma{};
 };
 
 // The lanes of one warp: those the block has, those waiting at a collective, those that exited.
@@ -162,7 +166,10 @@ const tt_cpu_host& cpu_host_functions() {
                                 &BlockRunner::activemask,
                                 &BlockRunner::async_copy_issue,
                                 &BlockRunner::async_copy_commit,
-                                &BlockRunner::async_copy_retire};
+                                &BlockRunner::async_copy_retire,
+                                &BlockRunner::async_mma_issue,
+                                &BlockRunner::async_mma_commit,
+                                &BlockRunner::async_mma_retire};
   return host;
 }
 
@@ -248,6 +255,8 @@ void BlockRunner::run(const BlockLaunch& launch, std::uint64_t linear) {
     fiber.collective = nullptr;
     fiber.copies.clear();  // copies of the last block never waited for are dropped
     fiber.commits = 0;
+    fiber.mmas.clear();  // as are matrix operations never waited for
+    fiber.mma_commits = 0;
     fiber.suspended = context::fiber(std::allocator_arg, BorrowedStack{stacks_[i].top()},
                                      [&fiber, &launch](context::fiber&& scheduler) {
                                        return run_thread(fiber, launch, std::move(scheduler));
@@ -453,6 +462,23 @@ const tt_cpu_async_copy* BlockRunner::async_copy_retire(unsigned int pending) {
   self->retired = self->copies.front().copy;
   self->copies.pop_front();
   return &self->retired;
+}
+
+void BlockRunner::async_mma_issue(const tt_cpu_async_mma* operation) {
+  CudaThreadFiber* self = running_fiber;
+  self->mmas.emplace_back(*operation, self->mma_commits);
+}
+
+void BlockRunner::async_mma_commit() { ++running_fiber->mma_commits; }
+
+const tt_cpu_async_mma* BlockRunner::async_mma_retire(unsigned int pending) {
+  CudaThreadFiber* self = running_fiber;
+  if (self->mmas.empty() || self->mmas.front().second + pending >= self->mma_commits) {
+    return nullptr;
+  }
+  self->retired_mma = self->mmas.front().first;
+  self->mmas.pop_front();
+  return &self->retired_mma;
 }
 
 }  // namespace tiletune

@@ -18,7 +18,8 @@
 // above. The lanes of a warp are the threads 32w to 32w + 31 by linear thread index; a mask's
 // lanes that the block does not have are left out; a lane named by a mask that has exited is an
 // error. Each thread's asynchronous copies (cp.async) wait in a queue of its own until a wait
-// retires their group; copies never waited for are dropped when the block ends.
+// retires their group; copies never waited for are dropped when the block ends. Asynchronous
+// matrix operations (wgmma) queue the same way, in a queue of their own.
 //
 // __shared__ arrays are thread_local variables of the kernel's shared object (cuda_on_cpu.h); an
 // OS thread runs one block at a time, so each block in flight has its own. At the start of every
@@ -108,6 +109,9 @@ class BlockRunner {
   static void* async_copy_issue(void* dst, unsigned int size);
   static void async_copy_commit();
   static const tt_cpu_async_copy* async_copy_retire(unsigned int pending);
+  static void async_mma_issue(const tt_cpu_async_mma* operation);
+  static void async_mma_commit();
+  static const tt_cpu_async_mma* async_mma_retire(unsigned int pending);
 
   std::vector<Stack> stacks_;
   std::vector<CudaThreadFiber> fibers_;

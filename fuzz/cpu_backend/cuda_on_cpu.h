@@ -46,6 +46,16 @@ struct tt_cpu_async_copy {
   unsigned char data[16];
 };
 
+// An asynchronous warpgroup matrix multiply-accumulate (wgmma) of one lane: its operands as they
+// were when it was issued, except shared memory, which it reads when a wait retires it.
+struct tt_cpu_async_mma {
+  float* d;           // the lane's accumulators, updated when the operation is retired
+  const void* b;      // the shared-memory operand, as its descriptor names it
+  float a[4];         // the lane's fragment of the register operand
+  unsigned int n;     // the instruction's N
+  unsigned int line;  // where it was issued
+};
+
 // tiletune's functions that kernel code calls.
 struct tt_cpu_host {
   // Suspends the calling fiber until every thread of its block has reached a barrier or returned;
@@ -69,12 +79,17 @@ struct tt_cpu_host {
   // but the newest `pending` committed ones), removed from the queue; null when there is none.
   // Valid until the next call.
   const struct tt_cpu_async_copy* (*async_copy_retire)(unsigned int pending);
+  // The same three for the calling thread's asynchronous matrix operations (wgmma.mma_async,
+  // wgmma.commit_group, wgmma.wait_group), which tiletune keeps in a queue apart.
+  void (*async_mma_issue)(const struct tt_cpu_async_mma* operation);
+  void (*async_mma_commit)(void);
+  const struct tt_cpu_async_mma* (*async_mma_retire)(unsigned int pending);
 };
 
 }  // extern "C"
 
 // Bumped whenever the structures above or the exported functions below change.
-#define TT_CPU_ABI_VERSION 3
+#define TT_CPU_ABI_VERSION 4
 
 #ifndef TT_CPU_BACKEND_HOST
 
