@@ -13,9 +13,10 @@
 // Shared memory. A's tile is BM rows of BK = 32 floats (128 bytes), the 16-byte chunk c of row m
 // at chunk c ^ (m % 8): wgmma's 128-byte swizzle, so that its reads of 8 rows hit 8 different
 // chunks of the banks; the tiles start 1024-byte aligned, as the swizzle is on address bits. B's
-// tile keeps global memory's orientation, rows of 64 WARPGROUPS + 8 floats: a fragment load reads
-// rows t and t + 4 (t = lane % 4) at 8 consecutive columns, the 8-float pad puts the 4 rows 8
-// banks apart, no conflict.
+// tile keeps global memory's orientation, rows of 64 WARPGROUPS + 8 floats. A lane's fragment rows
+// g and g + 8 (wgmma's M) are taken as B's adjacent columns 2g and 2g + 1, so that a fragment is
+// two 8-byte loads (rows t and t + 4, t = lane % 4); a half-warp's load reads 4 rows at 4 pairs
+// of columns, which the 8-float pad puts 8 banks apart: no conflict.
 //
 // Pipeline. Each step's tiles are copied STAGES - 1 steps ahead with cp.async (16-byte copies
 // where lda, ldb and the pointers allow, else 4-byte ones; zero-filled past M, N and K), one commit
@@ -184,7 +185,7 @@ struct MainLoop {
   bool interior;  // the block is inside C: only the last step of K takes masked copies
   float* As;      // kStages tiles, each a multiple of 1024 bytes
   float* Bs;
-  int steps, tid, n_lane, t;
+  int steps, tid, n_pair, t;
 
   __device__ __forceinline__ void copy(int step) const {
     float* const as = As + step % kStages * kTileA;
@@ -217,16 +218,18 @@ struct MainLoop {
     const float* const bs = Bs + step % kStages * kTileB;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      // B^T's fragments of slices 2 half and 2 half + 1: rows n_lane and n_lane + 8, k = 8s + t
-      // and 8s + t + 4.
+      // B^T's fragments of slices 2 half and 2 half + 1: the lane's rows g and g + 8 are B's
+      // columns n_pair and n_pair + 1 (one 8-byte load per k), k = 8s + t and 8s + t + 4.
       float fragments[2][4];
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        const float* const row = bs + (8 * (2 * half + i) + t) * kRowB + n_lane;
-        fragments[i][0] = tt_tf32_round(row[0]);
-        fragments[i][1] = tt_tf32_round(row[8]);
-        fragments[i][2] = tt_tf32_round(row[4 * kRowB]);
-        fragments[i][3] = tt_tf32_round(row[4 * kRowB + 8]);
+        const float* const row = bs + (8 * (2 * half + i) + t) * kRowB + n_pair;
+        const float2 k_t = *reinterpret_cast<const float2*>(row);
+        const float2 k_t4 = *reinterpret_cast<const float2*>(row + 4 * kRowB);
+        fragments[i][0] = tt_tf32_round(k_t.x);
+        fragments[i][1] = tt_tf32_round(k_t.y);
+        fragments[i][2] = tt_tf32_round(k_t4.x);
+        fragments[i][3] = tt_tf32_round(k_t4.y);
       }
       tt_wgmma_fence();
 #pragma unroll
@@ -252,8 +255,9 @@ __device__ __forceinline__ void wgmma_gemm(const BlockOperands& op, float* __res
   const MainLoop<Vectors> loop = {
       op, FullCopies<Vectors>(op, tid), op.m0 + kBM <= op.M && op.n0 + kBN <= op.N,
       shared, shared + kStages * kTileA, ceil_div(op.K, kBK), tid,
-      // The column of C (of B's tile) of this lane's fragment rows g and g + 8.
-      64 * (tid / 128) + 16 * (tid % 128 / 32) + tid % 32 / 4, t};
+      // The columns of C (of B's tile) of this lane's fragment rows g and g + 8: wgmma's M is ours
+      // to map to C's columns, and this order gives each lane two adjacent ones.
+      64 * (tid / 128) + 16 * (tid % 128 / 32) + 2 * (tid % 32 / 4), t};
 
   float acc[kBM / 2];
 #pragma unroll
@@ -269,15 +273,15 @@ __device__ __forceinline__ void wgmma_gemm(const BlockOperands& op, float* __res
   loop.template land<kStages - 3>(0);
   for (int step = 0; step < loop.steps; ++step) loop.step(step, acc);
   tt_wgmma_wait<0>(acc);
-  const int n_lane = loop.n_lane;
+  const int n_pair = loop.n_pair;
 
-  // Epilogue: acc[4j + i] is C's element (m0 + 8j + 2t + i % 2, n0 + n_lane + 8 (i / 2)).
+  // Epilogue: acc[4j + i] is C's element (m0 + 8j + 2t + i % 2, n0 + n_pair + i / 2).
   const int rows = op.M - op.m0, cols = op.N - op.n0;
 #pragma unroll
   for (int j = 0; j < kBM / 8; ++j) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int m = 8 * j + 2 * t + i % 2, n = n_lane + 8 * (i / 2);
+      const int m = 8 * j + 2 * t + i % 2, n = n_pair + i / 2;
       if (m < rows && n < cols) C[(size_t)(op.m0 + m) * ldc + op.n0 + n] = acc[4 * j + i];
     }
   }

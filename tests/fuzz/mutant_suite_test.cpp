@@ -49,7 +49,8 @@ class MutantSuiteFiles : public ::testing::Test {
 
 TEST(ShippedMutantSuites, EveryMutantAppliesAndDiffersFromItsTemplate) {
   for (const char* name :
-       {"tiled.json", "naive.json", "warp_tiled.json", "tf32_mma.json", "tf32x3_mma.json"}) {
+       {"tiled.json", "naive.json", "warp_tiled.json", "tf32_mma.json", "tf32x3_mma.json",
+        "tf32_wgmma.json"}) {
     const MutantSuite suite = load_mutant_suite(kSource / "fuzz" / "mutants" / name);
     ASSERT_FALSE(suite.mutants.empty()) << name;
     for (const Mutant& mutant : suite.mutants) {

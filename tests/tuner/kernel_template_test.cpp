@@ -339,6 +339,22 @@ TEST(KernelTemplate, PrecisionIsFp32UnlessDeclared) {
             "t.cu:6: duplicate 'precision' (first declared on line 5)");
 }
 
+TEST(KernelTemplate, ArchitectureSpecificTargetIsDeclaredAndOnlyItsFamilyCompilesIt) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  const KernelTemplate any = parse_template(base, "plain.cu");
+  EXPECT_EQ(any.feature_arch, "");
+  EXPECT_EQ(any.compile_arch("sm_80"), "sm_80");
+  const KernelTemplate hopper = parse_template(base + "// tiletune: arch sm_90a\n", "t.cu");
+  EXPECT_EQ(hopper.feature_arch, "sm_90a");
+  EXPECT_EQ(hopper.compile_arch("sm_90"), "sm_90a");
+  EXPECT_EQ(hopper.compile_arch("sm_80"), "") << "an sm_90a template cannot run on sm_80";
+  EXPECT_EQ(hopper.compile_arch("sm_100"), "");
+  EXPECT_EQ(template_error(base + "// tiletune: arch sm_90\n"),
+            "t.cu:5: arch 'sm_90' is not an architecture-specific target like sm_90a");
+  EXPECT_EQ(template_error(base + "// tiletune: arch sm_90a\n// tiletune: arch sm_100a\n"),
+            "t.cu:6: duplicate 'arch' (first declared on line 5)");
+}
+
 TEST(KernelTemplate, LaunchGeometryValidatesItsValues) {
   const std::string head = std::string(kEntry) + "// tiletune: param T 0 1 -1\n";
   const KernelTemplate tmpl = parse_template(

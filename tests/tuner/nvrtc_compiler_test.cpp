@@ -24,6 +24,7 @@ namespace tiletune {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -73,7 +74,10 @@ TEST_P(ShippedTemplate, EveryConfigurationCompiles) {
     EXPECT_EQ(image.arch, arch);
     ASSERT_GT(image.cubin.size(), 4u);
     EXPECT_EQ(std::string(image.cubin.data(), 4), "\x7f" "ELF") << "a cubin is an ELF file";
-    EXPECT_THAT(image.log, HasSubstr("Compiling entry function '" + tmpl.entry + "' for '" + arch + "'"));
+    // An architecture-specific template (arch sm_90a) compiles for that target, and its image
+    // keeps the GPU's own.
+    EXPECT_THAT(image.log, HasSubstr("Compiling entry function '" + tmpl.entry + "' for '" +
+                                     tmpl.compile_arch(arch) + "'"));
     EXPECT_GT(image.report.registers, 0);
     EXPECT_LE(image.report.registers, 255);
     EXPECT_EQ(image.report.spill_bytes(), 0) << image.log;
@@ -92,7 +96,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(TemplateAndArch{"naive.cu", "sm_90"}, TemplateAndArch{"naive.cu", "sm_80"},
                       TemplateAndArch{"tiled.cu", "sm_90"}, TemplateAndArch{"tiled.cu", "sm_80"},
                       TemplateAndArch{"tf32_mma.cu", "sm_90"},
-                      TemplateAndArch{"tf32x3_mma.cu", "sm_90"}),
+                      TemplateAndArch{"tf32x3_mma.cu", "sm_90"},
+                      TemplateAndArch{"tf32_wgmma.cu", "sm_90"}),
     [](const ::testing::TestParamInfo<TemplateAndArch>& info) {
       std::string file = info.param.file;
       return file.substr(0, file.find('.')) + "_" + info.param.arch;
@@ -159,6 +164,19 @@ TEST(Nvrtc, UnknownArchitectureIsNotACompileOfTheSource) {
   const Configuration config = enumerate_configurations(tmpl).front();
   // NVRTC rejects the option itself: an NVRTC failure, not the template's.
   EXPECT_THROW(compile_configuration(tmpl, config, "sm_7"), NvrtcError);
+}
+
+TEST(Nvrtc, ArchitectureSpecificTemplateOnAnotherGpuIsACompileErrorNamingBoth) {
+  SKIP_WITHOUT_NVRTC();
+  const KernelTemplate tmpl = load_template(kTemplates / "tf32_wgmma.cu");
+  const Configuration config = enumerate_configurations(tmpl).front();
+  try {
+    compile_configuration(tmpl, config, "sm_80");
+    ADD_FAILURE() << "an sm_90a template compiled for sm_80";
+  } catch (const CompileError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("uses instructions of sm_90a only; this GPU is sm_80"));
+  }
+  EXPECT_THAT(nvrtc_options(tmpl, config, "sm_90"), Contains("-arch=sm_90a"));
 }
 
 TEST(Nvrtc, ReportBelongsToTheNamedEntry) {

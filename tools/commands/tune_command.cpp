@@ -17,6 +17,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tools/commands/command_line.h"
 #include "tools/commands/commands.h"
@@ -263,6 +264,22 @@ int run(const TuneOptions& options) {
       }
       return kSuccess;
     }
+  }
+  // A template of one GPU family's instructions (arch sm_90a) is left out, in one line, where no
+  // GPU of the tune is of that family.
+  std::erase_if(plans, [&](const TuningPlan& plan) {
+    std::vector<std::string> archs;
+    for (const TuningRun* run : runs) {
+      if (!plan.tmpl.compile_arch(run->gpu_record().arch()).empty()) return false;
+      archs.push_back(run->gpu_record().arch());
+    }
+    fmt::print(stderr, "{}: skipped: it uses instructions of {} only, and this tune's GPUs are {}\n",
+               plan.tmpl.name, plan.tmpl.feature_arch, fmt::join(archs, ", "));
+    return true;
+  });
+  if (plans.empty()) {
+    fmt::print("no template given runs on this tune's GPUs: nothing tuned\n");
+    return kSuccess;
   }
   std::size_t devices = 0;  // over every model
   for (std::size_t m = 0; m < runs.size(); ++m) {

@@ -1,8 +1,9 @@
 // tiletune's device library (<tiletune/tensor_core.h>, <tiletune/async_copy.h>) on the CPU
 // backend: tt_tf32_round against a reference written apart and known values, tt_mma_m16n8k8_tf32
 // against a host computation of the tile with a distinct value in every element, tt_ldmatrix_x4
-// giving each lane its A fragment from a swizzled tile, and cp.async
-// whose copies land only when a wait retires them, so that a kernel without its wait is wrong.
+// giving each lane its A fragment from a swizzled tile, cp.async whose copies land only when a
+// wait retires them, so that a kernel without its wait is wrong, and <tiletune/warpgroup_mma.h>:
+// wgmma by the PTX layouts and the 128-byte swizzle, carried out only when a wait retires it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 
 #include "fuzz/gemm_executor.h"
 #include "tests/fuzz/cpu_backend/cpu_probe.h"
+#include "tests/fuzz/cpu_backend/wgmma_probe.h"
 
 namespace tiletune {
 namespace {
@@ -316,6 +318,63 @@ TEST(DeviceLibraryCpu, AMisalignedSixteenByteCopyIsAnError) {
     ADD_FAILURE() << "a misaligned copy ran";
   } catch (const LaunchError& e) {
     EXPECT_THAT(e.what(), HasSubstr("tt_cp_async_16: an address is not 16-byte aligned"));
+  }
+}
+
+// Distinct small integers: R and C distinct per element, S small and uneven, so that an element
+// taken from the wrong place (a fragment, the swizzle, a k8 slice) shows; every sum is exact.
+std::vector<float> wgmma_inputs() {
+  std::vector<float> in(testing_support::kWgmmaInputs);
+  for (int i = 0; i < 2048; ++i) in[i] = float(i % 61 - 30);
+  for (int i = 0; i < 2048; ++i) in[2048 + i] = float((i * 7) % 13 - 6);
+  for (int i = 0; i < 4096; ++i) in[4096 + i] = float(1000 * (i % 97));
+  return in;
+}
+
+TEST(DeviceLibraryCpu, WgmmaComputesByThePtxLayoutsAndTheSwizzle) {
+  using namespace testing_support;
+  const CpuProbe probe("wgmma", wgmma_probe_body(), kWgmmaIncludes);
+  const std::vector<float> in = wgmma_inputs();
+  const std::vector<double> expected = wgmma_reference(in.data());
+  for (std::uint64_t seed = 0; seed < 3; ++seed) {
+    const std::vector<float> out = probe.run({128, 1, 1}, in, kWgmmaOutputs, seed);
+    for (int i = 0; i < kWgmmaOutputs; ++i) {
+      ASSERT_EQ(out[i], float(expected[i])) << "seed " << seed << " D[" << i / 64 << "][" << i % 64 << "]";
+    }
+  }
+}
+
+TEST(DeviceLibraryCpu, WgmmaIsCarriedOutWhenTheWaitRetiresIt) {
+  using namespace testing_support;
+  const std::vector<float> in = wgmma_inputs();
+  // Without the wait the accumulators keep C; with shared memory cleared between the commit and
+  // the wait, the wait multiplies zeros (the GPU may read either: the kernel must not write it).
+  const CpuProbe unwaited("wgmma_unwaited", wgmma_probe_body("(void)0;"), kWgmmaIncludes);
+  const CpuProbe overwritten(
+      "wgmma_overwritten",
+      wgmma_probe_body("tt_wgmma_wait<0>(d);",
+                       "__syncthreads(); for (int i = t; i < 64 * 32; i += 128) tile[i] = 0.0f; "
+                       "__syncthreads();"),
+      kWgmmaIncludes);
+  const std::vector<float> kept = unwaited.run({128, 1, 1}, in, kWgmmaOutputs);
+  const std::vector<float> zeros = overwritten.run({128, 1, 1}, in, kWgmmaOutputs);
+  for (int i = 0; i < kWgmmaOutputs; ++i) {
+    ASSERT_EQ(kept[i], in[4096 + i]) << "unwaited D[" << i / 64 << "][" << i % 64 << "]";
+    // Row r of D: R's row r times S's rows, now zero: C alone.
+    ASSERT_EQ(zeros[i], in[4096 + i]) << "overwritten D[" << i / 64 << "][" << i % 64 << "]";
+  }
+}
+
+TEST(DeviceLibraryCpu, WgmmaDescriptorOutsideTheSwizzledTileIsAnError) {
+  using namespace testing_support;
+  std::string body = wgmma_probe_body();
+  body.replace(body.find("tile + 8 * s"), 12, "tile + 8 * s + 4");
+  const CpuProbe probe("wgmma_misaligned", body, kWgmmaIncludes);
+  try {
+    probe.run({128, 1, 1}, wgmma_inputs(), kWgmmaOutputs);
+    ADD_FAILURE() << "a descriptor between k8 slices ran";
+  } catch (const LaunchError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("tt_wgmma_descriptor: the start is not a k8 slice"));
   }
 }
 

@@ -3,7 +3,9 @@
 // millions of floats (ties and specials among them); tt_mma_m16n8k8_tf32 bit for bit on small
 // integers, also given with bits below TF32's precision (the tensor core must ignore them), and on
 // random floats within an error bound, the largest difference printed; tt_ldmatrix_x4, shuffles
-// and votes bit for bit; an asynchronous-copy pipeline. Skipped ("no GPU: <reason>") without a GPU.
+// and votes bit for bit; an asynchronous-copy pipeline; tt_wgmma_tf32 (Hopper only) bit for bit on
+// small integers, with and without bits below TF32's precision, and within the bound on random
+// floats. Skipped ("no GPU: <reason>") without a GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "tests/fuzz/cpu_backend/cpu_probe.h"
+#include "tests/fuzz/cpu_backend/wgmma_probe.h"
 #include "tests/gpu_test.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/device_buffer.h"
@@ -261,6 +264,63 @@ TEST_F(DeviceLibraryGpu, AsyncCopyPipelineGivesTheSameResult) {
   const std::vector<float> gpu = run_on_gpu(probe, {64, 1, 1}, in, 64);
   const std::vector<float> cpu = probe.run({64, 1, 1}, in, 64);
   for (int t = 0; t < 64; ++t) EXPECT_EQ(bits(gpu[t]), bits(cpu[t])) << t;
+}
+
+TEST_F(DeviceLibraryGpu, WgmmaIsTheHardwaresOnIntegersAndWithinTheBoundOnFloats) {
+  using namespace testing_support;
+  if (device_->properties().cc_major != 9 || device_->properties().cc_minor != 0) {
+    GTEST_SKIP() << "wgmma needs compute capability 9.0 (sm_90a); this GPU is "
+                 << device_->properties().arch();
+  }
+  const CpuProbe probe("gpu_wgmma", wgmma_probe_body(), kWgmmaIncludes);
+  constexpr int kBlocks = 256;
+  std::mt19937 random(17);
+  std::uniform_int_distribution<int> value(-8, 8);
+  std::uniform_int_distribution<std::uint32_t> below_tf32(0, 0x1fff);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> exact(kBlocks * kWgmmaInputs), noisy(exact.size()), floats(exact.size());
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    exact[i] = float(value(random));
+    // R and S with bits below TF32's precision: the tensor core reads the integer.
+    const bool multiplicand = i % kWgmmaInputs < 4096;
+    noisy[i] = multiplicand && exact[i] != 0 ? from_bits(bits(exact[i]) | below_tf32(random))
+                                             : exact[i];
+    floats[i] = normal(random) * std::ldexp(1.0f, int(random() % 9) - 4);
+  }
+  for (const auto* in : {&exact, &noisy, &floats}) {
+    const char* what = in == &exact ? "integers" : in == &noisy ? "integers with bits below TF32"
+                                                                : "random floats";
+    const std::size_t outputs = std::size_t(kBlocks) * kWgmmaOutputs;
+    const std::vector<float> gpu = run_on_gpu(probe, {128, 1, 1}, *in, outputs, 0, kBlocks);
+    const std::vector<float> cpu = probe.run({128, 1, 1}, *in, outputs, 0, 0, kBlocks);
+    int differences = 0;
+    double largest_ulps = 0;
+    for (std::size_t i = 0; i < outputs; ++i) {
+      if (in != &floats) {
+        if (bits(gpu[i]) != bits(cpu[i]) && differences++ < 10) {
+          ADD_FAILURE() << what << ": block " << i / kWgmmaOutputs << " D[" << i % 4096 / 64
+                        << "][" << i % 64 << "]: GPU " << gpu[i] << ", CPU " << cpu[i];
+        }
+        continue;
+      }
+      // As for mma: each k8 step's 9 terms truncated by less than 2^-23 of the largest, its sum
+      // by less than 2^-23 of itself; over the 4 steps, within 2^-19 of |c| + sum |r s|.
+      const float* block = &(*in)[i / kWgmmaOutputs * kWgmmaInputs];
+      const int r = int(i % 4096 / 64), n = int(i % 64);
+      double magnitude = std::fabs(block[4096 + r * 64 + n]);
+      for (int k = 0; k < 32; ++k) {
+        magnitude += std::fabs(double(block[r * 32 + k]) * block[2048 + n * 32 + k]);
+      }
+      EXPECT_LE(std::fabs(double(gpu[i]) - cpu[i]), std::ldexp(magnitude, -19))
+          << what << ": block " << i / kWgmmaOutputs << " D[" << r << "][" << n << "]";
+      differences += bits(gpu[i]) != bits(cpu[i]);
+      largest_ulps = std::max(largest_ulps, ulps(gpu[i], cpu[i]));
+    }
+    std::printf("tt_wgmma_tf32 on %s: %zu outputs, %d not bit for bit, the largest difference "
+                "%.0f ulps\n",
+                what, outputs, differences, largest_ulps);
+    if (in != &floats) EXPECT_EQ(differences, 0);
+  }
 }
 
 }  // namespace
