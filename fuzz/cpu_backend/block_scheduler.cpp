@@ -23,14 +23,38 @@
 namespace tiletune {
 namespace context = boost::context;
 
+// One thread's asynchronous operations (cp.async copies, wgmma) in commit groups: issued into the
+// open group, retired oldest first by a wait that leaves the newest `pending` committed groups.
+template <class Operation>
+class AsyncGroups {
+ public:
+  Operation& issue(const Operation& operation) {
+    queue_.emplace_back(operation, commits_);
+    return queue_.back().first;
+  }
+  void commit() { ++commits_; }
+  // The oldest operation such a wait retires, removed from the queue (valid until the next call);
+  // null when there is none.
+  const Operation* retire(unsigned int pending) {
+    if (queue_.empty() || queue_.front().second + pending >= commits_) return nullptr;
+    retired_ = queue_.front().first;
+    queue_.pop_front();
+    return &retired_;
+  }
+  void clear() {
+    queue_.clear();
+    commits_ = 0;
+  }
+
+ private:
+  std::deque<std::pair<Operation, std::uint64_t>> queue_;  // each with the commits before it
+  std::uint64_t commits_ = 0;
+  Operation retired_{};
+};
+
 struct CudaThreadFiber {
   // waiting: at a barrier; at_collective: at a warp collective; at_activemask: at __activemask().
   enum class State { ready, waiting, at_collective, at_activemask, returned, trapped };
-
-  struct QueuedCopy {
-    tt_cpu_async_copy copy;
-    std::uint64_t group;  // the number of commits before it was issued
-  };
 
   tt_cpu_thread thread{};
   std::uint32_t index = 0;   // the linear thread index; its warp is index / 32, its lane index % 32
@@ -42,13 +66,8 @@ struct CudaThreadFiber {
   unsigned int activemask = 0;             // what its __activemask() returns
   std::string trap;
   bool trap_names_thread = false;  // the message says where, so the thread is not appended
-  std::deque<QueuedCopy> copies;   // asynchronous copies not yet retired, oldest first
-  std::uint64_t commits = 0;
-  tt_cpu_async_copy retired{};  // the copy async_copy_retire last handed out
-  // The same for asynchronous matrix operations: each with the number of commits before it.
-  std::deque<std::pair<tt_cpu_async_mma, std::uint64_t>> mmas;
-  std::uint64_t mma_commits = 0;
-  tt_cpu_async_mma retired_mma{};
+  AsyncGroups<tt_cpu_async_copy> copies;  // not yet retired
+  AsyncGroups<tt_cpu_async_mma> mmas;
 };
 
 // The lanes of one warp: those the block has, those waiting at a collective, those that exited.
@@ -253,10 +272,8 @@ void BlockRunner::run(const BlockLaunch& launch, std::uint64_t linear) {
     fiber.index = i;
     fiber.state = State::ready;
     fiber.collective = nullptr;
-    fiber.copies.clear();  // copies of the last block never waited for are dropped
-    fiber.commits = 0;
-    fiber.mmas.clear();  // as are matrix operations never waited for
-    fiber.mma_commits = 0;
+    fiber.copies.clear();  // the last block's operations never waited for are dropped
+    fiber.mmas.clear();
     fiber.suspended = context::fiber(std::allocator_arg, BorrowedStack{stacks_[i].top()},
                                      [&fiber, &launch](context::fiber&& scheduler) {
                                        return run_thread(fiber, launch, std::move(scheduler));
@@ -447,38 +464,23 @@ unsigned int BlockRunner::activemask(unsigned int line) {
 }
 
 void* BlockRunner::async_copy_issue(void* dst, unsigned int size) {
-  CudaThreadFiber* self = running_fiber;
-  self->copies.push_back({tt_cpu_async_copy{dst, size, {}}, self->commits});
-  return self->copies.back().copy.data;
+  return running_fiber->copies.issue(tt_cpu_async_copy{dst, size, {}}).data;
 }
 
-void BlockRunner::async_copy_commit() { ++running_fiber->commits; }
+void BlockRunner::async_copy_commit() { running_fiber->copies.commit(); }
 
 const tt_cpu_async_copy* BlockRunner::async_copy_retire(unsigned int pending) {
-  CudaThreadFiber* self = running_fiber;
-  if (self->copies.empty() || self->copies.front().group + pending >= self->commits) {
-    return nullptr;
-  }
-  self->retired = self->copies.front().copy;
-  self->copies.pop_front();
-  return &self->retired;
+  return running_fiber->copies.retire(pending);
 }
 
 void BlockRunner::async_mma_issue(const tt_cpu_async_mma* operation) {
-  CudaThreadFiber* self = running_fiber;
-  self->mmas.emplace_back(*operation, self->mma_commits);
+  running_fiber->mmas.issue(*operation);
 }
 
-void BlockRunner::async_mma_commit() { ++running_fiber->mma_commits; }
+void BlockRunner::async_mma_commit() { running_fiber->mmas.commit(); }
 
 const tt_cpu_async_mma* BlockRunner::async_mma_retire(unsigned int pending) {
-  CudaThreadFiber* self = running_fiber;
-  if (self->mmas.empty() || self->mmas.front().second + pending >= self->mma_commits) {
-    return nullptr;
-  }
-  self->retired_mma = self->mmas.front().first;
-  self->mmas.pop_front();
-  return &self->retired_mma;
+  return running_fiber->mmas.retire(pending);
 }
 
 }  // namespace tiletune
