@@ -18,13 +18,15 @@
 // two 8-byte loads (rows t and t + 4, t = lane % 4); a half-warp's load reads 4 rows at 4 pairs
 // of columns, which the 8-float pad puts 8 banks apart: no conflict.
 //
-// Pipeline. Each step's tiles are copied STAGES - 1 steps ahead with cp.async (16-byte copies
-// where lda, ldb and the pointers allow, else 4-byte ones; zero-filled past M, N and K), one commit
-// group per step. wgmma truncates its inputs to TF32, and the shared operand cannot be rounded on
-// its way, so each thread rounds the A elements it copied, in place, once its copies have landed,
-// then fences them for wgmma's proxy (fence.proxy.async) before the step's barrier. The four k8
-// slices of a step are one commit group of wgmma; the warpgroup waits for it before the next
-// barrier, which is what lets the next copies reuse the stage.
+// Pipeline. Each step's tiles are copied STAGES - 2 steps ahead with cp.async (16-byte copies
+// where lda, ldb and the pointers allow, else four 4-byte ones per 4-float chunk; zero-filled past
+// M, N and K; unmasked where the step lies wholly inside A and B), one commit group per step.
+// wgmma truncates its inputs to TF32, and the shared operand cannot be rounded on its way, so each
+// thread rounds the A chunks it copied, in place, once its copies have landed, then fences them
+// for wgmma's proxy (fence.proxy.async); the next step's barrier makes everyone's visible. A step
+// issues its four k8 slices as two wgmma groups, each waited for (but the newest) before the next
+// is issued, and between them the copies of step + STAGES - 2; then it lands and rounds step + 1
+// while its second group runs. kernels_src/PERFORMANCE.md has the measurements behind each choice.
 //
 // tiletune: name tf32_wgmma
 // tiletune: entry tf32_wgmma_gemm
@@ -36,6 +38,7 @@
 // tiletune: param STAGES 4 5 6
 // At most 227 KiB of shared memory (a block's most on Hopper).
 // tiletune: require STAGES * (BM * 128 + 32 * (64 * WARPGROUPS + 8) * 4) + 1024 <= 227 * 1024
+// One warpgroup only with 64 rows: with 128 or 256 it lost to two at the 4 large shapes measured.
 // tiletune: require BM == 64 || WARPGROUPS == 2
 // tiletune: tune_if BM <= 2 * max(M, 32) && 64 * WARPGROUPS <= 2 * max(N, 32)
 // tiletune: block 128 * WARPGROUPS
