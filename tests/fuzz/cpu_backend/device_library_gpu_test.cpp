@@ -319,7 +319,9 @@ TEST_F(DeviceLibraryGpu, WgmmaIsTheHardwaresOnIntegersAndWithinTheBoundOnFloats)
     std::printf("tt_wgmma_tf32 on %s: %zu outputs, %d not bit for bit, the largest difference "
                 "%.0f ulps\n",
                 what, outputs, differences, largest_ulps);
-    if (in != &floats) EXPECT_EQ(differences, 0);
+    if (in != &floats) {
+      EXPECT_EQ(differences, 0);
+    }
   }
 }
 
