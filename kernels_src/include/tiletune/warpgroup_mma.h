@@ -55,8 +55,6 @@ __device__ __forceinline__ unsigned long long tt_wgmma_descriptor(const float* s
 
 template <int N>
 struct tt_wgmma_tf32_instruction;
-template <int N>
-struct tt_wgmma_accumulators;
 
 template <>
 struct tt_wgmma_tf32_instruction<64> {
@@ -148,78 +146,6 @@ struct tt_wgmma_tf32_instruction<256> {
   }
 };
 
-template <>
-struct tt_wgmma_accumulators<64> {
-  template <int Pending>
-  __device__ __forceinline__ static void wait(float (&d)[32]) {
-    asm volatile("wgmma.wait_group.sync.aligned %32;"
-               :
-               "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-               "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-               "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-               "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-               "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-               "+f"(d[31])
-               : "n"(Pending)
-               : "memory");
-  }
-};
-
-template <>
-struct tt_wgmma_accumulators<128> {
-  template <int Pending>
-  __device__ __forceinline__ static void wait(float (&d)[64]) {
-    asm volatile("wgmma.wait_group.sync.aligned %64;"
-               :
-               "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-               "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-               "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-               "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-               "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-               "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
-               "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-               "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-               "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
-               "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
-               "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-               : "n"(Pending)
-               : "memory");
-  }
-};
-
-template <>
-struct tt_wgmma_accumulators<256> {
-  template <int Pending>
-  __device__ __forceinline__ static void wait(float (&d)[128]) {
-    asm volatile("wgmma.wait_group.sync.aligned %128;"
-               :
-               "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-               "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-               "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-               "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-               "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-               "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
-               "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-               "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-               "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
-               "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
-               "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),
-               "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),
-               "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),
-               "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
-               "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
-               "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),
-               "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]),
-               "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]),
-               "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]),
-               "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]),
-               "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]),
-               "+f"(d[127])
-               : "n"(Pending)
-               : "memory");
-  }
-};
-
 // Called by all 128 threads of the warpgroup together, converged.
 template <int N>
 __device__ __forceinline__ void tt_wgmma_tf32(float (&d)[N / 2], const float (&a)[4],
@@ -233,12 +159,14 @@ __device__ __forceinline__ void tt_wgmma_fence() {
 __device__ __forceinline__ void tt_wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
-// The accumulators are operands of the wait itself, so that the compiler takes them as written
-// there: no copy of them is read, nor moved, while the tensor cores may still write them.
+// Each accumulator is then an operand of an empty asm statement ordered after the wait, so that
+// the compiler takes it as written there: no copy of it made earlier is read afterwards.
 template <int Pending, int Floats>
 __device__ __forceinline__ void tt_wgmma_wait(float (&d)[Floats]) {
   static_assert(Pending >= 0, "tt_wgmma_wait<N>: N is a count of groups");
-  tt_wgmma_accumulators<2 * Floats>::template wait<Pending>(d);
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(Pending) : "memory");
+#pragma unroll
+  for (int i = 0; i < Floats; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 __device__ __forceinline__ void tt_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
