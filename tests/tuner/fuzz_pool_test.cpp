@@ -1,16 +1,20 @@
 // The fuzz pool without a GPU: stand-in workers (shell scripts speaking the worker protocol) show
-// that requests run side by side and come back in order, fuzz only, that a worker which dies
-// costs only its request, and that a pool whose workers cannot start hands every request back.
+// that the workers start with the pool, that requests run side by side and come back in order,
+// fuzz only, that a worker which dies costs only its request, that a pool whose workers cannot
+// start hands every request back, and that the caller's own worker (the helper) fuzzes beside the
+// pool's, so that a round never waits for a worker to start.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tuner/pipeline/fuzz_pool.h"
@@ -50,6 +54,34 @@ std::vector<std::string> stand_in_worker(const std::string& work, const std::str
           "done"};
 }
 
+// The same worker, `seconds` slower to say it is ready (a CUDA context that takes long to create).
+std::vector<std::string> slow_to_start(std::vector<std::string> argv, const std::string& seconds) {
+  argv.back() = "sleep " + seconds + "\n" + argv.back();
+  return argv;
+}
+
+// The configurations a stand-in worker given `log` was asked for, over all its processes.
+std::vector<std::string> logged_configs(const std::filesystem::path& log) {
+  std::vector<std::string> configs;
+  for (const auto& file : std::filesystem::directory_iterator(log)) {
+    std::ifstream in(file.path());
+    for (std::string line; std::getline(in, line);) {
+      const std::size_t at = line.find("\"config\":\"");
+      if (at != std::string::npos) configs.push_back(line.substr(at + 10, 3));
+    }
+  }
+  std::sort(configs.begin(), configs.end());
+  return configs;
+}
+
+std::filesystem::path fresh_log(const std::string& name) {
+  const std::filesystem::path log = std::filesystem::temp_directory_path() /
+                                    ("tiletune-fuzz-pool-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(log);
+  std::filesystem::create_directories(log);
+  return log;
+}
+
 std::vector<EvaluationRequest> requests(const std::vector<std::string>& configs) {
   std::vector<EvaluationRequest> list;
   for (const std::string& config : configs) {
@@ -81,10 +113,7 @@ TEST(FuzzPool, FuzzesSideBySideAndAnswersInOrder) {
 
 // The configurations each of 3 workers was given, in order, fuzzing A=1 .. A=6 of `families`.
 std::vector<std::string> given_per_worker(const std::vector<std::string>& families) {
-  const std::filesystem::path log = std::filesystem::temp_directory_path() /
-                                    ("tiletune-fuzz-pool-families-" + std::to_string(getpid()));
-  std::filesystem::remove_all(log);
-  std::filesystem::create_directories(log);
+  const std::filesystem::path log = fresh_log("families");
   {
     FuzzPool pool(stand_in_worker("0.2", log.string()), 10s, 3);
     const auto outcomes = pool.fuzz(requests({"A=1", "A=2", "A=3", "A=4", "A=5", "A=6"}), families);
@@ -113,6 +142,54 @@ TEST(FuzzPool, RequestsOfOneFamilyGoToOneWorkerOneAfterTheOther) {
               ::testing::UnorderedElementsAre("A=1 A=2 ", "A=3 A=4 ", "A=5 A=6 "));
   EXPECT_THAT(given_per_worker({"x", "x", "x", "x", "x", "x"}),
               ::testing::UnorderedElementsAre("A=1 A=2 ", "A=3 A=4 ", "A=5 A=6 "));
+}
+
+TEST(FuzzPool, WorkersStartWithThePoolNotWithItsFirstRound) {
+  FuzzPool pool(stand_in_worker("0"), 10s, 3);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (pool.workers_started() < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(pool.workers_started(), 3) << "the workers waited for a round to start";
+}
+
+// The lane's own worker, idle while its group is fuzzed, takes requests too: while the pool's
+// workers are still starting, it takes them all.
+TEST(FuzzPool, TheHelperFuzzesWhileThePoolsWorkersStart) {
+  const std::filesystem::path helper_log = fresh_log("helper");
+  WorkerClient helper(stand_in_worker("0.05", helper_log.string()), 10s);
+  helper.device();  // started, as a lane's worker is before its first group
+  FuzzPool pool(slow_to_start(stand_in_worker("0.05"), "3"), 10s, 2);
+  const auto start = std::chrono::steady_clock::now();
+  const auto outcomes = pool.fuzz(requests({"A=1", "A=2", "A=3", "A=4"}), {}, &helper);
+  const auto wall = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(outcomes.size(), 4u);
+  for (const auto& outcome : outcomes) EXPECT_TRUE(outcome.has_value() && outcome->fuzz_passed);
+  EXPECT_LT(wall, 2s) << "the round waited for the pool's workers to start";
+  EXPECT_THAT(logged_configs(helper_log), ::testing::ElementsAre("A=1", "A=2", "A=3", "A=4"));
+  std::filesystem::remove_all(helper_log);
+}
+
+// Once they have started, the pool's workers share the round with the helper.
+TEST(FuzzPool, ThePoolsWorkersAndTheHelperShareARound) {
+  const std::filesystem::path helper_log = fresh_log("shared-helper");
+  const std::filesystem::path pool_log = fresh_log("shared-pool");
+  WorkerClient helper(stand_in_worker("0.3", helper_log.string()), 10s);
+  helper.device();
+  FuzzPool pool(stand_in_worker("0.3", pool_log.string()), 10s, 2);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (pool.workers_started() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  const auto outcomes = pool.fuzz(requests({"A=1", "A=2", "A=3", "A=4", "A=5", "A=6"}), {}, &helper);
+  for (const auto& outcome : outcomes) EXPECT_TRUE(outcome.has_value() && outcome->fuzz_passed);
+  const std::vector<std::string> by_helper = logged_configs(helper_log);
+  const std::vector<std::string> by_pool = logged_configs(pool_log);
+  EXPECT_FALSE(by_helper.empty());
+  EXPECT_GE(by_pool.size(), 2u) << "the pool's started workers were left idle";
+  EXPECT_EQ(by_helper.size() + by_pool.size(), 6u) << "a request was fuzzed twice, or not at all";
+  std::filesystem::remove_all(helper_log);
+  std::filesystem::remove_all(pool_log);
 }
 
 TEST(FuzzPool, AWorkerThatDiesCostsOnlyItsRequest) {
@@ -148,6 +225,10 @@ TEST(FuzzPool, WorkersThatCannotStartHandEveryRequestBack) {
   // Later rounds do not try again.
   const auto again = pool.fuzz(requests({"A=6"}));
   EXPECT_FALSE(again[0].has_value());
+  // With the caller's worker as helper, nothing comes back empty.
+  WorkerClient helper(stand_in_worker("0"), 10s);
+  const auto helped = pool.fuzz(requests({"A=7", "A=8"}), {}, &helper);
+  for (const auto& outcome : helped) EXPECT_TRUE(outcome.has_value() && outcome->fuzz_passed);
 }
 
 TEST(FuzzPool, AnEnvironmentFailureOfAWorkerReachesTheCaller) {

@@ -2,8 +2,8 @@
 // side. Each has a lane: an evaluation worker that verifies and times, and a fuzz pool, all started
 // with the lane's worker command (`tiletune worker --device N`), so that their CUDA contexts sit
 // on that device alone. The tuner dispatches groups of configurations to whichever lane is free;
-// a lane fuzzes its group on its own pool, then times the ones that passed on its own worker, so
-// no fuzz runs on a GPU while that GPU times (two GPUs timing at once do not disturb each other).
+// a lane fuzzes its group on its own pool and worker, then times the ones that passed on its
+// worker, so no fuzz runs on a GPU while that GPU times (two GPUs timing at once do not disturb each other).
 //
 // Each lane has a thread of its own that starts and restarts its worker (a worker dies with the
 // thread that started it): a crash, a hang or a lost context costs only its configuration on its
@@ -38,8 +38,8 @@ struct DeviceLane {
   std::unique_ptr<FuzzPool> fuzz_pool;  // none with no fuzz workers: the worker fuzzes
   int settled = 0;            // configurations that this device gave an outcome
   double busy_seconds = 0;    // time spent on work dispatched here
-  // Where that time went: "fuzz" (waiting for the fuzz pool), the stages of its worker's
-  // evaluations ("load", "reference", "verify", "time", ...), "confirm"; and how many times each
+  // Where that time went: "fuzz" (a group fuzzed on the pool and the worker), the stages of its
+  // worker's evaluations ("load", "reference", "verify", "time", ...), "confirm"; and how many times each
   // stage began (a worker computes a shape's reference only when the stage "reference" begins).
   std::map<std::string, double> stage_seconds;
   std::map<std::string, int> stage_counts;

@@ -280,18 +280,19 @@ void TuningRun::evaluate_on(DeviceLane& lane, Search& search, const std::vector<
     families.push_back(case_family(search.space[indices[i]]));
   }
   if (lane.fuzz_pool && !to_fuzz.empty() && !search.out_of_time()) {
+    // The lane's own worker fuzzes too: it would only wait for the pool.
     const std::string doing = fmt::format("fuzzing {} configurations in {} workers", to_fuzz.size(),
-                                          std::min<std::size_t>(to_fuzz.size(), lane.fuzz_pool->size()));
+                                          std::min<std::size_t>(to_fuzz.size(), lane.fuzz_pool->size() + 1));
     devices_.deliver([&search, doing, device] { search.event(nullptr, doing, nullptr, device); });
     const Clock::time_point start = Clock::now();
     std::vector<std::optional<EvaluationOutcome>> outcomes =
-        lane.fuzz_pool->fuzz(to_fuzz, families);
+        lane.fuzz_pool->fuzz(to_fuzz, families, lane.worker.get());
     const double seconds = seconds_since(start);
     lane.stage_seconds["fuzz"] += seconds;
     ++lane.stage_counts["fuzz"];
     devices_.deliver([&search, seconds] { search.summary.stage_seconds["fuzz"] += seconds; });
     for (std::size_t k = 0; k < to_fuzz.size(); ++k) {
-      if (!outcomes[k]) continue;  // no pool: the worker fuzzes it
+      if (!outcomes[k]) continue;  // no worker could take it: the lane's fuzzes it below
       const std::size_t i = fuzzed[k], index = indices[i];
       if (outcomes[k]->fuzz_passed) {
         requests[i].fuzz = false;
@@ -376,12 +377,12 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
   search.event(&configs.front(), fmt::format("compiling {} configurations", configs.size()));
   CompileAhead ahead(compiled_, search.tmpl, configs);
 
-  // Groups of two configurations per fuzz worker go to whichever device is free: its pool fuzzes a
-  // group while its worker waits, then the worker measures it while the pool waits. With several
+  // Groups of two configurations per fuzz worker go to whichever device is free: its pool and its
+  // worker fuzz a group, then the worker measures it while the pool waits. With several
   // devices, a group is at most a device's share of what remains, so that the groups shrink
   // towards the end of the batch and the devices finish it together.
   const DeviceLane& first = devices_.lane(0);
-  const std::size_t largest = first.fuzz_pool ? 2 * std::size_t(first.fuzz_pool->size()) : 1;
+  const std::size_t largest = first.fuzz_pool ? 2 * (std::size_t(first.fuzz_pool->size()) + 1) : 1;
   LanesDone lanes_done(devices_);  // the lanes' work refers to the search
   int groups_out = 0;               // dispatched, and not delivered back in full
   bool stopped = false;
