@@ -1,10 +1,29 @@
 #include "fuzz/gpu_executor.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "tuner/device_buffer.h"
 
 namespace tiletune {
+
+namespace {
+
+// Copies `host` into `buffer`, which grows when the case needs more. A buffer kept across cases
+// saves an allocation and a free per operand and case: those are driver calls that wait for every
+// other process's on the host (CUDA contexts being created, say), where a copy does not.
+template <typename T>
+void upload_kept(DeviceBuffer& buffer, const std::vector<T>& host) {
+  const std::size_t bytes = host.size() * sizeof(T);
+  if (const std::size_t kept = buffer.bytes(); kept < bytes) {
+    buffer = DeviceBuffer();  // freed before the larger one is allocated
+    buffer = DeviceBuffer(std::max(bytes, 2 * kept));
+  }
+  buffer.upload(host.data(), bytes);
+}
+
+}  // namespace
 
 GpuExecutor::GpuExecutor(const GpuDevice& device, const KernelTemplate& tmpl,
                          const Configuration& config, const CompiledKernelImage& image)
@@ -21,16 +40,17 @@ void GpuExecutor::run(const GemmCase& gemm_case, GemmOperands& operands) {
     throw LaunchError("cannot launch on this device: " + *limit);
   }
   try {
-    DeviceBuffer a = DeviceBuffer::from(operands.a.storage);
-    DeviceBuffer b = DeviceBuffer::from(operands.b.storage);
-    DeviceBuffer c = DeviceBuffer::from(operands.c.storage);
+    upload_kept(a_, operands.a.storage);
+    upload_kept(b_, operands.b.storage);
+    upload_kept(c_, operands.c.storage);
     const auto origin = [](const GuardedMatrix& m) { return m.guard * sizeof(float); };
-    kernel_.launch(geometry, a.get() + origin(operands.a), b.get() + origin(operands.b),
-                   c.get() + origin(operands.c), gemm_case.problem);
+    kernel_.launch(geometry, a_.get() + origin(operands.a), b_.get() + origin(operands.b),
+                   c_.get() + origin(operands.c), gemm_case.problem);
     check_cuda(cuda_driver().cuCtxSynchronize(), "kernel execution");
-    a.download_into(operands.a.storage);
-    b.download_into(operands.b.storage);
-    c.download_into(operands.c.storage);
+    // Only the case's bytes come back: what lies past them in a kept buffer is not the case's.
+    a_.download_into(operands.a.storage);
+    b_.download_into(operands.b.storage);
+    c_.download_into(operands.c.storage);
   } catch (const CudaError& e) {
     context_lost_ = e.context_is_lost();
     throw LaunchError(e.what());

@@ -1,10 +1,12 @@
 // The GPU backend of the fuzzer: one configuration, compiled by NVRTC, run on the case's operands
 // copied to the device as they are, guards and poisoned padding included, and copied back whole.
+// The device buffers are kept from case to case (grown when a case needs more).
 #pragma once
 
 #include <memory>
 
 #include "fuzz/gemm_executor.h"
+#include "tuner/device_buffer.h"
 #include "tuner/gpu_device.h"
 #include "tuner/gpu_kernel.h"
 
@@ -30,6 +32,7 @@ class GpuExecutor : public GemmExecutor {
   Configuration config_;
   GpuKernel kernel_;
   PtxasReport report_;
+  DeviceBuffer a_, b_, c_;  // the operands of the case in progress, at their start
   bool context_lost_ = false;
 };
 

@@ -108,6 +108,20 @@ EvaluationRequest request(const std::string& config) {
   return r;
 }
 
+// Half the cores fuzz, shared by the devices, but never more than 16 fuzz workers on a host: the
+// driver creates CUDA contexts one at a time, and the host's other processes wait meanwhile.
+TEST(DevicePool, FuzzWorkersPerDeviceShareHalfTheCoresAndAtMostSixteen) {
+  EXPECT_EQ(fuzz_workers_per_device(2, 1), 1u);
+  EXPECT_EQ(fuzz_workers_per_device(16, 1), 8u);
+  EXPECT_EQ(fuzz_workers_per_device(16, 2), 4u);
+  EXPECT_EQ(fuzz_workers_per_device(64, 1), 8u);
+  EXPECT_EQ(fuzz_workers_per_device(64, 2), 8u);
+  EXPECT_EQ(fuzz_workers_per_device(64, 4), 4u);
+  EXPECT_EQ(fuzz_workers_per_device(128, 8), 2u);
+  EXPECT_EQ(fuzz_workers_per_device(64, 32), 1u) << "every device fuzzes with one worker at least";
+  EXPECT_EQ(fuzz_workers_per_device(1, 0), 1u);
+}
+
 TEST(DevicePool, EachLaneIsOnItsDeviceAndWorkGoesToWhicheverIsFree) {
   DevicePool pool({stand_in_lane(0, "0.6"), stand_in_lane(2, "0.6")});
   ASSERT_EQ(pool.size(), 2u);

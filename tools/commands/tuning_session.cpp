@@ -30,7 +30,7 @@ std::optional<CubinCache> open_cache(const std::string& dir) {
 unsigned machine_cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 unsigned default_fuzz_workers(unsigned devices) {
-  return std::clamp(machine_cores() / 2 / std::max(devices, 1u), 1u, 8u);
+  return fuzz_workers_per_device(machine_cores(), devices);
 }
 
 unsigned capped_fuzz_workers(int requested, unsigned devices) {
@@ -88,7 +88,8 @@ void add_session_options(CLI::App& command, SessionOptions& options) {
   command.add_option("--fuzz-workers", options.fuzz_workers,
                      fmt::format("processes that fuzz configurations side by side, per device (0: "
                                  "the evaluation worker fuzzes them one by one; default {} here with one "
-                                 "device, half the {} cores shared by the devices, at most 8 each)",
+                                 "device: half the {} cores, at most 16 in all, shared by the devices, "
+                                 "at most 8 each)",
                                  default_fuzz_workers(), machine_cores()))
       ->check(CLI::NonNegativeNumber);
   command.add_option("--devices", options.devices,

@@ -26,8 +26,7 @@ struct SessionOptions {
   std::optional<std::string> devices;  // --devices: "all" or "0,2"; none: one, $TILETUNE_DEVICE or 0
 };
 
-// Fuzz workers per device when none are asked for: half the cores (the other half compiles and
-// times) shared by the devices, at most 8 each.
+// Fuzz workers per device when none are asked for (fuzz_workers_per_device of this machine).
 unsigned default_fuzz_workers(unsigned devices = 1);
 // The fuzz workers to start on each of `devices` for --fuzz-workers `requested` (-1: the
 // default): at most one per core in all, saying so on stderr when that caps the request.

@@ -1,5 +1,7 @@
 #include "tuner/pipeline/device_pool.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "tuner/cuda_driver.h"
@@ -7,6 +9,14 @@
 namespace tiletune {
 
 using Clock = std::chrono::steady_clock;
+
+unsigned fuzz_workers_per_device(unsigned cores, unsigned devices) {
+  // The driver creates a host's CUDA contexts one at a time (about 0.2 s each on an H100 host),
+  // and other processes' allocations and module loads wait meanwhile: on 4 GPUs, 8 fuzz workers
+  // each tuned at 2.4x one GPU's rate, 4 each at 3.0x (kernels_src/PERFORMANCE.md has the runs).
+  constexpr unsigned kHostFuzzWorkers = 16;
+  return std::clamp(std::min(cores / 2, kHostFuzzWorkers) / std::max(devices, 1u), 1u, 8u);
+}
 
 DevicePool::DevicePool(const std::vector<LaneCommand>& lanes) {
   if (lanes.empty()) throw std::invalid_argument("a device pool needs at least one device");
