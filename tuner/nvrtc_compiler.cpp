@@ -170,8 +170,11 @@ CompiledKernelImage compile_with_options(const std::string& source, const std::s
 
 std::vector<std::string> nvrtc_options(const std::string& arch,
                                        const std::vector<std::string>& extra_options) {
+  // NVRTC's own cache (12.9+) is off: a compile it serves skips ptxas, so its log has no report
+  // of registers and spills, and tiletune's cubin cache (which every worker reads) keeps only
+  // compiles that have one.
   std::vector<std::string> options = {"-arch=" + arch, "--std=c++17", "-lineinfo",
-                                      "--ptxas-options=-v"};
+                                      "--ptxas-options=-v", "--no-cache"};
   options.insert(options.end(), extra_options.begin(), extra_options.end());
   return options;
 }

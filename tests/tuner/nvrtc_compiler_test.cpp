@@ -38,9 +38,9 @@ TEST(Nvrtc, VersionIsMajorDotMinor) {
 // --- every shipped configuration compiles ---------------------------------------------------
 
 // NVRTC 12.9 and later may serve a compile from its cache (on a machine with a CUDA driver: keyed
-// by the code, not the comments), and then ptxas does not run and prints nothing. A device variable
-// unique to this process makes every compile here a real one; KnownBug_ReportOfACachedCompileIsEmpty
-// below shows what a cache hit does.
+// by the code, not the comments), and then ptxas does not run and prints nothing. tiletune turns
+// that cache off; a device variable unique to this process keeps every compile here a real one
+// regardless, and ASecondCompileOfTheSameSourceHasItsReport below checks the option itself.
 KernelTemplate uncached(KernelTemplate tmpl) {
   static int count = 0;
   tmpl.source += "\nextern \"C\" __device__ int nvrtc_compiler_test_" + std::to_string(getpid()) + "_" +
@@ -195,16 +195,12 @@ TEST(Nvrtc, ReportBelongsToTheNamedEntry) {
   EXPECT_GT(small.registers, 0);
 }
 
-// BUG (tuner/nvrtc_compiler.cpp:186, shown by tools/commands/compile_command.cpp:43): the resource
-// report is read from ptxas's -v output only. NVRTC 12.9+ caches compiles where a CUDA driver is
-// installed, and a cache hit runs no ptxas and leaves the log empty, so the report says 0
-// registers and 0 bytes of shared memory. On a GPU host the second `tiletune compile` prints
-// zeros; GpuKernel::resource_usage works around it for the GPU pipeline, nothing does for
-// `compile`. Passes where NVRTC does not cache (no driver, e.g. CI); fails on a GPU host.
-// Suggested fix: when the log holds no report for the entry, read registers and shared memory
-// from the cubin (its .nv.info attributes) or recompile with the cache off (CUDA_CACHE_DISABLE=1
-// set before NVRTC is loaded).
-TEST(Nvrtc, KnownBug_ReportOfACachedCompileIsEmpty) {
+// The resource report is read from ptxas's -v output. NVRTC 12.9+ caches compiles where a CUDA
+// driver is installed, and a hit runs no ptxas: the log would be empty, the report zeros, and the
+// cubin cache would refuse to keep the compile (so every worker compiled it again). tiletune
+// turns NVRTC's cache off (--no-cache) and keeps its own. Where NVRTC does not cache (no driver,
+// e.g. CI) this passes either way; on a GPU host it fails without the option.
+TEST(Nvrtc, ASecondCompileOfTheSameSourceHasItsReport) {
   SKIP_WITHOUT_NVRTC();
   const KernelTemplate tmpl = uncached(load_template(kTemplates / "tiled.cu"));
   const Configuration config = tmpl.parse_configuration("TILE=16,PAD=1,SWIZZLE=0");
@@ -214,6 +210,7 @@ TEST(Nvrtc, KnownBug_ReportOfACachedCompileIsEmpty) {
   EXPECT_EQ(second.cubin, first.cubin);
   EXPECT_EQ(second.report.registers, first.report.registers) << "second log:\n" << second.log;
   EXPECT_EQ(second.report.static_shared_bytes, first.report.static_shared_bytes);
+  EXPECT_THAT(nvrtc_options(tmpl, config, "sm_90"), Contains("--no-cache"));
 }
 
 // --- parse_ptxas_report on literal logs -----------------------------------------------------

@@ -39,9 +39,8 @@ CompileOutcome CompiledKernels::compile(const KernelTemplate& tmpl,
 void CompiledKernels::store(const KernelTemplate& tmpl, const CubinKey& key,
                             const CompileOutcome& outcome) {
   if (!cache_) return;
-  // Where NVRTC served the compile from its own cache (12.9+ with a CUDA driver), ptxas did not
-  // run and the log holds no report: keeping that would keep the empty report for good, so leave
-  // the entry to a compile that has one.
+  // A compile whose log holds no ptxas report (NVRTC's own cache served it: nvrtc_options turns
+  // that cache off) would keep the empty report for good: leave the entry to one that has it.
   if (outcome.image &&
       outcome.image->log.find("Compiling entry function '" + tmpl.entry + "'") == std::string::npos) {
     return;
