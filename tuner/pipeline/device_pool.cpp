@@ -13,7 +13,8 @@ using Clock = std::chrono::steady_clock;
 unsigned fuzz_workers_per_device(unsigned cores, unsigned devices) {
   // The driver creates a host's CUDA contexts one at a time (about 0.2 s each on an H100 host),
   // and other processes' allocations and module loads wait meanwhile: on 4 GPUs, 8 fuzz workers
-  // each tuned at 2.4x one GPU's rate, 4 each at 3.0x (kernels_src/PERFORMANCE.md has the runs).
+  // each tuned 4 shapes at 2.4x one GPU's rate, 4 each at 3.0x, 12 each at 2.1x (the README's
+  // "One host, many GPUs" has the runs).
   constexpr unsigned kHostFuzzWorkers = 16;
   return std::clamp(std::min(cores / 2, kHostFuzzWorkers) / std::max(devices, 1u), 1u, 8u);
 }
