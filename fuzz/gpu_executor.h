@@ -32,7 +32,7 @@ class GpuExecutor : public GemmExecutor {
   Configuration config_;
   GpuKernel kernel_;
   PtxasReport report_;
-  DeviceBuffer a_, b_, c_;  // the operands of the case in progress, at their start
+  DeviceBuffer a_, b_, c_;  // the device copies of a case's operands, guards included
   bool context_lost_ = false;
 };
 
