@@ -212,6 +212,41 @@ TEST(FuzzPool, AWorkerThatDiesCostsOnlyItsRequest) {
   EXPECT_EQ(pool.workers_started(), 3);
 }
 
+// A worker that dies and cannot start again (its device refuses a new context) leaves the pool:
+// the request it was about to fuzz comes back empty, the others' workers finish the round and
+// serve the next ones.
+TEST(FuzzPool, AWorkerThatCannotRestartLeavesThePoolAndTheRoundStillEnds) {
+  const std::filesystem::path marker = fresh_log("no-restart") / "crashed";
+  WorkerReply no_device;
+  no_device.kind = WorkerReply::Kind::fatal;
+  no_device.text = "no second CUDA context on this device";
+  setenv("TT_NO_DEVICE", encode(no_device).c_str(), 1);
+  // Each request takes the other worker long enough that the crashed one comes back for the next.
+  std::vector<std::string> argv = stand_in_worker("0.5");
+  // Once one worker has crashed, no worker starts again.
+  argv.back() = "if [ -e '" + marker.string() + "' ]; then printf '%s\n' \"$TT_NO_DEVICE\" >&4; exit 0; fi\n" +
+                argv.back();
+  argv.back().replace(argv.back().find("kill -SEGV $$"), 13, "touch '" + marker.string() + "'; kill -SEGV $$");
+  FuzzPool pool(argv, 10s, 2);
+  const auto outcomes = pool.fuzz(requests({"CRASH=1", "A=2", "A=3", "A=4", "A=5", "A=6"}));
+  ASSERT_EQ(outcomes.size(), 6u);
+  ASSERT_TRUE(outcomes[0].has_value());
+  EXPECT_EQ(outcomes[0]->result.status, ResultStatus::crashed);
+  int empty = 0;
+  for (std::size_t i = 1; i < outcomes.size(); ++i) {
+    if (!outcomes[i]) {
+      ++empty;
+    } else {
+      EXPECT_TRUE(outcomes[i]->fuzz_passed) << i;
+    }
+  }
+  EXPECT_EQ(empty, 1) << "the worker that could not restart should hand back the one request it took";
+  EXPECT_THAT(pool.unavailable(), HasSubstr("no second CUDA context"));
+  const auto again = pool.fuzz(requests({"B=1", "B=2"}));
+  for (const auto& outcome : again) EXPECT_TRUE(outcome.has_value() && outcome->fuzz_passed);
+  std::filesystem::remove_all(marker.parent_path());
+}
+
 TEST(FuzzPool, WorkersThatCannotStartHandEveryRequestBack) {
   WorkerReply no_device;
   no_device.kind = WorkerReply::Kind::fatal;
