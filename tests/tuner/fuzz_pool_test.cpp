@@ -74,6 +74,14 @@ std::vector<std::string> logged_configs(const std::filesystem::path& log) {
   return configs;
 }
 
+// Waits (5 s at most) until the pool has started `workers` workers: they start on their own.
+void wait_for_workers(const FuzzPool& pool, int workers) {
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (pool.workers_started() < workers && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
 std::filesystem::path fresh_log(const std::string& name) {
   const std::filesystem::path log = std::filesystem::temp_directory_path() /
                                     ("tiletune-fuzz-pool-" + name + "-" + std::to_string(getpid()));
@@ -146,10 +154,7 @@ TEST(FuzzPool, RequestsOfOneFamilyGoToOneWorkerOneAfterTheOther) {
 
 TEST(FuzzPool, WorkersStartWithThePoolNotWithItsFirstRound) {
   FuzzPool pool(stand_in_worker("0"), 10s, 3);
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (pool.workers_started() < 3 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
+  wait_for_workers(pool, 3);
   EXPECT_EQ(pool.workers_started(), 3) << "the workers waited for a round to start";
 }
 
@@ -177,10 +182,7 @@ TEST(FuzzPool, ThePoolsWorkersAndTheHelperShareARound) {
   WorkerClient helper(stand_in_worker("0.3", helper_log.string()), 10s);
   helper.device();
   FuzzPool pool(stand_in_worker("0.3", pool_log.string()), 10s, 2);
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (pool.workers_started() < 2 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
+  wait_for_workers(pool, 2);
   const auto outcomes = pool.fuzz(requests({"A=1", "A=2", "A=3", "A=4", "A=5", "A=6"}), {}, &helper);
   for (const auto& outcome : outcomes) EXPECT_TRUE(outcome.has_value() && outcome->fuzz_passed);
   const std::vector<std::string> by_helper = logged_configs(helper_log);
@@ -228,6 +230,7 @@ TEST(FuzzPool, AWorkerThatCannotRestartLeavesThePoolAndTheRoundStillEnds) {
                 argv.back();
   argv.back().replace(argv.back().find("kill -SEGV $$"), 13, "touch '" + marker.string() + "'; kill -SEGV $$");
   FuzzPool pool(argv, 10s, 2);
+  wait_for_workers(pool, 2);  // both started before the crash
   const auto outcomes = pool.fuzz(requests({"CRASH=1", "A=2", "A=3", "A=4", "A=5", "A=6"}));
   ASSERT_EQ(outcomes.size(), 6u);
   ASSERT_TRUE(outcomes[0].has_value());
