@@ -266,17 +266,33 @@ int run(const TuneOptions& options) {
     }
   }
   // A template of one GPU family's instructions (arch sm_90a) is left out, in one line, where no
-  // GPU of the tune is of that family.
+  // GPU of the tune is of that family, and on each model of another family where some are.
+  const auto runs_on = [](const TuningPlan& plan, const TuningRun& run) {
+    return !plan.tmpl.compile_arch(run.gpu_record().arch()).empty();
+  };
   std::erase_if(plans, [&](const TuningPlan& plan) {
     std::vector<std::string> archs;
     for (const TuningRun* run : runs) {
-      if (!plan.tmpl.compile_arch(run->gpu_record().arch()).empty()) return false;
+      if (runs_on(plan, *run)) return false;
       archs.push_back(run->gpu_record().arch());
     }
     fmt::print(stderr, "{}: skipped: it uses instructions of {} only, and this tune's GPUs are {}\n",
                plan.tmpl.name, plan.tmpl.feature_arch, fmt::join(archs, ", "));
     return true;
   });
+  // The plans each model tunes.
+  std::vector<std::vector<TuningPlan>> model_plans(runs.size());
+  for (std::size_t m = 0; m < runs.size(); ++m) {
+    for (const TuningPlan& plan : plans) {
+      if (runs_on(plan, *runs[m])) {
+        model_plans[m].push_back(plan);
+      } else {
+        const GpuRecord& model = runs[m]->gpu_record();
+        fmt::print(stderr, "{}: skipped on {} ({}): it uses instructions of {} only\n", plan.tmpl.name,
+                   model.name, model.arch(), plan.tmpl.feature_arch);
+      }
+    }
+  }
   if (plans.empty()) {
     fmt::print("no template given runs on this tune's GPUs: nothing tuned\n");
     return kSuccess;
@@ -300,15 +316,18 @@ int run(const TuneOptions& options) {
   }
 
   const auto start = std::chrono::steady_clock::now();
-  ProgressBar bar(planned_total(plans, settings) * int(runs.size()));
+  int planned = 0;
+  for (const std::vector<TuningPlan>& each : model_plans) planned += planned_total(each, settings);
+  ProgressBar bar(planned);
   int settled_total = 0;  // over every search
   std::map<std::string, int> counts;
   std::map<int, int> per_device;  // configurations each device settled, for the bar
   std::map<std::string, double> stage_seconds;
   std::vector<TuningSummary> summaries;
   int forgotten = 0, still_missed = 0;  // missed shapes, with --missed
-  for (TuningRun* run : runs) {  // each model tunes every template and shape
-    for (const auto& [tmpl, shapes] : plans) {
+  for (std::size_t m = 0; m < runs.size(); ++m) {  // each model tunes its templates at every shape
+    TuningRun* const run = runs[m];
+    for (const auto& [tmpl, shapes] : model_plans[m]) {
       const auto on_event = [&](const TuningEvent& event) {
         if (event.stage == "tuned" && options.missed) {
           // Tuned at last, the library finds an exact record: forgotten at once, so that a tune
@@ -347,9 +366,10 @@ int run(const TuneOptions& options) {
   std::size_t i = 0;
   int without_winner = 0;
   const bool shares_configurations = !shard.whole() && !is_guided_strategy(options.strategy);
-  for (const TuningRun* run : runs) {
+  for (std::size_t m = 0; m < runs.size(); ++m) {
+    const TuningRun* const run = runs[m];
     if (runs.size() > 1) fmt::print("{}:\n", run->gpu_record().name);
-    for (const auto& [tmpl, shapes] : plans) {
+    for (const auto& [tmpl, shapes] : model_plans[m]) {
       for (const GemmShape& shape : shapes) {
         const TuningSummary& summary = summaries[i++];
         const auto recorded = store.best(run->gpu_record().name, shape, tmpl.name, tmpl.precision);
