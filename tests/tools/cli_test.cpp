@@ -1495,6 +1495,21 @@ TEST_F(CpuTune, RequirementsNoCaseCanMeetFailEachConfigurationNamingTheRequireme
   EXPECT_THAT(run.err, Not(HasSubstr("pass "))) << run;
 }
 
+// A fuzz in which every configuration was skipped (here: the CPU backend cannot run a barrier with
+// a predicate) tested nothing: it is not a pass, and exits 3 saying so.
+TEST_F(CpuTune, AFuzzThatSkippedEveryConfigurationIsNotAPass) {
+  std::string source = read_file(kTemplates / "naive.cu");
+  const std::string body = "  const int col = blockIdx.x";
+  source.insert(source.find(body), "  if (__syncthreads_count(1) == 0) return;\n");
+  write_file(dir_ / "predicate.cu", source);
+  const Outcome run = tiletune({"fuzz", (dir_ / "predicate.cu").string(), "--backend", "cpu",
+                                "--cases", "5", "--sample", "2"});
+  EXPECT_EQ(run.exit_code, 3) << run;
+  EXPECT_THAT(run.out, HasSubstr("0 configurations passed, 0 failed, 2 skipped")) << run;
+  EXPECT_THAT(run.err, HasSubstr("barrier with a predicate")) << run;
+  EXPECT_THAT(run.err, HasSubstr("tiletune: nothing was fuzzed: every configuration was skipped on")) << run;
+}
+
 // A mutant fuzzed on no case at all is neither caught nor a pass: it is broken, and fails the run.
 TEST_F(CpuTune, MutantsCountAMutantFuzzedOnTooFewCasesAsBrokenNotCaught) {
   fs::copy_file(kTemplates / "naive.cu", dir_ / "naive.cu");

@@ -163,6 +163,16 @@ int run(const FuzzOptions& options) {
   double seconds = 0;
   for (const KernelTemplate& tmpl : templates) {
     const std::vector<Configuration> configs = configurations_of(tmpl, options);
+    if (const GpuDevice* device = backend.device();
+        device != nullptr && tmpl.compile_arch(device->properties().arch()).empty()) {
+      // Every compile would fail the same way: one line for the template (as tune does).
+      skipped += int(configs.size());
+      progress_line(fmt::format("skip {}: it uses instructions of {} only, and this GPU is {} ({} "
+                                "configurations)", tmpl.name, tmpl.feature_arch,
+                                device->properties().arch(), configs.size()),
+                    true);
+      continue;
+    }
     if (backend.compiled() != nullptr) {
       progress_line(fmt::format("compiling {} configurations of {}", configs.size(), tmpl.name), false);
       seconds += backend.prepare(tmpl, configs);
@@ -229,6 +239,12 @@ int run(const FuzzOptions& options) {
              "cases/s\n",
              passed, failed, skipped, cases_run, seconds, backend.where(),
              seconds > 0 ? double(cases_run) / seconds : 0.0);
+  if (failed == 0 && passed == 0 && skipped > 0) {
+    // Nothing was fuzzed: that is not a pass.
+    fmt::print(stderr, "tiletune: nothing was fuzzed: every configuration was skipped on {}\n",
+               backend.where());
+    return kEnvironment;
+  }
   return failed == 0 ? kSuccess : kFindings;
 }
 
