@@ -101,6 +101,8 @@ struct KernelTemplate {
   // architecture-specific target where it declares one; empty where that target is another GPU
   // family's (the template cannot run there).
   std::string compile_arch(const std::string& device_arch) const;
+  // Whether it can run on such a GPU (compile_arch is not empty).
+  bool runs_on(const std::string& device_arch) const { return !compile_arch(device_arch).empty(); }
 
   // The -D options for one configuration: {"-DTT_TILE=16", "-DTT_PAD=1", ...}.
   std::vector<std::string> macro_definitions(const Configuration& config) const;

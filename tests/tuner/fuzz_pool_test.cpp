@@ -60,15 +60,22 @@ std::vector<std::string> slow_to_start(std::vector<std::string> argv, const std:
   return argv;
 }
 
+// The configurations one stand-in worker process was asked for, in order (its file in `log`).
+std::vector<std::string> configs_in(const std::filesystem::path& file) {
+  std::vector<std::string> configs;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    const std::size_t at = line.find("\"config\":\"");
+    if (at != std::string::npos) configs.push_back(line.substr(at + 10, 3));
+  }
+  return configs;
+}
+
 // The configurations a stand-in worker given `log` was asked for, over all its processes.
 std::vector<std::string> logged_configs(const std::filesystem::path& log) {
   std::vector<std::string> configs;
   for (const auto& file : std::filesystem::directory_iterator(log)) {
-    std::ifstream in(file.path());
-    for (std::string line; std::getline(in, line);) {
-      const std::size_t at = line.find("\"config\":\"");
-      if (at != std::string::npos) configs.push_back(line.substr(at + 10, 3));
-    }
+    for (std::string& config : configs_in(file.path())) configs.push_back(std::move(config));
   }
   std::sort(configs.begin(), configs.end());
   return configs;
@@ -130,12 +137,8 @@ std::vector<std::string> given_per_worker(const std::vector<std::string>& famili
   }
   std::vector<std::string> per_worker;
   for (const auto& file : std::filesystem::directory_iterator(log)) {
-    std::ifstream in(file.path());
     std::string configs;
-    for (std::string line; std::getline(in, line);) {
-      const std::size_t at = line.find("\"config\":\"");
-      if (at != std::string::npos) configs += line.substr(at + 10, 3) + " ";
-    }
+    for (const std::string& config : configs_in(file.path())) configs += config + " ";
     per_worker.push_back(configs);
   }
   std::filesystem::remove_all(log);

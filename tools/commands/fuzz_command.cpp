@@ -164,7 +164,7 @@ int run(const FuzzOptions& options) {
   for (const KernelTemplate& tmpl : templates) {
     const std::vector<Configuration> configs = configurations_of(tmpl, options);
     if (const GpuDevice* device = backend.device();
-        device != nullptr && tmpl.compile_arch(device->properties().arch()).empty()) {
+        device != nullptr && !tmpl.runs_on(device->properties().arch())) {
       // Every compile would fail the same way: one line for the template (as tune does).
       skipped += int(configs.size());
       progress_line(fmt::format("skip {}: it uses instructions of {} only, and this GPU is {} ({} "

@@ -268,7 +268,7 @@ int run(const TuneOptions& options) {
   // A template of one GPU family's instructions (arch sm_90a) is left out, in one line, where no
   // GPU of the tune is of that family, and on each model of another family where some are.
   const auto runs_on = [](const TuningPlan& plan, const TuningRun& run) {
-    return !plan.tmpl.compile_arch(run.gpu_record().arch()).empty();
+    return plan.tmpl.runs_on(run.gpu_record().arch());
   };
   std::erase_if(plans, [&](const TuningPlan& plan) {
     std::vector<std::string> archs;
