@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tuning on every GPU of the host against tuning on one (`tune --devices`): exhaustive tunes of
-# warp_tiled at $SHAPES, each into a database of its own:
+# warp_tiled at $SHAPES (default: the 13-shape suite of `tiletune bench`, tools/bench/bench_suite.h,
+# a catalogue as a lab tunes it), each into a database of its own:
 #   1. --devices all from an empty cubin cache (which it fills);
 #   2. with the cubin cache warm (compiles nothing: the evaluation throughput alone): --devices 0,
 #      then --devices all;
@@ -13,9 +14,12 @@
 # other down (cross-talk), so the ratios stay within the timing noise (a few %). The GPUs of one
 # model must be one GPU row in the database. Given a folder of test binaries, it runs the device
 # tests that need several GPUs too (devices_cli_tests).
-# Fits 9 minutes on a 2- or 4-GPU H100 host with the defaults; SHAPES (the shapes), BUDGET
-# (evaluations per template and shape, e.g. 100: the same first configurations in both tunes) and
-# COLD=0 (no step 3) make it shorter. Logs and databases go to $OUT (default ./gpu-devices-out) as one archive,
+# A tune's start (CUDA contexts, created one at a time host-wide) and its last shape's
+# re-measurement (on one GPU) do not divide among the GPUs, so short tunes scale less: on 4 H100s
+# 8 shapes tuned at 3.4x, the suite at 3.7x. The suite takes about 3.6 minutes on one H100 and 7.5
+# in all on 2 H100s (step 3 skipped); SHAPES (the shapes), BUDGET (evaluations per template and
+# shape, e.g. 100: the same first configurations in both tunes) and COLD=0 (no step 3) make it
+# shorter. Logs and databases go to $OUT (default ./gpu-devices-out) as one archive,
 # gpu-devices.tgz, with the summary beside it; a short table comes last.
 #
 #   [SHAPES="4096x4096x4096 4095x4097x4093"] [BUDGET=N] [COLD=0|1] [LIMIT=510] tools/gpu_devices_bench.sh \
@@ -25,7 +29,9 @@ cd "$(dirname "$0")/.."
 BIN=$(realpath "${1:-build/tools/tiletune}")
 OUT=$(realpath -m "${OUT:-gpu-devices-out}")
 WORK=${WORK:-/tmp/tiletune-devices}
-SHAPES=${SHAPES:-"4096x4096x4096 4095x4097x4093"}
+SUITE="1024x1024x1024 2048x2048x2048 4096x4096x4096 8192x8192x8192 1000x1000x1000 4095x4097x4093
+       3001x2999x1537 8191x8191x8191 64x4096x4096 4096x64x4096 4096x4096x64 127x129x8191 17x33x65"
+SHAPES=${SHAPES:-$SUITE}
 BUDGET=${BUDGET:-}
 COLD=${COLD:-1}
 LIMIT=${LIMIT:-510}
@@ -37,7 +43,7 @@ export TILETUNE_CACHE_DIR="$WORK/cubins"
 
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$WORK/gpu.txt"
 GPUS=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
-echo "host cores: $(nproc), GPUs: $GPUS, shapes: $SHAPES${BUDGET:+, budget $BUDGET per shape}" | tee -a "$WORK/gpu.txt"
+echo "host cores: $(nproc), GPUs: $GPUS, shapes: $(echo $SHAPES)${BUDGET:+, budget $BUDGET per shape}" | tee -a "$WORK/gpu.txt"
 
 shape_args=()
 for shape in $SHAPES; do shape_args+=(--shape "$shape"); done

@@ -88,8 +88,8 @@ void add_session_options(CLI::App& command, SessionOptions& options) {
   command.add_option("--fuzz-workers", options.fuzz_workers,
                      fmt::format("processes that fuzz configurations side by side, per device (0: "
                                  "the evaluation worker fuzzes them one by one; default {} here with one "
-                                 "device: half the {} cores, at most 16 in all, shared by the devices, "
-                                 "at most 8 each)",
+                                 "device: half the {} cores, at most 8 in all, shared by the devices, "
+                                 "at least 1 each)",
                                  default_fuzz_workers(), machine_cores()))
       ->check(CLI::NonNegativeNumber);
   command.add_option("--devices", options.devices,

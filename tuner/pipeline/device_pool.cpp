@@ -12,11 +12,13 @@ using Clock = std::chrono::steady_clock;
 
 unsigned fuzz_workers_per_device(unsigned cores, unsigned devices) {
   // The driver creates a host's CUDA contexts one at a time (about 0.2 s each on an H100 host),
-  // and other processes' allocations and module loads wait meanwhile: on 4 GPUs, 8 fuzz workers
-  // each tuned 4 shapes at 2.4x one GPU's rate, 4 each at 3.0x, 12 each at 2.1x (the README's
-  // "One host, many GPUs" has the runs).
-  constexpr unsigned kHostFuzzWorkers = 16;
-  return std::clamp(std::min(cores / 2, kHostFuzzWorkers) / std::max(devices, 1u), 1u, 8u);
+  // and other processes' allocations and module loads wait meanwhile, so every context a tune
+  // starts delays the first fuzz verdicts on every GPU. On 4 H100s, 8 shapes, 1, 2, 4 and 6 fuzz
+  // workers per GPU tuned at 3.43x, 3.36x, 3.18x and 2.93x one GPU's rate (with 8 workers); the
+  // 13-shape suite, a longer tune, within 2% whatever the count (1, 2 or 4 per GPU on 4 H100s, 4
+  // or 8 on 2). The README's "One host, many GPUs" has the runs.
+  constexpr unsigned kHostFuzzWorkers = 8;
+  return std::max(std::min(cores / 2, kHostFuzzWorkers) / std::max(devices, 1u), 1u);
 }
 
 DevicePool::DevicePool(const std::vector<LaneCommand>& lanes) {

@@ -53,8 +53,7 @@ struct LaneCommand {
 };
 
 // The fuzz workers each of `devices` lanes starts by default on a host of `cores`: half the cores
-// (the other half compiles and times), at most 16 in all, shared by the devices, at most 8 and at
-// least 1 each.
+// (the other half compiles and times), at most 8 in all, shared by the devices, at least 1 each.
 unsigned fuzz_workers_per_device(unsigned cores, unsigned devices);
 
 class DevicePool {
