@@ -1112,6 +1112,28 @@ TEST_F(CpuTune, AResumeRedoesAConfirmationThatDidNotFinish) {
 // --- hostile input: counts capped, names checked, replay lines quoted, spaces too large to
 // list, databases only read -------------------------------------------------------------------
 
+// On a GPU each fuzz worker is a CUDA context, which the driver creates one at a time while the
+// host's other processes wait: a tune with nothing to fuzz starts none. Nothing to fuzz: a new
+// shape whose configurations passed their fuzz at another (the fuzz does not depend on the shape),
+// or a resumed tune.
+TEST_F(CpuTune, ATuneWithNothingToFuzzStartsNoFuzzWorker) {
+  const Outcome first = tiletune(tune("tiled.cu", {"--fuzz-workers", "1"}));
+  ASSERT_EQ(first.exit_code, 0) << first;
+  EXPECT_THAT(first.out, HasSubstr("workers started 2 (1 fuzz workers)")) << first;
+
+  std::vector<std::string> other_shape = tune("tiled.cu", {"--fuzz-workers", "1"});
+  *std::find(other_shape.begin(), other_shape.end(), "40x36x20") = "33x17x41";
+  const Outcome other = tiletune(other_shape);
+  ASSERT_EQ(other.exit_code, 0) << other;
+  EXPECT_THAT(other.out, HasSubstr("workers started 1 (0 fuzz workers)")) << other;
+  EXPECT_THAT(other.out, ::testing::Not(HasSubstr("recorded earlier"))) << "the new shape was measured";
+
+  const Outcome again = tiletune(tune("tiled.cu", {"--fuzz-workers", "1"}));
+  ASSERT_EQ(again.exit_code, 0) << again;
+  EXPECT_THAT(again.out, HasSubstr("recorded earlier")) << again;
+  EXPECT_THAT(again.out, HasSubstr("workers started 1 (0 fuzz workers)")) << again;
+}
+
 TEST_F(CpuTune, FuzzWorkersBeyondTheCoresAreCappedWithAMessage) {
   const std::string cores = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
   const Outcome run = tiletune(tune("naive.cu", {"--fuzz-workers", "100000", "--budget", "4"}, 5));

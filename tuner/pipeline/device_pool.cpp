@@ -64,10 +64,6 @@ void DevicePool::serve(Lane& lane) {
   try {
     lane.lane.worker = std::make_unique<WorkerClient>(lane.command.argv, lane.command.watchdog);
     lane.lane.device = lane.lane.worker->device();  // starts the worker from this thread
-    if (lane.command.fuzz_workers > 0) {
-      lane.lane.fuzz_pool = std::make_unique<FuzzPool>(lane.command.argv, lane.command.watchdog,
-                                                       lane.command.fuzz_workers);
-    }
   } catch (const std::exception& e) {
     cannot_start = e.what();
   }
@@ -76,7 +72,11 @@ void DevicePool::serve(Lane& lane) {
   lane.cannot_start = cannot_start;
   changed_.notify_all();
   while (cannot_start.empty()) {
-    changed_.wait(lock, [&] { return stopping_ || lane.work; });
+    changed_.wait(lock, [&] { return stopping_ || lane.work || owes_fuzz_pool(lane); });
+    if (!stopping_ && owes_fuzz_pool(lane)) {
+      make_fuzz_pool(lane, lock);
+      continue;
+    }
     if (!lane.work) break;  // stopping, and nothing left to do
     Work work = lane.work;
     lock.unlock();
@@ -99,7 +99,35 @@ void DevicePool::serve(Lane& lane) {
   lane.lane.worker.reset();
 }
 
+void DevicePool::make_fuzz_pool(Lane& lane, std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  std::unique_ptr<FuzzPool> pool;
+  std::exception_ptr failure;
+  try {
+    if (lane.command.fuzz_workers > 0) {
+      pool = std::make_unique<FuzzPool>(lane.command.argv, lane.command.watchdog, lane.command.fuzz_workers);
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  lock.lock();
+  lane.lane.fuzz_pool = std::move(pool);
+  lane.fuzz_pool_made = true;
+  if (failure && !failure_) failure_ = failure;
+  changed_.notify_all();
+}
+
+void DevicePool::start_fuzzing() {
+  {
+    std::lock_guard lock(mutex_);
+    if (fuzzing_) return;
+    fuzzing_ = true;
+  }
+  changed_.notify_all();
+}
+
 int DevicePool::workers_started() const {
+  std::lock_guard lock(mutex_);
   int started = 0;
   for (const auto& lane : lanes_) {
     started += lane->lane.worker->workers_started();
@@ -109,6 +137,7 @@ int DevicePool::workers_started() const {
 }
 
 unsigned DevicePool::fuzz_workers() const {
+  std::lock_guard lock(mutex_);
   unsigned workers = 0;
   for (const auto& lane : lanes_) workers += lane->lane.fuzz_pool ? lane->lane.fuzz_pool->size() : 0;
   return workers;
@@ -134,7 +163,7 @@ void DevicePool::rethrow_failure(std::unique_lock<std::mutex>& lock) {
 
 bool DevicePool::idle() const {
   for (const auto& lane : lanes_) {
-    if (lane->work) return false;
+    if (lane->work || owes_fuzz_pool(*lane)) return false;
   }
   return true;
 }

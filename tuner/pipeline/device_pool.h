@@ -1,7 +1,9 @@
 // The devices of one model (one GPU identity in the database) that a tune evaluates on, side by
 // side. Each has a lane: an evaluation worker that verifies and times, and a fuzz pool, all started
 // with the lane's worker command (`tiletune worker --device N`), so that their CUDA contexts sit
-// on that device alone. The tuner dispatches groups of configurations to whichever lane is free;
+// on that device alone. The fuzz pools start when the tune first has something to fuzz
+// (start_fuzzing), so a tune that has nothing to fuzz (resumed, or of configurations fuzzed at
+// other shapes) creates no context beyond the evaluation workers'. The tuner dispatches groups of configurations to whichever lane is free;
 // a lane fuzzes its group on its own pool and worker, then times the ones that passed on its
 // worker, so no fuzz runs on a GPU while that GPU times (two GPUs timing at once do not disturb each other).
 //
@@ -35,7 +37,8 @@ namespace tiletune {
 struct DeviceLane {
   DeviceProperties device;
   std::unique_ptr<WorkerClient> worker;
-  std::unique_ptr<FuzzPool> fuzz_pool;  // none with no fuzz workers: the worker fuzzes
+  // None with no fuzz workers (the worker fuzzes) and until DevicePool::start_fuzzing.
+  std::unique_ptr<FuzzPool> fuzz_pool;
   int settled = 0;            // configurations that this device gave an outcome
   double busy_seconds = 0;    // time spent on work dispatched here
   // Where that time went: "fuzz" (a group fuzzed on the pool and the worker), the stages of its
@@ -70,7 +73,14 @@ class DevicePool {
   std::size_t size() const { return lanes_.size(); }
   const DeviceLane& lane(std::size_t i) const { return lanes_[i]->lane; }
   int workers_started() const;
-  unsigned fuzz_workers() const;  // over all lanes
+  unsigned fuzz_workers() const;  // started, over all lanes
+  // The fuzz workers each lane's pool has once started (its command's).
+  unsigned fuzz_workers_per_lane() const { return lanes_.front()->command.fuzz_workers; }
+
+  // Has every lane start its fuzz pool, once, without waiting for it: each lane makes its pool
+  // (whose workers then start in the background) before it takes more work, and counts as busy
+  // until it has. Call it before dispatching the first work that fuzzes.
+  void start_fuzzing();
 
   // Runs `work` on the first free lane's thread (on lane `only` when it is given), waiting for
   // one while running what the lanes deliver. Rethrows here what a lane's work threw.
@@ -97,8 +107,15 @@ class DevicePool {
     Work work;  // the work handed to the lane, while it has some
     bool started = false;
     std::string cannot_start;
+    bool fuzz_pool_made = false;
   };
   void serve(Lane& lane);
+  // With the mutex held: the lane is to make its fuzz pool and has not yet.
+  bool owes_fuzz_pool(const Lane& lane) const {
+    return fuzzing_ && !lane.fuzz_pool_made && lane.cannot_start.empty();
+  }
+  // Makes the lane's fuzz pool on its thread; `lock` is held on entry and exit.
+  void make_fuzz_pool(Lane& lane, std::unique_lock<std::mutex>& lock);
   // Runs the deliveries waiting; `lock` is held on entry and exit, released while they run.
   void run_deliveries(std::unique_lock<std::mutex>& lock);
   void rethrow_failure(std::unique_lock<std::mutex>& lock);
@@ -111,6 +128,7 @@ class DevicePool {
   std::deque<std::function<void()>> deliveries_;
   std::exception_ptr failure_;
   bool stopping_ = false;
+  bool fuzzing_ = false;  // start_fuzzing was called
 };
 
 }  // namespace tiletune

@@ -374,6 +374,14 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
 
   std::vector<Configuration> configs;
   for (const std::size_t index : to_compile) configs.push_back(search.space[index]);
+  // The fuzz workers start with the first batch that has something to fuzz, beside its compiling:
+  // a tune whose configurations all passed their fuzz (at other shapes, in an earlier run) starts
+  // none.
+  if (std::any_of(configs.begin(), configs.end(), [&](const Configuration& config) {
+        return !fuzz_passed_.contains(fuzz_key(search.tmpl, config.to_string()));
+      })) {
+    devices_.start_fuzzing();
+  }
   search.event(&configs.front(), fmt::format("compiling {} configurations", configs.size()));
   CompileAhead ahead(compiled_, search.tmpl, configs);
 
@@ -381,8 +389,8 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
   // worker fuzz a group, then the worker measures it while the pool waits. With several
   // devices, a group is at most a device's share of what remains, so that the groups shrink
   // towards the end of the batch and the devices finish it together.
-  const DeviceLane& first = devices_.lane(0);
-  const std::size_t largest = first.fuzz_pool ? 2 * (std::size_t(first.fuzz_pool->size()) + 1) : 1;
+  const std::size_t fuzz_workers = devices_.fuzz_workers_per_lane();
+  const std::size_t largest = fuzz_workers > 0 ? 2 * (fuzz_workers + 1) : 1;
   LanesDone lanes_done(devices_);  // the lanes' work refers to the search
   int groups_out = 0;               // dispatched, and not delivered back in full
   bool stopped = false;
