@@ -53,8 +53,9 @@ class AsyncGroups {
 };
 
 struct CudaThreadFiber {
-  // waiting: at a barrier; at_collective: at a warp collective; at_activemask: at __activemask().
-  enum class State { ready, waiting, at_collective, at_activemask, returned, trapped };
+  // waiting: at a barrier; at_collective: at a warp collective; at_activemask: at __activemask();
+  // at_named_barrier: at a tt_bar_sync.
+  enum class State { ready, waiting, at_collective, at_activemask, at_named_barrier, returned, trapped };
 
   tt_cpu_thread thread{};
   std::uint32_t index = 0;   // the linear thread index; its warp is index / 32, its lane index % 32
@@ -62,6 +63,7 @@ struct CudaThreadFiber {
   context::fiber scheduler;  // held by the fiber while it runs: where __syncthreads() goes back to
   State state = State::returned;
   unsigned int line = 0;                   // of the barrier or __activemask() it waits at
+  unsigned int named_barrier = 0;          // the number of the named barrier it waits at
   tt_cpu_warp_call* collective = nullptr;  // the collective it waits at
   unsigned int activemask = 0;             // what its __activemask() returns
   std::string trap;
@@ -74,6 +76,17 @@ struct CudaThreadFiber {
 struct BlockRunner::Warp {
   std::uint32_t lanes = 0, at_collective = 0, returned = 0;
 };
+
+// A named barrier between completions: the count it was given, and who has arrived.
+struct BlockRunner::NamedBarrier {
+  unsigned int threads = 0, arrived = 0;
+  unsigned int line = 0;                   // of its first arrival
+  std::vector<std::uint32_t> warp_lanes;   // the lanes of each warp that have arrived
+};
+
+namespace {
+constexpr unsigned int kNamedBarriers = 16;
+}  // namespace
 
 namespace {
 
@@ -188,7 +201,8 @@ const tt_cpu_host& cpu_host_functions() {
                                 &BlockRunner::async_copy_retire,
                                 &BlockRunner::async_mma_issue,
                                 &BlockRunner::async_mma_commit,
-                                &BlockRunner::async_mma_retire};
+                                &BlockRunner::async_mma_retire,
+                                &BlockRunner::named_barrier};
   return host;
 }
 
@@ -263,6 +277,7 @@ void BlockRunner::run(const BlockLaunch& launch, std::uint64_t linear) {
     warps_[w].lanes = lanes == 32 ? ~0u : (1u << lanes) - 1;
   }
   ready_ = count;
+  named_barriers_.assign(kNamedBarriers, NamedBarrier{});
   running_runner = this;
 
   poison_shared_memory(*launch.kernel);
@@ -321,6 +336,7 @@ void BlockRunner::run_phases(const BlockLaunch& launch, std::uint64_t linear, st
     if (ready_ > 0) continue;  // lanes released by a collective after their turn in the pass
     if (release_activemask_waiters(count)) continue;
     check_warp_collectives(count);
+    check_named_barriers(count);
     const CudaThreadFiber* first = nullptr;
     for (std::uint32_t i = 0; i < count; ++i) {
       CudaThreadFiber& fiber = fibers_[i];
@@ -387,6 +403,8 @@ void BlockRunner::check_warp_collectives(std::uint32_t count) const {
         }
       } else if (other.state == State::waiting) {
         place = fmt::format("at the __syncthreads() of line {}", other.line);
+      } else if (other.state == State::at_named_barrier) {
+        place = fmt::format("at the tt_bar_sync({}) of line {}", other.named_barrier, other.line);
       } else {
         place = "exited";
       }
@@ -402,6 +420,82 @@ void BlockRunner::check_warp_collectives(std::uint32_t count) const {
     throw LaunchError(fmt::format("warp divergence in block {}, warp {}: {}",
                                   coordinates(fiber.thread.block_idx), warp, text));
   }
+}
+
+void BlockRunner::check_named_barriers(std::uint32_t count) const {
+  using State = CudaThreadFiber::State;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const CudaThreadFiber& fiber = fibers_[i];
+    if (fiber.state != State::at_named_barrier) continue;
+    const NamedBarrier& barrier = named_barriers_[fiber.named_barrier];
+    std::uint32_t at_barrier = 0, at_syncthreads = 0, exited = 0;
+    for (std::uint32_t j = 0; j < count; ++j) {
+      const State state = fibers_[j].state;
+      at_barrier += state == State::at_named_barrier;
+      at_syncthreads += state == State::waiting;
+      exited += state == State::returned;
+    }
+    throw LaunchError(fmt::format(
+        "named barrier {} never completes in block {}: thread {} waits at the tt_bar_sync of "
+        "line {} for {} threads, {} arrived; of the block's {} threads, {} wait at named "
+        "barriers, {} at a __syncthreads(), {} exited",
+        fiber.named_barrier, coordinates(fiber.thread.block_idx),
+        coordinates(fiber.thread.thread_idx), fiber.line, barrier.threads, barrier.arrived, count,
+        at_barrier, at_syncthreads, exited));
+  }
+}
+
+void BlockRunner::named_barrier(unsigned int id, unsigned int threads, int wait, unsigned int line) {
+  using State = CudaThreadFiber::State;
+  CudaThreadFiber* self = running_fiber;
+  BlockRunner& runner = *running_runner;
+  const std::uint32_t block_threads = std::uint32_t(std::accumulate(
+      runner.warps_.begin(), runner.warps_.end(), 0, [](int sum, const Warp& warp) {
+        return sum + std::popcount(warp.lanes);
+      }));
+  const auto fail = [&](const std::string& why) {
+    throw KernelTrap{fmt::format("the {}({}, {}) of line {}: {}", wait ? "tt_bar_sync" : "tt_bar_arrive",
+                                 id, threads, line, why)};
+  };
+  if (id == 0 || id >= kNamedBarriers) fail("named barriers are 1 to 15 (0 is __syncthreads()'s)");
+  if (threads == 0 || threads % 32 != 0) fail("the thread count is not a positive multiple of 32");
+  if (threads > block_threads) fail(fmt::format("the block has {} threads", block_threads));
+  NamedBarrier& barrier = runner.named_barriers_[id];
+  const std::uint32_t w = self->index / 32, lane_bit = 1u << (self->index % 32);
+  if (barrier.arrived == 0) {
+    barrier.threads = threads;
+    barrier.line = line;
+    barrier.warp_lanes.assign(runner.warps_.size(), 0);
+  } else if (barrier.threads != threads) {
+    fail(fmt::format("barrier {} is counting to {} since line {}", id, barrier.threads, barrier.line));
+  } else if (barrier.warp_lanes[w] & lane_bit) {
+    fail(fmt::format("this thread arrived at barrier {} before, and it has not completed since", id));
+  }
+  barrier.warp_lanes[w] |= lane_bit;
+  if (++barrier.arrived == barrier.threads) {
+    // bar.sync is .aligned: a warp arrives whole, every lane of it that has not exited.
+    for (std::uint32_t v = 0; v < runner.warps_.size(); ++v) {
+      const Warp& warp = runner.warps_[v];
+      const std::uint32_t arrived = barrier.warp_lanes[v];
+      if (arrived != 0 && (warp.lanes & ~arrived & ~warp.returned) != 0) {
+        fail(fmt::format("barrier {} completed with {} of warp {} arrived, not the whole warp", id,
+                         lanes_text(arrived), v));
+      }
+    }
+    for (std::uint32_t i = 0; i < block_threads; ++i) {  // fibers_ may hold more: a larger block's
+      CudaThreadFiber& other = runner.fibers_[i];
+      if (other.state != State::at_named_barrier || other.named_barrier != id) continue;
+      other.state = State::ready;
+      ++runner.ready_;
+    }
+    barrier = NamedBarrier{};
+    return;
+  }
+  if (!wait) return;
+  self->state = State::at_named_barrier;
+  self->named_barrier = id;
+  self->line = line;
+  self->scheduler = std::move(self->scheduler).resume();
 }
 
 void BlockRunner::warp_collective(tt_cpu_warp_call* call) {

@@ -21,6 +21,14 @@
 // retires their group; copies never waited for are dropped when the block ends. Asynchronous
 // matrix operations (wgmma) queue the same way, in a queue of their own.
 //
+// Named barriers (bar.sync / bar.arrive id, threads: <tiletune/named_barrier.h>) count arrivals;
+// a thread that waits at one is suspended until the last of its `threads` arrives, which resumes
+// the waiters later in the pass or in the next one, and a thread that only arrives runs on. Once
+// no thread can go on, a thread still waiting at a named barrier is a deadlock (the barrier never
+// completes: a thread it counts on exited or waits elsewhere), reported with the barrier's count.
+// A barrier completed by part of a warp, or a thread that arrives twice before it completes, is
+// an error too.
+//
 // __shared__ arrays are thread_local variables of the kernel's shared object (cuda_on_cpu.h); an
 // OS thread runs one block at a time, so each block in flight has its own. At the start of every
 // block the object's whole thread-local block is filled with 0xff bytes (a NaN as a float), so a
@@ -101,6 +109,8 @@ class BlockRunner {
   bool release_activemask_waiters(std::uint32_t count);
   // Throws LaunchError describing the collective a lane still waits at, when one does.
   void check_warp_collectives(std::uint32_t count) const;
+  // Throws LaunchError describing the named barrier a thread still waits at, when one does.
+  void check_named_barriers(std::uint32_t count) const;
 
   // tiletune's side of the warp built-ins and asynchronous copies (cuda_on_cpu.h), for the fiber
   // running on this OS thread.
@@ -112,11 +122,14 @@ class BlockRunner {
   static void async_mma_issue(const tt_cpu_async_mma* operation);
   static void async_mma_commit();
   static const tt_cpu_async_mma* async_mma_retire(unsigned int pending);
+  static void named_barrier(unsigned int id, unsigned int threads, int wait, unsigned int line);
 
+  struct NamedBarrier;
   std::vector<Stack> stacks_;
   std::vector<CudaThreadFiber> fibers_;
   std::vector<Warp> warps_;
   std::vector<std::uint32_t> order_;
+  std::vector<NamedBarrier> named_barriers_;  // 16, by number; 0 (__syncthreads()'s) unused
   std::uint32_t ready_ = 0;  // fibers that can be resumed
 };
 

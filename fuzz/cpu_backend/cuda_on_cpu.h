@@ -8,8 +8,8 @@
 //
 // Warp-level built-ins (__shfl*_sync, votes, __syncwarp, __activemask) are warp collectives: each
 // lane waits at the call until every lane its mask names has arrived (block_scheduler.h). The
-// device library (kernels_src/include/tiletune/: tensor cores, asynchronous copies) builds on the
-// same calls. What the CPU cannot emulate (inline assembly, CUDA's own tensor core fragments and
+// device library (kernels_src/include/tiletune/: tensor cores, asynchronous copies, named
+// barriers) builds on the same calls. What the CPU cannot emulate (inline assembly, CUDA's own tensor core fragments and
 // asynchronous copies, warp reductions and matches, cooperative groups) is not declared here:
 // tiletune rejects such a template by scanning its preprocessed source before compiling
 // (source_scan.cpp).
@@ -84,12 +84,16 @@ struct tt_cpu_host {
   void (*async_mma_issue)(const struct tt_cpu_async_mma* operation);
   void (*async_mma_commit)(void);
   const struct tt_cpu_async_mma* (*async_mma_retire)(unsigned int pending);
+  // Counts the caller's arrival at named barrier `id` (bar.sync / bar.arrive id, threads); once
+  // `threads` threads have arrived it completes: its waiters go on and it starts over. With
+  // `wait`, the caller waits for that (suspended). `line` names the call site in errors.
+  void (*named_barrier)(unsigned int id, unsigned int threads, int wait, unsigned int line);
 };
 
 }  // extern "C"
 
 // Bumped whenever the structures above or the exported functions below change.
-#define TT_CPU_ABI_VERSION 4
+#define TT_CPU_ABI_VERSION 5
 
 #ifndef TT_CPU_BACKEND_HOST
 

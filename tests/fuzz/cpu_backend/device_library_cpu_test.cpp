@@ -3,7 +3,9 @@
 // against a host computation of the tile with a distinct value in every element, tt_ldmatrix_x4
 // giving each lane its A fragment from a swizzled tile, cp.async whose copies land only when a
 // wait retires them, so that a kernel without its wait is wrong, and <tiletune/warpgroup_mma.h>:
-// wgmma by the PTX layouts and the 128-byte swizzle, carried out only when a wait retires it.
+// wgmma by the PTX layouts and the 128-byte swizzle, carried out only when a wait retires it; and
+// <tiletune/named_barrier.h>: a producer and a consumer warp that skip a barrier are wrong, a
+// barrier that never completes or is misused is an error.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -319,6 +321,100 @@ TEST(DeviceLibraryCpu, AMisalignedSixteenByteCopyIsAnError) {
   } catch (const LaunchError& e) {
     EXPECT_THAT(e.what(), HasSubstr("tt_cp_async_16: an address is not 16-byte aligned"));
   }
+}
+
+// <tiletune/named_barrier.h>: warp 0 produces 8 rounds into two stages of shared memory, warp 1
+// consumes them; FULL[s] (barriers 1, 2) says a stage is written, EMPTY[s] (3, 4) that it is read.
+std::string pipeline_body(bool full, bool empty) {
+  std::string body = R"(
+  __shared__ float stage[2][32];
+  float sum = 0.0f;
+  for (int r = 0; r < 8; ++r) {
+    const int s = r % 2;
+    if (t < 32) {
+      if (r >= 2) EMPTY_WAIT;
+      stage[s][lane] = A[32 * r + lane];
+      FULL_ARRIVE;
+    } else {
+      FULL_WAIT;
+      sum += stage[s][(lane + 1) % 32];
+      EMPTY_ARRIVE;
+    }
+  }
+  if (t >= 32) C[lane] = sum;
+)";
+  const auto put = [&](const std::string& name, const std::string& text) {
+    body.replace(body.find(name), name.size(), text);
+  };
+  put("FULL_ARRIVE", full ? "tt_bar_arrive(1 + s, 64)" : "(void)0");
+  put("FULL_WAIT", full ? "tt_bar_sync(1 + s, 64)" : "(void)0");
+  put("EMPTY_WAIT", empty ? "tt_bar_sync(3 + s, 64)" : "(void)0");
+  put("EMPTY_ARRIVE", empty ? "tt_bar_arrive(3 + s, 64)" : "(void)0");
+  return body;
+}
+
+const std::string kNamedBarrier = "#include <tiletune/named_barrier.h>";
+
+TEST(DeviceLibraryCpu, NamedBarriersPassStagesFromAProducerWarpToAConsumerWarp) {
+  std::vector<float> in(256);
+  for (int i = 0; i < 256; ++i) in[i] = float(i % 29 + 1);
+  std::vector<float> expected(32, 0.0f);
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int r = 0; r < 8; ++r) expected[lane] += in[32 * r + (lane + 1) % 32];
+  }
+  const CpuProbe right("pipeline", pipeline_body(true, true), kNamedBarrier);
+  const CpuProbe no_full("pipeline_no_full", pipeline_body(false, true), kNamedBarrier);
+  const CpuProbe no_empty("pipeline_no_empty", pipeline_body(true, false), kNamedBarrier);
+  // A warp that runs ahead reads or overwrites a stage out of turn, or arrives at its other
+  // barrier a second time before that completed: a wrong result or an error.
+  const auto caught = [&](const CpuProbe& mutant, std::uint64_t seed) {
+    try {
+      return mutant.run({64, 1, 1}, in, 32, seed) != expected;
+    } catch (const LaunchError& e) {
+      return std::string(e.what()).find("before, and it has not completed since") != std::string::npos;
+    }
+  };
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    EXPECT_EQ(right.run({64, 1, 1}, in, 32, seed), expected) << "seed " << seed;
+    EXPECT_TRUE(caught(no_full, seed)) << "seed " << seed << ": a consumer that does not wait";
+    EXPECT_TRUE(caught(no_empty, seed)) << "seed " << seed << ": a producer that does not wait";
+  }
+}
+
+// The LaunchError a probe's run ends with ("" when it ends without one).
+std::string launch_error(const std::string& name, const std::string& body, std::uint32_t threads) {
+  try {
+    CpuProbe(name, body, kNamedBarrier).run({threads, 1, 1}, std::vector<float>(64, 1.0f), 1);
+  } catch (const LaunchError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DeviceLibraryCpu, ANamedBarrierThatNeverCompletesIsReported) {
+  // Warp 2 exits at once, warp 0 after arriving: barrier 1 waits for 96 threads, 64 arrive.
+  const std::string error = launch_error("bar_deadlock", R"(
+  if (t >= 64) return;
+  if (t < 32) tt_bar_arrive(1, 96); else tt_bar_sync(1, 96);
+)",
+                                         96);
+  EXPECT_THAT(error, HasSubstr("named barrier 1 never completes in block (0, 0, 0)"));
+  EXPECT_THAT(error, HasSubstr("for 96 threads, 64 arrived"));
+  EXPECT_THAT(error, HasSubstr("32 wait at named barriers, 0 at a __syncthreads(), 64 exited"));
+}
+
+TEST(DeviceLibraryCpu, NamedBarriersRefuseWhatTheGpuDoesNotDefine) {
+  EXPECT_THAT(launch_error("bar_zero", "tt_bar_sync(0, 32);", 32),
+              HasSubstr("named barriers are 1 to 15 (0 is __syncthreads()'s)"));
+  EXPECT_THAT(launch_error("bar_count", "tt_bar_sync(1, 48);", 64),
+              HasSubstr("the thread count is not a positive multiple of 32"));
+  EXPECT_THAT(launch_error("bar_too_many", "tt_bar_sync(1, 64);", 32), HasSubstr("the block has 32 threads"));
+  EXPECT_THAT(launch_error("bar_counts_differ", "if (t < 32) tt_bar_sync(1, 64); else tt_bar_arrive(1, 96);", 96),
+              HasSubstr("barrier 1 is counting to"));
+  EXPECT_THAT(launch_error("bar_half_warps", "if ((t < 32) == (lane < 16)) tt_bar_sync(1, 32);\n  __syncthreads();", 64),
+              HasSubstr("not the whole warp"));
+  EXPECT_THAT(launch_error("bar_twice", "if (t < 32) { tt_bar_arrive(1, 64); tt_bar_arrive(1, 64); } else tt_bar_sync(1, 64);", 64),
+              HasSubstr("arrived at barrier 1 before"));
 }
 
 // Distinct small integers: R and C distinct per element, S small and uneven, so that an element
