@@ -277,6 +277,7 @@ void BlockRunner::run(const BlockLaunch& launch, std::uint64_t linear) {
     warps_[w].lanes = lanes == 32 ? ~0u : (1u << lanes) - 1;
   }
   ready_ = count;
+  threads_ = count;
   named_barriers_.assign(kNamedBarriers, NamedBarrier{});
   running_runner = this;
 
@@ -449,10 +450,7 @@ void BlockRunner::named_barrier(unsigned int id, unsigned int threads, int wait,
   using State = CudaThreadFiber::State;
   CudaThreadFiber* self = running_fiber;
   BlockRunner& runner = *running_runner;
-  const std::uint32_t block_threads = std::uint32_t(std::accumulate(
-      runner.warps_.begin(), runner.warps_.end(), 0, [](int sum, const Warp& warp) {
-        return sum + std::popcount(warp.lanes);
-      }));
+  const std::uint32_t block_threads = runner.threads_;
   const auto fail = [&](const std::string& why) {
     throw KernelTrap{fmt::format("the {}({}, {}) of line {}: {}", wait ? "tt_bar_sync" : "tt_bar_arrive",
                                  id, threads, line, why)};
@@ -482,7 +480,7 @@ void BlockRunner::named_barrier(unsigned int id, unsigned int threads, int wait,
                          lanes_text(arrived), v));
       }
     }
-    for (std::uint32_t i = 0; i < block_threads; ++i) {  // fibers_ may hold more: a larger block's
+    for (std::uint32_t i = 0; i < block_threads; ++i) {
       CudaThreadFiber& other = runner.fibers_[i];
       if (other.state != State::at_named_barrier || other.named_barrier != id) continue;
       other.state = State::ready;

@@ -130,7 +130,8 @@ class BlockRunner {
   std::vector<Warp> warps_;
   std::vector<std::uint32_t> order_;
   std::vector<NamedBarrier> named_barriers_;  // 16, by number; 0 (__syncthreads()'s) unused
-  std::uint32_t ready_ = 0;  // fibers that can be resumed
+  std::uint32_t threads_ = 0;  // of the running block (fibers_ may hold more: a larger block's)
+  std::uint32_t ready_ = 0;    // fibers that can be resumed
 };
 
 }  // namespace tiletune

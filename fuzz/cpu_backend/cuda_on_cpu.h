@@ -9,10 +9,10 @@
 // Warp-level built-ins (__shfl*_sync, votes, __syncwarp, __activemask) are warp collectives: each
 // lane waits at the call until every lane its mask names has arrived (block_scheduler.h). The
 // device library (kernels_src/include/tiletune/: tensor cores, asynchronous copies, named
-// barriers) builds on the same calls. What the CPU cannot emulate (inline assembly, CUDA's own tensor core fragments and
-// asynchronous copies, warp reductions and matches, cooperative groups) is not declared here:
-// tiletune rejects such a template by scanning its preprocessed source before compiling
-// (source_scan.cpp).
+// barriers) builds on the same calls. What the CPU cannot emulate (inline assembly, CUDA's own
+// tensor core fragments and asynchronous copies, warp reductions and matches, cooperative
+// groups) is not declared here: tiletune rejects such a template by scanning its preprocessed
+// source before compiling (source_scan.cpp).
 #pragma once
 
 extern "C" {

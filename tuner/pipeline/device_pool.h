@@ -3,9 +3,10 @@
 // with the lane's worker command (`tiletune worker --device N`), so that their CUDA contexts sit
 // on that device alone. The fuzz pools start when the tune first has something to fuzz
 // (start_fuzzing), so a tune that has nothing to fuzz (resumed, or of configurations fuzzed at
-// other shapes) creates no context beyond the evaluation workers'. The tuner dispatches groups of configurations to whichever lane is free;
-// a lane fuzzes its group on its own pool and worker, then times the ones that passed on its
-// worker, so no fuzz runs on a GPU while that GPU times (two GPUs timing at once do not disturb each other).
+// other shapes) creates no context beyond the evaluation workers'. The tuner dispatches groups
+// of configurations to whichever lane is free; a lane fuzzes its group on its own pool and
+// worker, then times the ones that passed on its worker, so no fuzz runs on a GPU while that GPU
+// times (two GPUs timing at once do not disturb each other).
 //
 // Each lane has a thread of its own that starts and restarts its worker (a worker dies with the
 // thread that started it): a crash, a hang or a lost context costs only its configuration on its

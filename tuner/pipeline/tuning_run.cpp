@@ -243,11 +243,15 @@ EvaluationRequest TuningRun::request_for(const Search& search, const Configurati
   request.tmpl = {search.tmpl.name, search.tmpl.source_hash, search.tmpl.path.string(), search.tmpl.source};
   request.config = config.to_string();
   request.shape = search.shape;
-  request.fuzz = !fuzz_passed_.contains(fuzz_key(search.tmpl, request.config));
+  request.fuzz = needs_fuzz(search.tmpl, request.config);
   request.fuzz_settings = settings_.fuzz;
   request.timing = settings_.timing;
   request.data_seed = settings_.data_seed;
   return request;
+}
+
+bool TuningRun::needs_fuzz(const KernelTemplate& tmpl, const std::string& config) const {
+  return !fuzz_passed_.contains(fuzz_key(tmpl, config));
 }
 
 void TuningRun::note_fuzz_verdict(const Search& search, const EvaluationRequest& request,
@@ -378,7 +382,7 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
   // a tune whose configurations all passed their fuzz (at other shapes, in an earlier run) starts
   // none.
   if (std::any_of(configs.begin(), configs.end(), [&](const Configuration& config) {
-        return !fuzz_passed_.contains(fuzz_key(search.tmpl, config.to_string()));
+        return needs_fuzz(search.tmpl, config.to_string());
       })) {
     devices_.start_fuzzing();
   }
