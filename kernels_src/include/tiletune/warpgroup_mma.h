@@ -22,6 +22,12 @@
 //                                    accumulators they update) is not to be read or written before
 //   tt_fence_proxy_async()           makes this thread's shared-memory writes visible to wgmma's
 //                                    reads (fence.proxy.async); then a __syncthreads() for others'
+//   tt_setmaxnreg_inc<R>()           the calling warpgroup's threads take, or give back, registers
+//   tt_setmaxnreg_dec<R>()           up or down to R each (a multiple of 8, 24 to 256; setmaxnreg),
+//                                    so that warpgroups with different jobs split the register
+//                                    file unevenly; ptxas then allocates the code that follows
+//                                    within R. Called by all 128 threads of the warpgroup, the
+//                                    block's total within 64 Ki; a no-op on the CPU backend
 //
 // Like mma.sync, wgmma reads the top 19 bits of each float (TF32, truncated): round them first
 // with tt_tf32_round for round-to-nearest. What the GPU guarantees of an issued operation: it
@@ -32,6 +38,9 @@
 #pragma once
 
 #include <tiletune/tensor_core.h>
+
+#define TT_SETMAXNREG_CHECK(R) \
+  static_assert((R) % 8 == 0 && (R) >= 24 && (R) <= 256, "setmaxnreg: a multiple of 8, 24 to 256")
 
 #if defined(__CUDA_ARCH__)
 
@@ -171,6 +180,16 @@ __device__ __forceinline__ void tt_wgmma_wait(float (&d)[Floats]) {
 __device__ __forceinline__ void tt_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+template <int Registers>
+__device__ __forceinline__ void tt_setmaxnreg_inc() {
+  TT_SETMAXNREG_CHECK(Registers);
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Registers));
+}
+template <int Registers>
+__device__ __forceinline__ void tt_setmaxnreg_dec() {
+  TT_SETMAXNREG_CHECK(Registers);
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Registers));
+}
 
 #elif defined(TT_CPU_ABI_VERSION)  // tiletune's CPU backend (cuda_on_cpu.h)
 
@@ -254,6 +273,14 @@ inline void tt_wgmma_wait(float (&)[Floats]) {
   }
 }
 inline void tt_fence_proxy_async() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+template <int Registers>
+inline void tt_setmaxnreg_inc() {
+  TT_SETMAXNREG_CHECK(Registers);
+}
+template <int Registers>
+inline void tt_setmaxnreg_dec() {
+  TT_SETMAXNREG_CHECK(Registers);
+}
 
 #else  // a host compiler pass outside tiletune (nvcc's host side): declarations only
 
@@ -266,5 +293,9 @@ __device__ void tt_wgmma_commit();
 template <int Pending, int Floats>
 __device__ void tt_wgmma_wait(float (&d)[Floats]);
 __device__ void tt_fence_proxy_async();
+template <int Registers>
+__device__ void tt_setmaxnreg_inc();
+template <int Registers>
+__device__ void tt_setmaxnreg_dec();
 
 #endif

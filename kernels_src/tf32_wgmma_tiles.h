@@ -1,0 +1,221 @@
+// What tf32_wgmma.cu and tf32_wgmma_specialized.cu share: the block's tiles in shared memory, the
+// copies that fill them, the rounding of A's tile, B^T's fragments and the epilogue. The including
+// template defines kBM (C rows per block: wgmma's N), kBN (C columns per block: 64 per consumer
+// warpgroup), kStages, kCopyThreads (the threads that copy: the whole block, or a producer
+// warpgroup), kUnrollMaskedCopies (copy_step_masked) and includes <tiletune/async_copy.h> and <tiletune/warpgroup_mma.h> first.
+//
+// Roles. TF32 wgmma reads only K-major operands from shared memory: the register operand (64 x 8)
+// may come from anywhere, the shared one must have each of its N columns' 8 k contiguous. A is
+// K-major (a row of A is contiguous in k), B is not (a row of B is contiguous in n). So the kernels
+// compute C^T = B^T A^T: wgmma's M is our N (a warpgroup's 64 columns of C), its N is our M (BM
+// rows of C), its register operand is B^T (each lane loads its fragment from B's tile and rounds
+// it to TF32), its shared operand is A's tile as global memory has it.
+//
+// Shared memory. A's tile is BM rows of BK = 32 floats (128 bytes), the 16-byte chunk c of row m
+// at chunk c ^ (m % 8): wgmma's 128-byte swizzle, so that its reads of 8 rows hit 8 different
+// chunks of the banks; the tiles start 1024-byte aligned, as the swizzle is on address bits. B's
+// tile keeps global memory's orientation, rows of BN + 8 floats. A lane's fragment rows g and
+// g + 8 (wgmma's M) are taken as B's adjacent columns 2g and 2g + 1, so that a fragment is two
+// 8-byte loads (rows t and t + 4, t = lane % 4); a half-warp's load reads 4 rows at 4 pairs of
+// columns, which the 8-float pad puts 8 banks apart: no conflict.
+//
+// Copies. cp.async, 16-byte copies where lda, ldb and the pointers allow, else four 4-byte ones per
+// 4-float chunk; zero-filled past M, N and K; unmasked where the step lies wholly inside A and B.
+// wgmma truncates its inputs to TF32 and its shared operand cannot be rounded on its way, so the
+// thread that copied a chunk of A rounds it in place once it has landed (round_own_copies), then
+// fences it for wgmma's proxy (tt_fence_proxy_async) before a barrier makes it everyone's.
+#pragma once
+
+constexpr int kBK = 32;
+constexpr int kRowB = kBN + 8;  // floats of a row of B's tile
+constexpr int kTileA = kBM * kBK, kTileB = kBK * kRowB;
+
+__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// Where element (m, k) of A's tile lies: wgmma's 128-byte swizzle.
+__device__ __forceinline__ int offset_a(int m, int k) {
+  return m * kBK + 4 * ((k / 4) ^ (m % 8)) + k % 4;
+}
+
+// The block's view of the operands: rows m0.. of A and C, columns n0.. of B and C.
+struct BlockOperands {
+  const float* A;
+  const float* B;
+  int M, N, K, lda, ldb, m0, n0;
+};
+
+// A copying thread's share of a step's copies, fixed for the kernel: 4-float chunks (a row's k4
+// of A, n4 of B), consecutive threads on consecutive chunks of a row. A chunk is one 16-byte copy
+// where lda, ldb and the pointers allow (Vectors), else four 4-byte copies; either way the thread
+// that copied a chunk of A rounds it as one 16-byte word.
+struct CopyShare {
+  static constexpr int kPassesA = kTileA / 4 / kCopyThreads;
+  static constexpr int kPassesB = kBK * kBN / 4 / kCopyThreads;
+  static_assert(kTileA % (4 * kCopyThreads) == 0 && (kBK * kBN) % (4 * kCopyThreads) == 0,
+                "the tiles split evenly among the copying threads");
+  // Element (m, k) of A's tile that starts this thread's chunk of pass p; and (k, n) of B's.
+  __device__ __forceinline__ static void a_chunk(int tid, int p, int& m, int& k) {
+    const int e = (tid + p * kCopyThreads) * 4;
+    m = e / kBK;
+    k = e % kBK;
+  }
+  __device__ __forceinline__ static void b_chunk(int tid, int p, int& k, int& n) {
+    const int e = (tid + p * kCopyThreads) * 4;
+    k = e / kBN;
+    n = e % kBN;
+  }
+};
+
+// Copies a chunk of which `floats` (0 to 4) exist, zero-filling the rest.
+template <bool Vectors, bool Full>
+__device__ __forceinline__ void copy_chunk(float* dst, const float* src, int floats) {
+  if (Vectors) {
+    tt_cp_async_16(dst, src, Full ? 16 : 4 * floats);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const bool exists = Full || i < floats;
+      tt_cp_async_4(dst + i, exists ? src + i : src, exists ? 4 : 0);
+    }
+  }
+}
+
+// Issues this thread's copies of the step whose first k is k0 into one stage, masked: zero-filled
+// past M, N and K (blocks on C's edge, the last step of K). Unrolled (kUnrollMaskedCopies), the
+// compiler hoists every pass's row offsets and masks out of the main loop into registers: faster
+// where registers are to spare (tf32_wgmma: 9% at 4095x4097x4093), spilled where they are not (a
+// producer warpgroup of 56).
+template <bool Vectors>
+__device__ __forceinline__ void copy_step_masked(const BlockOperands& op, float* as, float* bs,
+                                                 int k0, int tid) {
+#pragma unroll(kUnrollMaskedCopies ? CopyShare::kPassesA : 1)
+  for (int p = 0; p < CopyShare::kPassesA; ++p) {
+    int m, k;
+    CopyShare::a_chunk(tid, p, m, k);
+    const int row = op.m0 + m, col = k0 + k;
+    const int floats = row < op.M ? max(0, min(4, op.K - col)) : 0;
+    const float* src = floats > 0 ? op.A + (size_t)row * op.lda + col : op.A;
+    copy_chunk<Vectors, false>(as + offset_a(m, k), src, floats);
+  }
+#pragma unroll(kUnrollMaskedCopies ? CopyShare::kPassesB : 1)
+  for (int p = 0; p < CopyShare::kPassesB; ++p) {
+    int k, n;
+    CopyShare::b_chunk(tid, p, k, n);
+    const int row = k0 + k, col = op.n0 + n;
+    const int floats = row < op.K ? max(0, min(4, op.N - col)) : 0;
+    const float* src = floats > 0 ? op.B + (size_t)row * op.ldb + col : op.B;
+    copy_chunk<Vectors, false>(bs + k * kRowB + n, src, floats);
+  }
+}
+
+// The same for a step whose tiles lie wholly inside A and B: no masks, and the sources walk from
+// pointers set once, so that a step costs little more than its copy instructions.
+template <bool Vectors>
+struct FullCopies {
+  const float* a;  // this thread's first A element of step 0 (pass 0), and B's
+  const float* b;
+  size_t a_pass, b_pass, b_step;  // elements from one pass to the next; B's from a step to the next
+
+  __device__ __forceinline__ FullCopies(const BlockOperands& op, int tid) {
+    int m, k, n;
+    CopyShare::a_chunk(tid, 0, m, k);
+    a = op.A + (size_t)(op.m0 + m) * op.lda + k;
+    a_pass = (size_t)(kCopyThreads * 4 / kBK) * op.lda;
+    CopyShare::b_chunk(tid, 0, k, n);
+    b = op.B + (size_t)k * op.ldb + op.n0 + n;
+    b_pass = (size_t)(kCopyThreads * 4 / kBN) * op.ldb;
+    b_step = (size_t)kBK * op.ldb;
+  }
+
+  __device__ __forceinline__ void copy_step(float* as, float* bs, int step, int tid) const {
+    const float* src = a + (size_t)step * kBK;
+#pragma unroll
+    for (int p = 0; p < CopyShare::kPassesA; ++p, src += a_pass) {
+      int m, k;
+      CopyShare::a_chunk(tid, p, m, k);
+      copy_chunk<Vectors, true>(as + offset_a(m, k), src, 4);
+    }
+    src = b + step * b_step;
+#pragma unroll
+    for (int p = 0; p < CopyShare::kPassesB; ++p, src += b_pass) {
+      int k, n;
+      CopyShare::b_chunk(tid, p, k, n);
+      copy_chunk<Vectors, true>(bs + k * kRowB + n, src, 4);
+    }
+  }
+};
+
+// A copying thread's copies of every step into the stages: the unmasked ones where the block is
+// inside C and the step inside K, else the masked ones.
+template <bool Vectors>
+struct StageCopies {
+  BlockOperands op;
+  FullCopies<Vectors> full;
+  bool interior;  // the block is inside C: only the last step of K takes masked copies
+  float* As;      // kStages tiles, each a multiple of 1024 bytes
+  float* Bs;
+  int steps, tid;
+
+  __device__ __forceinline__ StageCopies(const BlockOperands& op_, float* shared, int tid_)
+      : op(op_), full(op_, tid_), interior(op_.m0 + kBM <= op_.M && op_.n0 + kBN <= op_.N),
+        As(shared), Bs(shared + kStages * kTileA), steps(ceil_div(op_.K, kBK)), tid(tid_) {}
+
+  __device__ __forceinline__ void copy(int step) const {
+    float* const as = As + step % kStages * kTileA;
+    float* const bs = Bs + step % kStages * kTileB;
+    if (interior && (step + 1) * kBK <= op.K) {
+      full.copy_step(as, bs, step, tid);
+    } else {
+      copy_step_masked<Vectors>(op, as, bs, step * kBK, tid);
+    }
+  }
+
+  // Rounds to TF32, in place, the chunks of A this thread copied into the step's stage (landed:
+  // waited for).
+  __device__ __forceinline__ void round_own_copies(int step) const {
+    float* const as = As + step % kStages * kTileA;
+#pragma unroll
+    for (int p = 0; p < CopyShare::kPassesA; ++p) {
+      int m, k;
+      CopyShare::a_chunk(tid, p, m, k);
+      float4* const x = reinterpret_cast<float4*>(as + offset_a(m, k));
+      const float4 v = *x;
+      *x = make_float4(tt_tf32_round(v.x), tt_tf32_round(v.y), tt_tf32_round(v.z),
+                       tt_tf32_round(v.w));
+    }
+  }
+};
+
+// The columns of C (of B's tile) of a consumer thread's fragment rows g and g + 8, `wg` its
+// warpgroup among the consumers: wgmma's M is ours to map to C's columns, and this order gives
+// each lane two adjacent ones.
+__device__ __forceinline__ int fragment_columns(int wg, int thread_in_wg) {
+  return 64 * wg + 16 * (thread_in_wg / 32) + 2 * (thread_in_wg % 32 / 4);
+}
+
+// B^T's fragment of k8 slice s of a stage, rounded: the lane's rows g and g + 8 are B's columns
+// n_pair and n_pair + 1 (one 8-byte load per k), k = 8s + t and 8s + t + 4.
+__device__ __forceinline__ void load_fragment(const float* bs, int s, int n_pair, int t,
+                                              float (&fragment)[4]) {
+  const float* const row = bs + (8 * s + t) * kRowB + n_pair;
+  const float2 k_t = *reinterpret_cast<const float2*>(row);
+  const float2 k_t4 = *reinterpret_cast<const float2*>(row + 4 * kRowB);
+  fragment[0] = tt_tf32_round(k_t.x);
+  fragment[1] = tt_tf32_round(k_t.y);
+  fragment[2] = tt_tf32_round(k_t4.x);
+  fragment[3] = tt_tf32_round(k_t4.y);
+}
+
+// Epilogue: acc[4j + i] is C's element (m0 + 8j + 2t + i % 2, n0 + n_pair + i / 2).
+__device__ __forceinline__ void store_tile(const BlockOperands& op, float* __restrict__ C, int ldc,
+                                           const float (&acc)[kBM / 2], int n_pair, int t) {
+  const int rows = op.M - op.m0, cols = op.N - op.n0;
+#pragma unroll
+  for (int j = 0; j < kBM / 8; ++j) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int m = 8 * j + 2 * t + i % 2, n = n_pair + i / 2;
+      if (m < rows && n < cols) C[(size_t)(op.m0 + m) * ldc + op.n0 + n] = acc[4 * j + i];
+    }
+  }
+}
