@@ -37,6 +37,13 @@ __device__ __forceinline__ int offset_a(int m, int k) {
   return m * kBK + 4 * ((k / 4) ^ (m % 8)) + k % 4;
 }
 
+// x as two TF32 numbers, big = tf32(x) and small = tf32(x - big) (x - big is exact in FP32): the
+// 3xTF32 split (tf32x3_wgmma.cu).
+__device__ __forceinline__ void tf32_split(float x, float& big, float& small) {
+  big = tt_tf32_round(x);
+  small = tt_tf32_round(x - big);
+}
+
 // The block's view of the operands: rows m0.. of A and C, columns n0.. of B and C.
 struct BlockOperands {
   const float* A;
@@ -184,6 +191,28 @@ struct StageCopies {
                        tt_tf32_round(v.w));
     }
   }
+
+  // Splits the chunks of A this thread copied into the step's stage (landed: waited for): the big
+  // parts in place, the small ones at the same offset of the stage's tile in `small_tiles` (kStages
+  // tiles like As).
+  __device__ __forceinline__ void split_own_copies(int step, float* small_tiles) const {
+    float* const as = As + step % kStages * kTileA;
+    float* const small_as = small_tiles + step % kStages * kTileA;
+#pragma unroll
+    for (int p = 0; p < CopyShare::kPassesA; ++p) {
+      int m, k;
+      CopyShare::a_chunk(tid, p, m, k);
+      const int offset = offset_a(m, k);
+      const float4 v = *reinterpret_cast<const float4*>(as + offset);
+      float4 big, small;
+      tf32_split(v.x, big.x, small.x);
+      tf32_split(v.y, big.y, small.y);
+      tf32_split(v.z, big.z, small.z);
+      tf32_split(v.w, big.w, small.w);
+      *reinterpret_cast<float4*>(as + offset) = big;
+      *reinterpret_cast<float4*>(small_as + offset) = small;
+    }
+  }
 };
 
 // The columns of C (of B's tile) of a consumer thread's fragment rows g and g + 8, `wg` its
@@ -193,17 +222,25 @@ __device__ __forceinline__ int fragment_columns(int wg, int thread_in_wg) {
   return 64 * wg + 16 * (thread_in_wg / 32) + 2 * (thread_in_wg % 32 / 4);
 }
 
-// B^T's fragment of k8 slice s of a stage, rounded: the lane's rows g and g + 8 are B's columns
+// B^T's fragment of k8 slice s of a stage, as stored: the lane's rows g and g + 8 are B's columns
 // n_pair and n_pair + 1 (one 8-byte load per k), k = 8s + t and 8s + t + 4.
-__device__ __forceinline__ void load_fragment(const float* bs, int s, int n_pair, int t,
-                                              float (&fragment)[4]) {
+__device__ __forceinline__ void load_fragment_unrounded(const float* bs, int s, int n_pair, int t,
+                                                        float (&fragment)[4]) {
   const float* const row = bs + (8 * s + t) * kRowB + n_pair;
   const float2 k_t = *reinterpret_cast<const float2*>(row);
   const float2 k_t4 = *reinterpret_cast<const float2*>(row + 4 * kRowB);
-  fragment[0] = tt_tf32_round(k_t.x);
-  fragment[1] = tt_tf32_round(k_t.y);
-  fragment[2] = tt_tf32_round(k_t4.x);
-  fragment[3] = tt_tf32_round(k_t4.y);
+  fragment[0] = k_t.x;
+  fragment[1] = k_t.y;
+  fragment[2] = k_t4.x;
+  fragment[3] = k_t4.y;
+}
+
+// The same, rounded to TF32.
+__device__ __forceinline__ void load_fragment(const float* bs, int s, int n_pair, int t,
+                                              float (&fragment)[4]) {
+  load_fragment_unrounded(bs, s, n_pair, t, fragment);
+#pragma unroll
+  for (int r = 0; r < 4; ++r) fragment[r] = tt_tf32_round(fragment[r]);
 }
 
 // Epilogue: acc[4j + i] is C's element (m0 + 8j + 2t + i % 2, n0 + n_pair + i / 2).
