@@ -72,15 +72,7 @@ struct MainLoop {
     const float* const bs = copies.Bs + step % kStages * kTileB;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      float fragments[2][4];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) load_fragment(bs, 2 * half + i, n_pair, t, fragments[i]);
-      tt_wgmma_fence();
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        tt_wgmma_tf32<kBM>(acc, fragments[i], tt_wgmma_descriptor(as + 8 * (2 * half + i)));
-      }
-      tt_wgmma_commit();
+      issue_half_step(acc, as, bs, half, n_pair, t);
       if (half == 0) {
         if (step + kStages - 2 < copies.steps) copies.copy(step + kStages - 2);
         tt_cp_async_commit();
@@ -123,10 +115,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   float* const shared = tt_shared_align_1024(shared_bytes);
   const BlockOperands op = {A, B, M, N, K, lda, ldb, (int)blockIdx.y * kBM,
                             (int)blockIdx.x * kBN};
-  // One main loop for 16-byte copies, one for 4-byte copies, chosen once for the launch.
-  const bool vectors = lda % 4 == 0 && ldb % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0 &&
-                       reinterpret_cast<size_t>(B) % 16 == 0;
-  if (vectors) {
+  if (vector_copies(A, B, lda, ldb)) {
     wgmma_gemm<true>(op, C, ldc, shared);
   } else {
     wgmma_gemm<false>(op, C, ldc, shared);

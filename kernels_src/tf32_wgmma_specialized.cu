@@ -106,15 +106,7 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
     // issued, so that a slice's register operands are rewritten only once its wgmma is done.
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      float fragments[2][4];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) load_fragment(bs, 2 * half + i, n_pair, t, fragments[i]);
-      tt_wgmma_fence();
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        tt_wgmma_tf32<kBM>(acc, fragments[i], tt_wgmma_descriptor(as + 8 * (2 * half + i)));
-      }
-      tt_wgmma_commit();
+      issue_half_step(acc, as, bs, half, n_pair, t);
       tt_wgmma_wait<1>(acc);
       // Step - 1's wgmma are all done: its stage goes back to the producer, if it copies again.
       if (half == 0 && step >= 1 && step - 1 + kStages < steps) {
@@ -137,10 +129,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   const int wg = threadIdx.x / 128;
   if (wg < kProducers) {
     tt_setmaxnreg_dec<kProducerRegisters>();
-    // One copy loop for 16-byte copies, one for 4-byte copies, chosen once for the launch.
-    const bool vectors = lda % 4 == 0 && ldb % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0 &&
-                         reinterpret_cast<size_t>(B) % 16 == 0;
-    if (vectors) {
+    if (vector_copies(A, B, lda, ldb)) {
       produce<true>(op, shared, threadIdx.x);
     } else {
       produce<false>(op, shared, threadIdx.x);

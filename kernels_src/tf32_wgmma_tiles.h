@@ -243,6 +243,28 @@ __device__ __forceinline__ void load_fragment(const float* bs, int s, int n_pair
   for (int r = 0; r < 4; ++r) fragment[r] = tt_tf32_round(fragment[r]);
 }
 
+// Issues half of a step, k8 slices 2 half and 2 half + 1, as one wgmma group (committed): B^T's
+// fragments loaded and rounded, then one wgmma a slice.
+__device__ __forceinline__ void issue_half_step(float (&acc)[kBM / 2], const float* as,
+                                                const float* bs, int half, int n_pair, int t) {
+  float fragments[2][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) load_fragment(bs, 2 * half + i, n_pair, t, fragments[i]);
+  tt_wgmma_fence();
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    tt_wgmma_tf32<kBM>(acc, fragments[i], tt_wgmma_descriptor(as + 8 * (2 * half + i)));
+  }
+  tt_wgmma_commit();
+}
+
+// Whether the launch takes 16-byte copies: lda, ldb and the pointers allow them. One main loop for
+// 16-byte copies, one for 4-byte copies, chosen once for the launch.
+__device__ __forceinline__ bool vector_copies(const float* A, const float* B, int lda, int ldb) {
+  return lda % 4 == 0 && ldb % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0 &&
+         reinterpret_cast<size_t>(B) % 16 == 0;
+}
+
 // Epilogue: acc[4j + i] is C's element (m0 + 8j + 2t + i % 2, n0 + n_pair + i / 2).
 __device__ __forceinline__ void store_tile(const BlockOperands& op, float* __restrict__ C, int ldc,
                                            const float (&acc)[kBM / 2], int n_pair, int t) {

@@ -141,10 +141,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   float* const shared = tt_shared_align_1024(shared_bytes);
   const BlockOperands op = {A, B, M, N, K, lda, ldb, (int)blockIdx.y * kBM,
                             (int)blockIdx.x * kBN};
-  // One main loop for 16-byte copies, one for 4-byte copies, chosen once for the launch.
-  const bool vectors = lda % 4 == 0 && ldb % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0 &&
-                       reinterpret_cast<size_t>(B) % 16 == 0;
-  if (vectors) {
+  if (vector_copies(A, B, lda, ldb)) {
     wgmma_gemm<true>(op, C, ldc, shared);
   } else {
     wgmma_gemm<false>(op, C, ldc, shared);
