@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fuzz/gemm_executor.h"
+#include "tuner/nvrtc_compiler.h"
 #include "tests/fuzz/cpu_backend/cpu_probe.h"
 #include "tests/fuzz/cpu_backend/wgmma_probe.h"
 
@@ -471,6 +472,21 @@ TEST(DeviceLibraryCpu, WgmmaDescriptorOutsideTheSwizzledTileIsAnError) {
     ADD_FAILURE() << "a descriptor between k8 slices ran";
   } catch (const LaunchError& e) {
     EXPECT_THAT(e.what(), HasSubstr("tt_wgmma_descriptor: the start is not a k8 slice"));
+  }
+}
+
+TEST(DeviceLibraryCpu, SetmaxnregTakesOnlyCountsTheGpuAccepts) {
+  // A count the GPU accepts: nothing to do on the CPU, the block runs as it would without it.
+  const CpuProbe valid("setmaxnreg", "tt_setmaxnreg_dec<40>();\n  C[t] = A[t] + 1.0f;",
+                       testing_support::kWgmmaIncludes);
+  const std::vector<float> in(128, 2.0f);
+  EXPECT_EQ(valid.run({128, 1, 1}, in, 128), std::vector<float>(128, 3.0f));
+  // One it refuses (not a multiple of 8) stops the compile, on the CPU as on the GPU.
+  try {
+    const CpuProbe odd("setmaxnreg_odd", "tt_setmaxnreg_inc<100>();", testing_support::kWgmmaIncludes);
+    ADD_FAILURE() << "setmaxnreg with 100 registers compiled";
+  } catch (const CompileError& e) {
+    EXPECT_THAT(std::string(e.what()) + e.log(), HasSubstr("setmaxnreg: a multiple of 8, 24 to 256"));
   }
 }
 
