@@ -3,7 +3,8 @@
 // wgmma, and at 8 warps per SM that chain is longer than the tensor time of a step
 // (kernels_src/PERFORMANCE.md). Here a producer warpgroup issues the copies, rounds A's tile and
 // hands each stage over; two consumer warpgroups only load B^T's fragments and issue wgmma. The
-// 4-byte copies that odd leading dimensions need cost the producer alone.
+// 4-byte copies that odd leading dimensions need cost the producer alone. Measured on an H100, it
+// is not faster than tf32_wgmma yet: the producers are the limit (PERFORMANCE.md says where).
 //
 // The tiles, their layout in shared memory, the copies, the rounding of A and the epilogue are
 // tf32_wgmma_tiles.h's (shared with tf32_wgmma.cu, and explained there): C^T = B^T A^T, A's tile
