@@ -4,7 +4,7 @@
 // asynchronously, so the warps issue their next loads while the tensor cores work.
 //
 // The tiles, their layout in shared memory, the copies, the rounding of A and the epilogue are
-// tf32_wgmma_tiles.h's (shared with tf32_wgmma_specialized.cu, and explained there): C^T = B^T A^T,
+// tf32_wgmma_tiles.h's (shared with the other wgmma templates, and explained there): C^T = B^T A^T,
 // A's tile the shared operand in wgmma's 128-byte swizzle, B^T's fragments the register operand.
 //
 // Pipeline. Each step's tiles are copied STAGES - 2 steps ahead with cp.async (16-byte copies
@@ -68,8 +68,8 @@ struct MainLoop {
     // Everyone's copies of the step are rounded and fenced; everyone's wgmma of step - 1's first
     // half, so of step - 2, are done: step - 2's stage takes new copies.
     __syncthreads();
-    const float* const as = copies.As + step % kStages * kTileA;
-    const float* const bs = copies.Bs + step % kStages * kTileB;
+    const float* const as = stage_tile_a(copies.shared, step);
+    const float* const bs = stage_tile_b(copies.shared, step);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       issue_half_step(acc, as, bs, half, n_pair, t);
@@ -84,40 +84,9 @@ struct MainLoop {
   }
 };
 
-template <bool Vectors>
-__device__ __forceinline__ void wgmma_gemm(const BlockOperands& op, float* __restrict__ C, int ldc,
-                                           float* shared) {
-  const int tid = threadIdx.x;
-  const MainLoop<Vectors> loop = {StageCopies<Vectors>(op, shared, tid),
-                                  fragment_columns(tid / 128, tid % 128), tid % 4};
-
-  float acc[kBM / 2];
-#pragma unroll
-  for (int i = 0; i < kBM / 2; ++i) acc[i] = 0.0f;
-
-  // Prologue: the first STAGES - 2 steps in flight, one commit group each (empty past the end,
-  // so that the waits always count the same number of groups); step 0 landed.
-#pragma unroll
-  for (int s = 0; s < kStages - 2; ++s) {
-    if (s < loop.copies.steps) loop.copies.copy(s);
-    tt_cp_async_commit();
-  }
-  loop.template land<kStages - 3>(0);
-  for (int step = 0; step < loop.copies.steps; ++step) loop.step(step, acc);
-  tt_wgmma_wait<0>(acc);
-  store_tile(op, C, ldc, acc, loop.n_pair, loop.t);
-}
-
 extern "C" __global__ void __launch_bounds__(kThreads)
     tf32_wgmma_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                     int M, int N, int K, int lda, int ldb, int ldc) {
   extern __shared__ float4 shared_bytes[];
-  float* const shared = tt_shared_align_1024(shared_bytes);
-  const BlockOperands op = {A, B, M, N, K, lda, ldb, (int)blockIdx.y * kBM,
-                            (int)blockIdx.x * kBN};
-  if (vector_copies(A, B, lda, ldb)) {
-    wgmma_gemm<true>(op, C, ldc, shared);
-  } else {
-    wgmma_gemm<false>(op, C, ldc, shared);
-  }
+  every_thread_gemm<MainLoop>(A, B, C, M, N, K, lda, ldb, ldc, shared_bytes);
 }

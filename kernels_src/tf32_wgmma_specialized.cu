@@ -7,8 +7,9 @@
 // is not faster than tf32_wgmma yet: the producers are the limit (PERFORMANCE.md says where).
 //
 // The tiles, their layout in shared memory, the copies, the rounding of A and the epilogue are
-// tf32_wgmma_tiles.h's (shared with tf32_wgmma.cu, and explained there): C^T = B^T A^T, A's tile
-// the shared operand in wgmma's 128-byte swizzle, B^T's fragments the register operand.
+// tf32_wgmma_tiles.h's (shared with the other wgmma templates, and explained there):
+// C^T = B^T A^T, A's tile the shared operand in wgmma's 128-byte swizzle, B^T's fragments the
+// register operand.
 //
 // Hand-over. Two named barriers per stage (<tiletune/named_barrier.h>), all the block's threads
 // counted: FULL, at which the producers arrive once the stage's copies have landed and its A is
@@ -92,7 +93,7 @@ __device__ __forceinline__ void produce(const BlockOperands& op, float* shared, 
 
 // A consumer warpgroup: 64 columns of C (wg 0 or 1), all BM rows.
 __device__ __forceinline__ void consume(const BlockOperands& op, float* __restrict__ C, int ldc,
-                                        const float* shared, int wg, int thread_in_wg) {
+                                        float* shared, int wg, int thread_in_wg) {
   const int steps = ceil_div(op.K, kBK);
   const int n_pair = fragment_columns(wg, thread_in_wg), t = thread_in_wg % 4;
   float acc[kBM / 2];
@@ -101,8 +102,8 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
 
   for (int step = 0; step < steps; ++step) {
     tt_bar_sync(full_barrier(step), kThreads);
-    const float* const as = shared + step % kStages * kTileA;
-    const float* const bs = shared + kStages * kTileA + step % kStages * kTileB;
+    const float* const as = stage_tile_a(shared, step);
+    const float* const bs = stage_tile_b(shared, step);
     // Two wgmma groups of two k8 slices, each waited for (but the newest) before the next is
     // issued, so that a slice's register operands are rewritten only once its wgmma is done.
 #pragma unroll
@@ -125,8 +126,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                                 int ldc) {
   extern __shared__ float4 shared_bytes[];
   float* const shared = tt_shared_align_1024(shared_bytes);
-  const BlockOperands op = {A, B, M, N, K, lda, ldb, (int)blockIdx.y * kBM,
-                            (int)blockIdx.x * kBN};
+  const BlockOperands op = block_operands(A, B, M, N, K, lda, ldb);
   const int wg = threadIdx.x / 128;
   if (wg < kProducers) {
     tt_setmaxnreg_dec<kProducerRegisters>();

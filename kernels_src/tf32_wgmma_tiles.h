@@ -1,8 +1,10 @@
-// What tf32_wgmma.cu and tf32_wgmma_specialized.cu share: the block's tiles in shared memory, the
-// copies that fill them, the rounding of A's tile, B^T's fragments and the epilogue. The including
-// template defines kBM (C rows per block: wgmma's N), kBN (C columns per block: 64 per consumer
-// warpgroup), kStages, kCopyThreads (the threads that copy: the whole block, or a producer
-// warpgroup), kUnrollMaskedCopies (copy_step_masked) and includes <tiletune/async_copy.h> and <tiletune/warpgroup_mma.h> first.
+// What the wgmma templates (tf32_wgmma.cu, tf32_wgmma_specialized.cu, tf32x3_wgmma.cu) share: the
+// block's tiles in shared memory, the copies that fill them, the rounding (or 3xTF32 split) of
+// A's tile, B^T's fragments, the epilogue, and the block of a kernel whose every thread copies and
+// multiplies (every_thread_gemm). The including template defines kBM (C rows per block: wgmma's
+// N), kBN (C columns per block: 64 per consumer warpgroup), kStages, kCopyThreads (the threads
+// that copy: the whole block, or producer warpgroups), kUnrollMaskedCopies (copy_step_masked) and
+// includes <tiletune/async_copy.h> and <tiletune/warpgroup_mma.h> first.
 //
 // Roles. TF32 wgmma reads only K-major operands from shared memory: the register operand (64 x 8)
 // may come from anywhere, the shared one must have each of its N columns' 8 k contiguous. A is
@@ -50,6 +52,21 @@ struct BlockOperands {
   const float* B;
   int M, N, K, lda, ldb, m0, n0;
 };
+
+// This block's: BM rows of C from blockIdx.y, BN columns from blockIdx.x.
+__device__ __forceinline__ BlockOperands block_operands(const float* A, const float* B, int M,
+                                                        int N, int K, int lda, int ldb) {
+  return {A, B, M, N, K, lda, ldb, (int)blockIdx.y * kBM, (int)blockIdx.x * kBN};
+}
+
+// The stage of a step in shared memory (1024-byte aligned): kStages tiles of A, then kStages of B,
+// each a multiple of 1024 bytes.
+__device__ __forceinline__ float* stage_tile_a(float* shared, int step) {
+  return shared + step % kStages * kTileA;
+}
+__device__ __forceinline__ float* stage_tile_b(float* shared, int step) {
+  return shared + kStages * kTileA + step % kStages * kTileB;
+}
 
 // A copying thread's share of a step's copies, fixed for the kernel: 4-float chunks (a row's k4
 // of A, n4 of B), consecutive threads on consecutive chunks of a row. A chunk is one 16-byte copy
@@ -159,17 +176,16 @@ struct StageCopies {
   BlockOperands op;
   FullCopies<Vectors> full;
   bool interior;  // the block is inside C: only the last step of K takes masked copies
-  float* As;      // kStages tiles, each a multiple of 1024 bytes
-  float* Bs;
+  float* shared;  // the stages (stage_tile_a, stage_tile_b)
   int steps, tid;
 
-  __device__ __forceinline__ StageCopies(const BlockOperands& op_, float* shared, int tid_)
+  __device__ __forceinline__ StageCopies(const BlockOperands& op_, float* shared_, int tid_)
       : op(op_), full(op_, tid_), interior(op_.m0 + kBM <= op_.M && op_.n0 + kBN <= op_.N),
-        As(shared), Bs(shared + kStages * kTileA), steps(ceil_div(op_.K, kBK)), tid(tid_) {}
+        shared(shared_), steps(ceil_div(op_.K, kBK)), tid(tid_) {}
 
   __device__ __forceinline__ void copy(int step) const {
-    float* const as = As + step % kStages * kTileA;
-    float* const bs = Bs + step % kStages * kTileB;
+    float* const as = stage_tile_a(shared, step);
+    float* const bs = stage_tile_b(shared, step);
     if (interior && (step + 1) * kBK <= op.K) {
       full.copy_step(as, bs, step, tid);
     } else {
@@ -177,32 +193,44 @@ struct StageCopies {
     }
   }
 
-  // Rounds to TF32, in place, the chunks of A this thread copied into the step's stage (landed:
-  // waited for).
-  __device__ __forceinline__ void round_own_copies(int step) const {
-    float* const as = As + step % kStages * kTileA;
+  // Issues the copies of the first STAGES - 2 steps, one commit group each (empty past the end, so
+  // that the waits always count the same number of groups).
+  __device__ __forceinline__ void start() const {
 #pragma unroll
-    for (int p = 0; p < CopyShare::kPassesA; ++p) {
-      int m, k;
-      CopyShare::a_chunk(tid, p, m, k);
-      float4* const x = reinterpret_cast<float4*>(as + offset_a(m, k));
-      const float4 v = *x;
-      *x = make_float4(tt_tf32_round(v.x), tt_tf32_round(v.y), tt_tf32_round(v.z),
-                       tt_tf32_round(v.w));
+    for (int s = 0; s < kStages - 2; ++s) {
+      if (s < steps) copy(s);
+      tt_cp_async_commit();
     }
   }
 
-  // Splits the chunks of A this thread copied into the step's stage (landed: waited for): the big
-  // parts in place, the small ones at the same offset of the stage's tile in `small_tiles` (kStages
-  // tiles like As).
-  __device__ __forceinline__ void split_own_copies(int step, float* small_tiles) const {
-    float* const as = As + step % kStages * kTileA;
-    float* const small_as = small_tiles + step % kStages * kTileA;
+  // Calls chunk(offset) for each 4-float chunk of A this thread copied: its offset in a tile.
+  template <class Chunk>
+  __device__ __forceinline__ void each_own_chunk_of_a(Chunk chunk) const {
 #pragma unroll
     for (int p = 0; p < CopyShare::kPassesA; ++p) {
       int m, k;
       CopyShare::a_chunk(tid, p, m, k);
-      const int offset = offset_a(m, k);
+      chunk(offset_a(m, k));
+    }
+  }
+
+  // Rounds to TF32, in place, the chunks of A this thread copied into the step's stage (landed:
+  // waited for).
+  __device__ __forceinline__ void round_own_copies(int step) const {
+    float* const as = stage_tile_a(shared, step);
+    each_own_chunk_of_a([&](int offset) {
+      float4* const x = reinterpret_cast<float4*>(as + offset);
+      const float4 v = *x;
+      *x = make_float4(tt_tf32_round(v.x), tt_tf32_round(v.y), tt_tf32_round(v.z),
+                       tt_tf32_round(v.w));
+    });
+  }
+
+  // Splits the chunks of A this thread copied into the step's stage (landed: waited for): the big
+  // parts in place, the small ones at the same offset of `small_tile` (a tile like A's).
+  __device__ __forceinline__ void split_own_copies(int step, float* small_tile) const {
+    float* const as = stage_tile_a(shared, step);
+    each_own_chunk_of_a([&](int offset) {
       const float4 v = *reinterpret_cast<const float4*>(as + offset);
       float4 big, small;
       tf32_split(v.x, big.x, small.x);
@@ -210,8 +238,8 @@ struct StageCopies {
       tf32_split(v.z, big.z, small.z);
       tf32_split(v.w, big.w, small.w);
       *reinterpret_cast<float4*>(as + offset) = big;
-      *reinterpret_cast<float4*>(small_as + offset) = small;
-    }
+      *reinterpret_cast<float4*>(small_tile + offset) = small;
+    });
   }
 };
 
@@ -276,5 +304,40 @@ __device__ __forceinline__ void store_tile(const BlockOperands& op, float* __res
       const int m = 8 * j + 2 * t + i % 2, n = n_pair + i / 2;
       if (m < rows && n < cols) C[(size_t)(op.m0 + m) * ldc + op.n0 + n] = acc[4 * j + i];
     }
+  }
+}
+
+// The block of a kernel whose every thread copies and multiplies (tf32_wgmma, tf32x3_wgmma), on its
+// main loop: Loop<Vectors> holds `copies` (StageCopies), the lane's n_pair and t, and provides
+// land<Pending>(step) (wait for a step's copies, prepare A, fence) and step(step, acc).
+template <template <bool> class Loop, bool Vectors>
+__device__ __forceinline__ void every_thread_gemm(const BlockOperands& op, float* __restrict__ C,
+                                                  int ldc, float* shared) {
+  const int tid = threadIdx.x;
+  const Loop<Vectors> loop = {StageCopies<Vectors>(op, shared, tid),
+                              fragment_columns(tid / 128, tid % 128), tid % 4};
+  float acc[kBM / 2];
+#pragma unroll
+  for (int i = 0; i < kBM / 2; ++i) acc[i] = 0.0f;
+
+  // Prologue: the first STAGES - 2 steps in flight, step 0 landed.
+  loop.copies.start();
+  loop.template land<kStages - 3>(0);
+  for (int step = 0; step < loop.copies.steps; ++step) loop.step(step, acc);
+  tt_wgmma_wait<0>(acc);  // the last step's wgmma, where it left them in flight
+  store_tile(op, C, ldc, acc, loop.n_pair, loop.t);
+}
+
+// Such a kernel's body: its block's operands, and the main loop of the launch's copy width.
+template <template <bool> class Loop>
+__device__ __forceinline__ void every_thread_gemm(const float* A, const float* B, float* C, int M,
+                                                  int N, int K, int lda, int ldb, int ldc,
+                                                  float4* shared_bytes) {
+  float* const shared = tt_shared_align_1024(shared_bytes);
+  const BlockOperands op = block_operands(A, B, M, N, K, lda, ldb);
+  if (vector_copies(A, B, lda, ldb)) {
+    every_thread_gemm<Loop, true>(op, C, ldc, shared);
+  } else {
+    every_thread_gemm<Loop, false>(op, C, ldc, shared);
   }
 }

@@ -8,7 +8,7 @@
 // (shared with tf32_wgmma.cu, and explained there): C^T = B^T A^T, A's tile the shared operand in
 // wgmma's 128-byte swizzle, B^T's fragments the register operand. The thread that copied a chunk
 // of A splits it once it has landed: the big parts in place, the small ones into a second tile
-// of the stage (As_small, the same layout); B^T's fragments are split as they are loaded.
+// of the stage (small_tile_a, the same layout); B^T's fragments are split as they are loaded.
 //
 // Accumulation. The tensor core rounds each wgmma's sums toward zero: 12 wgmma a step into the
 // running accumulators would truncate the whole running sum 12 times a step, always toward zero
@@ -53,29 +53,33 @@ static_assert(kStages >= 3, "copies run STAGES - 2 steps ahead of the step whose
 template <bool Vectors>
 struct MainLoop {
   StageCopies<Vectors> copies;
-  float* As_small;  // kStages tiles of A's small parts, after B's tiles
   int n_pair, t;
+
+  // The step's tile of A's small parts: kStages of them after B's tiles.
+  __device__ __forceinline__ float* small_tile_a(int step) const {
+    return copies.shared + kStages * (kTileA + kTileB) + step % kStages * kTileA;
+  }
 
   // Waits for this thread's copies of `step` (all but the newest `pending` groups), splits its A
   // elements and fences them for wgmma; a barrier later makes everyone's visible.
   template <int Pending>
   __device__ __forceinline__ void land(int step) const {
     tt_cp_async_wait<Pending>();
-    if (step < copies.steps) copies.split_own_copies(step, As_small);
+    if (step < copies.steps) copies.split_own_copies(step, small_tile_a(step));
     tt_fence_proxy_async();
   }
 
   // One step: its four k8 slices as two wgmma groups of two, three wgmma a slice into `sum`; the
   // copies of step + STAGES - 2 between the halves, step + 1 landed after them; then the sum,
   // once done, added to the accumulators.
-  __device__ __forceinline__ void step(int step, float (&acc)[kBM / 2], float (&sum)[kBM / 2]) const {
+  __device__ __forceinline__ void step(int step, float (&acc)[kBM / 2]) const {
     // Everyone's copies of the step are split and fenced; everyone's wgmma of step - 1 are done:
     // step - 1's stage (and so step - 2's) takes new copies.
     __syncthreads();
-    const int stage = step % kStages;
-    const float* const as = copies.As + stage * kTileA;
-    const float* const as_small = As_small + stage * kTileA;
-    const float* const bs = copies.Bs + stage * kTileB;
+    const float* const as = stage_tile_a(copies.shared, step);
+    const float* const as_small = small_tile_a(step);
+    const float* const bs = stage_tile_b(copies.shared, step);
+    float sum[kBM / 2];
 #pragma unroll
     for (int i = 0; i < kBM / 2; ++i) sum[i] = 0.0f;
 #pragma unroll
@@ -110,40 +114,9 @@ struct MainLoop {
   }
 };
 
-template <bool Vectors>
-__device__ __forceinline__ void wgmma_gemm(const BlockOperands& op, float* __restrict__ C, int ldc,
-                                           float* shared) {
-  const int tid = threadIdx.x;
-  const MainLoop<Vectors> loop = {StageCopies<Vectors>(op, shared, tid),
-                                  shared + kStages * (kTileA + kTileB),
-                                  fragment_columns(tid / 128, tid % 128), tid % 4};
-
-  float acc[kBM / 2], sum[kBM / 2];
-#pragma unroll
-  for (int i = 0; i < kBM / 2; ++i) acc[i] = 0.0f;
-
-  // Prologue: the first STAGES - 2 steps in flight, one commit group each (empty past the end,
-  // so that the waits always count the same number of groups); step 0 landed.
-#pragma unroll
-  for (int s = 0; s < kStages - 2; ++s) {
-    if (s < loop.copies.steps) loop.copies.copy(s);
-    tt_cp_async_commit();
-  }
-  loop.template land<kStages - 3>(0);
-  for (int step = 0; step < loop.copies.steps; ++step) loop.step(step, acc, sum);
-  store_tile(op, C, ldc, acc, loop.n_pair, loop.t);
-}
-
 extern "C" __global__ void __launch_bounds__(kThreads)
     tf32x3_wgmma_gemm(const float* __restrict__ A, const float* __restrict__ B,
                       float* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc) {
   extern __shared__ float4 shared_bytes[];
-  float* const shared = tt_shared_align_1024(shared_bytes);
-  const BlockOperands op = {A, B, M, N, K, lda, ldb, (int)blockIdx.y * kBM,
-                            (int)blockIdx.x * kBN};
-  if (vector_copies(A, B, lda, ldb)) {
-    wgmma_gemm<true>(op, C, ldc, shared);
-  } else {
-    wgmma_gemm<false>(op, C, ldc, shared);
-  }
+  every_thread_gemm<MainLoop>(A, B, C, M, N, K, lda, ldb, ldc, shared_bytes);
 }
