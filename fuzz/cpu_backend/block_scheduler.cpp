@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -100,6 +101,8 @@ struct KernelTrap {
 // The fiber being resumed on this OS thread, and the runner of its block.
 thread_local CudaThreadFiber* running_fiber = nullptr;
 thread_local BlockRunner* running_runner = nullptr;
+
+std::atomic<std::uint64_t> fiber_resumes{0};
 
 void syncthreads(unsigned int line) {
   CudaThreadFiber* self = running_fiber;
@@ -205,6 +208,8 @@ const tt_cpu_host& cpu_host_functions() {
                                 &BlockRunner::named_barrier};
   return host;
 }
+
+std::uint64_t fiber_resume_count() { return fiber_resumes.load(std::memory_order_relaxed); }
 
 std::string running_cuda_thread() {
   const CudaThreadFiber* fiber = running_fiber;
@@ -312,6 +317,11 @@ void BlockRunner::run(const BlockLaunch& launch, std::uint64_t linear) {
 
 void BlockRunner::run_phases(const BlockLaunch& launch, std::uint64_t linear, std::uint32_t count) {
   using State = CudaThreadFiber::State;
+  // Added once per block, however it ends: one atomic add per resume would be the cost measured.
+  struct ResumeTally {
+    std::uint64_t resumes = 0;
+    ~ResumeTally() { fiber_resumes.fetch_add(resumes, std::memory_order_relaxed); }
+  } tally;
   for (std::uint64_t phase = 0;; ++phase) {
     choose_order(order_, count, launch.schedule_seed, linear, phase);
     for (const std::uint32_t i : order_) {
@@ -320,6 +330,7 @@ void BlockRunner::run_phases(const BlockLaunch& launch, std::uint64_t linear, st
       running_fiber = &fiber;
       launch.kernel->enter(&fiber.thread);
       fiber.suspended = std::move(fiber.suspended).resume();
+      ++tally.resumes;
       --ready_;  // it runs until it waits, returns or traps
       if (fiber.state == State::trapped) {
         if (fiber.trap_names_thread) throw LaunchError(fiber.trap);

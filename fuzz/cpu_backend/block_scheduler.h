@@ -82,6 +82,11 @@ const tt_cpu_host& cpu_host_functions();
 // or empty outside a kernel: names the culprit of a sanitizer report.
 std::string running_cuda_thread();
 
+// Fiber resumes by every BlockRunner of the process so far, counted when each block ends: what
+// the scheduler spent on a launch, the same on any machine and under any load (a kernel's
+// barriers and collectives cost resumes, not arithmetic).
+std::uint64_t fiber_resume_count();
+
 struct CudaThreadFiber;  // defined in block_scheduler.cpp
 
 // The fiber stacks and states of one OS thread, reused from block to block.

@@ -1085,12 +1085,16 @@ TEST_F(CpuTune, AResumeRedoesAConfirmationThatDidNotFinish) {
     ResultStore store(db());
     const GpuRecord gpu = store.gpus().front();
     const std::int64_t gpu_id = store.register_gpu(gpu);
-    std::vector<ResultRecord> ranking = store.ranking("CPU backend", shape, std::string("tiled"));
-    ASSERT_GE(ranking.size(), 5u);
+    // The confirmed five: not always the five fastest now, since a re-measured time can come out
+    // slower than another configuration's first one (a loaded machine).
+    std::vector<ResultRecord> confirmed;
+    for (ResultRecord& r : store.ranking("CPU backend", shape, std::string("tiled"))) {
+      if (r.detail.starts_with("re-measured with the best 5")) confirmed.push_back(r);
+    }
+    ASSERT_EQ(confirmed.size(), 5u);
     for (int i = 0; i < 2; ++i) {
-      ASSERT_THAT(ranking[i].detail, StartsWith("re-measured with the best 5"));
-      ranking[i].detail = "";  // as the first timing recorded it
-      store.record_result(gpu_id, gpu, ranking[i]);
+      confirmed[i].detail = "";  // as the first timing recorded it
+      store.record_result(gpu_id, gpu, confirmed[i]);
     }
   }
   const Outcome resumed = tiletune(tune("tiled.cu"));
