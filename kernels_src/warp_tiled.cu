@@ -1,11 +1,13 @@
 // warp_tiled: a register-blocked, warp-tiled, pipelined SGEMM in exact FP32 (FFMA only).
 //
 // A block computes a BM x BN tile of C, walking its share of K in steps of BK. Each step's tiles of
-// A and B are copied to shared memory STAGES - 1 steps ahead of their use (cp.async on sm_80 and
-// later), so loads overlap the arithmetic and one barrier per step suffices. The block's warps
-// split its tile into warp tiles of (4 TM) x (8 TN): lanes form a 4 x 8 grid and each thread keeps
-// a TM x TN tile of C in registers, built of 4 x 4 pieces whose rows sit 16 apart and whose
-// columns sit 32 apart, so that every shared-memory read is a conflict-free 16-byte vector.
+// A and B are copied to shared memory STAGES - 1 steps ahead of their use (cp.async through
+// <tiletune/async_copy.h>: on the CPU backend a copy lands only when a wait retires it, so a
+// missing or short wait fails the fuzz there too), so loads overlap the arithmetic and one barrier
+// per step suffices. The block's warps split its tile into warp tiles of (4 TM) x (8 TN): lanes
+// form a 4 x 8 grid and each thread keeps a TM x TN tile of C in registers, built of 4 x 4 pieces
+// whose rows sit 16 apart and whose columns sit 32 apart, so that every shared-memory read is a
+// conflict-free 16-byte vector.
 //
 // A's tile is stored transposed (As[k][m]) so a thread reads four rows of one k at once. The
 // copies into it are 4 bytes wide (one element changes place); against the bank conflicts of
@@ -50,6 +52,8 @@
 // tiletune: shared STAGES * BK * (BM + BN + (SWIZZLE ? 0 : 4)) * 4
 // tiletune: zero_output SPLIT_K > 1
 
+#include <tiletune/async_copy.h>
+
 constexpr int kBM = TT_BM, kBN = TT_BN, kBK = TT_BK, kTM = TT_TM, kTN = TT_TN;
 constexpr int kStages = TT_STAGES;
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);
@@ -61,38 +65,6 @@ constexpr int kTileA = kBK * kStrideA;
 constexpr int kTileB = kBK * kBN;
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
-// ---- copies into shared memory: asynchronous where the GPU has them ---------------------------
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-// `bytes` < the copy width reads only that many and zero-fills the rest (0: reads nothing).
-__device__ __forceinline__ void copy4(float* dst, const float* src, int bytes) {
-  const unsigned slot = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(slot), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void copy16(float* dst, const float* src, int bytes) {
-  const unsigned slot = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(slot), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits until at most `Pending` committed groups are still in flight.
-template <int Pending>
-__device__ __forceinline__ void wait_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
-}
-#else
-// The same interface with plain copies (older GPUs, and the CPU backend): each copy is complete
-// when it returns, so the pipeline's structure and its barriers are unchanged.
-__device__ __forceinline__ void copy4(float* dst, const float* src, int bytes) {
-  *dst = bytes > 0 ? *src : 0.0f;
-}
-__device__ __forceinline__ void copy16(float* dst, const float* src, int bytes) {
-  for (int i = 0; i < 4; ++i) dst[i] = 4 * i < bytes ? src[i] : 0.0f;
-}
-__device__ __forceinline__ void commit_copies() {}
-template <int Pending>
-__device__ __forceinline__ void wait_copies() {}
-#endif
 
 // Where element (k, m) of A's tile lives in its k-row: swizzling moves whole 4-float groups, so
 // a 16-byte read of four consecutive m stays one aligned vector.
@@ -143,10 +115,10 @@ struct CopyPlan {
       float* dst = As + a_col * kStrideA + slot_a(a_col, m);
       const float* src = a + pass * a_pass;
       if (Full) {
-        copy4(dst, src, 4);
+        tt_cp_async_4(dst, src, 4);
       } else {
         const bool inside = m < rows_left && a_col < k_left;
-        copy4(dst, inside ? src : A, inside ? 4 : 0);
+        tt_cp_async_4(dst, inside ? src : A, inside ? 4 : 0);
       }
     }
 #pragma unroll
@@ -157,10 +129,12 @@ struct CopyPlan {
       const float* src = b + pass * b_pass;
       const int valid = Full ? 4 : (k < k_left ? min(max(cols_left - b_col, 0), 4) : 0);
       if (b_vectors) {
-        copy16(dst, valid > 0 ? src : B, 4 * valid);
+        tt_cp_async_16(dst, valid > 0 ? src : B, 4 * valid);
       } else {
 #pragma unroll
-        for (int c = 0; c < 4; ++c) copy4(dst + c, c < valid ? src + c : B, c < valid ? 4 : 0);
+        for (int c = 0; c < 4; ++c) {
+          tt_cp_async_4(dst + c, c < valid ? src + c : B, c < valid ? 4 : 0);
+        }
       }
     }
     a += kBK;
@@ -256,13 +230,13 @@ extern "C" __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < steps) copy_step(s);
-    commit_copies();
+    tt_cp_async_commit();
   }
   for (int step = 0; step < steps; ++step) {
-    wait_copies<kStages - 2>();  // this thread's copies of `step` have landed
+    tt_cp_async_wait<kStages - 2>();  // this thread's copies of `step` have landed
     __syncthreads();             // everyone's have, and everyone is done with step - 1's stage
     if (step + kStages - 1 < steps) copy_step(step + kStages - 1);  // into step - 1's stage
-    commit_copies();
+    tt_cp_async_commit();
     const int stage = step % kStages;
     multiply_tiles(As + stage * kTileA, Bs + stage * kTileB, a_col, b_col, acc);
   }
