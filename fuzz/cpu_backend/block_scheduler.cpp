@@ -162,6 +162,29 @@ void choose_order(std::vector<std::uint32_t>& order, std::uint32_t count, std::u
   }
 }
 
+}  // namespace
+
+bool runs_warp_by_warp(std::uint64_t seed, std::uint64_t block) {
+  std::uint64_t state = seed ^ 0x7761727062797770ull;  // apart from the other draws
+  state = splitmix64_next(state) ^ block;
+  return splitmix64_next(state) % 2 == 1;
+}
+
+CopyLanding copy_landing(std::uint64_t seed, std::uint64_t block) {
+  std::uint64_t state = seed ^ 0x636f70796c616e64ull;  // apart from the phase order's draws
+  state = splitmix64_next(state) ^ block;
+  switch (splitmix64_next(state) % 4) {
+    case 0:
+      return CopyLanding::at_copy;
+    case 1:
+      return CopyLanding::mixed;
+    default:
+      return CopyLanding::at_wait;
+  }
+}
+
+namespace {
+
 // Fills the kernel object's thread-local block on this OS thread (its __shared__ arrays) with 0xff.
 void poison_shared_memory(const KernelModule& kernel) {
   if (kernel.thread_local_bytes == 0) return;
@@ -283,6 +306,8 @@ void BlockRunner::run(const BlockLaunch& launch, std::uint64_t linear) {
   }
   ready_ = count;
   threads_ = count;
+  landing_ = copy_landing(launch.schedule_seed, linear);
+  landing_coins_ = launch.schedule_seed ^ linear;
   named_barriers_.assign(kNamedBarriers, NamedBarrier{});
   running_runner = this;
 
@@ -322,26 +347,46 @@ void BlockRunner::run_phases(const BlockLaunch& launch, std::uint64_t linear, st
     std::uint64_t resumes = 0;
     ~ResumeTally() { fiber_resumes.fetch_add(resumes, std::memory_order_relaxed); }
   } tally;
+  // Resumes thread i if it can go on; true when it did.
+  const auto resume = [&](std::uint32_t i) {
+    CudaThreadFiber& fiber = fibers_[i];
+    if (fiber.state != State::ready) return false;
+    running_fiber = &fiber;
+    launch.kernel->enter(&fiber.thread);
+    fiber.suspended = std::move(fiber.suspended).resume();
+    ++tally.resumes;
+    --ready_;  // it runs until it waits, returns or traps
+    if (fiber.state == State::trapped) {
+      if (fiber.trap_names_thread) throw LaunchError(fiber.trap);
+      throw LaunchError(fmt::format("{} in block {}, thread {}", fiber.trap,
+                                    coordinates(fiber.thread.block_idx),
+                                    coordinates(fiber.thread.thread_idx)));
+    }
+    if (fiber.state == State::returned) warps_[i / 32].returned |= 1u << (i % 32);
+    // The launch ends at the first sanitizer report, on any worker, like a GPU kernel at a fault.
+    if (sanitizer_report_count() != launch.sanitizer_reports_before) {
+      throw LaunchError("the launch was stopped after a sanitizer report");
+    }
+    return true;
+  };
+  const bool warp_by_warp = runs_warp_by_warp(launch.schedule_seed, linear);
+  std::vector<std::vector<std::uint32_t>> lanes_in_order(warp_by_warp ? warps_.size() : 0);
   for (std::uint64_t phase = 0;; ++phase) {
     choose_order(order_, count, launch.schedule_seed, linear, phase);
-    for (const std::uint32_t i : order_) {
-      CudaThreadFiber& fiber = fibers_[i];
-      if (fiber.state != State::ready) continue;
-      running_fiber = &fiber;
-      launch.kernel->enter(&fiber.thread);
-      fiber.suspended = std::move(fiber.suspended).resume();
-      ++tally.resumes;
-      --ready_;  // it runs until it waits, returns or traps
-      if (fiber.state == State::trapped) {
-        if (fiber.trap_names_thread) throw LaunchError(fiber.trap);
-        throw LaunchError(fmt::format("{} in block {}, thread {}", fiber.trap,
-                                      coordinates(fiber.thread.block_idx),
-                                      coordinates(fiber.thread.thread_idx)));
-      }
-      if (fiber.state == State::returned) warps_[i / 32].returned |= 1u << (i % 32);
-      // The launch ends at the first sanitizer report, on any worker, like a GPU kernel at a fault.
-      if (sanitizer_report_count() != launch.sanitizer_reports_before) {
-        throw LaunchError("the launch was stopped after a sanitizer report");
+    if (!warp_by_warp) {
+      for (const std::uint32_t i : order_) resume(i);
+    } else {
+      // Each warp in turn (in the order its first lane comes) runs until none of its lanes can go
+      // on without another warp: as far ahead of the next warp as a GPU may let it run.
+      for (auto& lanes : lanes_in_order) lanes.clear();
+      for (const std::uint32_t i : order_) lanes_in_order[i / 32].push_back(i);
+      for (const std::uint32_t first : order_) {
+        std::vector<std::uint32_t>& lanes = lanes_in_order[first / 32];
+        if (lanes.empty() || lanes.front() != first) continue;  // not the warp's first lane
+        for (bool went_on = true; went_on;) {
+          went_on = false;
+          for (const std::uint32_t i : lanes) went_on = resume(i) || went_on;
+        }
       }
     }
     // No thread can go on without another.
@@ -567,6 +612,12 @@ unsigned int BlockRunner::activemask(unsigned int line) {
 }
 
 void* BlockRunner::async_copy_issue(void* dst, unsigned int size) {
+  BlockRunner& runner = *running_runner;
+  const bool now = runner.landing_ == CopyLanding::at_copy ||
+                   (runner.landing_ == CopyLanding::mixed && splitmix64_next(runner.landing_coins_) % 2);
+  // Landing at once: the kernel writes the bytes straight into the destination, and no wait has
+  // anything of this copy left to write.
+  if (now) return dst;
   return running_fiber->copies.issue(tt_cpu_async_copy{dst, size, {}}).data;
 }
 

@@ -12,14 +12,19 @@
 // Warp collectives (shuffles, votes, __syncwarp, tt_mma_m16n8k8_tf32) suspend a lane until every
 // lane its mask names has arrived at the same one (same call, same line); the last to arrive
 // computes every lane's result and goes on, the others are resumed later in the phase or in the
-// next pass. Passes repeat until no thread can go on: then the lanes waiting at an __activemask()
+// next pass. In half the blocks a pass runs one warp at a time, until none of its lanes can go on
+// (runs_warp_by_warp), so that a warp may finish a phase before another starts it, as on a GPU;
+// otherwise warps keep within a collective of each other. Passes repeat until no thread can go on: then the lanes waiting at an __activemask()
 // get the lanes waiting at the same one, a lane still waiting at a collective is warp divergence
 // (reported with where each lane of its mask is instead), and otherwise the barrier is released as
 // above. The lanes of a warp are the threads 32w to 32w + 31 by linear thread index; a mask's
 // lanes that the block does not have are left out; a lane named by a mask that has exited is an
-// error. Each thread's asynchronous copies (cp.async) wait in a queue of its own until a wait
-// retires their group; copies never waited for are dropped when the block ends. Asynchronous
-// matrix operations (wgmma) queue the same way, in a queue of their own.
+// error. A thread's asynchronous copies (cp.async) land at a moment the GPU may choose, between
+// the copy and the wait that retires its group, picked per block from the schedule seed (see
+// CopyLanding): at the wait (they queue per thread until then; copies never waited for are
+// dropped when the block ends), at once, or each at either. Late landings expose a missing or
+// short wait, early ones a copy into a stage other threads still read. Asynchronous matrix
+// operations (wgmma) queue per thread, in a queue of their own, until their wait.
 //
 // Named barriers (bar.sync / bar.arrive id, threads: <tiletune/named_barrier.h>) count arrivals;
 // a thread that waits at one is suspended until the last of its `threads` arrives, which resumes
@@ -74,6 +79,21 @@ struct BlockLaunch {
   std::uint64_t schedule_seed;
   std::uint64_t sanitizer_reports_before;  // sanitizer_report_count() when the launch began
 };
+
+// Whether block `block` runs warp by warp under schedule seed `seed` (half the blocks): each pass
+// of a phase lets one warp go on until none of its lanes can without another warp (a barrier, a
+// named barrier, its end) before the next warp starts, so that warps run as far apart as a GPU
+// lets them; otherwise each pass resumes every thread once, and the warps stay within one warp
+// collective of each other.
+bool runs_warp_by_warp(std::uint64_t seed, std::uint64_t block);
+
+// When a block's asynchronous copies write their destination: the wait that retires them (the
+// latest moment), the copy itself (the earliest), or each copy at one of the two by a coin.
+enum class CopyLanding { at_wait, at_copy, mixed };
+
+// The landing of block `block`'s copies under schedule seed `seed`: at_wait half of the time,
+// at_copy and mixed a quarter each.
+CopyLanding copy_landing(std::uint64_t seed, std::uint64_t block);
 
 // tiletune's side of the kernel interface, handed to every kernel object when it is loaded.
 const tt_cpu_host& cpu_host_functions();
@@ -137,6 +157,8 @@ class BlockRunner {
   std::vector<NamedBarrier> named_barriers_;  // 16, by number; 0 (__syncthreads()'s) unused
   std::uint32_t threads_ = 0;  // of the running block (fibers_ may hold more: a larger block's)
   std::uint32_t ready_ = 0;    // fibers that can be resumed
+  CopyLanding landing_ = CopyLanding::at_wait;  // of the running block's copies
+  std::uint64_t landing_coins_ = 0;             // state of the mixed landing's coins
 };
 
 }  // namespace tiletune

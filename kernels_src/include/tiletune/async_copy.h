@@ -11,10 +11,12 @@
 // src_bytes 0 reads nothing: src need not be valid. What the GPU guarantees: a copy's bytes are in
 // shared memory, for this thread, once a wait has retired its group, and for the block's other
 // threads after that wait and a __syncthreads(); never earlier, and copies not yet committed are
-// retired by no wait. The CPU backend takes the latest moment every time: it reads the source
-// when the copy is issued and writes the destination only when a wait retires its group (a copy
-// never waited for is never written), so a template that skips a wait, or waits for too few
-// groups, reads the previous stage or the 0xff poison each block starts with, and fails the fuzz.
+// retired by no wait. The CPU backend reads the source when the copy is issued and writes the
+// destination at either end of that window, drawn per block from the schedule seed: at the
+// wait that retires its group (a copy never waited for is never written), so that a template
+// that skips a wait, or waits for too few groups, reads the previous stage or the 0xff poison
+// each block starts with; or at once, so that a copy into a stage other threads may still read
+// (issued before the barrier that says they are done with it) overwrites what they read.
 #pragma once
 
 #if defined(__CUDA_ARCH__)

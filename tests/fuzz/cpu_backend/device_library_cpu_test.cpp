@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "fuzz/cpu_backend/block_scheduler.h"
 #include "fuzz/gemm_executor.h"
 #include "tuner/nvrtc_compiler.h"
 #include "tests/fuzz/cpu_backend/cpu_probe.h"
@@ -250,23 +252,83 @@ float neighbour_sum(const std::vector<float>& in, int t) {
   return in[4 * n] + in[4 * n + 1] + in[4 * n + 2] + in[4 * n + 3];
 }
 
-TEST(DeviceLibraryCpu, AsyncCopiesLandWhenTheWaitRetiresThem) {
+// The first schedule seed under which block 0's copies land that way.
+std::uint64_t seed_landing(CopyLanding landing) {
+  std::uint64_t seed = 0;
+  while (copy_landing(seed, 0) != landing) ++seed;
+  return seed;
+}
+
+TEST(DeviceLibraryCpu, AsyncCopiesLandBetweenTheCopyAndTheWaitThatRetiresThem) {
   const CpuProbe waited("copy_waited", copy_body("tt_cp_async_wait<0>()"), kAsyncCopy);
   const CpuProbe forgotten("copy_forgotten", copy_body("(void)0"), kAsyncCopy);
   const std::vector<float> in = copy_inputs();
-  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+  std::set<CopyLanding> seen;
+  for (std::uint64_t seed = 0; seed < 16; ++seed) {
+    const CopyLanding landing = copy_landing(seed, 0);
+    seen.insert(landing);
     const std::vector<float> right = waited.run({64, 1, 1}, in, 64, seed);
-    const std::vector<float> wrong = forgotten.run({64, 1, 1}, in, 64, seed);
+    const std::vector<float> unwaited = forgotten.run({64, 1, 1}, in, 64, seed);
     for (int t = 0; t < 64; ++t) {
       EXPECT_EQ(right[t], neighbour_sum(in, t)) << "seed " << seed << " thread " << t;
-      EXPECT_TRUE(std::isnan(wrong[t])) << "without the wait thread " << t << " read "
-                                        << wrong[t] << ", not the poison";
+      // Without the wait: nothing has landed when copies land at their wait, everything when
+      // they land at once, and each neighbour's four floats one way or the other when mixed.
+      if (landing == CopyLanding::at_wait) {
+        EXPECT_TRUE(std::isnan(unwaited[t])) << "seed " << seed << " thread " << t << " read "
+                                             << unwaited[t] << ", not the poison";
+      } else if (landing == CopyLanding::at_copy) {
+        EXPECT_EQ(unwaited[t], neighbour_sum(in, t)) << "seed " << seed << " thread " << t;
+      } else {
+        EXPECT_TRUE(std::isnan(unwaited[t]) || unwaited[t] == neighbour_sum(in, t))
+            << "seed " << seed << " thread " << t << " read " << unwaited[t];
+      }
+    }
+  }
+  EXPECT_EQ(seen.size(), 3u) << "16 seeds draw every landing";
+}
+
+// The bug a late landing hides: the next copy into a stage issued before the barrier after which
+// every thread has read it, and waited for after that barrier (as a pipeline does a step later).
+// Landing at its wait it comes too late to be seen; landing at once it overwrites what a thread
+// later in the phase order still reads: around the cycle of neighbours some thread runs after its
+// neighbour, whatever the order, so under every early-landing seed some thread reads new values.
+TEST(DeviceLibraryCpu, ACopyIntoAStageOthersStillReadIsCaughtWhenCopiesLandAtOnce) {
+  const CpuProbe overwriting("copy_over_unread_stage", R"(
+  __shared__ __align__(16) float stage[256];
+  tt_cp_async_16(stage + 4 * t, A + 4 * t, 16);
+  tt_cp_async_commit();
+  tt_cp_async_wait<0>();
+  __syncthreads();
+  tt_cp_async_16(stage + 4 * t, A + 256 + 4 * t, 16);  // before anyone says it has read the stage
+  tt_cp_async_commit();
+  const float* next = stage + 4 * ((t + 1) % 64);
+  const float sum = next[0] + next[1] + next[2] + next[3];
+  __syncthreads();
+  tt_cp_async_wait<0>();
+  C[t] = sum;
+)", kAsyncCopy);
+  std::vector<float> in(512);
+  for (int i = 0; i < 512; ++i) in[i] = float(i % 256 % 13) + (i >= 256 ? 100.0f : 0.0f);
+  for (const CopyLanding landing : {CopyLanding::at_wait, CopyLanding::at_copy}) {
+    const std::uint64_t seed = seed_landing(landing);
+    const std::vector<float> out = overwriting.run({64, 1, 1}, in, 64, seed);
+    int overwritten = 0;
+    for (int t = 0; t < 64; ++t) {
+      const float old_sum = neighbour_sum(in, t);
+      ASSERT_TRUE(out[t] == old_sum || out[t] == old_sum + 400.0f) << "thread " << t << ": " << out[t];
+      overwritten += out[t] == old_sum ? 0 : 1;
+    }
+    if (landing == CopyLanding::at_wait) {
+      EXPECT_EQ(overwritten, 0) << "landing at the wait, every thread reads the stage it waited for";
+    } else {
+      EXPECT_GT(overwritten, 0) << "landing at once, seed " << seed << ": the race went unseen";
     }
   }
 }
 
 TEST(DeviceLibraryCpu, WaitingForTooFewGroupsReadsTheStaleStage) {
-  // Two stages in flight; the wait leaves the newest N pending: N = 1 leaves stage 1 unwritten.
+  // Two stages in flight; the wait leaves the newest N pending: N = 1 leaves stage 1 unwritten
+  // (for copies that land at their wait, the moment that shows it).
   const std::string body = R"(
   __shared__ __align__(16) float stages[2][256];
   for (int s = 0; s < 2; ++s) {
@@ -282,9 +344,11 @@ TEST(DeviceLibraryCpu, WaitingForTooFewGroupsReadsTheStaleStage) {
   too_few.replace(too_few.find("WAIT"), 4, "tt_cp_async_wait<1>()");
   std::vector<float> in(512);
   for (int i = 0; i < 512; ++i) in[i] = float(i);
-  const std::vector<float> right = CpuProbe("two_stages", all, kAsyncCopy).run({64, 1, 1}, in, 64);
+  const std::uint64_t seed = seed_landing(CopyLanding::at_wait);
+  const std::vector<float> right =
+      CpuProbe("two_stages", all, kAsyncCopy).run({64, 1, 1}, in, 64, seed);
   const std::vector<float> stale =
-      CpuProbe("two_stages_early", too_few, kAsyncCopy).run({64, 1, 1}, in, 64);
+      CpuProbe("two_stages_early", too_few, kAsyncCopy).run({64, 1, 1}, in, 64, seed);
   for (int t = 0; t < 64; ++t) {
     const int i = (4 * t + 4) % 256;
     EXPECT_EQ(right[t], in[i] + in[256 + i]) << t;

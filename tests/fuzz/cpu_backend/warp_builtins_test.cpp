@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -305,6 +306,31 @@ TEST(WarpBuiltins, AShuffleWidthThatIsNoPowerOfTwoIsAnError) {
   C[t] = __shfl_sync(0xffffffffu, A[t], 0, 12);
 )");
   EXPECT_THAT(launch_error(probe, 32), HasSubstr("not a power of 2"));
+}
+
+// How far the other warp got, read with no barrier (a race on purpose): warp by warp, the warp
+// that runs first finishes its 8 rounds of __syncwarp before the other starts, so it sees 0 and
+// the other sees 8; otherwise the warps keep within a collective of each other.
+TEST(WarpBuiltins, AWarpMayRunAWholePhaseAheadOfAnother) {
+  const CpuProbe probe("warp_progress", R"(
+  __shared__ int progress[2];
+  const int warp = t / 32;
+  if (t % 32 == 0) progress[warp] = 0;
+  __syncthreads();
+  for (int round = 1; round <= 8; ++round) {
+    __syncwarp();
+    if (t % 32 == 0) progress[warp] = round;
+  }
+  C[t] = progress[1 - warp];
+)");
+  std::uint64_t apart = 0, together = 0;
+  while (!runs_warp_by_warp(apart, 0)) ++apart;
+  while (runs_warp_by_warp(together, 0)) ++together;
+  const std::vector<float> a = probe.run({64, 1, 1}, {}, 64, apart);
+  EXPECT_EQ(std::min(a[0], a[32]), 0.0f) << "seed " << apart;
+  EXPECT_EQ(std::max(a[0], a[32]), 8.0f) << "seed " << apart;
+  const std::vector<float> b = probe.run({64, 1, 1}, {}, 64, together);
+  EXPECT_GE(std::min(b[0], b[32]), 7.0f) << "seed " << together;
 }
 
 // Fiber resumes of one launch of 64 blocks of 256 threads doing 64 rounds of `step`: the
