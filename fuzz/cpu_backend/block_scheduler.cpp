@@ -162,18 +162,22 @@ void choose_order(std::vector<std::uint32_t>& order, std::uint32_t count, std::u
   }
 }
 
+// A number for block `block` drawn from schedule seed `seed`; `salt` keeps each choice's draws
+// apart from the others'.
+std::uint64_t block_draw(std::uint64_t seed, std::uint64_t salt, std::uint64_t block) {
+  std::uint64_t state = seed ^ salt;
+  state = splitmix64_next(state) ^ block;
+  return splitmix64_next(state);
+}
+
 }  // namespace
 
 bool runs_warp_by_warp(std::uint64_t seed, std::uint64_t block) {
-  std::uint64_t state = seed ^ 0x7761727062797770ull;  // apart from the other draws
-  state = splitmix64_next(state) ^ block;
-  return splitmix64_next(state) % 2 == 1;
+  return block_draw(seed, 0x7761727062797770ull, block) % 2 == 1;
 }
 
 CopyLanding copy_landing(std::uint64_t seed, std::uint64_t block) {
-  std::uint64_t state = seed ^ 0x636f70796c616e64ull;  // apart from the phase order's draws
-  state = splitmix64_next(state) ^ block;
-  switch (splitmix64_next(state) % 4) {
+  switch (block_draw(seed, 0x636f70796c616e64ull, block) % 4) {
     case 0:
       return CopyLanding::at_copy;
     case 1:
@@ -613,8 +617,9 @@ unsigned int BlockRunner::activemask(unsigned int line) {
 
 void* BlockRunner::async_copy_issue(void* dst, unsigned int size) {
   BlockRunner& runner = *running_runner;
-  const bool now = runner.landing_ == CopyLanding::at_copy ||
-                   (runner.landing_ == CopyLanding::mixed && splitmix64_next(runner.landing_coins_) % 2);
+  const bool now =
+      runner.landing_ == CopyLanding::at_copy ||
+      (runner.landing_ == CopyLanding::mixed && splitmix64_next(runner.landing_coins_) % 2);
   // Landing at once: the kernel writes the bytes straight into the destination, and no wait has
   // anything of this copy left to write.
   if (now) return dst;

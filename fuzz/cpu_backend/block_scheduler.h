@@ -14,17 +14,18 @@
 // computes every lane's result and goes on, the others are resumed later in the phase or in the
 // next pass. In half the blocks a pass runs one warp at a time, until none of its lanes can go on
 // (runs_warp_by_warp), so that a warp may finish a phase before another starts it, as on a GPU;
-// otherwise warps keep within a collective of each other. Passes repeat until no thread can go on: then the lanes waiting at an __activemask()
-// get the lanes waiting at the same one, a lane still waiting at a collective is warp divergence
-// (reported with where each lane of its mask is instead), and otherwise the barrier is released as
-// above. The lanes of a warp are the threads 32w to 32w + 31 by linear thread index; a mask's
-// lanes that the block does not have are left out; a lane named by a mask that has exited is an
-// error. A thread's asynchronous copies (cp.async) land at a moment the GPU may choose, between
-// the copy and the wait that retires its group, picked per block from the schedule seed (see
-// CopyLanding): at the wait (they queue per thread until then; copies never waited for are
-// dropped when the block ends), at once, or each at either. Late landings expose a missing or
-// short wait, early ones a copy into a stage other threads still read. Asynchronous matrix
-// operations (wgmma) queue per thread, in a queue of their own, until their wait.
+// otherwise warps keep within a collective of each other. Passes repeat until no thread can go
+// on: then the lanes waiting at an __activemask() get the lanes waiting at the same one, a lane
+// still waiting at a collective is warp divergence (reported with where each lane of its mask is
+// instead), and otherwise the barrier is released as above. The lanes of a warp are the threads
+// 32w to 32w + 31 by linear thread index; a mask's lanes that the block does not have are left
+// out; a lane named by a mask that has exited is an error. A thread's asynchronous copies
+// (cp.async) land at a moment the GPU may choose, between the copy and the wait that retires its
+// group, picked per block from the schedule seed (see CopyLanding): at the wait (they queue per
+// thread until then; copies never waited for are dropped when the block ends), at once, or each
+// at either. Late landings expose a missing or short wait, early ones a copy into a stage other
+// threads still read. Asynchronous matrix operations (wgmma) queue per thread, in a queue of
+// their own, until their wait.
 //
 // Named barriers (bar.sync / bar.arrive id, threads: <tiletune/named_barrier.h>) count arrivals;
 // a thread that waits at one is suspended until the last of its `threads` arrives, which resumes
