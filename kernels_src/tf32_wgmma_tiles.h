@@ -1,10 +1,11 @@
-// What the wgmma templates (tf32_wgmma.cu, tf32_wgmma_specialized.cu, tf32x3_wgmma.cu) share: the
-// block's tiles in shared memory, the copies that fill them, the rounding (or 3xTF32 split) of
-// A's tile, B^T's fragments, the epilogue, and the block of a kernel whose every thread copies and
-// multiplies (every_thread_gemm). The including template defines kBM (C rows per block: wgmma's
-// N), kBN (C columns per block: 64 per consumer warpgroup), kStages, kCopyThreads (the threads
-// that copy: the whole block, or producer warpgroups), kUnrollMaskedCopies (copy_step_masked) and
-// includes <tiletune/async_copy.h> and <tiletune/warpgroup_mma.h> first.
+// What the wgmma templates (tf32_wgmma.cu, tf32_wgmma_specialized.cu, tf32_wgmma_rounded_loads.cu,
+// tf32x3_wgmma.cu) share: the block's tiles in shared memory, the copies that fill them, the
+// rounding (or 3xTF32 split) of A's tile, B^T's fragments, the epilogue, and the block of a kernel
+// whose every thread copies and multiplies (every_thread_gemm). The including template defines kBM
+// (C rows per block: wgmma's N), kBN (C columns per block: 64 per consumer warpgroup), kStages,
+// kCopyThreads (the threads that copy: the whole block, or producer warpgroups),
+// kUnrollMaskedCopies (copy_a_masked, copy_b_masked) and includes <tiletune/async_copy.h> and
+// <tiletune/warpgroup_mma.h> first.
 //
 // Roles. TF32 wgmma reads only K-major operands from shared memory: the register operand (64 x 8)
 // may come from anywhere, the shared one must have each of its N columns' 8 k contiguous. A is
@@ -104,14 +105,13 @@ __device__ __forceinline__ void copy_chunk(float* dst, const float* src, int flo
   }
 }
 
-// Issues this thread's copies of the step whose first k is k0 into one stage, masked: zero-filled
-// past M, N and K (blocks on C's edge, the last step of K). Unrolled (kUnrollMaskedCopies), the
-// compiler hoists every pass's row offsets and masks out of the main loop into registers: faster
-// where registers are to spare (tf32_wgmma: 9% at 4095x4097x4093), spilled where they are not (a
-// producer warpgroup of 56).
+// Issues this thread's copies of A's tile of the step whose first k is k0 into one stage, masked:
+// zero-filled past M and K (blocks on C's edge, the last step of K). Unrolled
+// (kUnrollMaskedCopies), the compiler hoists every pass's row offsets and masks out of the main
+// loop into registers: faster where registers are to spare (tf32_wgmma: 9% at 4095x4097x4093),
+// spilled where they are not (a producer warpgroup of 56).
 template <bool Vectors>
-__device__ __forceinline__ void copy_step_masked(const BlockOperands& op, float* as, float* bs,
-                                                 int k0, int tid) {
+__device__ __forceinline__ void copy_a_masked(const BlockOperands& op, float* as, int k0, int tid) {
 #pragma unroll(kUnrollMaskedCopies ? CopyShare::kPassesA : 1)
   for (int p = 0; p < CopyShare::kPassesA; ++p) {
     int m, k;
@@ -121,6 +121,11 @@ __device__ __forceinline__ void copy_step_masked(const BlockOperands& op, float*
     const float* src = floats > 0 ? op.A + (size_t)row * op.lda + col : op.A;
     copy_chunk<Vectors, false>(as + offset_a(m, k), src, floats);
   }
+}
+
+// The same for B's tile: zero-filled past K and N.
+template <bool Vectors>
+__device__ __forceinline__ void copy_b_masked(const BlockOperands& op, float* bs, int k0, int tid) {
 #pragma unroll(kUnrollMaskedCopies ? CopyShare::kPassesB : 1)
   for (int p = 0; p < CopyShare::kPassesB; ++p) {
     int k, n;
@@ -151,7 +156,7 @@ struct FullCopies {
     b_step = (size_t)kBK * op.ldb;
   }
 
-  __device__ __forceinline__ void copy_step(float* as, float* bs, int step, int tid) const {
+  __device__ __forceinline__ void copy_a(float* as, int step, int tid) const {
     const float* src = a + (size_t)step * kBK;
 #pragma unroll
     for (int p = 0; p < CopyShare::kPassesA; ++p, src += a_pass) {
@@ -159,7 +164,10 @@ struct FullCopies {
       CopyShare::a_chunk(tid, p, m, k);
       copy_chunk<Vectors, true>(as + offset_a(m, k), src, 4);
     }
-    src = b + step * b_step;
+  }
+
+  __device__ __forceinline__ void copy_b(float* bs, int step, int tid) const {
+    const float* src = b + step * b_step;
 #pragma unroll
     for (int p = 0; p < CopyShare::kPassesB; ++p, src += b_pass) {
       int k, n;
@@ -183,13 +191,31 @@ struct StageCopies {
       : op(op_), full(op_, tid_), interior(op_.m0 + kBM <= op_.M && op_.n0 + kBN <= op_.N),
         shared(shared_), steps(ceil_div(op_.K, kBK)), tid(tid_) {}
 
+  // Whether the step's tiles lie wholly inside A and B.
+  __device__ __forceinline__ bool inside(int step) const {
+    return interior && (step + 1) * kBK <= op.K;
+  }
+
+  // Both tiles of the step, under one branch. (Spelled out rather than inside(step): the other
+  // spelling changes what ptxas makes of tf32_wgmma, tf32_wgmma_specialized and tf32x3_wgmma.)
   __device__ __forceinline__ void copy(int step) const {
     float* const as = stage_tile_a(shared, step);
     float* const bs = stage_tile_b(shared, step);
     if (interior && (step + 1) * kBK <= op.K) {
-      full.copy_step(as, bs, step, tid);
+      full.copy_a(as, step, tid);
+      full.copy_b(bs, step, tid);
     } else {
-      copy_step_masked<Vectors>(op, as, bs, step * kBK, tid);
+      copy_a_masked<Vectors>(op, as, step * kBK, tid);
+      copy_b_masked<Vectors>(op, bs, step * kBK, tid);
+    }
+  }
+  // B's tile only (tf32_wgmma_rounded_loads brings A's through registers).
+  __device__ __forceinline__ void copy_b(int step) const {
+    float* const bs = stage_tile_b(shared, step);
+    if (inside(step)) {
+      full.copy_b(bs, step, tid);
+    } else {
+      copy_b_masked<Vectors>(op, bs, step * kBK, tid);
     }
   }
 
