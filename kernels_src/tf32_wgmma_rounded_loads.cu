@@ -136,7 +136,7 @@ __device__ __forceinline__ void gemm(const BlockOperands& op, float* __restrict_
     tt_fence_proxy_async();
   }
   tt_wgmma_wait<0>(acc);  // the last step's second half
-  store_tile(op, C, ldc, acc, n_pair, t);
+  store_tile_pairs(op, C, ldc, acc, n_pair, t);
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads)
