@@ -53,7 +53,6 @@ struct LoadedA {
   // Loads the step's chunks: zero past M and K; 16-byte loads where the step lies wholly inside
   // A and lda and the pointer allow them (Vectors), else one float at a time.
   __device__ __forceinline__ void load(const StageCopies<Vectors>& copies, int step) {
-    const BlockOperands& op = copies.op;
     if (copies.inside(step)) {
       const float* src = copies.full.a + (size_t)step * kBK;
 #pragma unroll
@@ -67,9 +66,8 @@ struct LoadedA {
     for (int p = 0; p < CopyShare::kPassesA; ++p) {
       int m, k;
       CopyShare::a_chunk(copies.tid, p, m, k);
-      const int row = op.m0 + m, col = step * kBK + k;
-      const int floats = row < op.M ? max(0, min(4, op.K - col)) : 0;
-      const float* src = floats > 0 ? op.A + (size_t)row * op.lda + col : op.A;
+      const float* src;
+      const int floats = masked_chunk_of_a(copies.op, m, k, step * kBK, src);
       chunk[p] = make_float4(floats > 0 ? src[0] : 0.0f, floats > 1 ? src[1] : 0.0f,
                              floats > 2 ? src[2] : 0.0f, floats > 3 ? src[3] : 0.0f);
     }

@@ -105,6 +105,16 @@ __device__ __forceinline__ void copy_chunk(float* dst, const float* src, int flo
   }
 }
 
+// Where the chunk of A's tile at (m, k) of the step whose first k is k0 starts in A (`src`), and
+// how many of its 4 floats exist: none past M, fewer past K (`src` is then A itself, never read).
+__device__ __forceinline__ int masked_chunk_of_a(const BlockOperands& op, int m, int k, int k0,
+                                                 const float*& src) {
+  const int row = op.m0 + m, col = k0 + k;
+  const int floats = row < op.M ? max(0, min(4, op.K - col)) : 0;
+  src = floats > 0 ? op.A + (size_t)row * op.lda + col : op.A;
+  return floats;
+}
+
 // Issues this thread's copies of A's tile of the step whose first k is k0 into one stage, masked:
 // zero-filled past M and K (blocks on C's edge, the last step of K). Unrolled
 // (kUnrollMaskedCopies), the compiler hoists every pass's row offsets and masks out of the main
@@ -116,9 +126,8 @@ __device__ __forceinline__ void copy_a_masked(const BlockOperands& op, float* as
   for (int p = 0; p < CopyShare::kPassesA; ++p) {
     int m, k;
     CopyShare::a_chunk(tid, p, m, k);
-    const int row = op.m0 + m, col = k0 + k;
-    const int floats = row < op.M ? max(0, min(4, op.K - col)) : 0;
-    const float* src = floats > 0 ? op.A + (size_t)row * op.lda + col : op.A;
+    const float* src;
+    const int floats = masked_chunk_of_a(op, m, k, k0, src);
     copy_chunk<Vectors, false>(as + offset_a(m, k), src, floats);
   }
 }
