@@ -52,6 +52,7 @@ struct tt_cpu_async_mma {
   float* d;           // the lane's accumulators, updated when the operation is retired
   const void* b;      // the shared-memory operand, as its descriptor names it
   float a[4];         // the lane's fragment of the register operand
+  const void* a_rows; // or, in the shared form, the first of its warp's 16 rows of A (else null)
   unsigned int n;     // the instruction's N
   unsigned int line;  // where it was issued
 };
@@ -93,7 +94,7 @@ struct tt_cpu_host {
 }  // extern "C"
 
 // Bumped whenever the structures above or the exported functions below change.
-#define TT_CPU_ABI_VERSION 5
+#define TT_CPU_ABI_VERSION 6
 
 #ifndef TT_CPU_BACKEND_HOST
 

@@ -15,6 +15,9 @@
 //                                    shared memory by descriptor, column n being row n of the tile;
 //                                    d (N / 2 floats) in warp w's rows, d[4j + i] = D[16w + g +
 //                                    8 (i / 2)][8j + 2t + i % 2] with g = lane / 4, t = lane % 4
+//   tt_wgmma_tf32_shared<N>(d, a, b) the same with A from shared memory too: `a` a descriptor
+//                                    like b's, A's row r being row r of its tile (warp w's rows
+//                                    16w to 16w + 15)
 //   tt_wgmma_fence()                 before the first tt_wgmma_tf32 after the thread wrote its
 //                                    accumulators or fragments (wgmma.fence)
 //   tt_wgmma_commit()                closes this thread's group of issued tt_wgmma_tf32
@@ -62,104 +65,83 @@ __device__ __forceinline__ unsigned long long tt_wgmma_descriptor(const float* s
          (static_cast<unsigned long long>(1024 >> 4) << 32) | (1ull << 62);
 }
 
+// An instruction's N / 2 accumulators: their names in its PTX (%0 on), and their operands.
+#define TT_WGMMA_D64_NAMES \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18," \
+  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define TT_WGMMA_D128_NAMES \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18," \
+  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35," \
+  "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52," \
+  "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define TT_WGMMA_D256_NAMES \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18," \
+  "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35," \
+  "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52," \
+  "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69," \
+  "%70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86," \
+  "%87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102," \
+  "%103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116," \
+  "%117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define TT_WGMMA_D8(i)                                                                          \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+#define TT_WGMMA_D32(i) TT_WGMMA_D8(i), TT_WGMMA_D8(i + 8), TT_WGMMA_D8(i + 16), TT_WGMMA_D8(i + 24)
+#define TT_WGMMA_D64_OPERANDS TT_WGMMA_D32(0)
+#define TT_WGMMA_D128_OPERANDS TT_WGMMA_D32(0), TT_WGMMA_D32(32)
+#define TT_WGMMA_D256_OPERANDS TT_WGMMA_D32(0), TT_WGMMA_D32(32), TT_WGMMA_D32(64), TT_WGMMA_D32(96)
+
+// m64nNk8 in both forms, A from registers or from shared memory. P0 to P5 name the operands after
+// the accumulators: A's four fragment registers, B's descriptor and the accumulate flag in the
+// register form; A's descriptor, B's and the flag in the shared form.
 template <int N>
 struct tt_wgmma_tf32_instruction;
-
-template <>
-struct tt_wgmma_tf32_instruction<64> {
-  __device__ __forceinline__ static void issue(float (&d)[32], const float (&a)[4],
-                                               unsigned long long b) {
-    asm volatile(
-      "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18,"
-      "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, {%32, %33, %34, %35}, %36, accumulate, 1, 1;\n}\n"
-      :
-        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
-        "r"(__float_as_uint(a[3])), "l"(b), "r"(1));
-  }
-};
-
-template <>
-struct tt_wgmma_tf32_instruction<128> {
-  __device__ __forceinline__ static void issue(float (&d)[64], const float (&a)[4],
-                                               unsigned long long b) {
-    asm volatile(
-      "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18,"
-      "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35,"
-      "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52,"
-      "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, {%64, %65, %66, %67}, %68, accumulate, 1, 1;\n}\n"
-      :
-        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-        "+f"(d[63])
-      : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
-        "r"(__float_as_uint(a[3])), "l"(b), "r"(1));
-  }
-};
-
-template <>
-struct tt_wgmma_tf32_instruction<256> {
-  __device__ __forceinline__ static void issue(float (&d)[128], const float (&a)[4],
-                                               unsigned long long b) {
-    asm volatile(
-      "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %133, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18,"
-      "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35,"
-      "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52,"
-      "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69,"
-      "%70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86,"
-      "%87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103,"
-      "%104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117,"
-      "%118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-      "}, {%128, %129, %130, %131}, %132, accumulate, 1, 1;\n}\n"
-      :
-        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-        "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
-        "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
-        "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
-        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
-        "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
-        "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
-        "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
-        "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
-        "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
-        "r"(__float_as_uint(a[3])), "l"(b), "r"(1));
-  }
-};
+#define TT_WGMMA_TF32_INSTRUCTION(N, P0, P1, P2, P3, P4, P5)                                    \
+  template <>                                                                                   \
+  struct tt_wgmma_tf32_instruction<N> {                                                         \
+    __device__ __forceinline__ static void issue(float (&d)[N / 2], const float (&a)[4],        \
+                                                 unsigned long long b) {                        \
+      asm volatile("{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, " P5 ", 0;\n"           \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {"                  \
+                   TT_WGMMA_D##N##_NAMES "}, {" P0 ", " P1 ", " P2 ", " P3 "}, " P4            \
+                   ", accumulate, 1, 1;\n}\n"                                           \
+                   : TT_WGMMA_D##N##_OPERANDS                                                   \
+                   : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])),                    \
+                     "r"(__float_as_uint(a[2])), "r"(__float_as_uint(a[3])), "l"(b), "r"(1));   \
+    }                                                                                           \
+    __device__ __forceinline__ static void issue_shared(float (&d)[N / 2],                      \
+                                                        unsigned long long a,                   \
+                                                        unsigned long long b) {                 \
+      asm volatile("{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, " P2 ", 0;\n"           \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {"                  \
+                   TT_WGMMA_D##N##_NAMES "}, " P0 ", " P1 ", accumulate, 1, 1;\n}\n"     \
+                   : TT_WGMMA_D##N##_OPERANDS                                                   \
+                   : "l"(a), "l"(b), "r"(1));                                                   \
+    }                                                                                           \
+  };
+TT_WGMMA_TF32_INSTRUCTION(64, "%32", "%33", "%34", "%35", "%36", "%37")
+TT_WGMMA_TF32_INSTRUCTION(128, "%64", "%65", "%66", "%67", "%68", "%69")
+TT_WGMMA_TF32_INSTRUCTION(256, "%128", "%129", "%130", "%131", "%132", "%133")
+#undef TT_WGMMA_TF32_INSTRUCTION
+#undef TT_WGMMA_D64_NAMES
+#undef TT_WGMMA_D128_NAMES
+#undef TT_WGMMA_D256_NAMES
+#undef TT_WGMMA_D64_OPERANDS
+#undef TT_WGMMA_D128_OPERANDS
+#undef TT_WGMMA_D256_OPERANDS
+#undef TT_WGMMA_D32
+#undef TT_WGMMA_D8
 
 // Called by all 128 threads of the warpgroup together, converged.
 template <int N>
 __device__ __forceinline__ void tt_wgmma_tf32(float (&d)[N / 2], const float (&a)[4],
                                               unsigned long long b) {
   tt_wgmma_tf32_instruction<N>::issue(d, a, b);
+}
+template <int N>
+__device__ __forceinline__ void tt_wgmma_tf32_shared(float (&d)[N / 2], unsigned long long a,
+                                                     unsigned long long b) {
+  tt_wgmma_tf32_instruction<N>::issue_shared(d, a, b);
 }
 
 __device__ __forceinline__ void tt_wgmma_fence() {
@@ -224,14 +206,23 @@ inline void tt_cpu_wgmma_tf32_combine(tt_cpu_warp_call* const* lanes, unsigned i
   double A[16][8];
   for (int lane = 0; lane < 32; ++lane) {
     const tt_cpu_async_mma& op = *(const tt_cpu_async_mma*)lanes[lane]->in;
-    if (op.n != first.n || op.b != first.b) {
+    if (op.n != first.n || op.b != first.b || op.a_rows != first.a_rows) {
       tt_cpu_host_functions.trap("tt_wgmma_tf32: the lanes of a warp name different operands");
     }
+    if (op.a_rows) continue;
     const int g = lane >> 2, t = lane & 3;
     A[g][t] = tt_cpu_tf32_operand(op.a[0]);
     A[g + 8][t] = tt_cpu_tf32_operand(op.a[1]);
     A[g][t + 4] = tt_cpu_tf32_operand(op.a[2]);
     A[g + 8][t + 4] = tt_cpu_tf32_operand(op.a[3]);
+  }
+  if (first.a_rows) {  // the shared form: read now, as B is
+    for (int row = 0; row < 16; ++row) {
+      for (int k = 0; k < 8; ++k) {
+        A[row][k] = tt_cpu_tf32_operand(
+            tt_cpu_wgmma_operand((unsigned long long)(uintptr_t)first.a_rows, row, k));
+      }
+    }
   }
   const unsigned long long b = (unsigned long long)(uintptr_t)first.b;
   for (int lane = 0; lane < 32; ++lane) {
@@ -252,8 +243,22 @@ template <int N>
 inline void tt_wgmma_tf32(float (&d)[N / 2], const float (&a)[4], unsigned long long b,
                           unsigned int line = __builtin_LINE()) {
   static_assert(N == 64 || N == 128 || N == 256, "tt_wgmma_tf32<N>: N is 64, 128 or 256");
-  const tt_cpu_async_mma operation = {d, (const void*)(uintptr_t)b, {a[0], a[1], a[2], a[3]},
-                                      (unsigned int)N, line};
+  const tt_cpu_async_mma operation = {
+      d, (const void*)(uintptr_t)b, {a[0], a[1], a[2], a[3]}, nullptr, (unsigned int)N, line};
+  tt_cpu_host_functions.async_mma_issue(&operation);
+}
+
+// The shared form: the calling warp's rows of A are rows 16w to 16w + 15 of the tile `a` names,
+// w its warp in the warpgroup (2048 bytes a step: the swizzle's phase is unchanged).
+template <int N>
+inline void tt_wgmma_tf32_shared(float (&d)[N / 2], unsigned long long a, unsigned long long b,
+                                 unsigned int line = __builtin_LINE()) {
+  static_assert(N == 64 || N == 128 || N == 256, "tt_wgmma_tf32_shared<N>: N is 64, 128 or 256");
+  const unsigned int thread =
+      threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned long long rows = a + 16ull * 128 * (thread / 32 % 4);
+  const tt_cpu_async_mma operation = {
+      d, (const void*)(uintptr_t)b, {}, (const void*)(uintptr_t)rows, (unsigned int)N, line};
   tt_cpu_host_functions.async_mma_issue(&operation);
 }
 
@@ -288,6 +293,8 @@ __device__ float* tt_shared_align_1024(void* p);
 __device__ unsigned long long tt_wgmma_descriptor(const float* start);
 template <int N>
 __device__ void tt_wgmma_tf32(float (&d)[N / 2], const float (&a)[4], unsigned long long b);
+template <int N>
+__device__ void tt_wgmma_tf32_shared(float (&d)[N / 2], unsigned long long a, unsigned long long b);
 __device__ void tt_wgmma_fence();
 __device__ void tt_wgmma_commit();
 template <int Pending, int Floats>

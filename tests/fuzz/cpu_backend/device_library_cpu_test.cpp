@@ -505,6 +505,19 @@ TEST(DeviceLibraryCpu, WgmmaComputesByThePtxLayoutsAndTheSwizzle) {
   }
 }
 
+TEST(DeviceLibraryCpu, WgmmaSharedFormReadsBothOperandsByTheirDescriptors) {
+  using namespace testing_support;
+  const CpuProbe probe("wgmma_shared_form", wgmma_shared_form_probe_body(), kWgmmaIncludes);
+  const std::vector<float> in = wgmma_inputs();
+  const std::vector<double> expected = wgmma_reference(in.data());
+  for (std::uint64_t seed = 0; seed < 3; ++seed) {
+    const std::vector<float> out = probe.run({128, 1, 1}, in, kWgmmaOutputs, seed);
+    for (int i = 0; i < kWgmmaOutputs; ++i) {
+      ASSERT_EQ(out[i], float(expected[i])) << "seed " << seed << " D[" << i / 64 << "][" << i % 64 << "]";
+    }
+  }
+}
+
 TEST(DeviceLibraryCpu, WgmmaIsCarriedOutWhenTheWaitRetiresIt) {
   using namespace testing_support;
   const std::vector<float> in = wgmma_inputs();

@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -272,7 +273,9 @@ TEST_F(DeviceLibraryGpu, WgmmaIsTheHardwaresOnIntegersAndWithinTheBoundOnFloats)
     GTEST_SKIP() << "wgmma needs compute capability 9.0 (sm_90a); this GPU is "
                  << device_->properties().arch();
   }
-  const CpuProbe probe("gpu_wgmma", wgmma_probe_body(), kWgmmaIncludes);
+  const CpuProbe register_form("gpu_wgmma", wgmma_probe_body(), kWgmmaIncludes);
+  const CpuProbe shared_form("gpu_wgmma_shared_form", wgmma_shared_form_probe_body(),
+                             kWgmmaIncludes);
   constexpr int kBlocks = 256;
   std::mt19937 random(17);
   std::uniform_int_distribution<int> value(-8, 8);
@@ -287,12 +290,18 @@ TEST_F(DeviceLibraryGpu, WgmmaIsTheHardwaresOnIntegersAndWithinTheBoundOnFloats)
                                              : exact[i];
     floats[i] = normal(random) * std::ldexp(1.0f, int(random() % 9) - 4);
   }
-  for (const auto* in : {&exact, &noisy, &floats}) {
-    const char* what = in == &exact ? "integers" : in == &noisy ? "integers with bits below TF32"
-                                                                : "random floats";
+  // Each input set through both forms (A from fragments, A from shared memory).
+  for (int run = 0; run < 6; ++run) {
+    const std::vector<float>* const in = std::array{&exact, &noisy, &floats}[run / 2];
+    const CpuProbe* const probe = run % 2 == 0 ? &register_form : &shared_form;
+    const std::string what =
+        std::string(in == &exact   ? "integers"
+                    : in == &noisy ? "integers with bits below TF32"
+                                   : "random floats") +
+        (probe == &shared_form ? " (shared form)" : "");
     const std::size_t outputs = std::size_t(kBlocks) * kWgmmaOutputs;
-    const std::vector<float> gpu = run_on_gpu(probe, {128, 1, 1}, *in, outputs, 0, kBlocks);
-    const std::vector<float> cpu = probe.run({128, 1, 1}, *in, outputs, 0, 0, kBlocks);
+    const std::vector<float> gpu = run_on_gpu(*probe, {128, 1, 1}, *in, outputs, 0, kBlocks);
+    const std::vector<float> cpu = probe->run({128, 1, 1}, *in, outputs, 0, 0, kBlocks);
     int differences = 0;
     double largest_ulps = 0;
     for (std::size_t i = 0; i < outputs; ++i) {
@@ -318,7 +327,7 @@ TEST_F(DeviceLibraryGpu, WgmmaIsTheHardwaresOnIntegersAndWithinTheBoundOnFloats)
     }
     std::printf("tt_wgmma_tf32 on %s: %zu outputs, %d not bit for bit, the largest difference "
                 "%.0f ulps\n",
-                what, outputs, differences, largest_ulps);
+                what.c_str(), outputs, differences, largest_ulps);
     if (in != &floats) {
       EXPECT_EQ(differences, 0);
     }

@@ -52,6 +52,27 @@ inline std::string wgmma_probe_body(const std::string& wait = "tt_wgmma_wait<0>(
   return body;
 }
 
+// The same product by wgmma's shared form (tt_wgmma_tf32_shared): R stored into a second tile,
+// swizzled as S is, and named by descriptor instead of held in fragments.
+inline std::string wgmma_shared_form_probe_body() {
+  std::string body = wgmma_probe_body();
+  const std::size_t fragments = body.find("  float a[4][4];");
+  const std::size_t issue = body.find("  tt_wgmma_fence();");
+  body.replace(fragments, issue - fragments, R"(  __shared__ __align__(1024) float rows[64 * 32];
+  for (int i = t; i < 64 * 32; i += 128) {
+    const int m = i / 32, k = i % 32;
+    rows[m * 32 + 4 * ((k / 4) ^ (m % 8)) + k % 4] = in[i];
+  }
+  tt_fence_proxy_async();
+  __syncthreads();
+)");
+  const std::string registers = "tt_wgmma_tf32<64>(d, a[s], tt_wgmma_descriptor(tile + 8 * s));";
+  body.replace(body.find(registers), registers.size(),
+               "tt_wgmma_tf32_shared<64>(d, tt_wgmma_descriptor(rows + 8 * s), "
+               "tt_wgmma_descriptor(tile + 8 * s));");
+  return body;
+}
+
 // D = R S^T + C of one block's inputs, in double (exact where every product and sum is an integer
 // below 2^24).
 inline std::vector<double> wgmma_reference(const float* in) {
