@@ -278,6 +278,51 @@ struct StageCopies {
   }
 };
 
+// A thread's chunks of A's tile for one step, in registers between their load and their store
+// (tf32_wgmma_rounded_loads, tf32_wgmma_transposed_b: A rounded on its way into shared memory).
+template <bool Vectors>
+struct LoadedA {
+  float4 chunk[CopyShare::kPassesA];
+
+  // Loads the step's chunks: zero past M and K; 16-byte loads where the step lies wholly inside
+  // A and lda and the pointer allow them (Vectors), else one float at a time.
+  __device__ __forceinline__ void load(const StageCopies<Vectors>& copies, int step) {
+    if (copies.inside(step)) {
+      const float* src = copies.full.a + (size_t)step * kBK;
+#pragma unroll
+      for (int p = 0; p < CopyShare::kPassesA; ++p, src += copies.full.a_pass) {
+        chunk[p] = Vectors ? *reinterpret_cast<const float4*>(src)
+                           : make_float4(src[0], src[1], src[2], src[3]);
+      }
+      return;
+    }
+#pragma unroll
+    for (int p = 0; p < CopyShare::kPassesA; ++p) {
+      int m, k;
+      CopyShare::a_chunk(copies.tid, p, m, k);
+      const float* src;
+      const int floats = masked_chunk_of_a(copies.op, m, k, step * kBK, src);
+      chunk[p] = make_float4(floats > 0 ? src[0] : 0.0f, floats > 1 ? src[1] : 0.0f,
+                             floats > 2 ? src[2] : 0.0f, floats > 3 ? src[3] : 0.0f);
+    }
+  }
+
+  // Rounds the chunks to TF32 and stores them into the step's stage.
+  __device__ __forceinline__ void store_rounded(const StageCopies<Vectors>& copies,
+                                                int step) const {
+    float* const as = stage_tile_a(copies.shared, step);
+#pragma unroll
+    for (int p = 0; p < CopyShare::kPassesA; ++p) {
+      int m, k;
+      CopyShare::a_chunk(copies.tid, p, m, k);
+      const float4 v = chunk[p];
+      *reinterpret_cast<float4*>(as + offset_a(m, k)) =
+          make_float4(tt_tf32_round(v.x), tt_tf32_round(v.y), tt_tf32_round(v.z),
+                      tt_tf32_round(v.w));
+    }
+  }
+};
+
 // The columns of C (of B's tile) of a consumer thread's fragment rows g and g + 8, `wg` its
 // warpgroup among the consumers: wgmma's M is ours to map to C's columns, and this order gives
 // each lane two adjacent ones.

@@ -104,7 +104,8 @@ INSTANTIATE_TEST_SUITE_P(
                       TemplateAndArch{"tf32_wgmma.cu", "sm_90"},
                       TemplateAndArch{"tf32_wgmma_specialized.cu", "sm_90"},
                       TemplateAndArch{"tf32x3_wgmma.cu", "sm_90"},
-                      TemplateAndArch{"tf32_wgmma_rounded_loads.cu", "sm_90"}),
+                      TemplateAndArch{"tf32_wgmma_rounded_loads.cu", "sm_90"},
+                      TemplateAndArch{"tf32_wgmma_transposed_b.cu", "sm_90"}),
     [](const ::testing::TestParamInfo<TemplateAndArch>& info) {
       std::string file = info.param.file;
       return file.substr(0, file.find('.')) + "_" + info.param.arch;
