@@ -24,20 +24,26 @@
 // tiletune: param BM 64 128 256
 // tiletune: param WARPGROUPS 1 2
 // tiletune: param STAGES 3 4 5
+// Split K: slices of K over gridDim.z, each adding its product into C (thin shapes' few tiles).
+// tiletune: param SPLIT_K 1 2 4 16
 // At most 227 KiB of shared memory (a block's most on Hopper).
 // tiletune: require STAGES * (BM * 128 + 32 * (64 * WARPGROUPS + 8) * 4) + 1024 <= 227 * 1024
 // tiletune: require BM == 64 || WARPGROUPS == 2
 // A's chunks in registers leave BM 256 no room for a fourth stage's addresses: ptxas spills.
 // tiletune: require BM < 256 || STAGES == 3
+// tiletune: require SPLIT_K == 1 || (BM <= 128 && STAGES == 4)
 // tiletune: tune_if BM <= 2 * max(M, 32) && 64 * WARPGROUPS <= 2 * max(N, 32)
+// Split K only where C's tiles are too few for the GPU and each slice keeps 4 steps or more.
+// tiletune: tune_if SPLIT_K == 1 || (ceil_div(M, BM) * ceil_div(N, 64 * WARPGROUPS) < 128 && K >= 4 * 32 * SPLIT_K)
 // tiletune: block 128 * WARPGROUPS
-// tiletune: grid ceil_div(N, 64 * WARPGROUPS), ceil_div(M, BM)
+// tiletune: grid ceil_div(N, 64 * WARPGROUPS), ceil_div(M, BM), SPLIT_K
+// tiletune: zero_output SPLIT_K > 1
 // tiletune: shared STAGES * (BM * 128 + 32 * (64 * WARPGROUPS + 8) * 4) + 1024
 
 #include <tiletune/async_copy.h>
 #include <tiletune/warpgroup_mma.h>
 
-constexpr int kBM = TT_BM, kWarpgroups = TT_WARPGROUPS, kStages = TT_STAGES;
+constexpr int kBM = TT_BM, kWarpgroups = TT_WARPGROUPS, kStages = TT_STAGES, kSplitK = TT_SPLIT_K;
 constexpr int kBN = 64 * kWarpgroups;
 constexpr int kThreads = 128 * kWarpgroups, kCopyThreads = kThreads;
 constexpr bool kUnrollMaskedCopies = true;
@@ -90,7 +96,11 @@ __device__ __forceinline__ void gemm(const BlockOperands& op, float* __restrict_
     tt_fence_proxy_async();
   }
   tt_wgmma_wait<0>(acc);  // the last step's second half
-  store_tile_pairs(op, C, ldc, acc, n_pair, t);
+  if (kSplitK == 1) {
+    store_tile_pairs(op, C, ldc, acc, n_pair, t);
+  } else {
+    store_tile<true>(op, C, ldc, acc, n_pair, t);
+  }
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads)
@@ -99,7 +109,8 @@ extern "C" __global__ void __launch_bounds__(kThreads)
                                   int ldc) {
   extern __shared__ float4 shared_bytes[];
   float* const shared = tt_shared_align_1024(shared_bytes);
-  const BlockOperands op = block_operands(A, B, M, N, K, lda, ldb);
+  BlockOperands op = block_operands(A, B, M, N, K, lda, ldb);
+  if (!k_slice<kSplitK>(op)) return;
   if (vector_copies(A, B, lda, ldb)) {
     gemm<true>(op, C, ldc, shared);
   } else {

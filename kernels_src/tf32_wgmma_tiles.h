@@ -60,6 +60,22 @@ __device__ __forceinline__ BlockOperands block_operands(const float* A, const fl
   return {A, B, M, N, K, lda, ldb, (int)blockIdx.y * kBM, (int)blockIdx.x * kBN};
 }
 
+// Split K over gridDim.z = Slices (a template's SPLIT_K): the block's slice of K, op's A and B
+// moved to its first k and K cut to its length (a multiple of BK but the last); false where the
+// slice is empty. Each slice adds its product into C (store_tile<true>), which the launcher clears
+// first (`zero_output`).
+template <int Slices>
+__device__ __forceinline__ bool k_slice(BlockOperands& op) {
+  if (Slices == 1) return true;
+  const int per_slice = ceil_div(op.K, Slices * kBK) * kBK;
+  const int k_begin = (int)blockIdx.z * per_slice;
+  if (k_begin >= op.K) return false;
+  op.A += k_begin;
+  op.B += (size_t)k_begin * op.ldb;
+  op.K = min(op.K - k_begin, per_slice);
+  return true;
+}
+
 // The stage of a step in shared memory (1024-byte aligned): kStages tiles of A, then kStages of B,
 // each a multiple of 1024 bytes.
 __device__ __forceinline__ float* stage_tile_a(float* shared, int step) {
@@ -373,7 +389,9 @@ __device__ __forceinline__ bool vector_copies(const float* A, const float* B, in
          reinterpret_cast<size_t>(B) % 16 == 0;
 }
 
-// Epilogue: acc[4j + i] is C's element (m0 + 8j + 2t + i % 2, n0 + n_pair + i / 2).
+// Epilogue: acc[4j + i] is C's element (m0 + 8j + 2t + i % 2, n0 + n_pair + i / 2). Add: the
+// block's sums are added into C (split K: k_slice), one atomicAdd an element.
+template <bool Add = false>
 __device__ __forceinline__ void store_tile(const BlockOperands& op, float* __restrict__ C, int ldc,
                                            const float (&acc)[kBM / 2], int n_pair, int t) {
   const int rows = op.M - op.m0, cols = op.N - op.n0;
@@ -382,7 +400,14 @@ __device__ __forceinline__ void store_tile(const BlockOperands& op, float* __res
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int m = 8 * j + 2 * t + i % 2, n = n_pair + i / 2;
-      if (m < rows && n < cols) C[(size_t)(op.m0 + m) * ldc + op.n0 + n] = acc[4 * j + i];
+      if (m < rows && n < cols) {
+        float* const c = C + (size_t)(op.m0 + m) * ldc + op.n0 + n;
+        if (Add) {
+          atomicAdd(c, acc[4 * j + i]);
+        } else {
+          *c = acc[4 * j + i];
+        }
+      }
     }
   }
 }
