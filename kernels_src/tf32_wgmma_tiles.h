@@ -1,11 +1,11 @@
 // What the wgmma templates (tf32_wgmma.cu, tf32_wgmma_specialized.cu, tf32_wgmma_rounded_loads.cu,
-// tf32x3_wgmma.cu) share: the block's tiles in shared memory, the copies that fill them, the
-// rounding (or 3xTF32 split) of A's tile, B^T's fragments, the epilogue, and the block of a kernel
-// whose every thread copies and multiplies (every_thread_gemm). The including template defines kBM
-// (C rows per block: wgmma's N), kBN (C columns per block: 64 per consumer warpgroup), kStages,
-// kCopyThreads (the threads that copy: the whole block, or producer warpgroups),
-// kUnrollMaskedCopies (copy_a_masked, copy_b_masked) and includes <tiletune/async_copy.h> and
-// <tiletune/warpgroup_mma.h> first.
+// tf32_wgmma_transposed_b.cu, tf32x3_wgmma.cu) share: the block's tiles in shared memory, the
+// copies that fill them, the rounding (or 3xTF32 split) of A's tile, B^T's fragments, split K, the
+// epilogue, and the block of a kernel whose every thread copies and multiplies (every_thread_gemm).
+// The including template defines kBM (C rows per block: wgmma's N), kBN (C columns per block: 64
+// per consumer warpgroup), kStages, kCopyThreads (the threads that copy: the whole block, or
+// producer warpgroups), kUnrollMaskedCopies (copy_a_masked, copy_b_masked) and includes
+// <tiletune/async_copy.h> and <tiletune/warpgroup_mma.h> first.
 //
 // Roles. TF32 wgmma reads only K-major operands from shared memory: the register operand (64 x 8)
 // may come from anywhere, the shared one must have each of its N columns' 8 k contiguous. A is
