@@ -131,6 +131,27 @@ __device__ __forceinline__ int masked_chunk_of_a(const BlockOperands& op, int m,
   return floats;
 }
 
+// The same for the chunk of B's tile at (k, n): none past K, fewer past N.
+__device__ __forceinline__ int masked_chunk_of_b(const BlockOperands& op, int k, int n, int k0,
+                                                 const float*& src) {
+  const int row = k0 + k, col = op.n0 + n;
+  const int floats = row < op.K ? max(0, min(4, op.N - col)) : 0;
+  src = floats > 0 ? op.B + (size_t)row * op.ldb + col : op.B;
+  return floats;
+}
+
+// A chunk into registers: one 16-byte load (Vectors: the address allows it) or four 4-byte ones;
+// and a masked chunk, of which `floats` (0 to 4) exist, zero past them.
+template <bool Vectors>
+__device__ __forceinline__ float4 load_chunk(const float* src) {
+  return Vectors ? *reinterpret_cast<const float4*>(src)
+                 : make_float4(src[0], src[1], src[2], src[3]);
+}
+__device__ __forceinline__ float4 load_masked_chunk(const float* src, int floats) {
+  return make_float4(floats > 0 ? src[0] : 0.0f, floats > 1 ? src[1] : 0.0f,
+                     floats > 2 ? src[2] : 0.0f, floats > 3 ? src[3] : 0.0f);
+}
+
 // Issues this thread's copies of A's tile of the step whose first k is k0 into one stage, masked:
 // zero-filled past M and K (blocks on C's edge, the last step of K). Unrolled
 // (kUnrollMaskedCopies), the compiler hoists every pass's row offsets and masks out of the main
@@ -155,9 +176,8 @@ __device__ __forceinline__ void copy_b_masked(const BlockOperands& op, float* bs
   for (int p = 0; p < CopyShare::kPassesB; ++p) {
     int k, n;
     CopyShare::b_chunk(tid, p, k, n);
-    const int row = k0 + k, col = op.n0 + n;
-    const int floats = row < op.K ? max(0, min(4, op.N - col)) : 0;
-    const float* src = floats > 0 ? op.B + (size_t)row * op.ldb + col : op.B;
+    const float* src;
+    const int floats = masked_chunk_of_b(op, k, n, k0, src);
     copy_chunk<Vectors, false>(bs + k * kRowB + n, src, floats);
   }
 }
@@ -307,8 +327,7 @@ struct LoadedA {
       const float* src = copies.full.a + (size_t)step * kBK;
 #pragma unroll
       for (int p = 0; p < CopyShare::kPassesA; ++p, src += copies.full.a_pass) {
-        chunk[p] = Vectors ? *reinterpret_cast<const float4*>(src)
-                           : make_float4(src[0], src[1], src[2], src[3]);
+        chunk[p] = load_chunk<Vectors>(src);
       }
       return;
     }
@@ -318,8 +337,7 @@ struct LoadedA {
       CopyShare::a_chunk(copies.tid, p, m, k);
       const float* src;
       const int floats = masked_chunk_of_a(copies.op, m, k, step * kBK, src);
-      chunk[p] = make_float4(floats > 0 ? src[0] : 0.0f, floats > 1 ? src[1] : 0.0f,
-                             floats > 2 ? src[2] : 0.0f, floats > 3 ? src[3] : 0.0f);
+      chunk[p] = load_masked_chunk(src, floats);
     }
   }
 

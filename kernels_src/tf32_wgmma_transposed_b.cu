@@ -83,19 +83,14 @@ struct LoadedBT {
       const float* src = op.B + (size_t)row * op.ldb + op.n0 + n;
       const size_t pass = (size_t)8 * op.ldb;
 #pragma unroll
-      for (int p = 0; p < kPasses; ++p, src += pass) {
-        chunk[p] = Vectors ? *reinterpret_cast<const float4*>(src)
-                           : make_float4(src[0], src[1], src[2], src[3]);
-      }
+      for (int p = 0; p < kPasses; ++p, src += pass) chunk[p] = load_chunk<Vectors>(src);
       return;
     }
-    const int col = op.n0 + n;
 #pragma unroll
     for (int p = 0; p < kPasses; ++p) {
-      const int floats = row + 8 * p < op.K ? max(0, min(4, op.N - col)) : 0;
-      const float* src = floats > 0 ? op.B + (size_t)(row + 8 * p) * op.ldb + col : op.B;
-      chunk[p] = make_float4(floats > 0 ? src[0] : 0.0f, floats > 1 ? src[1] : 0.0f,
-                             floats > 2 ? src[2] : 0.0f, floats > 3 ? src[3] : 0.0f);
+      const float* src;
+      const int floats = masked_chunk_of_b(op, k + 8 * p, n, step * kBK, src);
+      chunk[p] = load_masked_chunk(src, floats);
     }
   }
 
