@@ -37,12 +37,20 @@ TEST(WorkerProtocol, EvaluationRequestRoundTrip) {
 TEST(WorkerProtocol, RemeasureRequestRoundTrip) {
   WorkerRequest request;
   request.kind = WorkerRequest::Kind::remeasure;
-  request.remeasure.configs = {"A=1", "A=2"};
+  request.remeasure.templates = {{"one", "hash1", "one.cu", "// one", Precision::tf32},
+                                  {"two", "hash2", "two.cu", "// two", Precision::tf32}};
+  request.remeasure.configs = {{0, "A=1"}, {1, "B=2"}, {0, "A=2"}};
   request.remeasure.rounds = 7;
   request.remeasure.shape = {1, 2, 3};
   const WorkerRequest back = decode_request(encode(request));
   ASSERT_EQ(back.kind, WorkerRequest::Kind::remeasure);
-  EXPECT_EQ(back.remeasure.configs, request.remeasure.configs);
+  ASSERT_EQ(back.remeasure.templates.size(), 2u);
+  EXPECT_EQ(back.remeasure.templates[1].name, "two");
+  EXPECT_EQ(back.remeasure.templates[1].source, "// two");
+  ASSERT_EQ(back.remeasure.configs.size(), 3u);
+  EXPECT_EQ(back.remeasure.configs[1].tmpl, 1u);
+  EXPECT_EQ(back.remeasure.configs[1].config, "B=2");
+  EXPECT_EQ(back.remeasure.configs[2].config, "A=2");
   EXPECT_EQ(back.remeasure.rounds, 7);
 }
 

@@ -11,10 +11,12 @@
 // the time went (and, with --devices, what each device settled). Exits 1 when some template and
 // shape has no correct configuration (none of those it settled was correct, or none admits the
 // shape).
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -51,6 +53,46 @@ struct TuningPlan {
   KernelTemplate tmpl;
   std::vector<GemmShape> shapes;
 };
+
+// The templates of one precision tuned at one shape, re-measured together once all are searched.
+struct AcrossTemplates {
+  GemmShape shape;
+  Precision precision = Precision::fp32;
+  std::vector<const KernelTemplate*> templates;
+  bool measured_new = false;  // any of their searches at the shape timed something
+  std::string note;           // how the re-measurement went
+};
+
+std::size_t planned_searches(const std::vector<TuningPlan>& plans) {
+  std::size_t searches = 0;
+  for (const TuningPlan& plan : plans) searches += plan.shapes.size();
+  return searches;
+}
+
+// The plans' searches grouped by shape and precision, in the order of their first search; the
+// plans' summaries start at summaries[first], in the plans' order.
+std::vector<AcrossTemplates> across_templates(const std::vector<TuningPlan>& plans,
+                                              const std::vector<TuningSummary>& summaries,
+                                              std::size_t first) {
+  std::vector<AcrossTemplates> groups;
+  for (const TuningPlan& plan : plans) {
+    for (const GemmShape& shape : plan.shapes) {
+      auto group = std::find_if(groups.begin(), groups.end(), [&](const AcrossTemplates& g) {
+        return g.shape == shape && g.precision == plan.tmpl.precision;
+      });
+      if (group == groups.end()) {
+        AcrossTemplates fresh;
+        fresh.shape = shape;
+        fresh.precision = plan.tmpl.precision;
+        group = groups.insert(groups.end(), std::move(fresh));
+      }
+      group->templates.push_back(&plan.tmpl);
+      group->measured_new = group->measured_new || summaries.at(first++).measured_new;
+    }
+  }
+  std::erase_if(groups, [](const AcrossTemplates& g) { return g.templates.size() < 2; });
+  return groups;
+}
 
 // `name_device`: start with the device the step happened on ("[1] "), when there are several.
 std::string describe(const TuningEvent& e, bool name_device) {
@@ -324,6 +366,7 @@ int run(const TuneOptions& options) {
   std::map<int, int> per_device;  // configurations each device settled, for the bar
   std::map<std::string, double> stage_seconds;
   std::vector<TuningSummary> summaries;
+  std::vector<std::pair<std::size_t, AcrossTemplates>> across_notes;  // by model
   int forgotten = 0, still_missed = 0;  // missed shapes, with --missed
   for (std::size_t m = 0; m < runs.size(); ++m) {  // each model tunes its templates at every shape
     TuningRun* const run = runs[m];
@@ -356,6 +399,17 @@ int run(const TuneOptions& options) {
         for (const auto& [stage, seconds] : summary.stage_seconds) stage_seconds[stage] += seconds;
         summaries.push_back(std::move(summary));
       }
+    }
+    // Every template searched: at each shape, the best of each template of one precision are
+    // re-measured together, so that the fastest of the precision is chosen among times taken
+    // together and not minutes apart.
+    std::size_t at = summaries.size() - planned_searches(model_plans[m]);
+    for (AcrossTemplates& across : across_templates(model_plans[m], summaries, at)) {
+      bar.update(settled_total, fmt::format("{} {}: re-measuring the best of {} templates together",
+                                            across.shape.to_string(), to_string(across.precision),
+                                            across.templates.size()), false);
+      across.note = run->confirm_across(across.templates, across.shape, across.measured_new);
+      if (!across.note.empty()) across_notes.push_back({m, std::move(across)});
     }
   }
   bar.finish();
@@ -394,6 +448,16 @@ int run(const TuneOptions& options) {
         if (!summary.confirm_note.empty()) fmt::print("{:>40}{}\n", "", summary.confirm_note);
       }
     }
+  }
+  if (!across_notes.empty()) fmt::print("\nacross templates (the fastest of each precision and shape):\n");
+  for (const auto& [m, across] : across_notes) {
+    const std::string& gpu_name = runs[m]->gpu_record().name;
+    const auto best = store.best(gpu_name, across.shape, std::nullopt, across.precision);
+    fmt::print("{:<18} {:<7} {}\n", across.shape.to_string(), to_string(across.precision),
+               best ? fmt::format("{} {} {:.4f} ms {:.2f} TFLOP/s", best->template_name, best->config,
+                                  best->median_ms, best->tflops)
+                    : std::string("none"));
+    fmt::print("{:>27}{}{}\n", "", runs.size() > 1 ? gpu_name + ": " : "", across.note);
   }
   if (options.session.devices) {
     fmt::print("\n{:<8} {:<32} {:>8} {:>8}\n", "device", "GPU", "settled", "busy s");

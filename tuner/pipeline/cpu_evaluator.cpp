@@ -201,10 +201,12 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
   return outcome;
 }
 
-std::vector<Timing> CpuEvaluator::remeasure(const KernelTemplate& tmpl, const RemeasureRequest& request) {
+std::vector<Timing> CpuEvaluator::remeasure(const std::vector<const KernelTemplate*>& templates,
+                                            const RemeasureRequest& request) {
   std::vector<std::unique_ptr<CpuExecutor>> executors;
-  for (const std::string& text : request.configs) {
-    executors.push_back(std::make_unique<CpuExecutor>(tmpl, tmpl.parse_configuration(text), options_));
+  for (const RemeasuredConfig& each : request.configs) {
+    const KernelTemplate& tmpl = *templates.at(each.tmpl);
+    executors.push_back(std::make_unique<CpuExecutor>(tmpl, tmpl.parse_configuration(each.config), options_));
   }
   const GemmCase full = full_shape_case(request.shape, request.data_seed);
   std::vector<std::vector<Timing>> rounds(executors.size());

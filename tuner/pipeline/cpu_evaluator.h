@@ -26,7 +26,8 @@ class CpuEvaluator : public Evaluator {
   const DeviceProperties& device() const override { return device_; }
   EvaluationOutcome evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
                              const StageCallback& stage, const CaseCallback& before_case) override;
-  std::vector<Timing> remeasure(const KernelTemplate& tmpl, const RemeasureRequest& request) override;
+  std::vector<Timing> remeasure(const std::vector<const KernelTemplate*>& templates,
+                                const RemeasureRequest& request) override;
   // A kernel that faults takes the process with it; one that returns leaves it usable.
   bool usable() const override { return true; }
 

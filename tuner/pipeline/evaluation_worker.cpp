@@ -123,7 +123,9 @@ int run_evaluation_worker(const EvaluatorFactory& open, int request_fd, int repl
       } else {
         WorkerReply done;
         done.kind = WorkerReply::Kind::timings;
-        done.timings = evaluator->remeasure(template_of(request.remeasure.tmpl), request.remeasure);
+        std::vector<const KernelTemplate*> parsed;
+        for (const TemplateRecord& record : request.remeasure.templates) parsed.push_back(&template_of(record));
+        done.timings = evaluator->remeasure(parsed, request.remeasure);
         reply(channel, done);
       }
     } catch (const std::exception& e) {

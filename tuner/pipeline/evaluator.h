@@ -37,8 +37,10 @@ class Evaluator {
   virtual EvaluationOutcome evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
                                      const StageCallback& stage, const CaseCallback& before_case) = 0;
 
-  // One timing per configuration, in order. Throws CudaError (or LaunchError) when a launch fails.
-  virtual std::vector<Timing> remeasure(const KernelTemplate& tmpl, const RemeasureRequest& request) = 0;
+  // One timing per configuration, in order; `templates` are the request's, parsed. Throws
+  // CudaError (or LaunchError) when a launch fails.
+  virtual std::vector<Timing> remeasure(const std::vector<const KernelTemplate*>& templates,
+                                        const RemeasureRequest& request) = 0;
 
   // False once a launch has broken this process for good (a lost CUDA context): the worker exits
   // after its reply and the tuner starts a fresh one.

@@ -112,11 +112,13 @@ EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
   return outcome;
 }
 
-std::vector<Timing> GpuEvaluator::remeasure(const KernelTemplate& tmpl, const RemeasureRequest& request) {
+std::vector<Timing> GpuEvaluator::remeasure(const std::vector<const KernelTemplate*>& templates,
+                                            const RemeasureRequest& request) {
   std::vector<std::unique_ptr<GpuKernel>> kernels;
   std::vector<LaunchGeometry> geometries;
-  for (const std::string& text : request.configs) {
-    const Configuration config = tmpl.parse_configuration(text);
+  for (const RemeasuredConfig& each : request.configs) {
+    const KernelTemplate& tmpl = *templates.at(each.tmpl);
+    const Configuration config = tmpl.parse_configuration(each.config);
     kernels.push_back(std::make_unique<GpuKernel>(compiled_->get(tmpl, config), tmpl.entry));
     geometries.push_back(tmpl.launch_geometry(config, request.shape));
   }

@@ -28,7 +28,8 @@ class GpuEvaluator : public Evaluator {
   const DeviceProperties& device() const override { return device_.properties(); }
   EvaluationOutcome evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
                              const StageCallback& stage, const CaseCallback& before_case) override;
-  std::vector<Timing> remeasure(const KernelTemplate& tmpl, const RemeasureRequest& request) override;
+  std::vector<Timing> remeasure(const std::vector<const KernelTemplate*>& templates,
+                                const RemeasureRequest& request) override;
   bool usable() const override { return !context_lost_; }
 
  private:

@@ -110,8 +110,17 @@ std::string fuzz_key(const KernelTemplate& tmpl, const std::string& config) {
   return tmpl.source_hash + ' ' + config;
 }
 
-// How a re-measured result's detail starts: what says that the confirmation recorded it.
+// How a re-measured result's detail starts: what says that the confirmation recorded it. The
+// re-measurement across templates (confirm_across) starts its results' detail with the second,
+// which begins with the first: a result it recorded counts as confirmed within its template too.
 constexpr std::string_view kConfirmedDetail = "re-measured with the best ";
+constexpr std::string_view kAcrossTemplatesDetail = "re-measured with the best of ";
+
+// What a worker is sent of a template: its source travels along (the worker may have started
+// after it changed).
+TemplateRecord template_record(const KernelTemplate& tmpl) {
+  return {tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source, tmpl.precision};
+}
 
 // Waits for the devices' work on a batch before the batch's search goes: drain() ends a batch
 // that finishes; one that unwinds (an exception) forgets what the lanes were still delivering.
@@ -240,7 +249,7 @@ void TuningRun::settle(Search& search, std::size_t index, const ResultRecord& re
 
 EvaluationRequest TuningRun::request_for(const Search& search, const Configuration& config) const {
   EvaluationRequest request;
-  request.tmpl = {search.tmpl.name, search.tmpl.source_hash, search.tmpl.path.string(), search.tmpl.source};
+  request.tmpl = template_record(search.tmpl);
   request.config = config.to_string();
   request.shape = search.shape;
   request.fuzz = needs_fuzz(search.tmpl, request.config);
@@ -460,8 +469,8 @@ bool TuningRun::confirm(Search& search) {
   if (!search.measured_new && completed_earlier) return false;
   search.event(nullptr, fmt::format("re-measuring the best {}", top.size()));
   RemeasureRequest request;
-  request.tmpl = {search.tmpl.name, search.tmpl.source_hash, search.tmpl.path.string(), search.tmpl.source};
-  for (const ResultRecord& r : top) request.configs.push_back(r.config);
+  request.templates = {template_record(search.tmpl)};
+  for (const ResultRecord& r : top) request.configs.push_back({0, r.config});
   request.shape = search.shape;
   request.timing = settings_.confirm_timing;
   request.rounds = settings_.confirm_rounds;
@@ -510,6 +519,62 @@ void TuningRun::record_confirmation(Search& search, const std::vector<ResultReco
   search.event(nullptr, "tuned");
 }
 
+std::string TuningRun::confirm_across(const std::vector<const KernelTemplate*>& templates,
+                                      const GemmShape& shape, bool measured_new) {
+  if (settings_.confirm_top < 1 || settings_.confirm_rounds < 1) return "";
+  RemeasureRequest request;
+  std::vector<ResultRecord> top;
+  // As in confirm(): each result it re-measures is recorded as such when it ends, so a template
+  // with fewer of them than it re-measures was not (a kill while it ran, or a later tune of that
+  // template alone, whose own re-measurement wrote its results again).
+  bool completed_earlier = true;
+  for (const KernelTemplate* tmpl : templates) {
+    int ok = 0, remeasured = 0;
+    for (const ResultRecord& r : store_.ranking(gpu_.name, shape, tmpl->name)) {
+      if (r.template_hash != tmpl->source_hash) continue;
+      if (ok == 0) request.templates.push_back(template_record(*tmpl));
+      if (++ok <= settings_.confirm_top) {
+        request.configs.push_back({request.templates.size() - 1, r.config});
+        top.push_back(r);
+      }
+      if (r.detail.starts_with(kAcrossTemplatesDetail)) ++remeasured;
+    }
+    completed_earlier = completed_earlier && remeasured >= std::min(ok, settings_.confirm_top);
+  }
+  if (request.templates.size() < 2) return "";
+  if (!measured_new && completed_earlier) return "";
+  request.shape = shape;
+  request.timing = settings_.confirm_timing;
+  request.rounds = settings_.confirm_rounds;
+  request.data_seed = settings_.data_seed;
+  std::optional<std::vector<Timing>> timings;
+  std::string why_not;
+  devices_.dispatch([&](DeviceLane& lane) {
+    const Clock::time_point start = Clock::now();
+    std::string lane_why_not;
+    std::optional<std::vector<Timing>> lane_timings = lane.worker->remeasure(request, lane_why_not);
+    lane.stage_seconds["confirm"] += seconds_since(start);
+    ++lane.stage_counts["confirm"];
+    devices_.deliver([&, lane_timings = std::move(lane_timings), lane_why_not] {
+      timings = lane_timings;
+      why_not = lane_why_not;
+    });
+  });
+  devices_.drain();  // the timings are delivered by now
+  const std::string what = fmt::format("the best {} of {} templates ({} each at most)", top.size(),
+                                       request.templates.size(), settings_.confirm_top);
+  if (!timings) return what + " were not re-measured together: " + why_not;
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    ResultRecord r = top[i];
+    set_timing(r, (*timings)[i], shape);
+    r.detail = fmt::format("{}{} templates ({} each at most) together in {} interleaved rounds",
+                           kAcrossTemplatesDetail, request.templates.size(), settings_.confirm_top,
+                           request.rounds);
+    record(r);
+  }
+  return fmt::format("{} re-measured together in {} rounds", what, request.rounds);
+}
+
 void TuningRun::remember_fuzzed(const KernelTemplate& tmpl) {
   if (!remembered_.insert(tmpl.source_hash).second) return;
   for (const auto& [config, cases] : store_.fuzz_passes(gpu_id_, tmpl.source_hash)) {
@@ -530,6 +595,7 @@ std::vector<TuningSummary> TuningRun::tune(const KernelTemplate& tmpl, const std
   for (const GemmShape& shape : shapes) {
     searches.push_back(std::make_unique<Search>(tmpl, shape, on_event));
     run_search(*searches.back());
+    searches.back()->summary.measured_new = searches.back()->measured_new;
     if (!confirm(*searches.back())) searches.back()->event(nullptr, "tuned");
   }
   devices_.drain();

@@ -9,7 +9,10 @@
 // times a configuration. An interrupted tune resumes where it stopped: recorded
 // outcomes are replayed to the strategy instead of being measured again. When the search is done,
 // the best few are re-measured together before the winner stands (with several devices, on one of
-// them while the others search the next shape).
+// them while the others search the next shape). Once every template of a tune has been searched
+// at a shape, the best few of each template of one precision are re-measured together
+// (confirm_across): the winners of different templates were timed minutes apart, and a GPU's
+// clocks drift more than the gaps between them.
 //
 // A configuration is compiled once (the disk cache keeps it across runs) and fuzzed once per GPU,
 // however many shapes it is tuned for: neither depends on the shape.
@@ -112,6 +115,7 @@ struct TuningSummary {
   std::map<std::string, double> stage_seconds;  // "compile", "fuzz", "verify", "time", ...
   std::optional<ResultRecord> best;  // the fastest ok configuration this search settled
   std::string confirm_note;          // how the re-measurement went ("" when none ran)
+  bool measured_new = false;         // it timed something (not all recorded earlier)
   WarmStart warm_start;              // what a guided search started from (empty: a cold start)
 };
 
@@ -128,6 +132,15 @@ class TuningRun {
   // the first times of the shape before). Each shape's end is an event, "tuned".
   std::vector<TuningSummary> tune(const KernelTemplate& tmpl, const std::vector<GemmShape>& shapes,
                                   const std::function<void(const TuningEvent&)>& on_event);
+
+  // After every template of one precision has been searched at `shape` (by tune()): the best
+  // confirm_top of each, re-measured together in confirm_rounds interleaved rounds on one device,
+  // and recorded, so that the fastest of the precision at the shape is chosen among times taken
+  // together. Nothing to do (""), unless two templates or more have an ok result and any search
+  // measured something new (`measured_new`) or an earlier re-measurement did not finish.
+  // Returns how it went, for the summary.
+  std::string confirm_across(const std::vector<const KernelTemplate*>& templates, const GemmShape& shape,
+                             bool measured_new);
 
   const GpuRecord& gpu_record() const { return gpu_; }
   const DeviceProperties& device() const { return device_; }

@@ -44,7 +44,8 @@ void from_json(const json& j, EvaluationRequest& r) {
   j.at("data_seed").get_to(r.data_seed);
 }
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RemeasureRequest, tmpl, configs, shape, timing, rounds, data_seed)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RemeasuredConfig, tmpl, config)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RemeasureRequest, templates, configs, shape, timing, rounds, data_seed)
 
 namespace {
 

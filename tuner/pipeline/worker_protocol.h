@@ -4,6 +4,7 @@
 // watchdog can tell a slow stage from a hang) and finally the result.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,11 +31,19 @@ struct EvaluationRequest {
   std::uint64_t data_seed = 1;
 };
 
+// One configuration of a re-measurement: of which of the request's templates, and its text.
+struct RemeasuredConfig {
+  std::size_t tmpl = 0;  // index into RemeasureRequest::templates
+  std::string config;
+};
+
 // Time the best few configurations again, together, in interleaved rounds: each gets the same
 // clocks and temperature, so the ranking among them is not decided by when each was first timed.
+// They may be of several templates (the winners of each template tuned at a shape), whose
+// sources travel once each.
 struct RemeasureRequest {
-  TemplateRecord tmpl;
-  std::vector<std::string> configs;
+  std::vector<TemplateRecord> templates;
+  std::vector<RemeasuredConfig> configs;
   GemmShape shape;
   TimingSettings timing;  // of one configuration in one round
   int rounds = 5;
