@@ -106,12 +106,19 @@ int run(const BenchOptions& options) {
       if (!tuning && !templates.empty()) {
         tuning = std::make_unique<TuningSession>(SessionOptions{});
       }
+      TuningRun& run = tuning->run(store, TuningSettings{});
+      std::vector<const KernelTemplate*> tuned;
       for (const KernelTemplate& tmpl : templates) {
-        tuning->run(store, TuningSettings{}).tune(tmpl, shape, [&](const TuningEvent& e) {
+        run.tune(tmpl, shape, [&](const TuningEvent& e) {
           progress_line(fmt::format("tuning {} {} [{}/{}] {}", tmpl.name, shape.to_string(),
                                     e.done, e.total, e.stage), false);
         });
+        tuned.push_back(&tmpl);
       }
+      // Tuned one after the other: their best are re-measured together before one is chosen.
+      progress_line(fmt::format("re-measuring the best of {} templates at {} together", tuned.size(),
+                                shape.to_string()), false);
+      run.confirm_across(tuned, shape, true);
       progress_line("", false);
       best = store.best(gpu.name, shape, only, precision);
     }
