@@ -1648,6 +1648,14 @@ TEST_F(CpuTune, TuneAppliesRequirementsToThePackedShape) {
                                      "--cases", "20", "--db", db().string()});
   EXPECT_EQ(excluded.exit_code, 1) << excluded;
   EXPECT_THAT(excluded.out, HasSubstr("(no correct configuration)")) << excluded;
+
+  // Tuned beside a template that answers at that shape, it is no finding: the tune's winner there
+  // is the other's.
+  const Outcome beside = tiletune({"tune", aligned.string(), (kTemplates / "tiled.cu").string(), "--backend",
+                                   "cpu", "--shape", "40x36x22", "--cases", "20", "--db", db().string()});
+  EXPECT_EQ(beside.exit_code, 0) << beside;
+  EXPECT_THAT(beside.out, HasSubstr("(none for the shape; other templates answer)")) << beside;
+  EXPECT_THAT(beside.out, ::testing::Not(HasSubstr("(no correct configuration)"))) << beside;
 }
 
 // --- user-like faulty kernels (tests/fixtures/kernels): what each must come to, as a user runs

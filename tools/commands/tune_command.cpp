@@ -435,11 +435,20 @@ int run(const TuneOptions& options) {
         } else {
           // Nothing correct among what it settled, or no configuration for the shape at all; a
           // budget that ran out before anything settled proves nothing either way, nor does a
-          // shard's share of the configurations (the other shards' may hold the winner).
-          if ((summary.settled > 0 && !shares_configurations) || summary.space == 0) ++without_winner;
+          // shard's share of the configurations (the other shards' may hold the winner). A template
+          // that offers nothing at the shape (its requirements or tuning limits leave it out) is no
+          // finding where the shape has a winner of its precision: the tune's other templates
+          // answer there.
+          const bool answered_by_others =
+              summary.space == 0 && store.best(run->gpu_record().name, shape, std::nullopt, tmpl.precision);
+          if (((summary.settled > 0 && !shares_configurations) || summary.space == 0) && !answered_by_others) {
+            ++without_winner;
+          }
           fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
-                     settled, shares_configurations && summary.space > 0 ? "(no correct one in this shard)"
-                                                                         : "(no correct configuration)",
+                     settled,
+                     answered_by_others ? "(none for the shape; other templates answer)"
+                     : shares_configurations && summary.space > 0 ? "(no correct one in this shard)"
+                                                                  : "(no correct configuration)",
                      "", "", overall);
         }
         if (!summary.warm_start.points.empty()) {
