@@ -7,10 +7,11 @@
 // Evaluates configurations in a worker process (a crash or a hang is recorded and the tune goes
 // on; with --devices, one per GPU, each handed configurations as it is free: device_pool.h),
 // records every outcome at once (Ctrl-C or kill -9 lose nothing; the same command resumes),
-// re-measures the best few together, and prints the winner of each template and shape with where
-// the time went (and, with --devices, what each device settled). Exits 1 when some template and
-// shape has no correct configuration (none of those it settled was correct, or none admits the
-// shape).
+// re-measures the best few together (of each template, then of the templates of one precision at
+// each shape), and prints the winner of each template and shape with where the time went (and,
+// with --devices, what each device settled). Exits 1 when some template and shape has no correct
+// configuration (none of those it settled was correct, or none admits the shape and no other
+// template of its precision has a winner there).
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
