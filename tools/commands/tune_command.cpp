@@ -64,12 +64,6 @@ struct AcrossTemplates {
   std::string note;           // how the re-measurement went
 };
 
-std::size_t planned_searches(const std::vector<TuningPlan>& plans) {
-  std::size_t searches = 0;
-  for (const TuningPlan& plan : plans) searches += plan.shapes.size();
-  return searches;
-}
-
 // The plans' searches grouped by shape and precision, in the order of their first search; the
 // plans' summaries start at summaries[first], in the plans' order.
 std::vector<AcrossTemplates> across_templates(const std::vector<TuningPlan>& plans,
@@ -371,6 +365,7 @@ int run(const TuneOptions& options) {
   int forgotten = 0, still_missed = 0;  // missed shapes, with --missed
   for (std::size_t m = 0; m < runs.size(); ++m) {  // each model tunes its templates at every shape
     TuningRun* const run = runs[m];
+    const std::size_t first_summary = summaries.size();  // this model's, in its plans' order
     for (const auto& [tmpl, shapes] : model_plans[m]) {
       const auto on_event = [&](const TuningEvent& event) {
         if (event.stage == "tuned" && options.missed) {
@@ -404,8 +399,7 @@ int run(const TuneOptions& options) {
     // Every template searched: at each shape, the best of each template of one precision are
     // re-measured together, so that the fastest of the precision is chosen among times taken
     // together and not minutes apart.
-    std::size_t at = summaries.size() - planned_searches(model_plans[m]);
-    for (AcrossTemplates& across : across_templates(model_plans[m], summaries, at)) {
+    for (AcrossTemplates& across : across_templates(model_plans[m], summaries, first_summary)) {
       bar.update(settled_total, fmt::format("{} {}: re-measuring the best of {} templates together",
                                             across.shape.to_string(), to_string(across.precision),
                                             across.templates.size()), false);

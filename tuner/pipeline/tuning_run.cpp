@@ -451,6 +451,15 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
   devices_.wait_until([&] { return groups_out == 0; });
 }
 
+RemeasureRequest TuningRun::remeasure_request(const GemmShape& shape) const {
+  RemeasureRequest request;
+  request.shape = shape;
+  request.timing = settings_.confirm_timing;
+  request.rounds = settings_.confirm_rounds;
+  request.data_seed = settings_.data_seed;
+  return request;
+}
+
 bool TuningRun::confirm(Search& search) {
   if (settings_.confirm_top < 2 || settings_.confirm_rounds < 1) return false;
   std::vector<ResultRecord> top;
@@ -468,13 +477,9 @@ bool TuningRun::confirm(Search& search) {
   const bool completed_earlier = confirmed >= std::min(ok, settings_.confirm_top);
   if (!search.measured_new && completed_earlier) return false;
   search.event(nullptr, fmt::format("re-measuring the best {}", top.size()));
-  RemeasureRequest request;
+  RemeasureRequest request = remeasure_request(search.shape);
   request.templates = {template_record(search.tmpl)};
   for (const ResultRecord& r : top) request.configs.push_back({0, r.config});
-  request.shape = search.shape;
-  request.timing = settings_.confirm_timing;
-  request.rounds = settings_.confirm_rounds;
-  request.data_seed = settings_.data_seed;
   // On one device, whichever is free: with several, the next search goes on meanwhile on the
   // others (tune() waits for every confirmation before it returns).
   const Clock::time_point start = Clock::now();
@@ -522,7 +527,7 @@ void TuningRun::record_confirmation(Search& search, const std::vector<ResultReco
 std::string TuningRun::confirm_across(const std::vector<const KernelTemplate*>& templates,
                                       const GemmShape& shape, bool measured_new) {
   if (settings_.confirm_top < 1 || settings_.confirm_rounds < 1) return "";
-  RemeasureRequest request;
+  RemeasureRequest request = remeasure_request(shape);
   std::vector<ResultRecord> top;
   // As in confirm(): each result it re-measures is recorded as such when it ends, so a template
   // with fewer of them than it re-measures was not (a kill while it ran, or a later tune of that
@@ -543,10 +548,6 @@ std::string TuningRun::confirm_across(const std::vector<const KernelTemplate*>& 
   }
   if (request.templates.size() < 2) return "";
   if (!measured_new && completed_earlier) return "";
-  request.shape = shape;
-  request.timing = settings_.confirm_timing;
-  request.rounds = settings_.confirm_rounds;
-  request.data_seed = settings_.data_seed;
   std::optional<std::vector<Timing>> timings;
   std::string why_not;
   devices_.dispatch([&](DeviceLane& lane) {

@@ -165,6 +165,8 @@ class TuningRun {
                            const RemeasureRequest& request,
                            const std::optional<std::vector<Timing>>& timings, const std::string& why_not);
   EvaluationRequest request_for(const Search& search, const Configuration& config) const;
+  // A re-measurement at `shape` with this run's confirmation settings, its configurations to add.
+  RemeasureRequest remeasure_request(const GemmShape& shape) const;
   // Whether `config` of `tmpl` still needs its fuzz: it has not passed one in this run or earlier.
   bool needs_fuzz(const KernelTemplate& tmpl, const std::string& config) const;
   // Remembers a fuzz's verdict for the other shapes; a pass made now is recorded for later runs.
