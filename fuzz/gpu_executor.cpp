@@ -27,7 +27,7 @@ void upload_kept(DeviceBuffer& buffer, const std::vector<T>& host) {
 
 GpuExecutor::GpuExecutor(const GpuDevice& device, const KernelTemplate& tmpl,
                          const Configuration& config, const CompiledKernelImage& image)
-    : device_(device), template_(tmpl), config_(config), kernel_(image, tmpl.entry),
+    : device_(device), template_(tmpl), config_(config), kernel_(image, tmpl.entry, tmpl.tensor_maps.size()),
       report_(kernel_.resource_usage(image.report)) {}
 
 std::string GpuExecutor::backend_name() const { return "gpu " + device_.properties().name; }

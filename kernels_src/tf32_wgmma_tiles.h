@@ -386,12 +386,20 @@ __device__ __forceinline__ void load_fragment(const float* bs, int s, int n_pair
 }
 
 // Issues half of a step, k8 slices 2 half and 2 half + 1, as one wgmma group (committed): B^T's
-// fragments loaded and rounded, then one wgmma a slice.
+// fragments loaded and rounded (unless B's tile holds TF32 already: Round false), then one wgmma a
+// slice.
+template <bool Round = true>
 __device__ __forceinline__ void issue_half_step(float (&acc)[kBM / 2], const float* as,
                                                 const float* bs, int half, int n_pair, int t) {
   float fragments[2][4];
 #pragma unroll
-  for (int i = 0; i < 2; ++i) load_fragment(bs, 2 * half + i, n_pair, t, fragments[i]);
+  for (int i = 0; i < 2; ++i) {
+    if (Round) {
+      load_fragment(bs, 2 * half + i, n_pair, t, fragments[i]);
+    } else {
+      load_fragment_unrounded(bs, 2 * half + i, n_pair, t, fragments[i]);
+    }
+  }
   tt_wgmma_fence();
 #pragma unroll
   for (int i = 0; i < 2; ++i) {

@@ -43,8 +43,9 @@ struct CudaDriver {
   X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString) X(cuStreamCreate)             \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemGetInfo) X(cuMemsetD2D32Async) X(cuMemsetD32Async)
 // Entry points a driver older than tiletune's toolkit may lack: null there, and what needs them
-// is skipped (cuFuncGetParamInfo, CUDA 12.4: the entry's parameter layout, gpu_kernel.cpp).
-#define TILETUNE_CUDA_DRIVER_OPTIONAL_FUNCTIONS(X) X(cuFuncGetParamInfo)
+// is skipped (cuFuncGetParamInfo, CUDA 12.4: the entry's parameter layout, gpu_kernel.cpp), or
+// refused with the reason (cuTensorMapEncodeTiled, CUDA 12.0: templates with tensor maps).
+#define TILETUNE_CUDA_DRIVER_OPTIONAL_FUNCTIONS(X) X(cuFuncGetParamInfo) X(cuTensorMapEncodeTiled)
 #define TILETUNE_DECLARE_POINTER(fn) decltype(&::fn) fn = nullptr;
   TILETUNE_CUDA_DRIVER_FUNCTIONS(TILETUNE_DECLARE_POINTER)
   TILETUNE_CUDA_DRIVER_OPTIONAL_FUNCTIONS(TILETUNE_DECLARE_POINTER)

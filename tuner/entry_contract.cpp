@@ -1,5 +1,7 @@
 #include "tuner/entry_contract.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -15,10 +17,40 @@ const std::vector<KernelParameter>& contract_parameter_layout() {
   return layout;
 }
 
-std::optional<std::string> parameter_layout_mismatch(const std::string& entry,
-                                                     const std::vector<KernelParameter>& layout) {
+namespace {
+
+// Whether the layout is the contract's followed by `tensor_maps` tensor maps: 128 bytes each, in
+// order after the ints. Their offsets are the compiler's: it aligns a tt_tensor_map to 64 bytes
+// of the parameter bank, whose base is no multiple of 64 (sm_90 puts the first at 48).
+bool is_contract_layout(const std::vector<KernelParameter>& layout, std::size_t tensor_maps) {
   const std::vector<KernelParameter>& contract = contract_parameter_layout();
-  if (layout == contract) return std::nullopt;
+  if (layout.size() != contract.size() + tensor_maps) return false;
+  if (!std::equal(contract.begin(), contract.end(), layout.begin())) return false;
+  std::size_t end = contract.back().offset + contract.back().size;
+  for (std::size_t i = contract.size(); i < layout.size(); ++i) {
+    if (layout[i].size != 128 || layout[i].offset < end || layout[i].offset % 16 != 0) return false;
+    end = layout[i].offset + layout[i].size;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string contract_parameters(std::size_t tensor_maps) {
+  std::string text = kEntryContractParameters;
+  if (tensor_maps == 0) return text;
+  text.pop_back();
+  for (std::size_t i = 0; i < tensor_maps; ++i) {
+    text += fmt::format(", const __grid_constant__ tt_tensor_map map{}", i);
+  }
+  return text + ")";
+}
+
+std::optional<std::string> parameter_layout_mismatch(const std::string& entry,
+                                                     const std::vector<KernelParameter>& layout,
+                                                     std::size_t tensor_maps) {
+  if (is_contract_layout(layout, tensor_maps)) return std::nullopt;
+  const std::size_t contract_size = contract_parameter_layout().size() + tensor_maps;
   std::vector<std::size_t> sizes, offsets;
   for (const KernelParameter& p : layout) {
     sizes.push_back(p.size);
@@ -31,15 +63,17 @@ std::optional<std::string> parameter_layout_mismatch(const std::string& entry,
     takes = fmt::format("takes {} parameter{} ({} bytes", layout.size(),
                         layout.size() == 1 ? "" : "s", fmt::join(sizes, ", "));
     // Same sizes in other places: only an alignment the contract does not have (__align__).
-    bool same_sizes = layout.size() == contract.size();
+    bool same_sizes = layout.size() == contract_size;
     for (std::size_t i = 0; same_sizes && i < layout.size(); ++i) {
-      same_sizes = layout[i].size == contract[i].size;
+      same_sizes = layout[i].size == (i < contract_parameter_layout().size()
+                                          ? contract_parameter_layout()[i].size
+                                          : 128);
     }
     if (same_sizes) takes += fmt::format(" at offsets {}", fmt::join(offsets, ", "));
     takes += ")";
   }
-  return fmt::format("entry {} {}; the contract is {}: {}", entry, takes, contract.size(),
-                     kEntryContractParameters);
+  return fmt::format("entry {} {}; the contract is {}: {}", entry, takes, contract_size,
+                     contract_parameters(tensor_maps));
 }
 
 std::string missing_entry_line(const std::string& entry, const std::vector<std::string>& kernels) {
@@ -61,14 +95,14 @@ std::string missing_entry_line(const std::string& entry, const std::vector<std::
 }
 
 std::optional<std::string> entry_type_mismatch(const std::string& entry, bool is_contract,
-                                               const std::string& type) {
+                                               const std::string& type, std::size_t tensor_maps) {
   if (is_contract) return std::nullopt;
   return fmt::format("entry {} is {}; the contract is void{}", entry, type,
-                     kEntryContractParameters);
+                     contract_parameters(tensor_maps));
 }
 
 void check_compiled_entry(const CompiledKernelImage& image, const std::string& entry,
-                          const std::string& what) {
+                          const std::string& what, std::size_t tensor_maps) {
   std::optional<CubinElf> cubin;
   try {
     cubin.emplace(image.cubin);
@@ -79,7 +113,7 @@ void check_compiled_entry(const CompiledKernelImage& image, const std::string& e
     throw EntryContractError(what, missing_entry_line(entry, cubin->kernels()));
   }
   if (const auto layout = cubin->parameters(entry)) {
-    if (auto mismatch = parameter_layout_mismatch(entry, *layout)) {
+    if (auto mismatch = parameter_layout_mismatch(entry, *layout, tensor_maps)) {
       throw EntryContractError(what, *mismatch);
     }
   }

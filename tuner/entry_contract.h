@@ -3,7 +3,10 @@
 //   extern "C" __global__ void NAME(const float* A, const float* B, float* C,
 //                                   int M, int N, int K, int lda, int ldb, int ldc)
 //
-// tiletune launches the entry with exactly those nine arguments, so an entry that takes others
+// followed by one `const __grid_constant__ tt_tensor_map` for each tensor map the template
+// declares (`// tiletune: tensor_map`, <tiletune/tensor_map.h>), in declaration order.
+//
+// tiletune launches the entry with exactly those arguments, so an entry that takes others
 // would read garbage and be reported as wrong results. It is refused before any case instead, in
 // one line naming the entry's parameters and the contract's:
 // - after NVRTC: the entry must be a kernel of the cubin, and where the cubin's parameter
@@ -38,11 +41,15 @@ class EntryContractError : public CompileError {
 
 // Three 8-byte pointers at offsets 0, 8, 16, then six 4-byte ints at 24 to 44.
 const std::vector<KernelParameter>& contract_parameter_layout();
+// "(const float* A, ..., int ldc)", with ", const __grid_constant__ tt_tensor_map map0" and so on.
+std::string contract_parameters(std::size_t tensor_maps);
 
-// Why an entry with these parameters breaks the contract, in one line ("entry tiled_gemm takes 6
-// parameters (4, 4, 4, 8, 8, 8 bytes); the contract is 9: (const float* A, ...)"), or nothing.
+// Why an entry with these parameters breaks the contract of a template with `tensor_maps` tensor
+// maps, in one line ("entry tiled_gemm takes 6 parameters (4, 4, 4, 8, 8, 8 bytes); the contract is
+// 9: (const float* A, ...)"), or nothing.
 std::optional<std::string> parameter_layout_mismatch(const std::string& entry,
-                                                     const std::vector<KernelParameter>& layout);
+                                                     const std::vector<KernelParameter>& layout,
+                                                     std::size_t tensor_maps = 0);
 
 // Why the entry is not among the kernels the code defines, in one line: a kernel whose mangled
 // name is the entry's (declared without extern "C") is named, otherwise the kernels there are.
@@ -51,12 +58,13 @@ std::string missing_entry_line(const std::string& entry, const std::vector<std::
 // Why an entry of this C++ type (as the host compiler prints it) breaks the contract, or nothing
 // when `is_contract`.
 std::optional<std::string> entry_type_mismatch(const std::string& entry, bool is_contract,
-                                               const std::string& type);
+                                               const std::string& type,
+                                               std::size_t tensor_maps = 0);
 
 // Checks NVRTC's output for `entry`: throws EntryContractError (what: "tiled [TILE=16]") when the
 // cubin defines no kernel of that name, or when its parameter records say it takes other
 // parameters than the contract's. A cubin this reader cannot read is left to the GPU's check.
 void check_compiled_entry(const CompiledKernelImage& image, const std::string& entry,
-                          const std::string& what);
+                          const std::string& what, std::size_t tensor_maps = 0);
 
 }  // namespace tiletune

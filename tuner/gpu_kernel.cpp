@@ -1,5 +1,8 @@
 #include "tuner/gpu_kernel.h"
 
+#include <array>
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 #include "tuner/cubin_elf.h"
@@ -45,12 +48,13 @@ namespace {
 // (CUDA_ERROR_INVALID_VALUE), which compute-sanitizer's memcheck reports against every
 // configuration. An entry that takes more than the contract's and whose cubin cannot be read
 // passes this check; the one after NVRTC (check_compiled_entry) reads that cubin too.
-std::size_t parameters_to_ask(const CompiledKernelImage& image, const std::string& entry) {
+std::size_t parameters_to_ask(const CompiledKernelImage& image, const std::string& entry,
+                              std::size_t tensor_maps) {
   try {
     if (auto parameters = CubinElf(image.cubin).parameters(entry)) return parameters->size();
   } catch (const CubinFormatError&) {
   }
-  return contract_parameter_layout().size();
+  return contract_parameter_layout().size() + tensor_maps;
 }
 
 // The loaded entry's parameters as the driver lays them out; none where the driver cannot tell
@@ -85,7 +89,30 @@ std::optional<std::vector<std::string>> kernels_in(const CompiledKernelImage& im
 
 }  // namespace
 
-GpuKernel::GpuKernel(const CompiledKernelImage& image, const std::string& entry) {
+CUtensorMap encode_tensor_map(const TensorMapBox& box, CUdeviceptr a, CUdeviceptr b,
+                              const GemmProblem& problem) {
+  const auto encode = cuda_driver().cuTensorMapEncodeTiled;
+  if (encode == nullptr) {
+    throw GpuUnavailable("the CUDA driver cannot encode tensor maps (cuTensorMapEncodeTiled, CUDA 12.0)");
+  }
+  const bool is_a = box.operand == 'A';
+  const cuuint64_t dims[2] = {cuuint64_t(is_a ? problem.shape.k : problem.shape.n),
+                              cuuint64_t(is_a ? problem.shape.m : problem.shape.k)};
+  const cuuint64_t row_bytes[1] = {cuuint64_t(is_a ? problem.lda : problem.ldb) * sizeof(float)};
+  const cuuint32_t extents[2] = {box.inner, box.outer}, element_strides[2] = {1, 1};
+  CUtensorMap map;
+  check_cuda(encode(&map, box.tf32 ? CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                    2, reinterpret_cast<void*>(is_a ? a : b), dims, row_bytes, extents,
+                    element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                    box.swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+             is_a ? "cuTensorMapEncodeTiled(A)" : "cuTensorMapEncodeTiled(B)");
+  return map;
+}
+
+GpuKernel::GpuKernel(const CompiledKernelImage& image, const std::string& entry,
+                     std::size_t tensor_maps)
+    : tensor_maps_(tensor_maps) {
   const CudaDriver& cu = cuda_driver();
   check_cuda(cu.cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData");
   const auto unload = [&] {
@@ -100,8 +127,9 @@ GpuKernel::GpuKernel(const CompiledKernelImage& image, const std::string& entry)
     }
     check_cuda(found, fmt::format("cuModuleGetFunction('{}')", entry).c_str());
   }
-  if (const auto layout = driver_parameter_layout(function_, parameters_to_ask(image, entry))) {
-    if (auto mismatch = parameter_layout_mismatch(entry, *layout)) {
+  if (const auto layout =
+          driver_parameter_layout(function_, parameters_to_ask(image, entry, tensor_maps))) {
+    if (auto mismatch = parameter_layout_mismatch(entry, *layout, tensor_maps)) {
       unload();
       throw EntryContractError(*mismatch);
     }
@@ -143,10 +171,18 @@ void GpuKernel::launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdevicept
                                      problem.shape.m, stream),
                "cuMemsetD2D32Async(C)");
   }
-  void* arguments[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc};
+  if (geometry.tensor_maps.size() != tensor_maps_) {
+    throw std::logic_error("GpuKernel::launch: a geometry of another template");
+  }
+  std::array<CUtensorMap, 2> maps;
+  std::array<void*, 11> arguments = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc};
+  for (std::size_t i = 0; i < tensor_maps_; ++i) {
+    maps[i] = encode_tensor_map(geometry.tensor_maps[i], a, b, problem);
+    arguments[9 + i] = &maps[i];
+  }
   check_cuda(cu.cuLaunchKernel(function_, geometry.grid[0], geometry.grid[1], geometry.grid[2],
                                geometry.block[0], geometry.block[1], geometry.block[2],
-                               geometry.dynamic_shared_bytes, stream, arguments, nullptr),
+                               geometry.dynamic_shared_bytes, stream, arguments.data(), nullptr),
              "cuLaunchKernel");
 }
 

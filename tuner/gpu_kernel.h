@@ -1,5 +1,5 @@
 // One compiled configuration loaded on the GPU, launched as the SGEMM entry signature
-// (A, B, C, M, N, K, lda, ldb, ldc).
+// (A, B, C, M, N, K, lda, ldb, ldc), followed by the tensor maps its template declares.
 #pragma once
 
 #include <atomic>
@@ -20,21 +20,29 @@ std::optional<std::string> exceeds_device_limits(const LaunchGeometry& geometry,
                                                  const PtxasReport& report,
                                                  const DeviceProperties& device);
 
+// The tensor map of one operand of a launch as the driver encodes it: A is K wide, M tall, lda
+// apart; B is N wide, K tall, ldb apart; outside the operand a copy reads zeros. Throws CudaError
+// when the driver refuses it (an operand not 16-byte aligned), GpuUnavailable when the driver
+// cannot encode tensor maps (older than CUDA 12.0).
+CUtensorMap encode_tensor_map(const TensorMapBox& box, CUdeviceptr a, CUdeviceptr b,
+                              const GemmProblem& problem);
+
 class GpuKernel {
  public:
-  // Loads the cubin and finds the entry point, whose parameters must be the contract's
-  // (entry_contract.h) as far as the driver reports them (CUDA 12.4 and later); raises the
-  // dynamic shared memory limit when the template asks for more than the default. Throws
-  // EntryContractError (a CompileError) for an entry that is missing or breaks the contract,
-  // CudaError for the rest.
-  GpuKernel(const CompiledKernelImage& image, const std::string& entry);
+  // Loads the cubin and finds the entry point, whose parameters must be the contract's with
+  // `tensor_maps` tensor maps (entry_contract.h) as far as the driver reports them (CUDA 12.4 and
+  // later). Throws EntryContractError (a CompileError) for an entry that is missing or breaks the
+  // contract, CudaError for the rest.
+  GpuKernel(const CompiledKernelImage& image, const std::string& entry, std::size_t tensor_maps);
   ~GpuKernel();
   GpuKernel(const GpuKernel&) = delete;
   GpuKernel& operator=(const GpuKernel&) = delete;
 
   // Enqueues one launch on `stream` (0: the default stream), after clearing C's M x N elements
-  // when the geometry asks for it. Throws CudaError when the launch is rejected; errors inside the
-  // kernel surface at the next synchronisation.
+  // when the geometry asks for it, with the geometry's tensor maps encoded for these operands.
+  // Throws CudaError when the launch or an encoding is rejected (an operand not 16-byte aligned,
+  // say), GpuUnavailable when the driver cannot encode tensor maps; errors inside the kernel
+  // surface at the next synchronisation.
   void launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
               const GemmProblem& problem, CUstream stream = nullptr) const;
 
@@ -52,6 +60,7 @@ class GpuKernel {
  private:
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
+  std::size_t tensor_maps_ = 0;
   // Only ever raised, under limit_mutex_; read by launches on any thread (the runtime library).
   mutable std::atomic<int> dynamic_shared_limit_ = 48 * 1024;
   mutable std::mutex limit_mutex_;

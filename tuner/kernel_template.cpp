@@ -22,7 +22,8 @@ namespace {
 
 constexpr std::string_view kDirectivePrefix = "// tiletune:";
 constexpr std::string_view kDirectiveList =
-    "name, entry, param, require, tune_if, block, grid, shared, zero_output, precision, arch";
+    "name, entry, param, require, tune_if, block, grid, shared, zero_output, precision, arch, "
+    "tensor_map";
 constexpr std::string_view kBlanks = " \t\r\f\v";
 constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
 constexpr std::string_view kLeadingDimensions[] = {"lda", "ldb", "ldc"};
@@ -159,7 +160,7 @@ class TemplateParser {
     const bool known = word == "name" || word == "entry" || word == "param" || word == "require" ||
                        word == "tune_if" || word == "block" || word == "grid" ||
                        word == "shared" || word == "zero_output" || word == "precision" ||
-                       word == "arch";
+                       word == "arch" || word == "tensor_map";
     if (!known) {
       fail(line, fmt::format("unknown directive '{}' (expected one of {})", word, kDirectiveList));
     }
@@ -176,6 +177,10 @@ class TemplateParser {
     }
     if (word == "tune_if") {
       tmpl_.tuning_limits.push_back(expression(line, word, argument));
+      return;
+    }
+    if (word == "tensor_map") {
+      tensor_map(line, argument);
       return;
     }
 
@@ -253,6 +258,35 @@ class TemplateParser {
       fail(line, fmt::format("parameter '{}' has no candidate values", name));
     }
     tmpl_.parameters.push_back(std::move(parameter));
+  }
+
+  // "A tf32 swizzle128 32, BM": operand, element, layout, then the box's two extents.
+  void tensor_map(std::size_t line, std::string_view argument) {
+    constexpr std::string_view kForm = "expected 'tensor_map A|B fp32|tf32 dense|swizzle128 INNER, OUTER'";
+    const auto [operand, after_operand] = split_word(argument);
+    const auto [element, after_element] = split_word(after_operand);
+    const auto [layout, box] = split_word(after_element);
+    if (operand != "A" && operand != "B") {
+      fail(line, fmt::format("tensor_map of '{}': only A and B have one ({})", operand, kForm));
+    }
+    if (element != "fp32" && element != "tf32") {
+      fail(line, fmt::format("tensor_map element '{}' ({})", element, kForm));
+    }
+    if (layout != "dense" && layout != "swizzle128") {
+      fail(line, fmt::format("tensor_map layout '{}' ({})", layout, kForm));
+    }
+    for (const TensorMapDeclaration& other : tmpl_.tensor_maps) {
+      if (other.operand == operand[0]) fail(line, fmt::format("a second tensor_map of {}", operand));
+    }
+    const std::vector<std::string_view> extents = split_top_level(box);
+    if (extents.size() != 2) {
+      fail(line, fmt::format("tensor_map box '{}' is not two extents ({})", box, kForm));
+    }
+    tmpl_.tensor_maps.push_back({operand[0], element == "tf32", layout == "swizzle128",
+                                 expression(line, "tensor_map", extents[0]),
+                                 expression(line, "tensor_map", extents[1])});
+    // TMA reads rows that start 16-byte aligned: its global strides are multiples of 16 bytes.
+    tmpl_.requirements.push_back(Expression::parse(operand == "A" ? "lda % 4 == 0" : "ldb % 4 == 0"));
   }
 
   void dimensions(std::size_t line, std::string_view word, std::string_view argument,
@@ -427,6 +461,20 @@ LaunchGeometry KernelTemplate::launch_geometry(const Configuration& config,
   }
   geometry.dynamic_shared_bytes = evaluate(dynamic_shared_bytes, "shared", 0);
   geometry.zero_output = evaluate(zero_output, "zero_output", 0) != 0;
+  for (const TensorMapDeclaration& map : tensor_maps) {
+    const std::string what = fmt::format("tensor_map {}", map.operand);
+    TensorMapBox box{map.operand, map.tf32, map.swizzle128,
+                     evaluate(map.inner, what + " inner extent", 1),
+                     evaluate(map.outer, what + " outer extent", 1)};
+    const auto refuse = [&](std::string_view why) {
+      throw TemplateError(fmt::format("{}: {} for {}: box {} x {} {}", name, what,
+                                      config.to_string(), box.inner, box.outer, why));
+    };
+    if (box.inner > 256 || box.outer > 256) refuse("has an extent above 256 (TMA's most)");
+    if (box.inner * 4 % 16 != 0) refuse("has rows that are not a multiple of 16 bytes");
+    if (box.swizzle128 && box.inner * 4 != 128) refuse("has rows other than 128 bytes: swizzle128 swizzles 128-byte rows");
+    geometry.tensor_maps.push_back(box);
+  }
   return geometry;
 }
 

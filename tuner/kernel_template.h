@@ -18,6 +18,19 @@
 //                                               family only, such as Hopper's wgmma: it compiles
 //                                               for that target, on GPUs of its compute
 //                                               capability alone; default: any GPU's own)
+//   // tiletune: tensor_map A tf32 swizzle128 32, BM
+//                                              (the launcher describes operand A or B to the
+//                                               GPU's tensor memory accelerator (TMA) and passes
+//                                               the description to the entry, after the nine
+//                                               contract parameters, as a tt_tensor_map
+//                                               (<tiletune/tensor_map.h>), in declaration order;
+//                                               element fp32 or tf32 (the copy rounds to TF32,
+//                                               to nearest even), layout dense or swizzle128 (the
+//                                               128-byte swizzle of wgmma's operands), then the
+//                                               box a copy brings: its inner (contiguous) and
+//                                               outer extent in elements. TMA needs the operand's
+//                                               leading dimension a multiple of 4 floats: the
+//                                               declaration adds `require lda % 4 == 0` (or ldb))
 //
 // Parameters reach the source as macros with the prefix TT_ (TILE becomes -DTT_TILE=16): a bare
 // macro named T would break NVRTC's own headers. Expressions (expression.h) may use every
@@ -69,11 +82,28 @@ struct Configuration {
   friend bool operator==(const Configuration&, const Configuration&) = default;
 };
 
+// A declared tensor map, its box still expressions of the configuration.
+struct TensorMapDeclaration {
+  char operand = 'A';       // 'A' (K contiguous, M rows) or 'B' (N contiguous, K rows)
+  bool tf32 = false;        // the copy rounds each element to TF32 (to nearest even)
+  bool swizzle128 = false;  // rows of 128 bytes, 16-byte chunk c of row r at c ^ (r % 8)
+  Expression inner, outer;  // the box's extent in elements: along the rows, and across them
+};
+
+// A tensor map of one launch: what the launcher encodes for the operand.
+struct TensorMapBox {
+  char operand = 'A';
+  bool tf32 = false;
+  bool swizzle128 = false;
+  std::uint32_t inner = 0, outer = 0;
+};
+
 struct LaunchGeometry {
   std::array<std::uint32_t, 3> grid{1, 1, 1};
   std::array<std::uint32_t, 3> block{1, 1, 1};
   std::uint32_t dynamic_shared_bytes = 0;
   bool zero_output = false;  // C's M x N elements are set to 0 before the kernel runs
+  std::vector<TensorMapBox> tensor_maps;  // passed after the contract's parameters, in order
   std::uint64_t threads_per_block() const {
     return std::uint64_t(block[0]) * block[1] * block[2];
   }
@@ -96,6 +126,7 @@ struct KernelTemplate {
   Expression zero_output;
   Precision precision = Precision::fp32;
   std::string feature_arch;  // "sm_90a", or empty
+  std::vector<TensorMapDeclaration> tensor_maps;  // the entry's parameters after the contract's
 
   // What NVRTC compiles for on a GPU whose own target is `device_arch` ("sm_90"): the template's
   // architecture-specific target where it declares one; empty where that target is another GPU
@@ -126,8 +157,10 @@ struct KernelTemplate {
   // Throws RequirementNotMet naming the first requirement the problem does not meet.
   void check_requirements(const Configuration& config, const GemmProblem& problem) const;
 
-  // Evaluates block, grid, shared memory and zero_output; throws TemplateError when a value is < 0 (or < 1
-  // for a dimension) or does not fit in 32 bits.
+  // Evaluates block, grid, shared memory, zero_output and the tensor maps' boxes; throws
+  // TemplateError when a value is < 0 (or < 1 for a dimension) or does not fit in 32 bits, or
+  // when a box is one TMA cannot copy (an extent outside 1 to 256, rows not a multiple of 16
+  // bytes, a swizzled row other than 128 bytes).
   LaunchGeometry launch_geometry(const Configuration& config, const GemmShape& shape) const;
 
   // Parses "TILE=16,PAD=1,SWIZZLE=0" (every parameter once, in any order, each value one of the

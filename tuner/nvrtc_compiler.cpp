@@ -210,7 +210,7 @@ CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Conf
       tmpl.source, nvrtc_file_name(tmpl), nvrtc_options(tmpl, config, arch), target, tmpl.entry,
       what);
   image.arch = arch;  // the GPU's own target (sm_90 for an sm_90a compile): loaders go by that
-  check_compiled_entry(image, tmpl.entry, what);
+  check_compiled_entry(image, tmpl.entry, what, tmpl.tensor_maps.size());
   return image;
 }
 

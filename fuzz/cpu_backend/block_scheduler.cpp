@@ -55,8 +55,10 @@ class AsyncGroups {
 
 struct CudaThreadFiber {
   // waiting: at a barrier; at_collective: at a warp collective; at_activemask: at __activemask();
-  // at_named_barrier: at a tt_bar_sync.
-  enum class State { ready, waiting, at_collective, at_activemask, at_named_barrier, returned, trapped };
+  // at_named_barrier: at a tt_bar_sync; at_mbarrier: at a tt_mbarrier_wait.
+  enum class State {
+    ready, waiting, at_collective, at_activemask, at_named_barrier, at_mbarrier, returned, trapped
+  };
 
   tt_cpu_thread thread{};
   std::uint32_t index = 0;   // the linear thread index; its warp is index / 32, its lane index % 32
@@ -65,6 +67,8 @@ struct CudaThreadFiber {
   State state = State::returned;
   unsigned int line = 0;                   // of the barrier or __activemask() it waits at
   unsigned int named_barrier = 0;          // the number of the named barrier it waits at
+  const void* mbarrier = nullptr;          // the mbarrier it waits at, for the phase of `parity`
+  unsigned int parity = 0;
   tt_cpu_warp_call* collective = nullptr;  // the collective it waits at
   unsigned int activemask = 0;             // what its __activemask() returns
   std::string trap;
@@ -85,8 +89,24 @@ struct BlockRunner::NamedBarrier {
   std::vector<std::uint32_t> warp_lanes;   // the lanes of each warp that have arrived
 };
 
+// An mbarrier of the running block: the arrivals a phase expects and those still missing, the
+// tensor-copy bytes it still expects (negative while copies landed before their expect_tx), the
+// running phase's parity, and the copies queued until a wait lands them.
+struct BlockRunner::Mbarrier {
+  struct Copy {
+    void* dst;
+    std::vector<unsigned char> data;
+  };
+  const void* address = nullptr;
+  unsigned int count = 0, missing = 0, parity = 0;
+  long long tx = 0;
+  unsigned int line = 0;  // of its initialisation
+  std::vector<Copy> queued;
+};
+
 namespace {
 constexpr unsigned int kNamedBarriers = 16;
+constexpr unsigned int kMbarrierMaxCount = (1u << 20) - 1;  // PTX: mbarrier.init's count
 }  // namespace
 
 namespace {
@@ -207,7 +227,23 @@ context::fiber run_thread(CudaThreadFiber& fiber, const BlockLaunch& launch,
   fiber.scheduler = std::move(scheduler);
   try {
     const GemmArguments& g = launch.arguments;
-    launch.kernel->entry(g.a, g.b, g.c, g.m, g.n, g.k, g.lda, g.ldb, g.ldc);
+    const auto& maps = g.tensor_maps;
+    // The entry's type has as many tensor maps as its template declares (cpu_kernel.cpp checked).
+    const auto entry = reinterpret_cast<void (*)()>(launch.kernel->entry);
+    switch (g.tensor_map_count) {
+      case 0:
+        launch.kernel->entry(g.a, g.b, g.c, g.m, g.n, g.k, g.lda, g.ldb, g.ldc);
+        break;
+      case 1:
+        reinterpret_cast<void (*)(const float*, const float*, float*, int, int, int, int, int, int,
+                                  tt_tensor_map)>(entry)(
+            g.a, g.b, g.c, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, maps[0]);
+        break;
+      default:
+        reinterpret_cast<void (*)(const float*, const float*, float*, int, int, int, int, int, int,
+                                  tt_tensor_map, tt_tensor_map)>(entry)(
+            g.a, g.b, g.c, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, maps[0], maps[1]);
+    }
     fiber.state = State::returned;
   } catch (const KernelTrap& trap) {
     fiber.state = State::trapped;
@@ -232,7 +268,11 @@ const tt_cpu_host& cpu_host_functions() {
                                 &BlockRunner::async_mma_issue,
                                 &BlockRunner::async_mma_commit,
                                 &BlockRunner::async_mma_retire,
-                                &BlockRunner::named_barrier};
+                                &BlockRunner::named_barrier,
+                                &BlockRunner::mbarrier_init,
+                                &BlockRunner::mbarrier_arrive,
+                                &BlockRunner::tensor_copy,
+                                &BlockRunner::mbarrier_wait};
   return host;
 }
 
@@ -313,6 +353,7 @@ void BlockRunner::run(const BlockLaunch& launch, std::uint64_t linear) {
   landing_ = copy_landing(launch.schedule_seed, linear);
   landing_coins_ = launch.schedule_seed ^ linear;
   named_barriers_.assign(kNamedBarriers, NamedBarrier{});
+  mbarriers_.clear();  // the last block's copies never waited for are dropped
   running_runner = this;
 
   poison_shared_memory(*launch.kernel);
@@ -396,8 +437,10 @@ void BlockRunner::run_phases(const BlockLaunch& launch, std::uint64_t linear, st
     // No thread can go on without another.
     if (ready_ > 0) continue;  // lanes released by a collective after their turn in the pass
     if (release_activemask_waiters(count)) continue;
+    if (land_all_tensor_copies()) continue;
     check_warp_collectives(count);
     check_named_barriers(count);
+    check_mbarriers(count);
     const CudaThreadFiber* first = nullptr;
     for (std::uint32_t i = 0; i < count; ++i) {
       CudaThreadFiber& fiber = fibers_[i];
@@ -466,6 +509,8 @@ void BlockRunner::check_warp_collectives(std::uint32_t count) const {
         place = fmt::format("at the __syncthreads() of line {}", other.line);
       } else if (other.state == State::at_named_barrier) {
         place = fmt::format("at the tt_bar_sync({}) of line {}", other.named_barrier, other.line);
+      } else if (other.state == State::at_mbarrier) {
+        place = fmt::format("at the tt_mbarrier_wait of line {}", other.line);
       } else {
         place = "exited";
       }
@@ -554,6 +599,134 @@ void BlockRunner::named_barrier(unsigned int id, unsigned int threads, int wait,
   self->named_barrier = id;
   self->line = line;
   self->scheduler = std::move(self->scheduler).resume();
+}
+
+BlockRunner::Mbarrier& BlockRunner::mbarrier_at(const void* address, const char* what,
+                                                unsigned int line) {
+  for (Mbarrier& barrier : mbarriers_) {
+    if (barrier.address == address) return barrier;
+  }
+  throw KernelTrap{fmt::format("the {} of line {}: no mbarrier was initialised there "
+                               "(tt_mbarrier_init)",
+                               what, line)};
+}
+
+void BlockRunner::complete_if_done(Mbarrier& barrier) {
+  using State = CudaThreadFiber::State;
+  if (barrier.missing != 0 || barrier.tx != 0) return;
+  barrier.parity ^= 1u;
+  barrier.missing = barrier.count;
+  for (std::uint32_t i = 0; i < threads_; ++i) {
+    CudaThreadFiber& fiber = fibers_[i];
+    if (fiber.state != State::at_mbarrier || fiber.mbarrier != barrier.address) continue;
+    fiber.state = State::ready;
+    ++ready_;
+  }
+}
+
+void BlockRunner::land_tensor_copies(Mbarrier& barrier) {
+  for (Mbarrier::Copy& copy : barrier.queued) {
+    std::memcpy(copy.dst, copy.data.data(), copy.data.size());
+    barrier.tx -= static_cast<long long>(copy.data.size());
+  }
+  barrier.queued.clear();
+  complete_if_done(barrier);
+}
+
+bool BlockRunner::land_all_tensor_copies() {
+  const std::uint32_t ready_before = ready_;
+  for (Mbarrier& barrier : mbarriers_) {
+    if (!barrier.queued.empty()) land_tensor_copies(barrier);
+  }
+  return ready_ > ready_before;
+}
+
+void BlockRunner::check_mbarriers(std::uint32_t count) const {
+  using State = CudaThreadFiber::State;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const CudaThreadFiber& fiber = fibers_[i];
+    if (fiber.state != State::at_mbarrier) continue;
+    for (const Mbarrier& barrier : mbarriers_) {
+      if (barrier.address != fiber.mbarrier) continue;
+      throw LaunchError(fmt::format(
+          "the mbarrier initialised on line {} never completes its phase of parity {} in block "
+          "{}: thread {} waits for it at line {}; of the {} arrivals a phase expects {} are "
+          "missing, and {} bytes of tensor copies",
+          barrier.line, fiber.parity, coordinates(fiber.thread.block_idx),
+          coordinates(fiber.thread.thread_idx), fiber.line, barrier.count, barrier.missing,
+          barrier.tx));
+    }
+  }
+}
+
+void BlockRunner::mbarrier_init(void* barrier, unsigned int count, unsigned int line) {
+  BlockRunner& runner = *running_runner;
+  if (reinterpret_cast<std::uintptr_t>(barrier) % 8 != 0) {
+    throw KernelTrap{fmt::format("the tt_mbarrier_init of line {}: the mbarrier is not 8-byte "
+                                 "aligned",
+                                 line)};
+  }
+  if (count == 0 || count > kMbarrierMaxCount) {
+    throw KernelTrap{fmt::format("the tt_mbarrier_init of line {}: a count of {} (1 to {})", line,
+                                 count, kMbarrierMaxCount)};
+  }
+  Mbarrier fresh;
+  fresh.address = barrier;
+  fresh.count = fresh.missing = count;
+  fresh.line = line;
+  for (Mbarrier& existing : runner.mbarriers_) {
+    if (existing.address == barrier) {
+      existing = std::move(fresh);
+      return;
+    }
+  }
+  runner.mbarriers_.push_back(std::move(fresh));
+}
+
+void BlockRunner::mbarrier_arrive(void* barrier, unsigned int tx_bytes, unsigned int line) {
+  BlockRunner& runner = *running_runner;
+  Mbarrier& b = runner.mbarrier_at(barrier, "tt_mbarrier_arrive", line);
+  if (b.missing == 0) {
+    throw KernelTrap{fmt::format("the tt_mbarrier_arrive of line {}: more arrivals than the {} "
+                                 "a phase of the mbarrier of line {} expects",
+                                 line, b.count, b.line)};
+  }
+  b.tx += tx_bytes;
+  --b.missing;
+  runner.complete_if_done(b);
+}
+
+void BlockRunner::tensor_copy(void* barrier, void* dst, const void* data, unsigned int bytes,
+                              unsigned int line) {
+  BlockRunner& runner = *running_runner;
+  Mbarrier& b = runner.mbarrier_at(barrier, "tt_tensor_copy_2d", line);
+  const bool now =
+      runner.landing_ == CopyLanding::at_copy ||
+      (runner.landing_ == CopyLanding::mixed && splitmix64_next(runner.landing_coins_) % 2);
+  const auto* bytes_in = static_cast<const unsigned char*>(data);
+  if (!now) {
+    b.queued.push_back({dst, std::vector<unsigned char>(bytes_in, bytes_in + bytes)});
+    return;
+  }
+  std::memcpy(dst, data, bytes);
+  b.tx -= bytes;
+  runner.complete_if_done(b);
+}
+
+void BlockRunner::mbarrier_wait(void* barrier, unsigned int parity, unsigned int line) {
+  CudaThreadFiber* self = running_fiber;
+  BlockRunner& runner = *running_runner;
+  for (;;) {
+    Mbarrier& b = runner.mbarrier_at(barrier, "tt_mbarrier_wait", line);
+    runner.land_tensor_copies(b);
+    // The phase of `parity` has completed once the running phase's parity is the other one.
+    if (b.parity != (parity & 1u)) return;
+    self->state = CudaThreadFiber::State::at_mbarrier;
+    self->mbarrier = barrier;
+    self->parity = parity & 1u;
+    self->line = line;
+    self->scheduler = std::move(self->scheduler).resume();
+  }
 }
 
 void BlockRunner::warp_collective(tt_cpu_warp_call* call) {

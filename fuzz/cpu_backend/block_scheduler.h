@@ -35,6 +35,13 @@
 // A barrier completed by part of a warp, or a thread that arrives twice before it completes, is
 // an error too.
 //
+// mbarriers (<tiletune/tensor_map.h>) are kept by address, per block: the arrivals a phase
+// expects, those still missing, the tensor-copy bytes still expected, the phase's parity. A tensor
+// copy lands (writes shared memory and counts its bytes off) as the block's copies land: at once,
+// or at the first wait on its barrier, or each at one of the two. A thread that waits for a phase
+// not yet complete is suspended until it completes; once no thread can go on, the copies still
+// queued land, and a thread still waiting then is a deadlock, reported with the barrier's counts.
+//
 // __shared__ arrays are thread_local variables of the kernel's shared object (cuda_on_cpu.h); an
 // OS thread runs one block at a time, so each block in flight has its own. At the start of every
 // block the object's whole thread-local block is filled with 0xff bytes (a NaN as a float), so a
@@ -71,6 +78,8 @@ struct GemmArguments {
   const float* b;
   float* c;
   int m, n, k, lda, ldb, ldc;
+  std::array<tt_tensor_map, 2> tensor_maps{};  // the first `tensor_map_count` follow the contract's
+  unsigned tensor_map_count = 0;
 };
 
 struct BlockLaunch {
@@ -149,6 +158,22 @@ class BlockRunner {
   static void async_mma_commit();
   static const tt_cpu_async_mma* async_mma_retire(unsigned int pending);
   static void named_barrier(unsigned int id, unsigned int threads, int wait, unsigned int line);
+  static void mbarrier_init(void* barrier, unsigned int count, unsigned int line);
+  static void mbarrier_arrive(void* barrier, unsigned int tx_bytes, unsigned int line);
+  static void tensor_copy(void* barrier, void* dst, const void* data, unsigned int bytes,
+                          unsigned int line);
+  static void mbarrier_wait(void* barrier, unsigned int parity, unsigned int line);
+
+  struct Mbarrier;
+  // The block's mbarrier at `address`; a trap when it was never initialised.
+  Mbarrier& mbarrier_at(const void* address, const char* what, unsigned int line);
+  // Lands the copies queued on `barrier`; completes its phase when nothing is missing.
+  void land_tensor_copies(Mbarrier& barrier);
+  void complete_if_done(Mbarrier& barrier);
+  // Lands every queued tensor copy; true when that let a waiting thread go on.
+  bool land_all_tensor_copies();
+  // Throws LaunchError describing the mbarrier a thread still waits at, when one does.
+  void check_mbarriers(std::uint32_t count) const;
 
   struct NamedBarrier;
   std::vector<Stack> stacks_;
@@ -156,6 +181,7 @@ class BlockRunner {
   std::vector<Warp> warps_;
   std::vector<std::uint32_t> order_;
   std::vector<NamedBarrier> named_barriers_;  // 16, by number; 0 (__syncthreads()'s) unused
+  std::vector<Mbarrier> mbarriers_;           // the running block's, in the order initialised
   std::uint32_t threads_ = 0;  // of the running block (fibers_ may hold more: a larger block's)
   std::uint32_t ready_ = 0;    // fibers that can be resumed
   CopyLanding landing_ = CopyLanding::at_wait;  // of the running block's copies

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -98,7 +99,8 @@ void check_geometry(const LaunchGeometry& g) {
 
 CpuKernel::CpuKernel(const KernelTemplate& tmpl, const Configuration& config,
                      const CpuBackendOptions& options)
-    : entry_(tmpl.entry), label_(fmt::format("{} ({})", tmpl.name, config.to_string())) {
+    : entry_(tmpl.entry), label_(fmt::format("{} ({})", tmpl.name, config.to_string())),
+      tensor_maps_(tmpl.tensor_maps.size()) {
   // An instrumented object loaded into a process without AddressSanitizer's runtime ends the
   // process, so it is refused beforehand.
   if (options.sanitize && dlsym(RTLD_DEFAULT, "__asan_init") == nullptr) {
@@ -154,12 +156,12 @@ void CpuKernel::load() {
   }
   const auto abi_version = symbol<unsigned int (*)()>(module_.handle, "tt_cpu_abi_version");
   const auto bind = symbol<void (*)(const tt_cpu_host*)>(module_.handle, "tt_cpu_bind");
-  const auto entry_is_contract = symbol<int (*)()>(module_.handle, "tt_cpu_entry_is_contract");
+  const auto entry_tensor_maps = symbol<int (*)()>(module_.handle, "tt_cpu_entry_tensor_maps");
   const auto entry_type = symbol<const char* (*)()>(module_.handle, "tt_cpu_entry_type");
   module_.enter = symbol<void (*)(const tt_cpu_thread*)>(module_.handle, "tt_cpu_enter");
   module_.entry = symbol<GemmEntry>(module_.handle, entry_.c_str());
   if (abi_version == nullptr || bind == nullptr || module_.enter == nullptr ||
-      entry_is_contract == nullptr || entry_type == nullptr ||
+      entry_tensor_maps == nullptr || entry_type == nullptr ||
       abi_version() != TT_CPU_ABI_VERSION) {
     dlclose(module_.handle);
     module_.handle = nullptr;
@@ -178,8 +180,8 @@ void CpuKernel::load() {
                             "mangled); declare it extern \"C\"",
                             entry_));
   }
-  if (auto mismatch = entry_type_mismatch(entry_, entry_is_contract() != 0,
-                                          type_in_pretty_function(entry_type()))) {
+  if (auto mismatch = entry_type_mismatch(entry_, entry_tensor_maps() == int(tensor_maps_),
+                                          type_in_pretty_function(entry_type()), tensor_maps_)) {
     dlclose(module_.handle);
     module_.handle = nullptr;
     forget_copy();
@@ -219,7 +221,23 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
   if (geometry.zero_output) {
     for (int row = 0; row < m; ++row) std::fill_n(c + std::size_t(row) * ldc, n, 0.0f);
   }
-  const BlockLaunch launch{&module_,      {a, b, c, m, n, k, lda, ldb, ldc},
+  if (geometry.tensor_maps.size() != tensor_maps_) {
+    throw std::logic_error("CpuKernel::launch: a geometry of another template");
+  }
+  GemmArguments arguments{a, b, c, m, n, k, lda, ldb, ldc};
+  for (const TensorMapBox& box : geometry.tensor_maps) {
+    const bool is_a = box.operand == 'A';
+    const tt_cpu_tensor_map map{
+        is_a ? static_cast<const void*>(a) : static_cast<const void*>(b),
+        {std::uint64_t(is_a ? k : n), std::uint64_t(is_a ? m : k)},
+        std::uint64_t(is_a ? lda : ldb) * sizeof(float),
+        {box.inner, box.outer},
+        box.tf32,
+        box.swizzle128};
+    static_assert(sizeof(map) <= sizeof(tt_tensor_map));
+    std::memcpy(&arguments.tensor_maps[arguments.tensor_map_count++], &map, sizeof(map));
+  }
+  const BlockLaunch launch{&module_,      arguments,
                            geometry.grid, geometry.block,
                            schedule_seed, sanitizer_report_count()};
   const std::uint64_t blocks =

@@ -28,7 +28,8 @@ class CpuKernel {
   CpuKernel(const CpuKernel&) = delete;
   CpuKernel& operator=(const CpuKernel&) = delete;
 
-  // Runs the whole grid (after clearing C's m x n elements when the geometry asks for it) and
+  // Runs the whole grid (after clearing C's m x n elements when the geometry asks for it, with the
+  // geometry's tensor maps describing a and b) and
   // returns when every block is done. Throws LaunchError for a geometry the GPU would reject, a
   // __trap(), barrier divergence and a sanitizer report (the launch stops at the first), and
   // UnsupportedOnBackend for more dynamic shared memory than the backend provides.
@@ -52,6 +53,7 @@ class CpuKernel {
 
   std::string entry_;  // the entry point's name
   std::string label_;  // "tiled (TILE=16,PAD=0,SWIZZLE=0)", for messages
+  std::size_t tensor_maps_ = 0;  // the entry's parameters after the contract's
   bool sanitized_ = false;
   std::filesystem::path object_path_;
   std::filesystem::path loaded_path_;

@@ -57,6 +57,23 @@ struct tt_cpu_async_mma {
   unsigned int line;  // where it was issued
 };
 
+// A tensor map (<tiletune/tensor_map.h>): 128 bytes, 64-byte aligned, as CUDA's CUtensorMap. On
+// the CPU backend tiletune writes a tt_cpu_tensor_map into it.
+struct __attribute__((aligned(64))) tt_tensor_map {
+  unsigned long long opaque[16];
+};
+
+// What a tensor map says on the CPU backend: a two-dimensional array of floats (dims[0] of them
+// contiguous in a row, dims[1] rows, row_bytes apart) and the box a copy brings.
+struct tt_cpu_tensor_map {
+  const void* base;
+  unsigned long long dims[2];
+  unsigned long long row_bytes;
+  unsigned int box[2];     // inner (along a row) and outer extent, in elements
+  unsigned int tf32;       // the copy rounds to TF32, to nearest even
+  unsigned int swizzle128; // the 128-byte swizzle of 128-byte rows
+};
+
 // tiletune's functions that kernel code calls.
 struct tt_cpu_host {
   // Suspends the calling fiber until every thread of its block has reached a barrier or returned;
@@ -89,12 +106,23 @@ struct tt_cpu_host {
   // `threads` threads have arrived it completes: its waiters go on and it starts over. With
   // `wait`, the caller waits for that (suspended). `line` names the call site in errors.
   void (*named_barrier)(unsigned int id, unsigned int threads, int wait, unsigned int line);
+  // An mbarrier in shared memory (<tiletune/tensor_map.h>): set up to expect `count` arrivals a
+  // phase (mbarrier.init); an arrival that also expects `tx_bytes` more bytes of tensor copies
+  // (mbarrier.arrive.expect_tx); a tensor copy of `bytes` bytes (`data`, read when it was issued)
+  // into `dst` that counts them off the barrier when it lands (cp.async.bulk.tensor ...
+  // complete_tx); a wait until the phase of parity `parity` has completed (try_wait.parity, in a
+  // loop). Landing: at once or at a wait on the barrier, as the block's copies land.
+  void (*mbarrier_init)(void* barrier, unsigned int count, unsigned int line);
+  void (*mbarrier_arrive)(void* barrier, unsigned int tx_bytes, unsigned int line);
+  void (*tensor_copy)(void* barrier, void* dst, const void* data, unsigned int bytes,
+                      unsigned int line);
+  void (*mbarrier_wait)(void* barrier, unsigned int parity, unsigned int line);
 };
 
 }  // extern "C"
 
 // Bumped whenever the structures above or the exported functions below change.
-#define TT_CPU_ABI_VERSION 6
+#define TT_CPU_ABI_VERSION 7
 
 #ifndef TT_CPU_BACKEND_HOST
 
@@ -102,6 +130,7 @@ struct tt_cpu_host {
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 // ---- the shared object's exports ------------------------------------------------------------
@@ -129,6 +158,15 @@ typedef void tt_cpu_contract_entry(const float*, const float*, float*, int, int,
                                    int);
 typedef void tt_cpu_contract_entry_noexcept(const float*, const float*, float*, int, int, int, int,
                                             int, int) noexcept;
+// With one or two tensor maps after the contract's parameters (`// tiletune: tensor_map`).
+typedef void tt_cpu_contract_entry_1(const float*, const float*, float*, int, int, int, int, int,
+                                     int, tt_tensor_map);
+typedef void tt_cpu_contract_entry_1_noexcept(const float*, const float*, float*, int, int, int,
+                                              int, int, int, tt_tensor_map) noexcept;
+typedef void tt_cpu_contract_entry_2(const float*, const float*, float*, int, int, int, int, int,
+                                     int, tt_tensor_map, tt_tensor_map);
+typedef void tt_cpu_contract_entry_2_noexcept(const float*, const float*, float*, int, int, int,
+                                              int, int, int, tt_tensor_map, tt_tensor_map) noexcept;
 template <class A, class B>
 struct tt_cpu_same_type {
   static const bool value = false;
@@ -140,10 +178,23 @@ struct tt_cpu_same_type<A, A> {
 // "const char* tt_cpu_type_text() [with T = void(int, int)]" (Clang: "[T = void (int, int)]").
 template <class T>
 const char* tt_cpu_type_text() { return __PRETTY_FUNCTION__; }
+// tt_cpu_entry_tensor_maps: how many tensor maps the entry takes after the contract's
+// parameters, -1 when its type is none of the contract's.
 #define TT_CPU_ENTRY_CONTRACT(entry)                                                   \
-  extern "C" int tt_cpu_entry_is_contract(void) {                                      \
-    return tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry>::value ||           \
-           tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry_noexcept>::value;    \
+  extern "C" int tt_cpu_entry_tensor_maps(void) {                                      \
+    if (tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry>::value ||              \
+        tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry_noexcept>::value) {     \
+      return 0;                                                                        \
+    }                                                                                  \
+    if (tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry_1>::value ||            \
+        tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry_1_noexcept>::value) {   \
+      return 1;                                                                        \
+    }                                                                                  \
+    if (tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry_2>::value ||            \
+        tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry_2_noexcept>::value) {   \
+      return 2;                                                                        \
+    }                                                                                  \
+    return -1;                                                                         \
   }                                                                                    \
   extern "C" const char* tt_cpu_entry_type(void) { return tt_cpu_type_text<decltype(entry)>(); }
 
@@ -157,6 +208,7 @@ const char* tt_cpu_type_text() { return __PRETTY_FUNCTION__; }
 #define __forceinline__ __attribute__((always_inline)) inline
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
+#define __grid_constant__
 // Block-scope thread_local implies static: one array per OS thread, and an OS thread runs one
 // block at a time, so each block in flight has its own. `extern __shared__` (dynamic shared
 // memory) becomes an extern thread_local array that tiletune defines after the kernel's source.

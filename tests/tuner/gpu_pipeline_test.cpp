@@ -62,7 +62,8 @@ TEST_F(GpuPipeline, ShapeVerifierAcceptsTiledAtAnAwkwardShape) {
   const KernelTemplate tmpl = tiled();
   for (const char* text : {"TILE=16,PAD=0,SWIZZLE=0", "TILE=16,PAD=0,SWIZZLE=1", "TILE=32,PAD=1,SWIZZLE=0"}) {
     const Configuration config = tmpl.parse_configuration(text);
-    const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry);
+    const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry,
+                         tmpl.tensor_maps.size());
     const auto wrong = verifier.verify(kernel, tmpl.launch_geometry(config, shape),
                                        Precision::fp32);
     EXPECT_FALSE(wrong.has_value()) << text << ": " << *wrong;
@@ -74,7 +75,8 @@ TEST_F(GpuPipeline, ShapeVerifierAcceptsNaiveWithWideLeadingDimensions) {
   ShapeVerifier verifier(*device_, problem, 5);
   const KernelTemplate tmpl = load_template(kTemplates / "naive.cu");
   const Configuration config = tmpl.parse_configuration("BLOCK_X=32,BLOCK_Y=4");
-  const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry);
+  const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry,
+                         tmpl.tensor_maps.size());
   const auto wrong = verifier.verify(kernel, tmpl.launch_geometry(config, problem.shape),
                                      Precision::fp32);
   EXPECT_FALSE(wrong.has_value()) << *wrong;
@@ -85,7 +87,8 @@ TEST_F(GpuPipeline, ShapeVerifierRejectsAMutantWithoutTheStoreMask) {
   const KernelTemplate mutant = tiled_mutant("if (row < M && col < N) {", "{");
   const GemmShape shape{257, 263, 129};
   const Configuration config = mutant.parse_configuration("TILE=16,PAD=0,SWIZZLE=0");
-  const GpuKernel kernel(compile_configuration(mutant, config, arch()), mutant.entry);
+  const GpuKernel kernel(compile_configuration(mutant, config, arch()), mutant.entry,
+                         mutant.tensor_maps.size());
   ShapeVerifier verifier(*device_, GemmProblem::packed(shape), 1);
   try {
     const auto wrong = verifier.verify(kernel, mutant.launch_geometry(config, shape),
@@ -104,7 +107,8 @@ TEST_F(GpuPipeline, ShapeVerifierRejectsAKernelThatSkipsTheLastKTile) {
   const KernelTemplate mutant = tiled_mutant("k0 < K;", "k0 + TT_TILE < K;");
   const GemmShape shape{64, 64, 129};
   const Configuration config = mutant.parse_configuration("TILE=16,PAD=0,SWIZZLE=0");
-  const GpuKernel kernel(compile_configuration(mutant, config, arch()), mutant.entry);
+  const GpuKernel kernel(compile_configuration(mutant, config, arch()), mutant.entry,
+                         mutant.tensor_maps.size());
   ShapeVerifier verifier(*device_, GemmProblem::packed(shape), 3);
   const auto wrong = verifier.verify(kernel, mutant.launch_geometry(config, shape),
                                      Precision::fp32);
@@ -126,7 +130,8 @@ TEST_F(GpuPipeline, ShapeVerifierChecksAnyLaunchOfItsProblem) {
   ShapeVerifier verifier(*device_, GemmProblem::packed(shape), 1);
   const KernelTemplate tmpl = tiled();
   const Configuration config = tmpl.parse_configuration("TILE=16,PAD=0,SWIZZLE=0");
-  const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry);
+  const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry,
+                         tmpl.tensor_maps.size());
   const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
   int launches = 0;
   const auto right = verifier.verify([&](CUstream stream) {
@@ -176,7 +181,8 @@ TEST_F(GpuPipeline, TimeLaunchesRunsBetweenMinAndMaxRuns) {
   ShapeVerifier verifier(*device_, GemmProblem::packed(shape), 1);
   const KernelTemplate tmpl = tiled();
   const Configuration config = tmpl.parse_configuration("TILE=16,PAD=1,SWIZZLE=0");
-  const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry);
+  const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry,
+                         tmpl.tensor_maps.size());
   const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
   int launches = 0;
   TimingSettings settings;

@@ -11,6 +11,7 @@
 // The first-call cost is measured first, before anything else in the process compiles.
 #include <stdlib.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -95,10 +96,15 @@ class DirectLaunch {
     }
     int m = int(problem_.shape.m), n = int(problem_.shape.n), k = int(problem_.shape.k);
     int lda = int(problem_.lda), ldb = int(problem_.ldb), ldc = int(problem_.ldc);
-    void* arguments[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc};
+    std::array<CUtensorMap, 2> maps;
+    std::array<void*, 11> arguments = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc};
+    for (std::size_t i = 0; i < geometry_.tensor_maps.size(); ++i) {
+      maps[i] = encode_tensor_map(geometry_.tensor_maps[i], a, b, problem_);
+      arguments[9 + i] = &maps[i];
+    }
     check_cuda(cu.cuLaunchKernel(function_, geometry_.grid[0], geometry_.grid[1], geometry_.grid[2],
                                  geometry_.block[0], geometry_.block[1], geometry_.block[2],
-                                 geometry_.dynamic_shared_bytes, stream, arguments, nullptr),
+                                 geometry_.dynamic_shared_bytes, stream, arguments.data(), nullptr),
                "cuLaunchKernel");
   }
 
@@ -274,7 +280,8 @@ void measure_suite(const LibraryBenchOptions& options, const Gemm& gemm, const R
     const KernelTemplate tmpl = stored_template(store, best->template_name, best->template_hash);
     const Configuration config = tmpl.parse_configuration(best->config);
     tmpl.check_requirements(config, packed);
-    const GpuKernel kernel(compile_configuration(tmpl, config, gpu.arch()), tmpl.entry);
+    const GpuKernel kernel(compile_configuration(tmpl, config, gpu.arch()), tmpl.entry,
+                           tmpl.tensor_maps.size());
     const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
 
     ShapeVerifier verifier(device, packed, 7);

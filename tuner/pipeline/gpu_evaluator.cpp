@@ -119,7 +119,8 @@ std::vector<Timing> GpuEvaluator::remeasure(const std::vector<const KernelTempla
   for (const RemeasuredConfig& each : request.configs) {
     const KernelTemplate& tmpl = *templates.at(each.tmpl);
     const Configuration config = tmpl.parse_configuration(each.config);
-    kernels.push_back(std::make_unique<GpuKernel>(compiled_->get(tmpl, config), tmpl.entry));
+    kernels.push_back(std::make_unique<GpuKernel>(compiled_->get(tmpl, config), tmpl.entry,
+                                                    tmpl.tensor_maps.size()));
     geometries.push_back(tmpl.launch_geometry(config, request.shape));
   }
   verifier(request.shape, request.data_seed, [](const std::string&) {});

@@ -95,7 +95,8 @@ std::shared_ptr<const GpuKernel> GpuRunner::kernel(CUcontext context, const Reco
   std::shared_ptr<const GpuKernel> loaded =
       build_once(mutex_, kernels_, KernelKey{context, templ.source_hash, config}, [&] {
         const std::shared_ptr<const CompiledKernelImage> built = image(templ, config, props);
-        return std::shared_ptr<const GpuKernel>(std::make_shared<GpuKernel>(*built, templ.parsed->entry));
+        return std::shared_ptr<const GpuKernel>(std::make_shared<GpuKernel>(
+            *built, templ.parsed->entry, templ.parsed->tensor_maps.size()));
       });
   if (auto limit = exceeds_device_limits(geometry, loaded->resource_usage(PtxasReport{}), props)) {
     throw std::runtime_error(fmt::format("{} [{}] cannot run on {}: {}", templ.name, config,
