@@ -51,7 +51,7 @@ TEST(ShippedMutantSuites, EveryMutantAppliesAndDiffersFromItsTemplate) {
   for (const char* name :
        {"tiled.json", "naive.json", "warp_tiled.json", "tf32_mma.json", "tf32x3_mma.json",
         "tf32_wgmma.json", "tf32_wgmma_specialized.json", "tf32x3_wgmma.json",
-        "tf32_wgmma_rounded_loads.json", "tf32_wgmma_transposed_b.json"}) {
+        "tf32_wgmma_rounded_loads.json", "tf32_wgmma_transposed_b.json", "tf32_wgmma_tma.json"}) {
     const MutantSuite suite = load_mutant_suite(kSource / "fuzz" / "mutants" / name);
     ASSERT_FALSE(suite.mutants.empty()) << name;
     for (const Mutant& mutant : suite.mutants) {

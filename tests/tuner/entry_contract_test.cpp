@@ -67,6 +67,30 @@ TEST(EntryContract, NineParametersOfOtherSizesOrPlacesAreRefused) {
             "28, 32, 36, 40, 48); the contract is 9: " + kContract);
 }
 
+TEST(EntryContract, TensorMapsFollowTheContractsParametersAt128BytesEach) {
+  std::vector<KernelParameter> two_maps = contract_parameter_layout();
+  two_maps.push_back({48, 128});  // where sm_90's compiler puts a 64-byte aligned map
+  two_maps.push_back({176, 128});
+  EXPECT_EQ(parameter_layout_mismatch("tma", two_maps, 2), std::nullopt);
+  EXPECT_EQ(parameter_layout_mismatch("tma", {two_maps.begin(), two_maps.end() - 1}, 1),
+            std::nullopt);
+  // A template that declares two maps and an entry that takes one, or none.
+  EXPECT_EQ(parameter_layout_mismatch("tma", {two_maps.begin(), two_maps.end() - 1}, 2),
+            "entry tma takes 10 parameters (8, 8, 8, 4, 4, 4, 4, 4, 4, 128 bytes); the contract is "
+            "11: (const float* A, const float* B, float* C, int M, int N, int K, int lda, int ldb, "
+            "int ldc, const __grid_constant__ tt_tensor_map map0, const __grid_constant__ "
+            "tt_tensor_map map1)");
+  EXPECT_NE(parameter_layout_mismatch("tma", contract_parameter_layout(), 1), std::nullopt);
+  EXPECT_NE(parameter_layout_mismatch("tma", two_maps, 0), std::nullopt);
+  // A map of another size, or one overlapping the ints.
+  std::vector<KernelParameter> small = two_maps;
+  small.back().size = 64;
+  EXPECT_NE(parameter_layout_mismatch("tma", small, 2), std::nullopt);
+  std::vector<KernelParameter> overlapping = two_maps;
+  overlapping[9].offset = 32;
+  EXPECT_NE(parameter_layout_mismatch("tma", overlapping, 2), std::nullopt);
+}
+
 TEST(EntryContract, AMissingEntryIsNamedWithWhatTheCodeHasInstead) {
   EXPECT_EQ(missing_entry_line("tiled_gemmm", {"tiled_gemm"}),
             "entry tiled_gemmm is not in the compiled code, whose __global__ functions are "
@@ -218,6 +242,24 @@ TEST(EntryContractAfterNvrtc, AnEntryTakingOtherParametersIsACompileError) {
                 "gemm", "extern \"C\" __global__ void gemm(int M, int N, int K, const float* A, "
                         "const float* B, float* C)")),
             "entry gemm takes 6 parameters (4, 4, 4, 8, 8, 8 bytes); the contract is 9: " + kContract);
+}
+
+TEST(EntryContractAfterNvrtc, AnEntryTakingTheDeclaredTensorMapsCompiles) {
+  SKIP_WITHOUT_NVRTC();
+  const std::string maps =
+      "// tiletune: arch sm_90a\n// tiletune: tensor_map A tf32 swizzle128 32, 64\n"
+      "// tiletune: tensor_map B tf32 dense 72, 32\n#include <tiletune/tensor_map.h>\n";
+  std::string declaration = kGoodDeclaration;
+  declaration.pop_back();
+  EXPECT_EQ(compile_error_log(gemm_template(
+                "gemm", maps + declaration +
+                            ", const __grid_constant__ tt_tensor_map map_a, const "
+                            "__grid_constant__ tt_tensor_map map_b)")),
+            "compiled");
+  // The template declares two maps; the entry takes one.
+  EXPECT_THAT(compile_error_log(gemm_template(
+                  "gemm", maps + declaration + ", const __grid_constant__ tt_tensor_map map_a)")),
+              HasSubstr("takes 10 parameters"));
 }
 
 TEST(EntryContractAfterNvrtc, AnEntryThatIsADeviceFunctionIsNotAKernel) {

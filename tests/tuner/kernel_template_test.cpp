@@ -355,6 +355,71 @@ TEST(KernelTemplate, ArchitectureSpecificTargetIsDeclaredAndOnlyItsFamilyCompile
             "t.cu:6: duplicate 'arch' (first declared on line 5)");
 }
 
+TEST(KernelTemplate, TensorMapsAreDeclaredInOrderAndRequireAlignedRows) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  const KernelTemplate tmpl = parse_template(
+      base + "// tiletune: tensor_map A tf32 swizzle128 32, 64 * T\n"
+             "// tiletune: tensor_map B fp32 dense 8 * T + 8, 32\n",
+      "t.cu");
+  ASSERT_EQ(tmpl.tensor_maps.size(), 2u);
+  EXPECT_EQ(tmpl.tensor_maps[0].operand, 'A');
+  EXPECT_TRUE(tmpl.tensor_maps[0].tf32);
+  EXPECT_TRUE(tmpl.tensor_maps[0].swizzle128);
+  EXPECT_EQ(tmpl.tensor_maps[1].operand, 'B');
+  EXPECT_FALSE(tmpl.tensor_maps[1].tf32);
+  EXPECT_FALSE(tmpl.tensor_maps[1].swizzle128);
+  const Configuration config = tmpl.parse_configuration("T=2");
+  const LaunchGeometry geometry = tmpl.launch_geometry(config, GemmShape{100, 100, 100});
+  ASSERT_EQ(geometry.tensor_maps.size(), 2u);
+  EXPECT_EQ(geometry.tensor_maps[0].inner, 32u);
+  EXPECT_EQ(geometry.tensor_maps[0].outer, 128u);
+  EXPECT_EQ(geometry.tensor_maps[1].inner, 24u);
+  EXPECT_EQ(geometry.tensor_maps[1].outer, 32u);
+  // TMA reads rows that start 16-byte aligned: each map requires its operand's leading dimension.
+  EXPECT_TRUE(tmpl.satisfies_requirements(config, GemmProblem{{100, 100, 100}, 100, 104, 100}));
+  const GemmProblem odd_lda{{100, 100, 100}, 101, 100, 100}, odd_ldb{{100, 100, 100}, 100, 102, 100};
+  const Expression* unmet = tmpl.violated_requirement(config, &odd_lda);
+  ASSERT_NE(unmet, nullptr);
+  EXPECT_EQ(unmet->text(), "lda % 4 == 0");
+  unmet = tmpl.violated_requirement(config, &odd_ldb);
+  ASSERT_NE(unmet, nullptr);
+  EXPECT_EQ(unmet->text(), "ldb % 4 == 0");
+  // No tensor maps unless declared.
+  EXPECT_TRUE(parse_template(base, "plain.cu").tensor_maps.empty());
+}
+
+TEST(KernelTemplate, BadTensorMapsAreOneLineEach) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  EXPECT_EQ(template_error(base + "// tiletune: tensor_map C tf32 dense 32, 32\n"),
+            "t.cu:5: tensor_map of 'C': only A and B have one (expected 'tensor_map A|B "
+            "fp32|tf32 dense|swizzle128 INNER, OUTER')");
+  EXPECT_THAT(template_error(base + "// tiletune: tensor_map A fp16 dense 32, 32\n"),
+              StartsWith("t.cu:5: tensor_map element 'fp16'"));
+  EXPECT_THAT(template_error(base + "// tiletune: tensor_map A tf32 swizzle64 32, 32\n"),
+              StartsWith("t.cu:5: tensor_map layout 'swizzle64'"));
+  EXPECT_THAT(template_error(base + "// tiletune: tensor_map A tf32 dense 32\n"),
+              StartsWith("t.cu:5: tensor_map box '32' is not two extents"));
+  EXPECT_EQ(template_error(base + "// tiletune: tensor_map A tf32 dense 32, 32\n"
+                                  "// tiletune: tensor_map A tf32 dense 32, 32\n"),
+            "t.cu:6: a second tensor_map of A");
+  EXPECT_THAT(template_error(base + "// tiletune: tensor_map A tf32 dense 32, W\n"),
+              HasSubstr("reads 'W'"));
+  // Boxes TMA cannot copy are refused per configuration, when the geometry is evaluated.
+  const auto box_error = [&](const std::string& box) {
+    const KernelTemplate tmpl =
+        parse_template(base + "// tiletune: name geo\n// tiletune: tensor_map A tf32 " + box + "\n",
+                       "t.cu");
+    return geometry_error(tmpl, tmpl.parse_configuration("T=2"), GemmShape{8, 8, 8});
+  };
+  EXPECT_EQ(box_error("dense 32, 4 * 128"),
+            "geo: tensor_map A for T=2: box 32 x 512 has an extent above 256 (TMA's most)");
+  EXPECT_EQ(box_error("dense 6, 32"),
+            "geo: tensor_map A for T=2: box 6 x 32 has rows that are not a multiple of 16 bytes");
+  EXPECT_EQ(box_error("swizzle128 16, 32"),
+            "geo: tensor_map A for T=2: box 16 x 32 has rows other than 128 bytes: swizzle128 "
+            "swizzles 128-byte rows");
+}
+
 TEST(KernelTemplate, LaunchGeometryValidatesItsValues) {
   const std::string head = std::string(kEntry) + "// tiletune: param T 0 1 -1\n";
   const KernelTemplate tmpl = parse_template(

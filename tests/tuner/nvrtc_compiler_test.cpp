@@ -89,6 +89,9 @@ TEST_P(ShippedTemplate, EveryConfigurationCompiles) {
       // As and Bs: two TILE x (TILE + PAD) floats.
       const std::int64_t tile = config.at("TILE"), pad = config.at("PAD");
       EXPECT_EQ(image.report.static_shared_bytes, 2 * tile * (tile + pad) * 4);
+    } else if (tmpl.name == "tf32_wgmma_tma") {
+      // Two mbarriers a stage.
+      EXPECT_EQ(image.report.static_shared_bytes, 2 * config.at("STAGES") * 8);
     } else {
       EXPECT_EQ(image.report.static_shared_bytes, 0);
     }
@@ -105,7 +108,8 @@ INSTANTIATE_TEST_SUITE_P(
                       TemplateAndArch{"tf32_wgmma_specialized.cu", "sm_90"},
                       TemplateAndArch{"tf32x3_wgmma.cu", "sm_90"},
                       TemplateAndArch{"tf32_wgmma_rounded_loads.cu", "sm_90"},
-                      TemplateAndArch{"tf32_wgmma_transposed_b.cu", "sm_90"}),
+                      TemplateAndArch{"tf32_wgmma_transposed_b.cu", "sm_90"},
+                      TemplateAndArch{"tf32_wgmma_tma.cu", "sm_90"}),
     [](const ::testing::TestParamInfo<TemplateAndArch>& info) {
       std::string file = info.param.file;
       return file.substr(0, file.find('.')) + "_" + info.param.arch;
