@@ -19,7 +19,9 @@
 //                                      it expected made and every byte landed
 //   tt_tensor_copy_2d(dst, map, inner, outer, bar)
 //                                      copies the map's box whose first element is (inner, outer)
-//                                      (column and row of A or B: for A k and m, for B n and k)
+//                                      (column and row of A or B: for A k and m, for B n and k;
+//                                      either may be negative; `inner` a multiple of 4 floats, 16
+//                                      bytes: the H100 stops the kernel at another)
 //                                      to `dst` (128-byte aligned shared memory, 1024 for a
 //                                      swizzled map), rows one after another (each `box inner`
 //                                      elements, in the 128-byte swizzle where the map says so:
@@ -132,6 +134,10 @@ inline void tt_tensor_copy_2d(void* dst, const tt_tensor_map* map, int inner, in
                               unsigned long long* barrier, unsigned int line = __builtin_LINE()) {
   tt_cpu_tensor_map m;
   memcpy(&m, map, sizeof m);
+  if (inner % 4 != 0) {
+    tt_cpu_host_functions.trap("tt_tensor_copy_2d: an inner coordinate that is not a multiple of "
+                               "4 floats (16 bytes: the GPU faults)");
+  }
   if ((uintptr_t)dst % (m.swizzle128 ? 1024 : 128) != 0) {
     tt_cpu_host_functions.trap(m.swizzle128
                                    ? "tt_tensor_copy_2d: a swizzled box needs its destination "
