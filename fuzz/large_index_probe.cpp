@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "fuzz/case_generator.h"
 #include "fuzz/poison.h"
 #include "tuner/device_buffer.h"
 #include "tuner/nvrtc_compiler.h"
@@ -135,8 +136,17 @@ std::optional<LargeIndexFinding> LargeIndexProbe::check(const GpuKernel& kernel,
                                                         const KernelTemplate& tmpl,
                                                         const Configuration& config,
                                                         std::vector<std::string>* skipped) const {
-  for (const GemmProblem& problem : problems()) {
-    // A kernel may require aligned leading dimensions; the probes' odd ones are then not its cases.
+  const CaseRequirements requirements(tmpl, config);
+  for (GemmProblem problem : problems()) {
+    // A kernel may require aligned leading dimensions (a tensor map's rows, float4 loads): the
+    // problem is moved to meet them, as the fuzzer moves its cases, while its wide leading
+    // dimension stays past 2^30; where that fails the problem is not the kernel's case.
+    if (tmpl.violated_requirement(config, &problem) != nullptr) {
+      GemmProblem moved = problem;
+      if (requirements.repair(moved) && std::max({moved.lda, moved.ldb, moved.ldc}) >= kWideLd) {
+        problem = moved;
+      }
+    }
     if (const Expression* unmet = tmpl.violated_requirement(config, &problem)) {
       if (skipped != nullptr) {
         skipped->push_back(fmt::format("{} does not meet requirement '{}'", problem.to_string(),

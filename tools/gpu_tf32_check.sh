@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tensor-core templates' check on a GPU machine (tf32_mma, tf32x3_mma, and on Hopper tf32_wgmma,
-# tf32_wgmma_specialized, tf32_wgmma_rounded_loads, tf32_wgmma_transposed_b, tf32x3_wgmma):
+# tf32_wgmma_specialized, tf32_wgmma_rounded_loads, tf32_wgmma_transposed_b, tf32_wgmma_tma,
+# tf32x3_wgmma):
 #   fuzz     every configuration of each fuzzed on the GPU (100 cases each, the large-index probe);
 #   mutants  their mutant suites on the GPU (a sample of 8 configurations per mutant), and
 #            warp_tiled's TF32-rounding mutant (an FP32 template must not pass with TF32 inputs);
@@ -26,7 +27,7 @@ export TILETUNE_CACHE_DIR="$WORK/cubins"
 DB="$WORK/tf32.db"
 TEMPLATES=(kernels_src/tf32_mma.cu kernels_src/tf32x3_mma.cu kernels_src/tf32_wgmma.cu
            kernels_src/tf32_wgmma_specialized.cu kernels_src/tf32_wgmma_rounded_loads.cu
-           kernels_src/tf32_wgmma_transposed_b.cu
+           kernels_src/tf32_wgmma_transposed_b.cu kernels_src/tf32_wgmma_tma.cu
            kernels_src/tf32x3_wgmma.cu)
 # The standard suite, as tools/bench/bench_suite.h lists it (bench uses it when given no shape).
 SUITE=(1024x1024x1024 2048x2048x2048 4096x4096x4096 8192x8192x8192 1000x1000x1000
@@ -55,7 +56,7 @@ if [[ $STEPS == *" fuzz "* ]]; then
   step fuzz-gpu-tf32x3 "$BIN" fuzz kernels_src/tf32x3_mma.cu --backend gpu --cases 100
   step fuzz-gpu-wgmma "$BIN" fuzz kernels_src/tf32_wgmma.cu kernels_src/tf32_wgmma_specialized.cu \
     kernels_src/tf32_wgmma_rounded_loads.cu kernels_src/tf32_wgmma_transposed_b.cu \
-    kernels_src/tf32x3_wgmma.cu --backend gpu --cases 100
+    kernels_src/tf32_wgmma_tma.cu kernels_src/tf32x3_wgmma.cu --backend gpu --cases 100
   grep -hv '^pass' "$OUT/fuzz-gpu-tf32.txt" "$OUT/fuzz-gpu-tf32x3.txt" "$OUT/fuzz-gpu-wgmma.txt" \
     | tail -12
 fi
@@ -64,7 +65,7 @@ if [[ $STEPS == *" mutants "* ]]; then
   step mutants-gpu-tf32x3 "$BIN" mutants fuzz/mutants/tf32x3_mma.json --backend gpu --sample 8
   step mutants-gpu-wgmma "$BIN" mutants fuzz/mutants/tf32_wgmma.json \
     fuzz/mutants/tf32_wgmma_specialized.json fuzz/mutants/tf32_wgmma_rounded_loads.json \
-    fuzz/mutants/tf32_wgmma_transposed_b.json \
+    fuzz/mutants/tf32_wgmma_transposed_b.json fuzz/mutants/tf32_wgmma_tma.json \
     fuzz/mutants/tf32x3_wgmma.json --backend gpu --sample 8
   step mutant-gpu-fp32-rounded "$BIN" mutants fuzz/mutants/warp_tiled.json --backend gpu \
     --mutant inputs_rounded_to_tf32 --sample 8
@@ -95,6 +96,7 @@ if [[ $STEPS == *" bench "* ]]; then
     --db "$DB"
   step bench-tf32-transposed-b "$BIN" bench --kernel tf32_wgmma_transposed_b "${tf32_args[@]}" \
     --db "$DB"
+  step bench-tf32-tma "$BIN" bench --kernel tf32_wgmma_tma "${tf32_args[@]}" --db "$DB"
   step bench-tf32x3 "$BIN" bench "${tf32x3_args[@]}" --db "$DB"
   step bench-tf32x3-mma "$BIN" bench --kernel tf32x3_mma "${tf32x3_args[@]}" --db "$DB"
   step bench-tf32x3-wgmma "$BIN" bench --kernel tf32x3_wgmma "${tf32x3_args[@]}" --db "$DB"
@@ -104,7 +106,7 @@ fi
 echo
 printf '%s\n' "${summary[@]}"
 for b in bench-tf32 bench-tf32-mma bench-tf32-wgmma bench-tf32-specialized bench-tf32-rounded-loads \
-  bench-tf32-transposed-b \
+  bench-tf32-transposed-b bench-tf32-tma \
   bench-tf32x3 bench-tf32x3-mma bench-tf32x3-wgmma; do
   if [ -f "$OUT/$b.txt" ] && [[ $STEPS == *" bench "* ]]; then
     echo; echo "== $b"; grep -v '^[[:space:]]*$' "$OUT/$b.txt" | tail -16
