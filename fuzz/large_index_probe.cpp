@@ -143,7 +143,7 @@ std::optional<LargeIndexFinding> LargeIndexProbe::check(const GpuKernel& kernel,
     // dimension stays past 2^30; where that fails the problem is not the kernel's case.
     if (tmpl.violated_requirement(config, &problem) != nullptr) {
       GemmProblem moved = problem;
-      if (requirements.repair(moved) && std::max({moved.lda, moved.ldb, moved.ldc}) >= kWideLd) {
+      if (requirements.repair(moved) && std::max({moved.lda, moved.ldb, moved.ldc}) >= kWideLd - 1) {
         problem = moved;
       }
     }

@@ -1,13 +1,17 @@
 // tiletune mutants SUITE.json... [--backend gpu|cpu] [--cases N] [--seed S] [--mutant NAME]
-//                  [--config A=1,B=2] [--case '...']
+//                  [--config A=1,B=2] [--case '...'] [--watchdog SECONDS]
 //
 // Mutation testing of the fuzzer (fuzz/mutant_suite.h): plants each mutant's bug into its template
 // and fuzzes every configuration the bug is live in. A mutant is caught when every one of them
 // fails; one that passes somewhere has survived, which is a blind spot of the fuzzer: exit 1.
 //
 // On the GPU each configuration runs in a child process (tiletune itself): after an illegal
-// address CUDA cannot go on in the process that made it, and mutants make illegal addresses.
+// address CUDA cannot go on in the process that made it, and mutants make illegal addresses. A
+// child that gives no result within --watchdog seconds (120) is killed and its configuration
+// counts as caught: its kernel hung (a wait for an mbarrier phase that never completes spins on
+// the GPU until something kills it), so no fuzz of it passes.
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <map>
 
@@ -34,6 +38,7 @@ struct MutantsOptions {
   int sample = 0;  // fuzz each mutant in a seeded sample of this many of its live configurations
   std::string replay_case;
   std::string backend = "gpu";
+  double watchdog_seconds = 120;  // the longest one configuration's child may run
   bool isolated_child = false;  // hidden: one mutant and configuration, the result as JSON
 };
 
@@ -101,9 +106,20 @@ ConfigVerdict evaluate_in_child(const MutantsOptions& options, const MutantSuite
                                    "--cases", std::to_string(options.cases),
                                    "--seed", std::to_string(options.seed), "--isolated-child"};
   if (!options.replay_case.empty()) argv.insert(argv.end(), {"--case", options.replay_case});
-  const ChildProcessResult child = run_child_process(argv);
+  ChildProcessOptions child_options;
+  child_options.timeout = std::chrono::milliseconds(std::int64_t(options.watchdog_seconds * 1000));
+  const ChildProcessResult child = run_child_process(argv, child_options);
   const std::size_t at = child.output.rfind(kResultPrefix);
   ConfigVerdict verdict;
+  if (at == std::string::npos && child.timed_out) {
+    // A kernel that never finishes (a wait for a phase that never completes, on the GPU where
+    // nothing stops it): no fuzz of it passes, so the bug is seen.
+    verdict.kind = ConfigVerdict::Kind::caught;
+    verdict.finding = fmt::format("hung: no result within {} s (the kernel never finished)",
+                                  options.watchdog_seconds);
+    verdict.seconds = options.watchdog_seconds;
+    return verdict;
+  }
   if (at == std::string::npos) {
     verdict.kind = ConfigVerdict::Kind::broken;
     verdict.finding = fmt::format("the child process gave no result ({}):\n{}", child.describe_exit(),
@@ -301,6 +317,10 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
   command->add_option("--seed", options->seed, "RapidCheck seed")->capture_default_str();
   command->add_option("--mutant", options->mutant, "only this mutant of the suite");
   command->add_option("--config", options->config, "only this configuration");
+  command->add_option("--watchdog", options->watchdog_seconds,
+                      "seconds one configuration may run before it counts as hung (caught)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   command->add_option("--sample", options->sample, "only a random sample of this many of each mutant's configurations, drawn with --seed")->check(CLI::PositiveNumber);
   command->add_option("--case", options->replay_case, "replay one case as a report printed it");
   command->add_flag("--isolated-child", options->isolated_child)->group("");  // internal
