@@ -147,6 +147,59 @@ TEST_F(LibraryTest, TheCpuBackendComputesEveryProblemCorrectly) {
   }
 }
 
+TEST_F(LibraryTest, ATemplateWithTensorMapsRunsOnTheCpuBackendWhereItsRequirementsHold) {
+  // A record of tf32_wgmma_tma (two tensor maps passed after the contract's parameters): the CPU
+  // backend builds them from the problem, and the results meet the tf32 bound (inputs rounded to
+  // TF32: 2t + t^2 + gamma_K(2u)(1 + t)^2 of sum |a||b|, t = 2^-11).
+  ResultStore store(folder_ / "tma.db");
+  const GpuRecord h100{kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"};
+  const std::int64_t gpu = store.register_gpu(h100);
+  const KernelTemplate tmpl =
+      load_template(std::string(TILETUNE_SOURCE_DIR) + "/kernels_src/tf32_wgmma_tma.cu");
+  store.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source});
+  ResultRecord result;
+  result.template_name = tmpl.name;
+  result.template_hash = tmpl.source_hash;
+  result.config = "BM=128,STAGES=3";
+  result.shape = {256, 256, 256};
+  result.median_ms = result.min_ms = result.max_ms = 1;
+  result.runs = 1;
+  store.record_result(gpu, h100, result);
+  Options options = cpu();
+  options.gpu_name = kH100;
+  options.lowest_precision = Precision::tf32;
+  const Library library = Library::open((folder_ / "tma.db").string(), options);
+  const Gemm gemm = library.gemm("tf32_wgmma_tma");
+  for (const Problem& p : {Problem::packed(200, 136, 72), Problem{70, 130, 300, 304, 132, 131},
+                           Problem::packed(1, 4, 4)}) {
+    Operands o = random_operands(p, 21);
+    gemm.run(p, o.a.data(), o.b.data(), o.c.data());
+    const double t = std::ldexp(1.0, -11), u = std::ldexp(1.0, -24);
+    const double gamma = p.K * 2 * u / (1 - p.K * 2 * u);
+    const double bound = 2 * t + t * t + gamma * (1 + t) * (1 + t);
+    for (std::int64_t i = 0; i < p.M; ++i) {
+      for (std::int64_t j = 0; j < p.N; ++j) {
+        double sum = 0, magnitude = 0;
+        for (std::int64_t k = 0; k < p.K; ++k) {
+          sum += double(o.a[i * p.lda + k]) * o.b[k * p.ldb + j];
+          magnitude += std::fabs(double(o.a[i * p.lda + k]) * o.b[k * p.ldb + j]);
+        }
+        ASSERT_LE(std::fabs(o.c[i * p.ldc + j] - sum), bound * magnitude)
+            << p.to_string() << ": C[" << i << "][" << j << "]";
+      }
+    }
+  }
+  // A leading dimension the tensor map cannot take: refused in one line naming the requirement.
+  const Problem odd{20, 20, 21, 21, 20, 20};
+  Operands o = random_operands(odd, 3);
+  try {
+    gemm.run(odd, o.a.data(), o.b.data(), o.c.data());
+    ADD_FAILURE() << "ran " << odd.to_string();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lda % 4 == 0"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(LibraryTest, AConfigurationThatAddsIntoCClearsItFirst) {
   // SPLIT_K > 1 adds partial sums into C (zero_output): a poisoned C must not leak into the result.
   Options options = cpu();
