@@ -71,6 +71,24 @@ Operands random_operands(const Problem& p, std::uint32_t seed) {
   return ::testing::AssertionSuccess();
 }
 
+// A database at `path` holding one record of the shipped template `file` on `gpu`: the
+// configuration, timed at `shape` (1 ms).
+void record_one(const std::filesystem::path& path, const GpuRecord& gpu, const std::string& file,
+                const std::string& config, const GemmShape& shape) {
+  ResultStore store(path);
+  const std::int64_t id = store.register_gpu(gpu);
+  const KernelTemplate tmpl = load_template(std::string(TILETUNE_SOURCE_DIR) + "/kernels_src/" + file);
+  store.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source});
+  ResultRecord result;
+  result.template_name = tmpl.name;
+  result.template_hash = tmpl.source_hash;
+  result.config = config;
+  result.shape = shape;
+  result.median_ms = result.min_ms = result.max_ms = 1;
+  result.runs = 1;
+  store.record_result(id, gpu, result);
+}
+
 class LibraryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -151,20 +169,8 @@ TEST_F(LibraryTest, ATemplateWithTensorMapsRunsOnTheCpuBackendWhereItsRequiremen
   // A record of tf32_wgmma_tma (two tensor maps passed after the contract's parameters): the CPU
   // backend builds them from the problem, and the results meet the tf32 bound (inputs rounded to
   // TF32: 2t + t^2 + gamma_K(2u)(1 + t)^2 of sum |a||b|, t = 2^-11).
-  ResultStore store(folder_ / "tma.db");
-  const GpuRecord h100{kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"};
-  const std::int64_t gpu = store.register_gpu(h100);
-  const KernelTemplate tmpl =
-      load_template(std::string(TILETUNE_SOURCE_DIR) + "/kernels_src/tf32_wgmma_tma.cu");
-  store.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source});
-  ResultRecord result;
-  result.template_name = tmpl.name;
-  result.template_hash = tmpl.source_hash;
-  result.config = "BM=128,STAGES=3";
-  result.shape = {256, 256, 256};
-  result.median_ms = result.min_ms = result.max_ms = 1;
-  result.runs = 1;
-  store.record_result(gpu, h100, result);
+  record_one(folder_ / "tma.db", {kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"},
+             "tf32_wgmma_tma.cu", "BM=128,STAGES=3", {256, 256, 256});
   Options options = cpu();
   options.gpu_name = kH100;
   options.lowest_precision = Precision::tf32;
@@ -410,19 +416,11 @@ TEST_F(LibraryGpuTest, MoreThan48KiBOfDynamicSharedMemoryIsOptedInto) {
   // A record of this GPU for a configuration with 72 KiB of shared memory (3 stages of 128x16 and
   // 16x256 floats): the library must raise the kernel's limit before launching it.
   const DeviceProperties& here = device_->properties();
-  ResultStore store(folder_ / "big.db");
-  const std::int64_t gpu = store.register_gpu({here.name, here.cc_major, here.cc_minor, here.sm_count,
-                                               here.clock_khz, here.memory_bytes, here.driver_version, "13.0"});
-  const KernelTemplate tmpl = load_template(std::string(TILETUNE_SOURCE_DIR) + "/kernels_src/warp_tiled.cu");
-  store.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source});
-  ResultRecord result;
-  result.template_name = tmpl.name;
-  result.template_hash = tmpl.source_hash;
-  result.config = "BM=128,BN=256,BK=16,TM=8,TN=16,STAGES=3,SWIZZLE=1,SPLIT_K=1";
-  result.shape = {512, 512, 512};
-  result.median_ms = result.min_ms = result.max_ms = 1;
-  result.runs = 1;
-  store.record_result(gpu, GpuRecord{here.name, here.cc_major, here.cc_minor}, result);
+  record_one(folder_ / "big.db",
+             {here.name, here.cc_major, here.cc_minor, here.sm_count, here.clock_khz,
+              here.memory_bytes, here.driver_version, "13.0"},
+             "warp_tiled.cu", "BM=128,BN=256,BK=16,TM=8,TN=16,STAGES=3,SWIZZLE=1,SPLIT_K=1",
+             {512, 512, 512});
   const Library library = Library::open((folder_ / "big.db").string());
   const Gemm gemm = library.gemm("warp_tiled");
   const Problem p = Problem::packed(300, 700, 200);
