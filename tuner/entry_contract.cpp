@@ -50,7 +50,8 @@ std::optional<std::string> parameter_layout_mismatch(const std::string& entry,
                                                      const std::vector<KernelParameter>& layout,
                                                      std::size_t tensor_maps) {
   if (is_contract_layout(layout, tensor_maps)) return std::nullopt;
-  const std::size_t contract_size = contract_parameter_layout().size() + tensor_maps;
+  const std::vector<KernelParameter>& contract = contract_parameter_layout();
+  const std::size_t contract_size = contract.size() + tensor_maps;
   std::vector<std::size_t> sizes, offsets;
   for (const KernelParameter& p : layout) {
     sizes.push_back(p.size);
@@ -65,9 +66,7 @@ std::optional<std::string> parameter_layout_mismatch(const std::string& entry,
     // Same sizes in other places: only an alignment the contract does not have (__align__).
     bool same_sizes = layout.size() == contract_size;
     for (std::size_t i = 0; same_sizes && i < layout.size(); ++i) {
-      same_sizes = layout[i].size == (i < contract_parameter_layout().size()
-                                          ? contract_parameter_layout()[i].size
-                                          : 128);
+      same_sizes = layout[i].size == (i < contract.size() ? contract[i].size : 128);
     }
     if (same_sizes) takes += fmt::format(" at offsets {}", fmt::join(offsets, ", "));
     takes += ")";

@@ -601,6 +601,11 @@ void BlockRunner::named_barrier(unsigned int id, unsigned int threads, int wait,
   self->scheduler = std::move(self->scheduler).resume();
 }
 
+bool BlockRunner::copy_lands_now() {
+  return landing_ == CopyLanding::at_copy ||
+         (landing_ == CopyLanding::mixed && splitmix64_next(landing_coins_) % 2);
+}
+
 BlockRunner::Mbarrier& BlockRunner::mbarrier_at(const void* address, const char* what,
                                                 unsigned int line) {
   for (Mbarrier& barrier : mbarriers_) {
@@ -700,9 +705,7 @@ void BlockRunner::tensor_copy(void* barrier, void* dst, const void* data, unsign
                               unsigned int line) {
   BlockRunner& runner = *running_runner;
   Mbarrier& b = runner.mbarrier_at(barrier, "tt_tensor_copy_2d", line);
-  const bool now =
-      runner.landing_ == CopyLanding::at_copy ||
-      (runner.landing_ == CopyLanding::mixed && splitmix64_next(runner.landing_coins_) % 2);
+  const bool now = runner.copy_lands_now();
   const auto* bytes_in = static_cast<const unsigned char*>(data);
   if (!now) {
     b.queued.push_back({dst, std::vector<unsigned char>(bytes_in, bytes_in + bytes)});
@@ -790,9 +793,7 @@ unsigned int BlockRunner::activemask(unsigned int line) {
 
 void* BlockRunner::async_copy_issue(void* dst, unsigned int size) {
   BlockRunner& runner = *running_runner;
-  const bool now =
-      runner.landing_ == CopyLanding::at_copy ||
-      (runner.landing_ == CopyLanding::mixed && splitmix64_next(runner.landing_coins_) % 2);
+  const bool now = runner.copy_lands_now();
   // Landing at once: the kernel writes the bytes straight into the destination, and no wait has
   // anything of this copy left to write.
   if (now) return dst;

@@ -164,6 +164,10 @@ class BlockRunner {
                           unsigned int line);
   static void mbarrier_wait(void* barrier, unsigned int parity, unsigned int line);
 
+  // Whether the asynchronous copy being issued (cp.async or a tensor copy) lands at once: by the
+  // block's landing, a coin for each copy where it is mixed.
+  bool copy_lands_now();
+
   struct Mbarrier;
   // The block's mbarrier at `address`; a trap when it was never initialised.
   Mbarrier& mbarrier_at(const void* address, const char* what, unsigned int line);
