@@ -5,8 +5,9 @@
 // (kernels_src/PERFORMANCE.md): a TMA copy through a map of element type TF32 rounds each float to
 // nearest (ties to even) as it lands, so neither A's tile nor B^T's fragments need rounding here.
 // Zeros outside A and B come from the copies too (a box past M, N or K reads 0), so no copy is
-// masked. TMA needs lda and ldb multiples of 4 floats (the tensor_map declarations require it):
-// at other leading dimensions the tuner picks another template.
+// masked. TMA needs lda and ldb multiples of 4 floats: at other leading dimensions the launcher
+// first copies the operand into rows that are (copy_unaligned in the tensor_map declarations; the
+// copy is part of every timed launch), where cuBLAS and the register-path templates read in place.
 //
 // The tiles and their layout in shared memory, B^T's fragments and the epilogue are
 // tf32_wgmma_tiles.h's (shared with the other wgmma templates, and explained there): C^T = B^T A^T,
@@ -32,8 +33,8 @@
 // At most 227 KiB of shared memory (a block's most on Hopper).
 // tiletune: require STAGES * (BM * 128 + 32 * 136 * 4) + 1024 <= 227 * 1024
 // tiletune: tune_if BM <= 2 * max(M, 32)
-// tiletune: tensor_map A tf32 swizzle128 32, BM
-// tiletune: tensor_map B tf32 dense 136, 32
+// tiletune: tensor_map A tf32 swizzle128 copy_unaligned 32, BM
+// tiletune: tensor_map B tf32 dense copy_unaligned 136, 32
 // tiletune: block 384
 // tiletune: grid ceil_div(N, 128), ceil_div(M, BM)
 // tiletune: shared STAGES * (BM * 128 + 32 * 136 * 4) + 1024

@@ -41,7 +41,8 @@ struct CudaDriver {
   X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)               \
   X(cuMemsetD32) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)  \
   X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString) X(cuStreamCreate)             \
-  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemGetInfo) X(cuMemsetD2D32Async) X(cuMemsetD32Async)
+  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemGetInfo) X(cuMemsetD2D32Async) X(cuMemsetD32Async)  \
+  X(cuMemcpy2DAsync) X(cuMemcpyDtoDAsync)
 // Entry points a driver older than tiletune's toolkit may lack: null there, and what needs them
 // is skipped (cuFuncGetParamInfo, CUDA 12.4: the entry's parameter layout, gpu_kernel.cpp), or
 // refused with the reason (cuTensorMapEncodeTiled, CUDA 12.0: templates with tensor maps).

@@ -1,5 +1,6 @@
 #include "tuner/gpu_kernel.h"
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 
@@ -7,6 +8,7 @@
 
 #include "tuner/cubin_elf.h"
 #include "tuner/entry_contract.h"
+#include "tuner/operand_staging.h"
 
 namespace tiletune {
 
@@ -160,30 +162,103 @@ void GpuKernel::reserve_dynamic_shared(std::uint32_t bytes) const {
   dynamic_shared_limit_.store(int(bytes), std::memory_order_release);
 }
 
-void GpuKernel::launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
-                       const GemmProblem& problem, CUstream stream) const {
+CUdeviceptr StagingBuffers::reserve(CUstream stream, std::size_t bytes) {
+  const std::lock_guard lock(mutex_);
+  auto found = std::find_if(buffers_.begin(), buffers_.end(),
+                            [&](const auto& entry) { return entry.first == stream; });
+  if (found == buffers_.end()) {
+    buffers_.emplace_back(stream, DeviceBuffer(bytes));
+    return buffers_.back().second.get();
+  }
+  if (found->second.bytes() < bytes) {
+    // The stream's queued launches may still read the smaller buffer.
+    check_cuda(cuda_driver().cuStreamSynchronize(stream), "cuStreamSynchronize(staging)");
+    found->second = DeviceBuffer(bytes);
+  }
+  return found->second.get();
+}
+
+namespace {
+
+// One staged operand's rows into aligned ones, by one 2D copy, or row by row where its pitch
+// exceeds the driver's most (rows a gigabyte or more apart: few rows fit in memory).
+void copy_rows(const OperandCopy& copy, CUdeviceptr from, CUdeviceptr to, CUstream stream) {
   const CudaDriver& cu = cuda_driver();
-  reserve_dynamic_shared(geometry.dynamic_shared_bytes);
-  int m = int(problem.shape.m), n = int(problem.shape.n), k = int(problem.shape.k);
-  int lda = int(problem.lda), ldb = int(problem.ldb), ldc = int(problem.ldc);
+  const char* what = copy.operand == 'A' ? "cuMemcpy2DAsync(A, aligned rows)"
+                                         : "cuMemcpy2DAsync(B, aligned rows)";
+  const std::size_t from_pitch = std::size_t(copy.from_ld) * sizeof(float);
+  const std::size_t to_pitch = std::size_t(copy.to_ld) * sizeof(float);
+  const std::size_t row_bytes = std::size_t(copy.width) * sizeof(float);
+  CUdevice device = 0;
+  int max_pitch = 0;
+  check_cuda(cu.cuCtxGetDevice(&device), "cuCtxGetDevice");
+  check_cuda(cu.cuDeviceGetAttribute(&max_pitch, CU_DEVICE_ATTRIBUTE_MAX_PITCH, device),
+             "cuDeviceGetAttribute(MAX_PITCH)");
+  if (from_pitch > std::size_t(max_pitch)) {
+    for (std::int64_t row = 0; row < copy.rows; ++row) {
+      check_cuda(cu.cuMemcpyDtoDAsync(to + row * to_pitch, from + row * from_pitch, row_bytes, stream),
+                 "cuMemcpyDtoDAsync(a row into aligned rows)");
+    }
+    return;
+  }
+  CUDA_MEMCPY2D rows{};
+  rows.srcMemoryType = rows.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  rows.srcDevice = from;
+  rows.srcPitch = from_pitch;
+  rows.dstDevice = to;
+  rows.dstPitch = to_pitch;
+  rows.WidthInBytes = row_bytes;
+  rows.Height = std::size_t(copy.rows);
+  check_cuda(cu.cuMemcpy2DAsync(&rows, stream), what);
+}
+
+}  // namespace
+
+void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CUdeviceptr a,
+                         CUdeviceptr b, CUdeviceptr c, const GemmProblem& problem, CUstream stream,
+                         StagingBuffers& staging) {
+  const CudaDriver& cu = cuda_driver();
   if (geometry.zero_output) {
     check_cuda(cu.cuMemsetD2D32Async(c, problem.ldc * sizeof(float), 0, problem.shape.n,
                                      problem.shape.m, stream),
                "cuMemsetD2D32Async(C)");
   }
-  if (geometry.tensor_maps.size() != tensor_maps_) {
-    throw std::logic_error("GpuKernel::launch: a geometry of another template");
+  GemmProblem read = problem;  // the operands as the kernel reads them: copies where staged
+  const OperandStaging plan = plan_operand_staging(geometry, a, b, problem);
+  if (!plan.copies.empty()) {
+    const CUdeviceptr buffer = staging.reserve(stream, plan.floats * sizeof(float));
+    for (const OperandCopy& copy : plan.copies) {
+      const bool is_a = copy.operand == 'A';
+      const CUdeviceptr from = is_a ? a : b, to = buffer + copy.offset * sizeof(float);
+      copy_rows(copy, from, to, stream);
+      (is_a ? a : b) = to;
+      (is_a ? read.lda : read.ldb) = copy.to_ld;
+    }
   }
+  int m = int(read.shape.m), n = int(read.shape.n), k = int(read.shape.k);
+  int lda = int(read.lda), ldb = int(read.ldb), ldc = int(read.ldc);
   std::array<CUtensorMap, 2> maps;
   std::array<void*, 11> arguments = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc};
-  for (std::size_t i = 0; i < tensor_maps_; ++i) {
-    maps[i] = encode_tensor_map(geometry.tensor_maps[i], a, b, problem);
+  if (geometry.tensor_maps.size() > maps.size()) {
+    throw std::logic_error("enqueue_gemm_launch: more tensor maps than operands");
+  }
+  for (std::size_t i = 0; i < geometry.tensor_maps.size(); ++i) {
+    maps[i] = encode_tensor_map(geometry.tensor_maps[i], a, b, read);
     arguments[9 + i] = &maps[i];
   }
-  check_cuda(cu.cuLaunchKernel(function_, geometry.grid[0], geometry.grid[1], geometry.grid[2],
+  check_cuda(cu.cuLaunchKernel(function, geometry.grid[0], geometry.grid[1], geometry.grid[2],
                                geometry.block[0], geometry.block[1], geometry.block[2],
                                geometry.dynamic_shared_bytes, stream, arguments.data(), nullptr),
              "cuLaunchKernel");
+}
+
+void GpuKernel::launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
+                       const GemmProblem& problem, CUstream stream) const {
+  if (geometry.tensor_maps.size() != tensor_maps_) {
+    throw std::logic_error("GpuKernel::launch: a geometry of another template");
+  }
+  reserve_dynamic_shared(geometry.dynamic_shared_bytes);
+  enqueue_gemm_launch(function_, geometry, a, b, c, problem, stream, staging_);
 }
 
 }  // namespace tiletune

@@ -6,8 +6,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tuner/cuda_driver.h"
+#include "tuner/device_buffer.h"
 #include "tuner/gpu_device.h"
 #include "tuner/kernel_template.h"
 #include "tuner/nvrtc_compiler.h"
@@ -27,6 +30,28 @@ std::optional<std::string> exceeds_device_limits(const LaunchGeometry& geometry,
 CUtensorMap encode_tensor_map(const TensorMapBox& box, CUdeviceptr a, CUdeviceptr b,
                               const GemmProblem& problem);
 
+// Device memory for the operand copies of launches (operand_staging.h): one buffer per stream,
+// which the stream's launches share (the stream orders them), grown when a larger problem comes.
+class StagingBuffers {
+ public:
+  // At least `bytes` of staging for launches on `stream`. Thread-safe.
+  CUdeviceptr reserve(CUstream stream, std::size_t bytes);
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<CUstream, DeviceBuffer>> buffers_;
+};
+
+// Enqueues one launch of a contract entry on `stream` (0: the default stream): clears C's M x N
+// elements when the geometry asks for it, copies the operands its tensor maps cannot read in place
+// (operand_staging.h) into `staging`, encodes the maps for the operands the kernel then reads, and
+// launches with the nine contract arguments and the maps. Throws CudaError when a copy, an
+// encoding or the launch is rejected, GpuUnavailable when the driver cannot encode tensor maps;
+// errors inside the kernel surface at the next synchronisation.
+void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CUdeviceptr a,
+                         CUdeviceptr b, CUdeviceptr c, const GemmProblem& problem, CUstream stream,
+                         StagingBuffers& staging);
+
 class GpuKernel {
  public:
   // Loads the cubin and finds the entry point, whose parameters must be the contract's with
@@ -38,11 +63,8 @@ class GpuKernel {
   GpuKernel(const GpuKernel&) = delete;
   GpuKernel& operator=(const GpuKernel&) = delete;
 
-  // Enqueues one launch on `stream` (0: the default stream), after clearing C's M x N elements
-  // when the geometry asks for it, with the geometry's tensor maps encoded for these operands.
-  // Throws CudaError when the launch or an encoding is rejected (an operand not 16-byte aligned,
-  // say), GpuUnavailable when the driver cannot encode tensor maps; errors inside the kernel
-  // surface at the next synchronisation.
+  // Enqueues one launch on `stream` as enqueue_gemm_launch does, its operand copies staged in
+  // this kernel's buffers, after raising the entry's shared memory limit where it needs more.
   void launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
               const GemmProblem& problem, CUstream stream = nullptr) const;
 
@@ -64,6 +86,7 @@ class GpuKernel {
   // Only ever raised, under limit_mutex_; read by launches on any thread (the runtime library).
   mutable std::atomic<int> dynamic_shared_limit_ = 48 * 1024;
   mutable std::mutex limit_mutex_;
+  mutable StagingBuffers staging_;
 };
 
 }  // namespace tiletune

@@ -24,6 +24,7 @@ constexpr std::string_view kDirectivePrefix = "// tiletune:";
 constexpr std::string_view kDirectiveList =
     "name, entry, param, require, tune_if, block, grid, shared, zero_output, precision, arch, "
     "tensor_map";
+constexpr std::string_view kCopyUnaligned = "copy_unaligned";
 constexpr std::string_view kBlanks = " \t\r\f\v";
 constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
 constexpr std::string_view kLeadingDimensions[] = {"lda", "ldb", "ldc"};
@@ -260,12 +261,18 @@ class TemplateParser {
     tmpl_.parameters.push_back(std::move(parameter));
   }
 
-  // "A tf32 swizzle128 32, BM": operand, element, layout, then the box's two extents.
+  // "A tf32 swizzle128 [copy_unaligned] 32, BM": operand, element, layout, whether the launcher
+  // may copy the operand, then the box's two extents.
   void tensor_map(std::size_t line, std::string_view argument) {
-    constexpr std::string_view kForm = "expected 'tensor_map A|B fp32|tf32 dense|swizzle128 INNER, OUTER'";
+    constexpr std::string_view kForm =
+        "expected 'tensor_map A|B fp32|tf32 dense|swizzle128 [copy_unaligned] INNER, OUTER'";
     const auto [operand, after_operand] = split_word(argument);
     const auto [element, after_element] = split_word(after_operand);
-    const auto [layout, box] = split_word(after_element);
+    auto [layout, box] = split_word(after_element);
+    // The option is a keyword ahead of the extents (a parameter so named would read as it).
+    const auto [option, after_option] = split_word(box);
+    const bool copy_unaligned = option == kCopyUnaligned;
+    if (copy_unaligned) box = after_option;
     if (operand != "A" && operand != "B") {
       fail(line, fmt::format("tensor_map of '{}': only A and B have one ({})", operand, kForm));
     }
@@ -283,10 +290,13 @@ class TemplateParser {
       fail(line, fmt::format("tensor_map box '{}' is not two extents ({})", box, kForm));
     }
     tmpl_.tensor_maps.push_back({operand[0], element == "tf32", layout == "swizzle128",
-                                 expression(line, "tensor_map", extents[0]),
+                                 copy_unaligned, expression(line, "tensor_map", extents[0]),
                                  expression(line, "tensor_map", extents[1])});
     // TMA reads rows that start 16-byte aligned: its global strides are multiples of 16 bytes.
-    tmpl_.requirements.push_back(Expression::parse(operand == "A" ? "lda % 4 == 0" : "ldb % 4 == 0"));
+    // With copy_unaligned the launcher makes them so (operand_staging.h).
+    if (!copy_unaligned) {
+      tmpl_.requirements.push_back(Expression::parse(operand == "A" ? "lda % 4 == 0" : "ldb % 4 == 0"));
+    }
   }
 
   void dimensions(std::size_t line, std::string_view word, std::string_view argument,
@@ -463,7 +473,7 @@ LaunchGeometry KernelTemplate::launch_geometry(const Configuration& config,
   geometry.zero_output = evaluate(zero_output, "zero_output", 0) != 0;
   for (const TensorMapDeclaration& map : tensor_maps) {
     const std::string what = fmt::format("tensor_map {}", map.operand);
-    TensorMapBox box{map.operand, map.tf32, map.swizzle128,
+    TensorMapBox box{map.operand, map.tf32, map.swizzle128, map.copy_unaligned,
                      evaluate(map.inner, what + " inner extent", 1),
                      evaluate(map.outer, what + " outer extent", 1)};
     const auto refuse = [&](std::string_view why) {

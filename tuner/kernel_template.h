@@ -30,7 +30,10 @@
 //                                               box a copy brings: its inner (contiguous) and
 //                                               outer extent in elements. TMA needs the operand's
 //                                               leading dimension a multiple of 4 floats: the
-//                                               declaration adds `require lda % 4 == 0` (or ldb))
+//                                               declaration adds `require lda % 4 == 0` (or ldb),
+//                                               unless its layout is followed by copy_unaligned:
+//                                               then the launcher copies such an operand into
+//                                               aligned rows first (operand_staging.h))
 //
 // Parameters reach the source as macros with the prefix TT_ (TILE becomes -DTT_TILE=16): a bare
 // macro named T would break NVRTC's own headers. Expressions (expression.h) may use every
@@ -87,6 +90,7 @@ struct TensorMapDeclaration {
   char operand = 'A';       // 'A' (K contiguous, M rows) or 'B' (N contiguous, K rows)
   bool tf32 = false;        // the copy rounds each element to TF32 (to nearest even)
   bool swizzle128 = false;  // rows of 128 bytes, 16-byte chunk c of row r at c ^ (r % 8)
+  bool copy_unaligned = false;  // an operand TMA cannot read in place is copied first
   Expression inner, outer;  // the box's extent in elements: along the rows, and across them
 };
 
@@ -95,6 +99,7 @@ struct TensorMapBox {
   char operand = 'A';
   bool tf32 = false;
   bool swizzle128 = false;
+  bool copy_unaligned = false;
   std::uint32_t inner = 0, outer = 0;
 };
 

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -20,6 +21,7 @@
 #include "fuzz/gemm_executor.h"
 #include "tuner/entry_contract.h"
 #include "tuner/nvrtc_compiler.h"
+#include "tuner/operand_staging.h"
 #include "tuner/private_files.h"
 
 namespace tiletune {
@@ -224,9 +226,32 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
   if (geometry.tensor_maps.size() != tensor_maps_) {
     throw std::logic_error("CpuKernel::launch: a geometry of another template");
   }
+  // Operands the tensor maps cannot read in place are copied first, as the GPU launcher does
+  // (operand_staging.h); without copy_unaligned the driver would refuse such a map.
+  const GemmProblem problem{{m, n, k}, lda, ldb, ldc};
+  const OperandStaging plan = plan_operand_staging(geometry, std::uintptr_t(a), std::uintptr_t(b), problem);
+  struct alignas(16) Row16 { float floats[4]; };  // staged rows start 16-byte aligned, as TMA needs
+  std::vector<Row16> staging((plan.floats + 3) / 4);
+  float* const staged = staging.empty() ? nullptr : staging.front().floats;
+  for (const OperandCopy& copy : plan.copies) {
+    const bool is_a = copy.operand == 'A';
+    const float* const from = is_a ? a : b;
+    float* const to = staged + copy.offset;
+    for (std::int64_t row = 0; row < copy.rows; ++row) {
+      std::copy_n(from + row * copy.from_ld, copy.width, to + row * copy.to_ld);
+    }
+    (is_a ? a : b) = to;
+    (is_a ? lda : ldb) = int(copy.to_ld);
+  }
   GemmArguments arguments{a, b, c, m, n, k, lda, ldb, ldc};
   for (const TensorMapBox& box : geometry.tensor_maps) {
     const bool is_a = box.operand == 'A';
+    if (!tensor_map_reads_in_place(std::uintptr_t(is_a ? a : b), is_a ? lda : ldb)) {
+      throw LaunchError(fmt::format(
+          "tensor map of {}: {} floats apart from address {}: TMA needs 16-byte aligned rows (the "
+          "driver refuses it; `copy_unaligned` has the launcher copy such an operand)",
+          box.operand, is_a ? lda : ldb, static_cast<const void*>(is_a ? a : b)));
+    }
     const tt_cpu_tensor_map map{
         is_a ? static_cast<const void*>(a) : static_cast<const void*>(b),
         {std::uint64_t(is_a ? k : n), std::uint64_t(is_a ? m : k)},

@@ -388,11 +388,35 @@ TEST(KernelTemplate, TensorMapsAreDeclaredInOrderAndRequireAlignedRows) {
   EXPECT_TRUE(parse_template(base, "plain.cu").tensor_maps.empty());
 }
 
+TEST(KernelTemplate, ATensorMapThatCopiesUnalignedOperandsRequiresNoLeadingDimension) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  const KernelTemplate tmpl = parse_template(
+      base + "// tiletune: tensor_map A tf32 swizzle128 copy_unaligned 32, 64 * T\n"
+             "// tiletune: tensor_map B fp32 dense 8 * T + 8, 32\n",
+      "t.cu");
+  ASSERT_EQ(tmpl.tensor_maps.size(), 2u);
+  EXPECT_TRUE(tmpl.tensor_maps[0].copy_unaligned);
+  EXPECT_FALSE(tmpl.tensor_maps[1].copy_unaligned);
+  const Configuration config = tmpl.parse_configuration("T=2");
+  const LaunchGeometry geometry = tmpl.launch_geometry(config, GemmShape{100, 100, 100});
+  EXPECT_TRUE(geometry.tensor_maps[0].copy_unaligned);
+  EXPECT_EQ(geometry.tensor_maps[0].outer, 128u);
+  // A's map copies where it must: only B's leading dimension is required.
+  const GemmProblem odd_lda{{100, 100, 100}, 101, 100, 100}, odd_ldb{{100, 100, 100}, 100, 102, 100};
+  EXPECT_EQ(tmpl.violated_requirement(config, &odd_lda), nullptr);
+  const Expression* unmet = tmpl.violated_requirement(config, &odd_ldb);
+  ASSERT_NE(unmet, nullptr);
+  EXPECT_EQ(unmet->text(), "ldb % 4 == 0");
+  // The option comes between the layout and the box.
+  EXPECT_THAT(template_error(base + "// tiletune: tensor_map A tf32 dense 32, 32 copy_unaligned\n"),
+              StartsWith("t.cu:5: bad 'tensor_map' expression: invalid expression '32 copy_unaligned'"));
+}
+
 TEST(KernelTemplate, BadTensorMapsAreOneLineEach) {
   const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
   EXPECT_EQ(template_error(base + "// tiletune: tensor_map C tf32 dense 32, 32\n"),
             "t.cu:5: tensor_map of 'C': only A and B have one (expected 'tensor_map A|B "
-            "fp32|tf32 dense|swizzle128 INNER, OUTER')");
+            "fp32|tf32 dense|swizzle128 [copy_unaligned] INNER, OUTER')");
   EXPECT_THAT(template_error(base + "// tiletune: tensor_map A fp16 dense 32, 32\n"),
               StartsWith("t.cu:5: tensor_map element 'fp16'"));
   EXPECT_THAT(template_error(base + "// tiletune: tensor_map A tf32 swizzle64 32, 32\n"),

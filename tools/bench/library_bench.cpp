@@ -64,7 +64,7 @@ KernelTemplate stored_template(const ResultStore& store, const std::string& name
 }
 
 // A configuration launched as an application would without the library: NVRTC, the cubin loaded
-// with cuModuleLoadData, and cuLaunchKernel with the geometry and arguments the tuner uses.
+// with cuModuleLoadData, and the launch the tuner enqueues (enqueue_gemm_launch).
 class DirectLaunch {
  public:
   DirectLaunch(const KernelTemplate& tmpl, const std::string& config_text, const GemmProblem& problem,
@@ -88,24 +88,7 @@ class DirectLaunch {
   DirectLaunch& operator=(const DirectLaunch&) = delete;
 
   void launch(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUstream stream) const {
-    const CudaDriver& cu = cuda_driver();
-    if (geometry_.zero_output) {
-      check_cuda(cu.cuMemsetD2D32Async(c, problem_.ldc * sizeof(float), 0, problem_.shape.n,
-                                       problem_.shape.m, stream),
-                 "cuMemsetD2D32Async");
-    }
-    int m = int(problem_.shape.m), n = int(problem_.shape.n), k = int(problem_.shape.k);
-    int lda = int(problem_.lda), ldb = int(problem_.ldb), ldc = int(problem_.ldc);
-    std::array<CUtensorMap, 2> maps;
-    std::array<void*, 11> arguments = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc};
-    for (std::size_t i = 0; i < geometry_.tensor_maps.size(); ++i) {
-      maps[i] = encode_tensor_map(geometry_.tensor_maps[i], a, b, problem_);
-      arguments[9 + i] = &maps[i];
-    }
-    check_cuda(cu.cuLaunchKernel(function_, geometry_.grid[0], geometry_.grid[1], geometry_.grid[2],
-                                 geometry_.block[0], geometry_.block[1], geometry_.block[2],
-                                 geometry_.dynamic_shared_bytes, stream, arguments.data(), nullptr),
-               "cuLaunchKernel");
+    enqueue_gemm_launch(function_, geometry_, a, b, c, problem_, stream, staging_);
   }
 
  private:
@@ -113,6 +96,7 @@ class DirectLaunch {
   LaunchGeometry geometry_;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
+  mutable StagingBuffers staging_;
 };
 
 void require_right(const std::optional<std::string>& wrong, const std::string& what) {
