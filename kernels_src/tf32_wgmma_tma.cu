@@ -30,9 +30,14 @@
 // C rows per block (wgmma's N); its 128 columns are the two consumers' 64 each.
 // tiletune: param BM 128 256
 // tiletune: param STAGES 3 4 5 6
+// Blocks take their tiles in groups of GROUP rows of tiles, down each column of the group before the
+// next (1: row by row, the grid's own order): a wave of resident blocks then shares fewer panels of
+// B, which matters once the operands outgrow the L2 (8192^3).
+// tiletune: param GROUP 1 4 8 16
 // At most 227 KiB of shared memory (a block's most on Hopper).
 // tiletune: require STAGES * (BM * 128 + 32 * 136 * 4) + 1024 <= 227 * 1024
 // tiletune: tune_if BM <= 2 * max(M, 32)
+// tiletune: tune_if GROUP == 1 || GROUP < ceil_div(M, BM)
 // tiletune: tensor_map A tf32 swizzle128 copy_unaligned 32, BM
 // tiletune: tensor_map B tf32 dense copy_unaligned 136, 32
 // tiletune: block 384
@@ -43,7 +48,7 @@
 #include <tiletune/tensor_map.h>
 #include <tiletune/warpgroup_mma.h>
 
-constexpr int kBM = TT_BM, kStages = TT_STAGES;
+constexpr int kBM = TT_BM, kStages = TT_STAGES, kGroup = TT_GROUP;
 constexpr int kBN = 128;  // two consumer warpgroups of 64 columns
 // tf32_wgmma_tiles.h's copy helpers are not used here (TMA copies); its tiles want these.
 constexpr int kCopyThreads = 128;
@@ -60,6 +65,19 @@ struct StageBarriers {
   unsigned long long full[kStages];
   unsigned long long empty[kStages];
 };
+
+// The block's tile of C in the grouped order: block id b (row-major over the grid) is in group
+// b / (GROUP * tiles across); within its group, tiles go down a column of the group's rows (fewer
+// in the last group) before the next column.
+__device__ __forceinline__ BlockOperands grouped_block_operands(const float* A, const float* B,
+                                                                int M, int N, int K, int lda,
+                                                                int ldb) {
+  const int tiles_n = gridDim.x, tiles_m = gridDim.y;
+  const int id = blockIdx.y * tiles_n + blockIdx.x;
+  const int first_row = id / (kGroup * tiles_n) * kGroup;
+  const int rows = min(tiles_m - first_row, kGroup), in_group = id % (kGroup * tiles_n);
+  return {A, B, M, N, K, lda, ldb, (first_row + in_group % rows) * kBM, in_group / rows * kBN};
+}
 
 // The producer (one thread): arms and copies each step's stage once the consumers are done with
 // the step it held before.
@@ -110,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ float4 shared_bytes[];
   __shared__ __align__(8) StageBarriers bars;
   float* const shared = tt_shared_align_1024(shared_bytes);
-  const BlockOperands op = block_operands(A, B, M, N, K, lda, ldb);
+  const BlockOperands op = grouped_block_operands(A, B, M, N, K, lda, ldb);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       tt_mbarrier_init(&bars.full[s], 1);

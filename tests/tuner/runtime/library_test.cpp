@@ -171,7 +171,7 @@ TEST_F(LibraryTest, ATemplateWithTensorMapsRunsOnTheCpuBackendAtAnyLeadingDimens
   // (copy_unaligned), and the results meet the tf32 bound (inputs rounded to TF32:
   // 2t + t^2 + gamma_K(2u)(1 + t)^2 of sum |a||b|, t = 2^-11).
   record_one(folder_ / "tma.db", {kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"},
-             "tf32_wgmma_tma.cu", "BM=128,STAGES=3", {256, 256, 256});
+             "tf32_wgmma_tma.cu", "BM=128,STAGES=3,GROUP=4", {256, 256, 256});
   Options options = cpu();
   options.gpu_name = kH100;
   options.lowest_precision = Precision::tf32;
