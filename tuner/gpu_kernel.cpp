@@ -89,6 +89,39 @@ std::optional<std::vector<std::string>> kernels_in(const CompiledKernelImage& im
   }
 }
 
+// One staged operand's rows into aligned ones, by one 2D copy, or row by row where its pitch
+// exceeds the driver's most (2 GiB on current GPUs: so few rows fit in memory that one copy
+// each costs nothing).
+void copy_rows(const OperandCopy& copy, CUdeviceptr from, CUdeviceptr to, CUstream stream) {
+  const CudaDriver& cu = cuda_driver();
+  const char* what = copy.operand == 'A' ? "cuMemcpy2DAsync(A, aligned rows)"
+                                         : "cuMemcpy2DAsync(B, aligned rows)";
+  const std::size_t from_pitch = std::size_t(copy.from_ld) * sizeof(float);
+  const std::size_t to_pitch = std::size_t(copy.to_ld) * sizeof(float);
+  const std::size_t row_bytes = std::size_t(copy.width) * sizeof(float);
+  CUdevice device = 0;
+  int max_pitch = 0;
+  check_cuda(cu.cuCtxGetDevice(&device), "cuCtxGetDevice");
+  check_cuda(cu.cuDeviceGetAttribute(&max_pitch, CU_DEVICE_ATTRIBUTE_MAX_PITCH, device),
+             "cuDeviceGetAttribute(MAX_PITCH)");
+  if (from_pitch > std::size_t(max_pitch)) {
+    for (std::int64_t row = 0; row < copy.rows; ++row) {
+      check_cuda(cu.cuMemcpyDtoDAsync(to + row * to_pitch, from + row * from_pitch, row_bytes, stream),
+                 "cuMemcpyDtoDAsync(a row into aligned rows)");
+    }
+    return;
+  }
+  CUDA_MEMCPY2D rows{};
+  rows.srcMemoryType = rows.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  rows.srcDevice = from;
+  rows.srcPitch = from_pitch;
+  rows.dstDevice = to;
+  rows.dstPitch = to_pitch;
+  rows.WidthInBytes = row_bytes;
+  rows.Height = std::size_t(copy.rows);
+  check_cuda(cu.cuMemcpy2DAsync(&rows, stream), what);
+}
+
 }  // namespace
 
 CUtensorMap encode_tensor_map(const TensorMapBox& box, CUdeviceptr a, CUdeviceptr b,
@@ -177,42 +210,6 @@ CUdeviceptr StagingBuffers::reserve(CUstream stream, std::size_t bytes) {
   }
   return found->second.get();
 }
-
-namespace {
-
-// One staged operand's rows into aligned ones, by one 2D copy, or row by row where its pitch
-// exceeds the driver's most (rows a gigabyte or more apart: few rows fit in memory).
-void copy_rows(const OperandCopy& copy, CUdeviceptr from, CUdeviceptr to, CUstream stream) {
-  const CudaDriver& cu = cuda_driver();
-  const char* what = copy.operand == 'A' ? "cuMemcpy2DAsync(A, aligned rows)"
-                                         : "cuMemcpy2DAsync(B, aligned rows)";
-  const std::size_t from_pitch = std::size_t(copy.from_ld) * sizeof(float);
-  const std::size_t to_pitch = std::size_t(copy.to_ld) * sizeof(float);
-  const std::size_t row_bytes = std::size_t(copy.width) * sizeof(float);
-  CUdevice device = 0;
-  int max_pitch = 0;
-  check_cuda(cu.cuCtxGetDevice(&device), "cuCtxGetDevice");
-  check_cuda(cu.cuDeviceGetAttribute(&max_pitch, CU_DEVICE_ATTRIBUTE_MAX_PITCH, device),
-             "cuDeviceGetAttribute(MAX_PITCH)");
-  if (from_pitch > std::size_t(max_pitch)) {
-    for (std::int64_t row = 0; row < copy.rows; ++row) {
-      check_cuda(cu.cuMemcpyDtoDAsync(to + row * to_pitch, from + row * from_pitch, row_bytes, stream),
-                 "cuMemcpyDtoDAsync(a row into aligned rows)");
-    }
-    return;
-  }
-  CUDA_MEMCPY2D rows{};
-  rows.srcMemoryType = rows.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-  rows.srcDevice = from;
-  rows.srcPitch = from_pitch;
-  rows.dstDevice = to;
-  rows.dstPitch = to_pitch;
-  rows.WidthInBytes = row_bytes;
-  rows.Height = std::size_t(copy.rows);
-  check_cuda(cu.cuMemcpy2DAsync(&rows, stream), what);
-}
-
-}  // namespace
 
 void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CUdeviceptr a,
                          CUdeviceptr b, CUdeviceptr c, const GemmProblem& problem, CUstream stream,
