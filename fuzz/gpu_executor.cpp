@@ -1,6 +1,9 @@
 #include "fuzz/gpu_executor.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -26,9 +29,44 @@ void upload_kept(DeviceBuffer& buffer, const std::vector<T>& host) {
 }  // namespace
 
 GpuExecutor::GpuExecutor(const GpuDevice& device, const KernelTemplate& tmpl,
-                         const Configuration& config, const CompiledKernelImage& image)
+                         const Configuration& config, const CompiledKernelImage& image,
+                         std::chrono::milliseconds kernel_timeout)
     : device_(device), template_(tmpl), config_(config), kernel_(image, tmpl.entry, tmpl.tensor_maps.size()),
-      report_(kernel_.resource_usage(image.report)) {}
+      report_(kernel_.resource_usage(image.report)), kernel_timeout_(kernel_timeout) {
+  if (kernel_timeout_.count() > 0) {
+    check_cuda(cuda_driver().cuEventCreate(&done_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  }
+}
+
+GpuExecutor::~GpuExecutor() {
+  if (done_ != nullptr) cuda_driver().cuEventDestroy(done_);
+}
+
+void GpuExecutor::wait_for_kernel(const GemmCase& gemm_case) {
+  const CudaDriver& cu = cuda_driver();
+  if (done_ != nullptr) {
+    check_cuda(cu.cuEventRecord(done_, nullptr), "cuEventRecord");
+    const auto deadline = std::chrono::steady_clock::now() + kernel_timeout_;
+    CUresult state;
+    while ((state = cu.cuEventQuery(done_)) == CUDA_ERROR_NOT_READY) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::fprintf(stderr, "%s\n",
+                     fmt::format("tiletune: {} [{}]: the kernel did not finish within {:g} s at {} "
+                                 "(a hang: a barrier or an mbarrier phase that never completes?); "
+                                 "the fuzz ends here, as a hung kernel cannot be stopped within "
+                                 "the process",
+                                 template_.name, config_.to_string(),
+                                 kernel_timeout_.count() / 1000.0, gemm_case.problem.to_string())
+                         .c_str());
+        std::fflush(nullptr);
+        std::_Exit(1);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    if (state != CUDA_SUCCESS) check_cuda(state, "kernel execution");
+  }
+  check_cuda(cu.cuCtxSynchronize(), "kernel execution");
+}
 
 std::string GpuExecutor::backend_name() const { return "gpu " + device_.properties().name; }
 
@@ -46,7 +84,7 @@ void GpuExecutor::run(const GemmCase& gemm_case, GemmOperands& operands) {
     const auto origin = [](const GuardedMatrix& m) { return m.guard * sizeof(float); };
     kernel_.launch(geometry, a_.get() + origin(operands.a), b_.get() + origin(operands.b),
                    c_.get() + origin(operands.c), gemm_case.problem);
-    check_cuda(cuda_driver().cuCtxSynchronize(), "kernel execution");
+    wait_for_kernel(gemm_case);
     // Only the case's bytes come back: what lies past them in a kept buffer is not the case's.
     a_.download_into(operands.a.storage);
     b_.download_into(operands.b.storage);

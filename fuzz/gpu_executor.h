@@ -3,6 +3,7 @@
 // The device buffers are kept from case to case (grown when a case needs more).
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "fuzz/gemm_executor.h"
@@ -14,8 +15,14 @@ namespace tiletune {
 
 class GpuExecutor : public GemmExecutor {
  public:
+  // kernel_timeout: how long a case's kernel may run. Zero waits for ever (the tuner's workers,
+  // which their parent watches); otherwise a kernel still running then ends the process with one
+  // line naming the case: what a hung kernel holds (the stream, its module, the buffers it reads)
+  // cannot be released within the process, and every later launch would queue behind it.
   GpuExecutor(const GpuDevice& device, const KernelTemplate& tmpl, const Configuration& config,
-              const CompiledKernelImage& image);
+              const CompiledKernelImage& image,
+              std::chrono::milliseconds kernel_timeout = std::chrono::milliseconds(0));
+  ~GpuExecutor() override;
 
   void run(const GemmCase& gemm_case, GemmOperands& operands) override;
   std::string backend_name() const override;
@@ -34,6 +41,11 @@ class GpuExecutor : public GemmExecutor {
   PtxasReport report_;
   DeviceBuffer a_, b_, c_;  // the device copies of a case's operands, guards included
   bool context_lost_ = false;
+  std::chrono::milliseconds kernel_timeout_;
+  CUevent done_ = nullptr;  // recorded after each launch when there is a timeout
+
+  // Waits for the case's kernel, within the timeout when there is one.
+  void wait_for_kernel(const GemmCase& gemm_case);
 };
 
 }  // namespace tiletune

@@ -39,7 +39,7 @@ struct CudaDriver {
   X(cuCtxSynchronize) X(cuModuleLoadData)                                                   \
   X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuFuncSetAttribute)      \
   X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)               \
-  X(cuMemsetD32) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)  \
+  X(cuMemsetD32) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery)  \
   X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString) X(cuStreamCreate)             \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemGetInfo) X(cuMemsetD2D32Async) X(cuMemsetD32Async)  \
   X(cuMemcpy2DAsync) X(cuMemcpyDtoDAsync)

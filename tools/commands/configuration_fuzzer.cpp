@@ -82,7 +82,7 @@ std::unique_ptr<GemmExecutor> make_executor(FuzzBackend& backend,
   }
   const GpuDevice& device = *backend.device();
   const CompiledKernelImage& image = backend.compiled()->get(tmpl, config);
-  auto gpu = std::make_unique<GpuExecutor>(device, tmpl, config, image);
+  auto gpu = std::make_unique<GpuExecutor>(device, tmpl, config, image, backend.kernel_timeout());
   LaunchGeometry geometry;
   try {
     geometry = tmpl.launch_geometry(config, typical);

@@ -2,6 +2,7 @@
 // replay of given cases) of one configuration on it, with its outcome and how long it took.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@ class FuzzBackend {
   const std::string& name() const { return name_; }
   const GpuDevice* device() const { return device_.get(); }
   const CpuBackendOptions& cpu_options() const { return cpu_options_; }
+  // On the GPU: how long a case's kernel may run before the process ends with it (GpuExecutor);
+  // zero (the default) waits for ever.
+  void set_kernel_timeout(std::chrono::milliseconds timeout) { kernel_timeout_ = timeout; }
   std::string where() const;  // "NVIDIA H200" or "the CPU"
   // The cases this backend draws: the GPU also gets crowded shapes, where barrier races show.
   CaseLimits case_limits() const;
@@ -42,6 +46,7 @@ class FuzzBackend {
   // On the CPU: called before every case runs (the fuzz of a child process says where it is).
   void announce_cases(AnnouncingExecutor::Announce announce) { announce_ = std::move(announce); }
   const AnnouncingExecutor::Announce& announce() const { return announce_; }
+  std::chrono::milliseconds kernel_timeout() const { return kernel_timeout_; }
 
  private:
   std::string name_;
@@ -50,6 +55,7 @@ class FuzzBackend {
   std::unique_ptr<LargeIndexProbe> probe_;
   CpuBackendOptions cpu_options_;
   std::string context_lost_;  // the launch that lost it, or ""
+  std::chrono::milliseconds kernel_timeout_{0};
   AnnouncingExecutor::Announce announce_;
 };
 

@@ -10,7 +10,9 @@
 // compute-sanitizer's four tools after the fuzz (gpu_sanitize.h).
 //
 // On the CPU each configuration is fuzzed in a child process with a watchdog (isolated_fuzz.h):
-// a kernel that crashes or hangs fails its configuration, with the case, and the run goes on.
+// a kernel that crashes or hangs fails its configuration, with the case, and the run goes on. On
+// the GPU a kernel still running after --watchdog seconds ends the run with one line naming the
+// case: a hung kernel cannot be stopped within the process (GpuExecutor).
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -42,7 +44,9 @@ struct FuzzOptions {
   bool sanitize = false;
   int sanitize_cases = 4;
   bool sanitizer_child = false;  // hidden: replay under compute-sanitizer, with markers
-  double watchdog_seconds = 30;  // cpu: the longest a configuration's child may stay silent
+  // cpu: the longest a configuration's child may stay silent; gpu: the longest a case's kernel
+  // may run
+  double watchdog_seconds = 30;
   // hidden: fuzz only this configuration of this template, here, for a parent (cpu)
   std::string isolated_template, isolated_config;
 };
@@ -135,6 +139,7 @@ int run(const FuzzOptions& options) {
   }
 
   FuzzBackend backend(options.backend, cpu_options);
+  backend.set_kernel_timeout(watchdog(options));
   if (options.sanitizer_child) {
     int status = kSuccess;
     for (const KernelTemplate& tmpl : templates) {
@@ -271,7 +276,8 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   command->add_option("--watchdog", options->watchdog_seconds,
                       "cpu: seconds a configuration may go without finishing a case before it is "
-                      "killed and failed (each runs in a child process)")
+                      "killed and failed (each runs in a child process); gpu: seconds a case's "
+                      "kernel may run before the fuzz ends with it, as a hang")
       ->capture_default_str()->check(CLI::PositiveNumber);
   command->add_flag("--sanitizer-child", options->sanitizer_child)->group("");  // internal
   command->add_option("--isolated-template", options->isolated_template)->group("");  // internal
