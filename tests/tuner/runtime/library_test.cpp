@@ -42,6 +42,29 @@ Operands random_operands(const Problem& p, std::uint32_t seed) {
   return o;
 }
 
+// Every element of C against a double-precision dot product, within the tf32 bound (inputs
+// rounded to TF32: 2t + t^2 + gamma_K(2u)(1 + t)^2 of sum |a||b|, t = 2^-11).
+::testing::AssertionResult within_tf32_bound(const Problem& p, const float* a, const float* b,
+                                             const float* c) {
+  const double t = std::ldexp(1.0, -11), u = std::ldexp(1.0, -24);
+  const double gamma = p.K * 2 * u / (1 - p.K * 2 * u);
+  const double bound = 2 * t + t * t + gamma * (1 + t) * (1 + t);
+  for (std::int64_t i = 0; i < p.M; ++i) {
+    for (std::int64_t j = 0; j < p.N; ++j) {
+      double sum = 0, magnitude = 0;
+      for (std::int64_t k = 0; k < p.K; ++k) {
+        sum += double(a[i * p.lda + k]) * b[k * p.ldb + j];
+        magnitude += std::fabs(double(a[i * p.lda + k]) * b[k * p.ldb + j]);
+      }
+      if (!(std::fabs(c[i * p.ldc + j] - sum) <= bound * magnitude)) {
+        return ::testing::AssertionFailure() << p.to_string() << ": C[" << i << "][" << j << "] = "
+                                             << c[i * p.ldc + j] << ", reference " << sum;
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // Every element against a double-precision dot product, within gamma_K * sum |a||b| (the bound of
 // any summation order, u = 2^-24); elements beyond N in each row of C must be left alone.
 ::testing::AssertionResult matches_reference(const Problem& p, const Operands& o,
@@ -168,8 +191,7 @@ TEST_F(LibraryTest, TheCpuBackendComputesEveryProblemCorrectly) {
 TEST_F(LibraryTest, ATemplateWithTensorMapsRunsOnTheCpuBackendAtAnyLeadingDimension) {
   // A record of tf32_wgmma_tma (two tensor maps passed after the contract's parameters): the CPU
   // backend builds them from the problem, copying an operand whose rows TMA cannot read in place
-  // (copy_unaligned), and the results meet the tf32 bound (inputs rounded to TF32:
-  // 2t + t^2 + gamma_K(2u)(1 + t)^2 of sum |a||b|, t = 2^-11).
+  // (copy_unaligned), and the results meet the tf32 bound.
   record_one(folder_ / "tma.db", {kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"},
              "tf32_wgmma_tma.cu", "BM=128,STAGES=3,GROUP=4", {256, 256, 256});
   Options options = cpu();
@@ -177,23 +199,6 @@ TEST_F(LibraryTest, ATemplateWithTensorMapsRunsOnTheCpuBackendAtAnyLeadingDimens
   options.lowest_precision = Precision::tf32;
   const Library library = Library::open((folder_ / "tma.db").string(), options);
   const Gemm gemm = library.gemm("tf32_wgmma_tma");
-  const auto expect_within_tf32_bound = [](const Problem& p, const float* a, const float* b,
-                                           const float* c) {
-    const double t = std::ldexp(1.0, -11), u = std::ldexp(1.0, -24);
-    const double gamma = p.K * 2 * u / (1 - p.K * 2 * u);
-    const double bound = 2 * t + t * t + gamma * (1 + t) * (1 + t);
-    for (std::int64_t i = 0; i < p.M; ++i) {
-      for (std::int64_t j = 0; j < p.N; ++j) {
-        double sum = 0, magnitude = 0;
-        for (std::int64_t k = 0; k < p.K; ++k) {
-          sum += double(a[i * p.lda + k]) * b[k * p.ldb + j];
-          magnitude += std::fabs(double(a[i * p.lda + k]) * b[k * p.ldb + j]);
-        }
-        ASSERT_LE(std::fabs(c[i * p.ldc + j] - sum), bound * magnitude)
-            << p.to_string() << ": C[" << i << "][" << j << "]";
-      }
-    }
-  };
   for (const Problem& p : {Problem::packed(200, 136, 72), Problem{70, 130, 300, 304, 132, 131},
                            Problem::packed(1, 4, 4), Problem{20, 20, 21, 21, 20, 20},
                            Problem{33, 150, 141, 143, 151, 150}}) {
@@ -202,13 +207,13 @@ TEST_F(LibraryTest, ATemplateWithTensorMapsRunsOnTheCpuBackendAtAnyLeadingDimens
     gemm.run(p, o.a.data(), o.b.data(), o.c.data());
     EXPECT_EQ(o.a, a) << p.to_string() << ": A is read, never written (the copy is the launcher's)";
     EXPECT_EQ(o.b, b) << p.to_string();
-    expect_within_tf32_bound(p, o.a.data(), o.b.data(), o.c.data());
+    EXPECT_TRUE(within_tf32_bound(p, o.a.data(), o.b.data(), o.c.data()));
   }
   // A sub-matrix one float in: rows 16-byte aligned apart, but not where they start.
   const Problem view{16, 20, 24, 28, 20, 20};
   Operands o = random_operands(view, 5);
   gemm.run(view, o.a.data() + 1, o.b.data(), o.c.data());
-  expect_within_tf32_bound(view, o.a.data() + 1, o.b.data(), o.c.data());
+  EXPECT_TRUE(within_tf32_bound(view, o.a.data() + 1, o.b.data(), o.c.data()));
 }
 
 TEST_F(LibraryTest, AConfigurationThatAddsIntoCClearsItFirst) {
@@ -415,6 +420,57 @@ TEST_F(LibraryGpuTest, EveryTemplateComputesEveryProblemCorrectly) {
   } else {
     EXPECT_NE(plan.gpu_match, GpuMatch::this_gpu) << "the fixture holds an H100 only";
   }
+}
+
+TEST_F(LibraryGpuTest, ATemplateWithTensorMapsRunsAtAnyLeadingDimensionOnManyStreams) {
+  // tf32_wgmma_tma recorded for this GPU: odd leading dimensions and a sub-matrix one float in are
+  // copied into aligned rows before the kernel (copy_unaligned), on each caller's stream, from
+  // four threads at once; the operands are left as they were and C meets the tf32 bound.
+  const DeviceProperties& here = device_->properties();
+  if (here.arch() != "sm_90") GTEST_SKIP() << "tf32_wgmma_tma is sm_90a's; this GPU is " << here.arch();
+  record_one(folder_ / "tma.db",
+             {here.name, here.cc_major, here.cc_minor, here.sm_count, here.clock_khz,
+              here.memory_bytes, here.driver_version, "13.0"},
+             "tf32_wgmma_tma.cu", "BM=128,STAGES=4,GROUP=4", {512, 512, 512});
+  Options options;
+  options.lowest_precision = Precision::tf32;
+  const Library library = Library::open((folder_ / "tma.db").string(), options);
+  const Gemm gemm = library.gemm("tf32_wgmma_tma");
+  const std::vector<Problem> problems = {Problem::packed(300, 260, 130), Problem{301, 259, 133, 135, 261, 259},
+                                         Problem{600, 520, 257, 257, 521, 530}, Problem{17, 33, 65, 66, 33, 40}};
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      device_->make_current();
+      CUstream stream = nullptr;
+      check_cuda(cuda_driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+      for (int round = 0; round < 3; ++round) {
+        for (const Problem& p : problems) {
+          // Every other round A is a view one float into its buffer: rows aligned apart, not where
+          // they start.
+          const std::size_t in = round % 2;
+          Operands o = random_operands(p, 1000 * t + 10 * round + std::uint32_t(p.M % 7));
+          o.a.insert(o.a.begin(), in, 0.0f);
+          DeviceBuffer a = DeviceBuffer::from(o.a), b = DeviceBuffer::from(o.b), c = DeviceBuffer::from(o.c);
+          gemm.run(p, reinterpret_cast<const float*>(a.get()) + in, reinterpret_cast<const float*>(b.get()),
+                   reinterpret_cast<float*>(c.get()), stream);
+          check_cuda(cuda_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
+          std::vector<float> a_after(o.a.size()), b_after(o.b.size());
+          a.download_into(a_after);
+          b.download_into(b_after);
+          c.download_into(o.c);
+          if (a_after != o.a || b_after != o.b) failures[t] += p.to_string() + ": an operand changed; ";
+          if (auto fine = within_tf32_bound(p, o.a.data() + in, o.b.data(), o.c.data()); !fine) {
+            failures[t] += fine.message() + std::string("; ");
+          }
+        }
+      }
+      cuda_driver().cuStreamDestroy(stream);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures, std::vector<std::string>(4));
 }
 
 TEST_F(LibraryGpuTest, MoreThan48KiBOfDynamicSharedMemoryIsOptedInto) {
