@@ -90,21 +90,15 @@ std::optional<std::vector<std::string>> kernels_in(const CompiledKernelImage& im
 }
 
 // One staged operand's rows into aligned ones, by one 2D copy, or row by row where its pitch
-// exceeds the driver's most (2 GiB on current GPUs: so few rows fit in memory that one copy
-// each costs nothing).
-void copy_rows(const OperandCopy& copy, CUdeviceptr from, CUdeviceptr to, CUstream stream) {
+// exceeds the driver's most, `max_pitch` (2 GiB on current GPUs: so few rows fit in memory that
+// one copy each costs nothing).
+void copy_rows(const OperandCopy& copy, CUdeviceptr from, CUdeviceptr to, std::size_t max_pitch,
+               CUstream stream) {
   const CudaDriver& cu = cuda_driver();
-  const char* what = copy.operand == 'A' ? "cuMemcpy2DAsync(A, aligned rows)"
-                                         : "cuMemcpy2DAsync(B, aligned rows)";
   const std::size_t from_pitch = std::size_t(copy.from_ld) * sizeof(float);
   const std::size_t to_pitch = std::size_t(copy.to_ld) * sizeof(float);
   const std::size_t row_bytes = std::size_t(copy.width) * sizeof(float);
-  CUdevice device = 0;
-  int max_pitch = 0;
-  check_cuda(cu.cuCtxGetDevice(&device), "cuCtxGetDevice");
-  check_cuda(cu.cuDeviceGetAttribute(&max_pitch, CU_DEVICE_ATTRIBUTE_MAX_PITCH, device),
-             "cuDeviceGetAttribute(MAX_PITCH)");
-  if (from_pitch > std::size_t(max_pitch)) {
+  if (from_pitch > max_pitch) {
     for (std::int64_t row = 0; row < copy.rows; ++row) {
       check_cuda(cu.cuMemcpyDtoDAsync(to + row * to_pitch, from + row * from_pitch, row_bytes, stream),
                  "cuMemcpyDtoDAsync(a row into aligned rows)");
@@ -119,7 +113,9 @@ void copy_rows(const OperandCopy& copy, CUdeviceptr from, CUdeviceptr to, CUstre
   rows.dstPitch = to_pitch;
   rows.WidthInBytes = row_bytes;
   rows.Height = std::size_t(copy.rows);
-  check_cuda(cu.cuMemcpy2DAsync(&rows, stream), what);
+  check_cuda(cu.cuMemcpy2DAsync(&rows, stream), copy.operand == 'A'
+                                                    ? "cuMemcpy2DAsync(A, aligned rows)"
+                                                    : "cuMemcpy2DAsync(B, aligned rows)");
 }
 
 }  // namespace
@@ -195,20 +191,28 @@ void GpuKernel::reserve_dynamic_shared(std::uint32_t bytes) const {
   dynamic_shared_limit_.store(int(bytes), std::memory_order_release);
 }
 
-CUdeviceptr StagingBuffers::reserve(CUstream stream, std::size_t bytes) {
+StagingBuffers::Staging StagingBuffers::reserve(CUstream stream, std::size_t bytes) {
   const std::lock_guard lock(mutex_);
+  if (max_pitch_ == 0) {
+    CUdevice device = 0;
+    int max_pitch = 0;
+    check_cuda(cuda_driver().cuCtxGetDevice(&device), "cuCtxGetDevice");
+    check_cuda(cuda_driver().cuDeviceGetAttribute(&max_pitch, CU_DEVICE_ATTRIBUTE_MAX_PITCH, device),
+               "cuDeviceGetAttribute(MAX_PITCH)");
+    max_pitch_ = std::size_t(max_pitch);
+  }
   auto found = std::find_if(buffers_.begin(), buffers_.end(),
                             [&](const auto& entry) { return entry.first == stream; });
   if (found == buffers_.end()) {
     buffers_.emplace_back(stream, DeviceBuffer(bytes));
-    return buffers_.back().second.get();
+    return {buffers_.back().second.get(), max_pitch_};
   }
   if (found->second.bytes() < bytes) {
     // The stream's queued launches may still read the smaller buffer.
     check_cuda(cuda_driver().cuStreamSynchronize(stream), "cuStreamSynchronize(staging)");
     found->second = DeviceBuffer(bytes);
   }
-  return found->second.get();
+  return {found->second.get(), max_pitch_};
 }
 
 void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CUdeviceptr a,
@@ -223,11 +227,11 @@ void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CU
   GemmProblem read = problem;  // the operands as the kernel reads them: copies where staged
   const OperandStaging plan = plan_operand_staging(geometry, a, b, problem);
   if (!plan.copies.empty()) {
-    const CUdeviceptr buffer = staging.reserve(stream, plan.floats * sizeof(float));
+    const StagingBuffers::Staging reserved = staging.reserve(stream, plan.floats * sizeof(float));
     for (const OperandCopy& copy : plan.copies) {
       const bool is_a = copy.operand == 'A';
-      const CUdeviceptr from = is_a ? a : b, to = buffer + copy.offset * sizeof(float);
-      copy_rows(copy, from, to, stream);
+      const CUdeviceptr from = is_a ? a : b, to = reserved.buffer + copy.offset * sizeof(float);
+      copy_rows(copy, from, to, reserved.max_pitch, stream);
       (is_a ? a : b) = to;
       (is_a ? read.lda : read.ldb) = copy.to_ld;
     }

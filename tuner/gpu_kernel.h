@@ -34,12 +34,17 @@ CUtensorMap encode_tensor_map(const TensorMapBox& box, CUdeviceptr a, CUdevicept
 // which the stream's launches share (the stream orders them), grown when a larger problem comes.
 class StagingBuffers {
  public:
+  struct Staging {
+    CUdeviceptr buffer;     // at least the bytes asked for
+    std::size_t max_pitch;  // the device's largest pitch of a 2D copy, asked once
+  };
   // At least `bytes` of staging for launches on `stream`. Thread-safe.
-  CUdeviceptr reserve(CUstream stream, std::size_t bytes);
+  Staging reserve(CUstream stream, std::size_t bytes);
 
  private:
   std::mutex mutex_;
   std::vector<std::pair<CUstream, DeviceBuffer>> buffers_;
+  std::size_t max_pitch_ = 0;  // 0 until the first reserve
 };
 
 // Enqueues one launch of a contract entry on `stream` (0: the default stream): clears C's M x N

@@ -11,7 +11,6 @@
 // The first-call cost is measured first, before anything else in the process compiles.
 #include <stdlib.h>
 
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
