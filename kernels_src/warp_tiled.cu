@@ -13,8 +13,14 @@
 // copies into it are 4 bytes wide (one element changes place); against the bank conflicts of
 // those writes it is padded by four floats per row or, with SWIZZLE, its 4-float groups are
 // XOR-swizzled by k. B's tile keeps its layout and is copied 16 bytes at a time when ldb and the
-// pointer allow, else 4. Only blocks on the edge of C, and the last step of K, take the masked
-// copies; full tiles take the unmasked ones. C is written with 16-byte stores where aligned.
+// pointer allow, else 4: the kernel picks one of two instances of its main loop, so the loop holds
+// only the copies it issues. Only blocks on the edge of C, and the last step of K, take the masked
+// copies; full tiles take the unmasked ones.
+//
+// C is written with scalar stores. Vector stores would pin each row of four accumulators to an
+// aligned register quad, the same register bank as the B fragment each of them meets in its FFMA:
+// ptxas then allocates most FFMAs two reads from one bank (77% of them at 8x8, against 18% with
+// scalar stores, in the H100's SASS) and the loop loses 2-4% (PERFORMANCE.md, v5).
 //
 // SPLIT_K > 1 splits K over gridDim.z: each slice adds its partial product into C atomically, and
 // the launcher clears C first (the zero_output declaration). It pays where M x N gives too few
@@ -24,7 +30,7 @@
 // tiletune: entry warp_tiled_gemm
 // tiletune: param BM 32 64 128 256
 // tiletune: param BN 32 64 128 256
-// tiletune: param BK 8 16
+// tiletune: param BK 8 16 32
 // tiletune: param TM 4 8 16
 // tiletune: param TN 4 8 16
 // tiletune: param STAGES 2 3 4
@@ -37,8 +43,10 @@
 // tiletune: require (BM / TM) * (BN / TN) >= 128 && (BM / TM) * (BN / TN) <= 256
 // tiletune: require TM * TN <= 128 && TM <= 2 * TN && TN <= 2 * TM
 // tiletune: require TM * TN >= 32 || BM * BN <= 64 * 64
-// 24 to 48 k in flight; at most half an SM's shared memory, so that two blocks fit.
-// tiletune: require BK * STAGES >= 24 && BK * STAGES <= 48
+// 24 to 48 k in flight, 64 with thread tiles of 64 accumulators or more (where BK 32 pays: the
+// step's fixed cost over twice the FFMAs); at most half an SM's shared memory, so that two blocks fit.
+// tiletune: require BK * STAGES >= 24 && BK * STAGES <= 64
+// tiletune: require BK * STAGES <= 48 || (TM * TN >= 64 && SPLIT_K == 1)
 // tiletune: require STAGES * BK * (BM + BN + 4) * 4 <= 113 * 1024
 // Split K only with small block tiles.
 // tiletune: require SPLIT_K == 1 || BM * BN <= 64 * 64
@@ -106,9 +114,9 @@ struct CopyPlan {
 
   // Copies one step's tiles into a stage; `k_left` is how much of the slice's K remains from this
   // step's first k (>= kBK: no mask in K), `full` says the block is inside C as well.
-  template <bool Full>
-  __device__ __forceinline__ void copy_step(float* As, float* Bs, int k_left, bool b_vectors,
-                                            const float* A, const float* B) {
+  template <bool Full, bool BVectors>
+  __device__ __forceinline__ void copy_step(float* As, float* Bs, int k_left, const float* A,
+                                            const float* B) {
 #pragma unroll
     for (int pass = 0; pass < kPassesA; ++pass) {
       const int m = a_row + pass * kRowsA;
@@ -128,7 +136,7 @@ struct CopyPlan {
       float* dst = Bs + k * kBN + b_col;
       const float* src = b + pass * b_pass;
       const int valid = Full ? 4 : (k < k_left ? min(max(cols_left - b_col, 0), 4) : 0);
-      if (b_vectors) {
+      if (BVectors) {
         tt_cp_async_16(dst, valid > 0 ? src : B, 4 * valid);
       } else {
 #pragma unroll
@@ -184,12 +192,12 @@ __device__ __forceinline__ void multiply_tiles(const float* As, const float* Bs,
   }
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads)
-    warp_tiled_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-                    int M, int N, int K, int lda, int ldb, int ldc) {
-  extern __shared__ float4 shared_tiles[];
-  float* const As = reinterpret_cast<float*>(shared_tiles);  // kStages tiles of A, then of B
-  float* const Bs = As + kStages * kTileA;
+// The block's tile of C, with B's copies 16 bytes wide (BVectors) or 4.
+template <bool BVectors>
+__device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const float* __restrict__ B,
+                                          float* __restrict__ C, int M, int N, int K, int lda,
+                                          int ldb, int ldc, float* const As) {
+  float* const Bs = As + kStages * kTileA;  // kStages tiles of A, then of B
 
   const int tid = threadIdx.x;
   const int warp = tid / 32, lane = tid % 32;
@@ -205,17 +213,16 @@ extern "C" __global__ void __launch_bounds__(kThreads)
 
   const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
   const bool interior = m0 + kBM <= M && n0 + kBN <= N;
-  const bool b_vectors = ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
   CopyPlan plan(A, B, M, N, lda, ldb, m0, n0, k_begin, tid);
-  // Copies step `step` (the next one in order) into its stage: unmasked unless it is at an edge.
-  const auto copy_step = [&](int step) {
-    const int stage = step % kStages;
-    const int k_left = k_end - (k_begin + step * kBK);
+  int k_left = k_end - k_begin;  // of the slice, from the first k of the next step to copy
+  // Copies the next step in order into `stage`: unmasked unless it is at an edge.
+  const auto copy_step = [&](int stage) {
     if (interior && k_left >= kBK) {
-      plan.copy_step<true>(As + stage * kTileA, Bs + stage * kTileB, k_left, b_vectors, A, B);
+      plan.copy_step<true, BVectors>(As + stage * kTileA, Bs + stage * kTileB, k_left, A, B);
     } else {
-      plan.copy_step<false>(As + stage * kTileA, Bs + stage * kTileB, k_left, b_vectors, A, B);
+      plan.copy_step<false, BVectors>(As + stage * kTileA, Bs + stage * kTileB, k_left, A, B);
     }
+    k_left -= kBK;
   };
 
   float acc[kTM][kTN];
@@ -232,39 +239,52 @@ extern "C" __global__ void __launch_bounds__(kThreads)
     if (s < steps) copy_step(s);
     tt_cp_async_commit();
   }
+  // The stages turn without a division: step reads read_stage, step + kStages - 1 lands in
+  // write_stage, the stage step - 1 read.
+  int read_stage = 0, write_stage = kStages - 1;
   for (int step = 0; step < steps; ++step) {
     tt_cp_async_wait<kStages - 2>();  // this thread's copies of `step` have landed
     __syncthreads();             // everyone's have, and everyone is done with step - 1's stage
-    if (step + kStages - 1 < steps) copy_step(step + kStages - 1);  // into step - 1's stage
+    if (step + kStages - 1 < steps) copy_step(write_stage);  // into step - 1's stage
     tt_cp_async_commit();
-    const int stage = step % kStages;
-    multiply_tiles(As + stage * kTileA, Bs + stage * kTileB, a_col, b_col, acc);
+    multiply_tiles(As + read_stage * kTileA, Bs + read_stage * kTileB, a_col, b_col, acc);
+    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
+    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
   }
 
-  // Epilogue: this thread's rows a_col + 16 i + r and columns b_col + 32 j + c.
-  const bool c_vectors = ldc % 4 == 0 && reinterpret_cast<size_t>(C) % 16 == 0;
+  // Epilogue: this thread's rows a_col + 16 (i / 4) + i % 4 and columns b_col + 32 (j / 4) + j % 4,
+  // one scalar store each (see the top of the file for why not vectors).
 #pragma unroll
   for (int i = 0; i < kTM; ++i) {
     const int row = m0 + a_col + 16 * (i / 4) + i % 4;
     if (!interior && row >= M) continue;
     float* const c_row = C + (size_t)row * ldc;
 #pragma unroll
-    for (int j = 0; j < kTN / 4; ++j) {
-      const int col = n0 + b_col + 32 * j;
-      const float* v = &acc[i][4 * j];
+    for (int j = 0; j < kTN; ++j) {
+      const int col = n0 + b_col + 32 * (j / 4) + j % 4;
+      if (!interior && col >= N) continue;
       if (TT_SPLIT_K > 1) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          if (interior || col + c < N) atomicAdd(c_row + col + c, v[c]);
-        }
-      } else if (c_vectors && (interior || col + 3 < N)) {
-        *reinterpret_cast<float4*>(c_row + col) = make_float4(v[0], v[1], v[2], v[3]);
+        atomicAdd(c_row + col, acc[i][j]);
       } else {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          if (interior || col + c < N) c_row[col + c] = v[c];
-        }
+        c_row[col] = acc[i][j];
       }
     }
+  }
+}
+
+// Thread tiles of up to 64 accumulators fit in 128 registers: asking for four blocks of 128 threads
+// an SM (or two of 256) keeps ptxas there, where it would otherwise take a few more and lose a block.
+constexpr int kMinBlocksPerSM = kTM * kTN <= 64 ? 512 / kThreads : 1;
+
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)
+    warp_tiled_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                    int M, int N, int K, int lda, int ldb, int ldc) {
+  extern __shared__ float4 shared_tiles[];
+  float* const tiles = reinterpret_cast<float*>(shared_tiles);
+  const bool b_vectors = ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
+  if (b_vectors) {
+    gemm_tile<true>(A, B, C, M, N, K, lda, ldb, ldc, tiles);
+  } else {
+    gemm_tile<false>(A, B, C, M, N, K, lda, ldb, ldc, tiles);
   }
 }
