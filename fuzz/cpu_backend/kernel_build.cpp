@@ -61,12 +61,19 @@ class TemporaryFile {
   fs::path path_;
 };
 
-// Storage for the `extern __shared__` arrays, appended after the kernel's source.
+// Storage for the `extern __shared__` arrays, appended after the kernel's source. Each also gets
+// an empty thread_local init function (the Itanium ABI's _ZTH<name>): where the declaration sits
+// in a function template, GCC calls that function without checking that it exists, and an array
+// that needs no initialization has none, so the call would jump to address 0.
 std::string dynamic_shared_definitions(const std::vector<DynamicSharedArray>& arrays) {
   std::string text = "#line 1 \"<tiletune: dynamic shared memory>\"\n";
   for (const DynamicSharedArray& array : arrays) {
     text += fmt::format("alignas(16) thread_local {} {}[{} / sizeof({})];\n", array.type,
                         array.name, kCpuDynamicSharedCapacity, array.type);
+    text += fmt::format(
+        "extern \"C\" void tt_cpu_tls_init_{0}() __asm__(\"_ZTH{1}{0}\");\n"
+        "extern \"C\" void tt_cpu_tls_init_{0}() {{}}\n",
+        array.name, array.name.size());
   }
   return text;
 }
@@ -138,10 +145,12 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
   std::string unit = fmt::format("#line 1 \"{}\"\n{}\n#line 1 \"{}\"\nTT_CPU_ENTRY_CONTRACT({})\n",
                                  origin, tmpl.source, kEntryTypeOrigin, tmpl.entry);
 
-  // The dynamic shared memory definitions follow from the unit, given their capacity.
+  // The dynamic shared memory definitions follow from the unit, given their capacity and the
+  // form tiletune writes them in (an example of which goes into the key).
   const std::string key =
       fnv1a_hex(compiler.identity() + '\0' + joined(flags) + '\0' + std::string(header) + '\0' +
-                unit + '\0' + std::to_string(kCpuDynamicSharedCapacity));
+                unit + '\0' + std::to_string(kCpuDynamicSharedCapacity) + '\0' +
+                dynamic_shared_definitions({{"float", "example"}}));
   const fs::path object_path = cache / fmt::format("{}-{}.so", tmpl.name, key);
   if (fs::exists(object_path)) {
     touch_entry(object_path);  // used now: the last to be evicted

@@ -550,6 +550,44 @@ TEST(CpuBackend, DynamicSharedMemoryWorks) {
   }
 }
 
+TEST(CpuBackend, DynamicSharedMemoryDeclaredInAFunctionTemplateWorks) {
+  // The same tiles, declared in a device function template the kernel calls (where GCC calls the
+  // array's thread_local init function unconditionally: it used to crash the CPU backend).
+  const KernelTemplate tmpl = parse_template(R"(// tiletune: entry templated_gemm
+// tiletune: param TILE 8
+// tiletune: block TILE, TILE
+// tiletune: grid ceil_div(N, TILE), ceil_div(M, TILE)
+// tiletune: shared 2 * TILE * TILE * 4
+template <int Tile>
+__device__ void tile_product(const float* A, const float* B, float* C, int M, int N, int K,
+                             int lda, int ldb, int ldc) {
+  extern __shared__ float tiles[];
+  float* As = tiles;
+  float* Bs = tiles + Tile * Tile;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int row = blockIdx.y * Tile + ty, col = blockIdx.x * Tile + tx;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += Tile) {
+    As[ty * Tile + tx] = (row < M && k0 + tx < K) ? A[row * lda + k0 + tx] : 0.0f;
+    Bs[ty * Tile + tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * ldb + col] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < Tile; ++k) acc += As[ty * Tile + k] * Bs[k * Tile + tx];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * ldc + col] = acc;
+}
+extern "C" __global__ void templated_gemm(const float* A, const float* B, float* C, int M, int N,
+                                          int K, int lda, int ldb, int ldc) {
+  tile_product<TT_TILE>(A, B, C, M, N, K, lda, ldb, ldc);
+}
+)",
+                                             "templated_dynamic.cu");
+  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
+  for (const Shape& s : kAwkwardShapes) {
+    EXPECT_EQ(run_and_check(executor, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, 3), "");
+  }
+}
+
 TEST(CpuBackend, TooMuchDynamicSharedMemoryIsUnsupported) {
   const KernelTemplate tmpl = custom("greedy", "", "300000");
   CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
