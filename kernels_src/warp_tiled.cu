@@ -274,7 +274,8 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
 
 // Thread tiles of up to 64 accumulators fit in 128 registers: asking for four blocks of 128 threads
 // an SM (or two of 256) keeps ptxas there, where it would otherwise take a few more and lose a block.
-constexpr int kMinBlocksPerSM = kTM * kTN <= 64 ? 512 / kThreads : 1;
+// Not with SWIZZLE, whose addresses need more and would spill.
+constexpr int kMinBlocksPerSM = kTM * kTN <= 64 && !TT_SWIZZLE ? 512 / kThreads : 1;
 
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)
     warp_tiled_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
