@@ -61,19 +61,34 @@ class TemporaryFile {
   fs::path path_;
 };
 
-// Storage for the `extern __shared__` arrays, appended after the kernel's source. Each also gets
-// an empty thread_local init function (the Itanium ABI's _ZTH<name>): where the declaration sits
-// in a function template, GCC calls that function without checking that it exists, and an array
-// that needs no initialization has none, so the call would jump to address 0.
+// Storage for the `extern __shared__` arrays, appended after the kernel's source, each in its
+// namespace. Each also gets an empty thread_local init function (the Itanium ABI's _ZTH and the
+// array's mangled name): where the declaration sits in a function template, GCC calls that
+// function without checking that it exists, and an array that needs no initialization has none, so
+// the call would jump to address 0. (An array in an unnamed namespace has internal linkage and
+// no such call.)
 std::string dynamic_shared_definitions(const std::vector<DynamicSharedArray>& arrays) {
   std::string text = "#line 1 \"<tiletune: dynamic shared memory>\"\n";
+  int function = 0;
   for (const DynamicSharedArray& array : arrays) {
-    text += fmt::format("alignas(16) thread_local {} {}[{} / sizeof({})];\n", array.type,
-                        array.name, kCpuDynamicSharedCapacity, array.type);
-    text += fmt::format(
-        "extern \"C\" void tt_cpu_tls_init_{0}() __asm__(\"_ZTH{1}{0}\");\n"
-        "extern \"C\" void tt_cpu_tls_init_{0}() {{}}\n",
-        array.name, array.name.size());
+    std::string opening, closing, mangled;
+    bool external = true;
+    for (const std::string& space : array.scope) {
+      opening += fmt::format("namespace {} {{ ", space);
+      closing += "} ";
+      mangled += fmt::format("{}{}", space.size(), space);
+      external = external && !space.empty();
+    }
+    const std::string name = fmt::format("{}{}", array.name.size(), array.name);
+    mangled = array.scope.empty() ? name : "N" + mangled + name + "E";
+    text += fmt::format("{}alignas(16) thread_local {} {}[{} / sizeof({})]; {}\n", opening,
+                        array.type, array.name, kCpuDynamicSharedCapacity, array.type, closing);
+    if (external) {
+      text += fmt::format(
+          "extern \"C\" void tt_cpu_tls_init_{0}() __asm__(\"_ZTH{1}\");\n"
+          "extern \"C\" void tt_cpu_tls_init_{0}() {{}}\n",
+          function++, mangled);
+    }
   }
   return text;
 }
@@ -150,7 +165,7 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
   const std::string key =
       fnv1a_hex(compiler.identity() + '\0' + joined(flags) + '\0' + std::string(header) + '\0' +
                 unit + '\0' + std::to_string(kCpuDynamicSharedCapacity) + '\0' +
-                dynamic_shared_definitions({{"float", "example"}}));
+                dynamic_shared_definitions({{"float", "example", {}}}));
   const fs::path object_path = cache / fmt::format("{}-{}.so", tmpl.name, key);
   if (fs::exists(object_path)) {
     touch_entry(object_path);  // used now: the last to be evicted

@@ -164,8 +164,34 @@ std::vector<Token> without_attributes(const std::vector<Token>& declaration) {
 KernelSourceScan scan_preprocessed_kernel(std::string_view preprocessed, std::string_view origin) {
   KernelSourceScan scan;
   const std::vector<Token> tokens = tokenize(lines_from(preprocessed, origin));
+  // The namespaces open at each token: their names and the brace depth each was opened at.
+  struct OpenNamespace {
+    std::vector<std::string> names;  // `namespace a::b {` opens two
+    int depth;
+  };
+  std::vector<OpenNamespace> open;
+  int depth = 0;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     const Token& token = tokens[i];
+    if (token.text == "{") ++depth;
+    if (token.text == "}") {
+      --depth;
+      while (!open.empty() && open.back().depth == depth) open.pop_back();
+    }
+    if (token.text == "namespace") {
+      std::vector<std::string> names;
+      std::size_t j = i + 1;
+      for (; j < tokens.size() && (tokens[j].identifier || tokens[j].text == "::"); ++j) {
+        if (tokens[j].identifier && tokens[j].text != "inline") names.push_back(tokens[j].text);
+      }
+      if (j < tokens.size() && tokens[j].text == "{") {  // not an alias
+        if (names.empty()) names.push_back("");
+        open.push_back({names, depth});
+        ++depth;
+        i = j;
+        continue;
+      }
+    }
     if (!token.identifier) continue;
     if (token.text == "cuda" && i + 2 < tokens.size() && tokens[i + 1].text == "::") {
       scan.unsupported = "libcu++ (cuda::" + tokens[i + 2].text + ")";
@@ -199,9 +225,12 @@ KernelSourceScan scan_preprocessed_kernel(std::string_view preprocessed, std::st
         array.type += (k == 0 ? "" : " ") + declaration[k].text;
       }
       array.name = declaration[n - 3].text;
-      const bool known =
-          std::any_of(scan.dynamic_shared.begin(), scan.dynamic_shared.end(),
-                      [&](const DynamicSharedArray& a) { return a.name == array.name; });
+      for (const OpenNamespace& space : open) {
+        array.scope.insert(array.scope.end(), space.names.begin(), space.names.end());
+      }
+      const bool known = std::any_of(
+          scan.dynamic_shared.begin(), scan.dynamic_shared.end(),
+          [&](const DynamicSharedArray& a) { return a.name == array.name && a.scope == array.scope; });
       if (!known) scan.dynamic_shared.push_back(array);
       i = end;
     }

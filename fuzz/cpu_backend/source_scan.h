@@ -13,15 +13,17 @@
 
 namespace tiletune {
 
-// `extern __shared__ T name[];`: tiletune defines the storage after the kernel's source.
+// `extern __shared__ T name[];`: tiletune defines the storage after the kernel's source, in the
+// namespace the declaration's entity belongs to (the innermost one around it).
 struct DynamicSharedArray {
   std::string type;  // "float", "unsigned char"
   std::string name;
+  std::vector<std::string> scope;  // enclosing namespaces, outermost first; "" for an unnamed one
 };
 
 struct KernelSourceScan {
   std::optional<std::string> unsupported;          // "warp shuffle (__shfl_down_sync)"
-  std::vector<DynamicSharedArray> dynamic_shared;  // each name once
+  std::vector<DynamicSharedArray> dynamic_shared;  // each name once in its namespace
 };
 
 // Scans the lines of a preprocessed translation unit that came from the file named `origin` in

@@ -588,6 +588,52 @@ extern "C" __global__ void templated_gemm(const float* A, const float* B, float*
   }
 }
 
+TEST(CpuBackend, DynamicSharedMemoryDeclaredInNamespacesWorks) {
+  // A block-scope extern declaration names an entity of its namespace: the storage is defined
+  // there (one array in a nested namespace, one of the same name in a function template of
+  // another namespace, where the init-function call is unconditional too).
+  const KernelTemplate tmpl = parse_template(R"(// tiletune: entry namespaced_gemm
+// tiletune: param TILE 8
+// tiletune: block TILE, TILE
+// tiletune: grid ceil_div(N, TILE), ceil_div(M, TILE)
+// tiletune: shared 2 * TILE * TILE * 4
+namespace outer::inner {
+__device__ float* a_tile() {
+  extern __shared__ float tiles[];
+  return tiles;
+}
+}  // namespace outer::inner
+namespace other {
+template <int Tile>
+__device__ float* b_tile() {
+  extern __shared__ float tiles[];
+  return tiles + Tile * Tile;
+}
+}  // namespace other
+extern "C" __global__ void namespaced_gemm(const float* A, const float* B, float* C, int M, int N,
+                                           int K, int lda, int ldb, int ldc) {
+  float* As = outer::inner::a_tile();
+  float* Bs = other::b_tile<TT_TILE>();
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int row = blockIdx.y * TT_TILE + ty, col = blockIdx.x * TT_TILE + tx;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += TT_TILE) {
+    As[ty * TT_TILE + tx] = (row < M && k0 + tx < K) ? A[row * lda + k0 + tx] : 0.0f;
+    Bs[ty * TT_TILE + tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * ldb + col] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < TT_TILE; ++k) acc += As[ty * TT_TILE + k] * Bs[k * TT_TILE + tx];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * ldc + col] = acc;
+}
+)",
+                                             "namespaced_dynamic.cu");
+  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
+  for (const Shape& s : kAwkwardShapes) {
+    EXPECT_EQ(run_and_check(executor, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, 3), "");
+  }
+}
+
 TEST(CpuBackend, TooMuchDynamicSharedMemoryIsUnsupported) {
   const KernelTemplate tmpl = custom("greedy", "", "300000");
   CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
