@@ -526,12 +526,9 @@ TEST(CpuBackend, UnwrittenSharedMemoryReadsAsNaN) {
   }
 }
 
-TEST(CpuBackend, DynamicSharedMemoryWorks) {
-  // tiled with its two tiles in dynamic shared memory.
-  const KernelTemplate tmpl = custom("dynamic_tiled", R"(
-  extern __shared__ __align__(16) float tiles[];
-  float* As = tiles;
-  float* Bs = tiles + TT_TILE * TT_TILE;
+// The tiled product over the TILE x TILE tiles As and Bs, for a kernel that has placed them in
+// dynamic shared memory and knows its row and col.
+const std::string kTiledProduct = R"(
   const int tx = threadIdx.x, ty = threadIdx.y;
   float acc = 0.0f;
   for (int k0 = 0; k0 < K; k0 += TT_TILE) {
@@ -542,12 +539,24 @@ TEST(CpuBackend, DynamicSharedMemoryWorks) {
     __syncthreads();
   }
   if (row < M && col < N) C[row * ldc + col] = acc;
-)",
-                                     "2 * TILE * TILE * 4");
+)";
+
+// That kernel computes the product right on awkward shapes.
+void expect_tiled_product_right(const KernelTemplate& tmpl) {
   CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
   for (const Shape& s : kAwkwardShapes) {
     EXPECT_EQ(run_and_check(executor, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, 3), "");
   }
+}
+
+TEST(CpuBackend, DynamicSharedMemoryWorks) {
+  // tiled with its two tiles in dynamic shared memory.
+  expect_tiled_product_right(custom("dynamic_tiled", R"(
+  extern __shared__ __align__(16) float tiles[];
+  float* As = tiles;
+  float* Bs = tiles + TT_TILE * TT_TILE;
+)" + kTiledProduct,
+                                    "2 * TILE * TILE * 4"));
 }
 
 TEST(CpuBackend, DynamicSharedMemoryDeclaredInAFunctionTemplateWorks) {
@@ -564,17 +573,8 @@ __device__ void tile_product(const float* A, const float* B, float* C, int M, in
   extern __shared__ float tiles[];
   float* As = tiles;
   float* Bs = tiles + Tile * Tile;
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int row = blockIdx.y * Tile + ty, col = blockIdx.x * Tile + tx;
-  float acc = 0.0f;
-  for (int k0 = 0; k0 < K; k0 += Tile) {
-    As[ty * Tile + tx] = (row < M && k0 + tx < K) ? A[row * lda + k0 + tx] : 0.0f;
-    Bs[ty * Tile + tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * ldb + col] : 0.0f;
-    __syncthreads();
-    for (int k = 0; k < Tile; ++k) acc += As[ty * Tile + k] * Bs[k * Tile + tx];
-    __syncthreads();
-  }
-  if (row < M && col < N) C[row * ldc + col] = acc;
+  const int row = blockIdx.y * Tile + threadIdx.y, col = blockIdx.x * Tile + threadIdx.x;
+)" + kTiledProduct + R"(
 }
 extern "C" __global__ void templated_gemm(const float* A, const float* B, float* C, int M, int N,
                                           int K, int lda, int ldb, int ldc) {
@@ -582,10 +582,7 @@ extern "C" __global__ void templated_gemm(const float* A, const float* B, float*
 }
 )",
                                              "templated_dynamic.cu");
-  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
-  for (const Shape& s : kAwkwardShapes) {
-    EXPECT_EQ(run_and_check(executor, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, 3), "");
-  }
+  expect_tiled_product_right(tmpl);
 }
 
 TEST(CpuBackend, DynamicSharedMemoryDeclaredInNamespacesWorks) {
@@ -614,24 +611,12 @@ extern "C" __global__ void namespaced_gemm(const float* A, const float* B, float
                                            int K, int lda, int ldb, int ldc) {
   float* As = outer::inner::a_tile();
   float* Bs = other::b_tile<TT_TILE>();
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int row = blockIdx.y * TT_TILE + ty, col = blockIdx.x * TT_TILE + tx;
-  float acc = 0.0f;
-  for (int k0 = 0; k0 < K; k0 += TT_TILE) {
-    As[ty * TT_TILE + tx] = (row < M && k0 + tx < K) ? A[row * lda + k0 + tx] : 0.0f;
-    Bs[ty * TT_TILE + tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * ldb + col] : 0.0f;
-    __syncthreads();
-    for (int k = 0; k < TT_TILE; ++k) acc += As[ty * TT_TILE + k] * Bs[k * TT_TILE + tx];
-    __syncthreads();
-  }
-  if (row < M && col < N) C[row * ldc + col] = acc;
+  const int row = blockIdx.y * TT_TILE + threadIdx.y, col = blockIdx.x * TT_TILE + threadIdx.x;
+)" + kTiledProduct + R"(
 }
 )",
                                              "namespaced_dynamic.cu");
-  CpuExecutor executor(tmpl, tmpl.parse_configuration("TILE=8"), test_options());
-  for (const Shape& s : kAwkwardShapes) {
-    EXPECT_EQ(run_and_check(executor, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, 3), "");
-  }
+  expect_tiled_product_right(tmpl);
 }
 
 TEST(CpuBackend, TooMuchDynamicSharedMemoryIsUnsupported) {
