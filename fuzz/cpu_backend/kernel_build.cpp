@@ -160,12 +160,12 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
   std::string unit = fmt::format("#line 1 \"{}\"\n{}\n#line 1 \"{}\"\nTT_CPU_ENTRY_CONTRACT({})\n",
                                  origin, tmpl.source, kEntryTypeOrigin, tmpl.entry);
 
-  // The dynamic shared memory definitions follow from the unit, given their capacity and the
-  // form tiletune writes them in (an example of which goes into the key).
+  // The dynamic shared memory definitions follow from the unit, given the form (capacity
+  // included) tiletune writes them in: examples of it, at namespace scope and in one, go into the key.
   const std::string key =
       fnv1a_hex(compiler.identity() + '\0' + joined(flags) + '\0' + std::string(header) + '\0' +
-                unit + '\0' + std::to_string(kCpuDynamicSharedCapacity) + '\0' +
-                dynamic_shared_definitions({{"float", "example", {}}}));
+                unit + '\0' +
+                dynamic_shared_definitions({{"float", "example", {}}, {"float", "example", {"n"}}}));
   const fs::path object_path = cache / fmt::format("{}-{}.so", tmpl.name, key);
   if (fs::exists(object_path)) {
     touch_entry(object_path);  // used now: the last to be evicted
