@@ -24,7 +24,7 @@ struct GemmCase {
   GemmProblem problem;
   InputKind inputs = InputKind::small_integers;
   std::uint64_t data_seed = 0;      // the values of A and B
-  std::uint64_t schedule_seed = 0;  // the CPU backend's thread order between barriers
+  std::uint64_t schedule_seed = 0;  // the CPU backend's thread order, and its SM_COUNT
 
   // "37x29x45 lda=50 ldb=31 ldc=29 inputs=small_integers data=12 schedule=7": what
   // `tiletune fuzz --case` takes to replay exactly this case.

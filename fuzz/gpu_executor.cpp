@@ -72,7 +72,7 @@ std::string GpuExecutor::backend_name() const { return "gpu " + device_.properti
 void GpuExecutor::run(const GemmCase& gemm_case, GemmOperands& operands) {
   if (context_lost_) throw LaunchError("the CUDA context was lost by an earlier launch");
   template_.check_requirements(config_, gemm_case.problem);
-  const LaunchGeometry geometry = template_.launch_geometry(config_, gemm_case.problem.shape);
+  const LaunchGeometry geometry = template_.launch_geometry(config_, gemm_case.problem.shape, device_.properties().sm_count);
   if (auto limit = exceeds_device_limits(geometry, report_, device_.properties())) {
     throw LaunchError("cannot launch on this device: " + *limit);
   }

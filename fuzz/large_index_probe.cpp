@@ -91,7 +91,7 @@ std::vector<float> small_integers(std::size_t count, std::mt19937_64& random) {
 
 }  // namespace
 
-LargeIndexProbe::LargeIndexProbe(const GpuDevice& device) {
+LargeIndexProbe::LargeIndexProbe(const GpuDevice& device) : sm_count_(device.properties().sm_count) {
   const CompiledKernelImage image =
       compile_cuda_source(kCheckSource, "tiletune_large_index_probe.cu", {},
                           device.properties().arch(), "outside_changed", "the large-index check");
@@ -166,7 +166,7 @@ std::optional<LargeIndexFinding> LargeIndexProbe::check(const GpuKernel& kernel,
   tmpl.check_requirements(config, problem);
   const CudaDriver& cu = cuda_driver();
   const GemmShape& s = problem.shape;
-  const LaunchGeometry geometry = tmpl.launch_geometry(config, problem.shape);
+  const LaunchGeometry geometry = tmpl.launch_geometry(config, problem.shape, sm_count_);
   const auto finding = [&](std::string what, bool lost = false) {
     return LargeIndexFinding{problem, std::move(what), lost};
   };

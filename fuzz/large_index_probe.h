@@ -56,6 +56,7 @@ class LargeIndexProbe {
  private:
   CUmodule module_ = nullptr;
   CUfunction outside_changed_ = nullptr;
+  int sm_count_ = 0;  // the GPU's, for launch geometries that read SM_COUNT
 };
 
 }  // namespace tiletune

@@ -208,6 +208,7 @@ class TemplateParser {
       tmpl_.dynamic_shared_bytes = expression(line, word, argument);
     } else if (word == "zero_output") {
       tmpl_.zero_output = expression(line, word, argument);
+      sm_count_lines_.insert(line);
     } else if (word == "precision") {
       const std::optional<Precision> precision = parse_precision(argument);
       if (!precision) {
@@ -223,6 +224,7 @@ class TemplateParser {
       tmpl_.feature_arch = std::string(argument);
     } else {
       dimensions(line, word, argument, word == "block" ? tmpl_.block : tmpl_.grid);
+      if (word == "grid") sm_count_lines_.insert(line);
     }
   }
 
@@ -234,6 +236,10 @@ class TemplateParser {
     }
     if (is_problem_size(name) || is_leading_dimension(name)) {
       fail(line, fmt::format("parameter name '{}' is reserved for the problem size", name));
+    }
+    if (name == kSmCountName) {
+      fail(line, fmt::format("parameter name '{}' is reserved for the GPU's multiprocessor count",
+                             name));
     }
     const auto [first, inserted] = parameter_lines_.emplace(std::string(name), line);
     if (!inserted) {
@@ -330,6 +336,14 @@ class TemplateParser {
                                  "dimensions lda, ldb, ldc",
                                  expression.text(), name));
         }
+        if (name == kSmCountName) {
+          if (!sm_count_lines_.contains(line)) {
+            fail(line, fmt::format("expression '{}' reads '{}': only 'grid' and 'zero_output' may "
+                                   "read the GPU's multiprocessor count",
+                                   expression.text(), name));
+          }
+          continue;
+        }
         if (!is_problem_size(name) && !is_leading_dimension(name) &&
             !parameter_lines_.contains(name)) {
           fail(line, fmt::format("expression '{}' reads '{}', which is neither a parameter ({}) "
@@ -346,6 +360,7 @@ class TemplateParser {
   std::map<std::string, std::size_t, std::less<>> parameter_lines_;  // parameter -> its line
   std::vector<std::pair<std::size_t, Expression>> expression_lines_;
   std::set<std::size_t> requirement_lines_;  // the lines of 'require' declarations
+  std::set<std::size_t> sm_count_lines_;     // of 'grid' and 'zero_output', which may read SM_COUNT
 };
 
 }  // namespace
@@ -442,9 +457,16 @@ bool KernelTemplate::satisfies_requirements(const Configuration& config,
   return satisfies_requirements(config, GemmProblem::packed(*shape));
 }
 
-LaunchGeometry KernelTemplate::launch_geometry(const Configuration& config,
-                                               const GemmShape& shape) const {
-  const Bindings values = bindings(config, &shape);
+LaunchGeometry KernelTemplate::launch_geometry(const Configuration& config, const GemmShape& shape,
+                                               int sm_count) const {
+  Bindings values = bindings(config, &shape);
+  if (sm_count > 0) {
+    values[kSmCountName] = sm_count;
+  } else if (reads_sm_count()) {
+    throw TemplateError(fmt::format("{}: its launch geometry reads {}, the GPU's multiprocessor "
+                                    "count, and this launch has no GPU to take it from",
+                                    name, kSmCountName));
+  }
   const auto evaluate = [&](const Expression& expression, std::string_view what,
                             std::int64_t low) -> std::uint32_t {
     constexpr std::int64_t kHigh = std::numeric_limits<std::uint32_t>::max();
@@ -486,6 +508,11 @@ LaunchGeometry KernelTemplate::launch_geometry(const Configuration& config,
     geometry.tensor_maps.push_back(box);
   }
   return geometry;
+}
+
+bool KernelTemplate::reads_sm_count() const {
+  const auto reads = [](const Expression& e) { return e.references(kSmCountName); };
+  return std::any_of(grid.begin(), grid.end(), reads) || reads(zero_output);
 }
 
 Configuration KernelTemplate::parse_configuration(std::string_view text) const {

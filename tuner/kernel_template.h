@@ -38,7 +38,9 @@
 // Parameters reach the source as macros with the prefix TT_ (TILE becomes -DTT_TILE=16): a bare
 // macro named T would break NVRTC's own headers. Expressions (expression.h) may use every
 // parameter and the problem sizes M, N, K; requirements may also read the leading dimensions
-// lda, ldb, ldc (a kernel that loads A as float4 needs `require lda % 4 == 0`).
+// lda, ldb, ldc (a kernel that loads A as float4 needs `require lda % 4 == 0`), and grid and
+// zero_output the GPU's multiprocessor count SM_COUNT (a kernel that sizes its last wave to the
+// GPU, such as a stream-K schedule; the CPU backend draws it per fuzz case).
 #pragma once
 
 #include <array>
@@ -57,6 +59,8 @@
 namespace tiletune {
 
 inline constexpr const char* kParameterMacroPrefix = "TT_";
+// The name by which grid and zero_output read the GPU's multiprocessor count.
+inline constexpr const char* kSmCountName = "SM_COUNT";
 
 // A bad declaration, with "origin:line: " in front of the message.
 class TemplateError : public std::runtime_error {
@@ -166,7 +170,12 @@ struct KernelTemplate {
   // TemplateError when a value is < 0 (or < 1 for a dimension) or does not fit in 32 bits, or
   // when a box is one TMA cannot copy (an extent outside 1 to 256, rows not a multiple of 16
   // bytes, a swizzled row other than 128 bytes).
-  LaunchGeometry launch_geometry(const Configuration& config, const GemmShape& shape) const;
+  // `sm_count` is the GPU's multiprocessor count, bound to SM_COUNT; 0 where the caller has no
+  // GPU to ask, which a template that reads SM_COUNT refuses (TemplateError).
+  LaunchGeometry launch_geometry(const Configuration& config, const GemmShape& shape,
+                                 int sm_count = 0) const;
+  // Whether grid or zero_output reads SM_COUNT.
+  bool reads_sm_count() const;
 
   // Parses "TILE=16,PAD=1,SWIZZLE=0" (every parameter once, in any order, each value one of the
   // declared candidates); throws TemplateError naming what is wrong.

@@ -327,6 +327,44 @@ TEST(KernelTemplate, ZeroOutputIsOffByDefaultAndEvaluatedPerConfiguration) {
                TemplateError);
 }
 
+TEST(KernelTemplate, GridAndZeroOutputReadTheGpusMultiprocessorCount) {
+  const KernelTemplate waves = parse_template(
+      std::string(kEntry) + "// tiletune: param W 0 2\n// tiletune: block 32\n"
+                            "// tiletune: grid W ? W * SM_COUNT : ceil_div(N, 32), M\n"
+                            "// tiletune: zero_output W > 0 && M % (W * SM_COUNT) != 0\n",
+      "waves.cu");
+  EXPECT_TRUE(waves.reads_sm_count());
+  const Configuration two = waves.parse_configuration("W=2");
+  const LaunchGeometry on_five = waves.launch_geometry(two, GemmShape{8, 64, 8}, 5);
+  EXPECT_THAT(on_five.grid, ElementsAre(10u, 8u, 1u));
+  EXPECT_TRUE(on_five.zero_output);
+  EXPECT_FALSE(waves.launch_geometry(two, GemmShape{8, 64, 8}, 4).zero_output);
+  // Without a GPU to ask there is no count: the launch is refused, whatever the configuration.
+  EXPECT_THAT(geometry_error(waves, two, GemmShape{8, 64, 8}),
+              AllOf(HasSubstr("waves"), HasSubstr("SM_COUNT"), HasSubstr("no GPU")));
+  EXPECT_THAT(geometry_error(waves, waves.parse_configuration("W=0"), GemmShape{8, 64, 8}),
+              HasSubstr("SM_COUNT"));
+
+  const KernelTemplate plain = parse_template(std::string(kEntry) + kParam + kBlock + kGrid, "plain.cu");
+  EXPECT_FALSE(plain.reads_sm_count());
+  EXPECT_THAT(plain.launch_geometry(plain.parse_configuration("T=2"), GemmShape{8, 8, 8}).grid,
+              ElementsAre(1u, 1u, 1u));
+}
+
+TEST(KernelTemplate, OnlyGridAndZeroOutputMayReadTheMultiprocessorCount) {
+  for (const char* line : {"// tiletune: require SM_COUNT > 1\n", "// tiletune: tune_if SM_COUNT > 1\n",
+                           "// tiletune: shared SM_COUNT\n"}) {
+    EXPECT_THAT(template_error(std::string(kEntry) + kParam + kBlock + line + kGrid),
+                AllOf(StartsWith("t.cu:4: "), HasSubstr("reads 'SM_COUNT'"),
+                      HasSubstr("only 'grid' and 'zero_output'")))
+        << line;
+  }
+  EXPECT_THAT(template_error(std::string(kEntry) + kParam + "// tiletune: block SM_COUNT\n" + kGrid),
+              HasSubstr("reads 'SM_COUNT'"));
+  EXPECT_THAT(template_error(std::string(kEntry) + "// tiletune: param SM_COUNT 1 2\n" + kBlock + kGrid),
+              HasSubstr("parameter name 'SM_COUNT' is reserved"));
+}
+
 TEST(KernelTemplate, PrecisionIsFp32UnlessDeclared) {
   const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
   EXPECT_EQ(parse_template(base, "plain.cu").precision, Precision::fp32);

@@ -72,7 +72,7 @@ class DirectLaunch {
     const CudaDriver& cu = cuda_driver();
     const Configuration config = tmpl.parse_configuration(config_text);
     tmpl.check_requirements(config, problem);
-    geometry_ = tmpl.launch_geometry(config, problem.shape);
+    geometry_ = tmpl.launch_geometry(config, problem.shape, device.sm_count);
     const CompiledKernelImage image = compile_configuration(tmpl, config, device.arch());
     check_cuda(cu.cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData");
     check_cuda(cu.cuModuleGetFunction(&function_, module_, tmpl.entry.c_str()), "cuModuleGetFunction");
@@ -265,7 +265,7 @@ void measure_suite(const LibraryBenchOptions& options, const Gemm& gemm, const R
     tmpl.check_requirements(config, packed);
     const GpuKernel kernel(compile_configuration(tmpl, config, gpu.arch()), tmpl.entry,
                            tmpl.tensor_maps.size());
-    const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
+    const LaunchGeometry geometry = tmpl.launch_geometry(config, shape, gpu.sm_count);
 
     ShapeVerifier verifier(device, packed, 7);
     const auto direct = [&](CUstream s) {

@@ -132,7 +132,7 @@ int run(const BenchOptions& options) {
     const Configuration config = tmpl.parse_configuration(best->config);
     const GpuKernel kernel(compile_configuration(tmpl, config, gpu.arch()), tmpl.entry,
                            tmpl.tensor_maps.size());
-    const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
+    const LaunchGeometry geometry = tmpl.launch_geometry(config, shape, gpu.sm_count);
     tmpl.check_requirements(config, GemmProblem::packed(shape));
     ShapeVerifier verifier(device, GemmProblem::packed(shape), 7);
     if (auto wrong = verifier.verify(kernel, geometry, tmpl.precision)) {

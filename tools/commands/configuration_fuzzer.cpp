@@ -85,7 +85,7 @@ std::unique_ptr<GemmExecutor> make_executor(FuzzBackend& backend,
   auto gpu = std::make_unique<GpuExecutor>(device, tmpl, config, image, backend.kernel_timeout());
   LaunchGeometry geometry;
   try {
-    geometry = tmpl.launch_geometry(config, typical);
+    geometry = tmpl.launch_geometry(config, typical, device.properties().sm_count);
   } catch (const TemplateError&) {
     return gpu;  // no geometry at this shape: the fuzz reports it with a case that shows it
   }

@@ -198,7 +198,7 @@ int run_launches(const LaunchOptions& options) {
     cache.store(key, *outcome);
   }
   const GpuKernel kernel(*outcome->image, tmpl.entry, tmpl.tensor_maps.size());
-  const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
+  const LaunchGeometry geometry = tmpl.launch_geometry(config, shape, device.properties().sm_count);
 
   std::mt19937 random(7);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);

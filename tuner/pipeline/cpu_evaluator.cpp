@@ -12,6 +12,7 @@
 
 #include "fuzz/announcing_executor.h"
 #include "fuzz/cpu_backend/cpu_executor.h"
+#include "fuzz/cpu_backend/cpu_kernel.h"
 #include "fuzz/gemm_operands.h"
 #include "tuner/nvrtc_compiler.h"
 #include "tuner/pipeline/kernel_timer.h"
@@ -144,7 +145,7 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     return outcome;
   }
   try {
-    result.dynamic_shared_bytes = int(tmpl.launch_geometry(config, request.shape).dynamic_shared_bytes);
+    result.dynamic_shared_bytes = int(tmpl.launch_geometry(config, request.shape, cpu_sm_count(0)).dynamic_shared_bytes);
     if (request.fuzz) {
       stage("fuzz");
       AnnouncingExecutor announced(*executor, before_case);

@@ -54,7 +54,7 @@ EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     result.registers = resources.registers;
     result.static_shared_bytes = resources.static_shared_bytes;
     result.spill_bytes = resources.spill_bytes();
-    const LaunchGeometry geometry = tmpl.launch_geometry(config, request.shape);
+    const LaunchGeometry geometry = tmpl.launch_geometry(config, request.shape, device_.properties().sm_count);
     result.dynamic_shared_bytes = int(geometry.dynamic_shared_bytes);
     if (auto limit = exceeds_device_limits(geometry, resources, device_.properties())) {
       result.status = ResultStatus::device_limit;
@@ -121,7 +121,7 @@ std::vector<Timing> GpuEvaluator::remeasure(const std::vector<const KernelTempla
     const Configuration config = tmpl.parse_configuration(each.config);
     kernels.push_back(std::make_unique<GpuKernel>(compiled_->get(tmpl, config), tmpl.entry,
                                                     tmpl.tensor_maps.size()));
-    geometries.push_back(tmpl.launch_geometry(config, request.shape));
+    geometries.push_back(tmpl.launch_geometry(config, request.shape, device_.properties().sm_count));
   }
   verifier(request.shape, request.data_seed, [](const std::string&) {});
   std::vector<std::vector<Timing>> rounds(kernels.size());

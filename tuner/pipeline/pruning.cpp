@@ -12,7 +12,7 @@ std::optional<PruneVerdict> prune_before_compile(const KernelTemplate& tmpl, con
                                                  const GemmShape& shape, const DeviceProperties& device) {
   LaunchGeometry geometry;
   try {
-    geometry = tmpl.launch_geometry(config, shape);
+    geometry = tmpl.launch_geometry(config, shape, device.sm_count);
   } catch (const TemplateError& e) {
     return PruneVerdict{ResultStatus::device_limit, e.what()};
   }
@@ -38,7 +38,7 @@ std::optional<PruneVerdict> prune_after_compile(const KernelTemplate& tmpl, cons
                                                 const GemmShape& shape, const PtxasReport& report,
                                                 const DeviceProperties& device,
                                                 const PruningPolicy& policy) {
-  const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
+  const LaunchGeometry geometry = tmpl.launch_geometry(config, shape, device.sm_count);
   if (auto limit = exceeds_device_limits(geometry, report, device)) {
     return PruneVerdict{ResultStatus::device_limit, *limit};
   }

@@ -191,7 +191,9 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
   const KernelTemplate& parsed = *templ_.parsed;
   const Configuration config = parsed.parse_configuration(chosen.config);
   parsed.check_requirements(config, prepared->problem);
-  prepared->geometry = parsed.launch_geometry(config, prepared->problem.shape);
+  // The CPU backend launches with schedule seed 0 (Gemm::run), whose multiprocessor count this is.
+  prepared->geometry = parsed.launch_geometry(config, prepared->problem.shape,
+                                              on_gpu ? device->sm_count : cpu_sm_count(0));
 
   Plan& plan = prepared->plan;
   plan.template_name = templ_.name;
