@@ -26,6 +26,13 @@
 // the launcher clears C first (the zero_output declaration). It pays where M x N gives too few
 // blocks to fill the GPU and K is long.
 //
+// STREAM_K > 0 schedules the tiles in waves of STREAM_K x SM_COUNT blocks (the GPU's
+// multiprocessor count, from the launcher) and spreads the last two waves' tiles, when they do not
+// fill them, evenly over one wave by their k-steps (stream-K, Osama et al., PPoPP 2023). The earlier
+// waves compute whole tiles. A share that covers only part of a tile's K adds it into C atomically
+// (C cleared first), so the GPU's last wave no longer idles while the partial wave finishes: at
+// 4096^3 with 128 x 128 tiles, 1024 tiles are 3.9 waves of 264 blocks.
+//
 // tiletune: name warp_tiled
 // tiletune: entry warp_tiled_gemm
 // tiletune: param BM 32 64 128 256
@@ -36,6 +43,7 @@
 // tiletune: param STAGES 2 3 4
 // tiletune: param SWIZZLE 0 1
 // tiletune: param SPLIT_K 1 4 16 64
+// tiletune: param STREAM_K 0 1 2 4
 // A warp tile is (4 TM) x (8 TN), and a block holds one or more of them in 128 or 256 threads.
 // Thread tiles of 16 to 128 elements, neither side more than twice the other; 4 x 4 (two shared
 // loads per 16 FFMA) only in small block tiles.
@@ -48,17 +56,21 @@
 // tiletune: require BK * STAGES >= 24 && BK * STAGES <= 64
 // tiletune: require BK * STAGES <= 48 || (TM * TN >= 64 && SPLIT_K == 1)
 // tiletune: require STAGES * BK * (BM + BN + 4) * 4 <= 113 * 1024
-// Split K only with small block tiles.
+// Split K only with small block tiles; stream-K with large ones, two stages of 16 k (where it
+// measured faster: its shares' pipelines restart more often) and no swizzle, and not both.
 // tiletune: require SPLIT_K == 1 || BM * BN <= 64 * 64
+// tiletune: require STREAM_K == 0 || (SPLIT_K == 1 && BM * BN >= 128 * 128 && TM * TN >= 64)
+// tiletune: require STREAM_K == 0 || (STAGES == 2 && BK == 16 && !SWIZZLE)
 // Tuning limits, not preconditions (every configuration is correct at every shape, and is fuzzed
 // so): no tile more than twice the matrix it covers, and split K only where C's tiles are too few
 // to fill the GPU, with at least 4 steps per slice.
 // tiletune: tune_if BM < 2 * max(M, 32) && BN < 2 * max(N, 32)
 // tiletune: tune_if SPLIT_K == 1 || (ceil_div(M, BM) * ceil_div(N, BN) < 128 && K >= 4 * BK * SPLIT_K)
 // tiletune: block (BM / TM) * (BN / TN)
-// tiletune: grid ceil_div(N, BN), ceil_div(M, BM), SPLIT_K
+// Stream-K: the wave across, the waves down (the whole-tile waves, then the shared one).
+// tiletune: grid STREAM_K ? STREAM_K * SM_COUNT : ceil_div(N, BN), STREAM_K ? max(ceil_div(M, BM) * ceil_div(N, BN) / (STREAM_K * SM_COUNT), 1) : ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN + (SWIZZLE ? 0 : 4)) * 4
-// tiletune: zero_output SPLIT_K > 1
+// tiletune: zero_output SPLIT_K > 1 || (STREAM_K > 0 && (ceil_div(M, BM) * ceil_div(N, BN)) % (STREAM_K * SM_COUNT) != 0)
 
 #include <tiletune/async_copy.h>
 
@@ -192,11 +204,21 @@ __device__ __forceinline__ void multiply_tiles(const float* As, const float* Bs,
   }
 }
 
-// The block's tile of C, with B's copies 16 bytes wide (BVectors) or 4.
+__device__ __forceinline__ int next_stage(int stage) {
+  return stage == kStages - 1 ? 0 : stage + 1;
+}
+
+// The product of A's rows from m0 and B's columns from n0 over k_begin to k_end, a tile of C,
+// with B's copies 16 bytes wide (BVectors) or 4; stored, or added into C (`accumulate`).
+// `stage` is where the first step lands, and on return the stage after the last step's: a block
+// that computes several (stream-K) keeps the stages turning, so that the next one's first copies
+// go to every stage but the one the last step read, which every thread was done with when it
+// passed that step's barrier. No barrier is needed between them.
 template <bool BVectors>
 __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const float* __restrict__ B,
                                           float* __restrict__ C, int M, int N, int K, int lda,
-                                          int ldb, int ldc, float* const As) {
+                                          int ldb, int ldc, float* const As, int m0, int n0,
+                                          int k_begin, int k_end, bool accumulate, int& stage) {
   float* const Bs = As + kStages * kTileA;  // kStages tiles of A, then of B
 
   const int tid = threadIdx.x;
@@ -204,23 +226,16 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
   const int a_col = (warp / kWarpsN) * kWarpM + (lane / 8) * 4;  // first of the thread's rows
   const int b_col = (warp % kWarpsN) * kWarpN + (lane % 8) * 4;  // first of its columns
 
-  // This block's slice of K: whole steps, so that only the slice's last step is partial.
-  const int k_per_slice = ceil_div(K, TT_SPLIT_K * kBK) * kBK;
-  const int k_begin = blockIdx.z * k_per_slice;
-  const int k_end = min(K, k_begin + k_per_slice);
-  if (TT_SPLIT_K > 1 && k_begin >= k_end) return;  // an empty slice adds nothing
   const int steps = ceil_div(max(k_end - k_begin, 0), kBK);
-
-  const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
   const bool interior = m0 + kBM <= M && n0 + kBN <= N;
   CopyPlan plan(A, B, M, N, lda, ldb, m0, n0, k_begin, tid);
   int k_left = k_end - k_begin;  // of the slice, from the first k of the next step to copy
-  // Copies the next step in order into `stage`: unmasked unless it is at an edge.
-  const auto copy_step = [&](int stage) {
+  // Copies the next step in order into stage `into`: unmasked unless it is at an edge.
+  const auto copy_step = [&](int into) {
     if (interior && k_left >= kBK) {
-      plan.copy_step<true, BVectors>(As + stage * kTileA, Bs + stage * kTileB, k_left, A, B);
+      plan.copy_step<true, BVectors>(As + into * kTileA, Bs + into * kTileB, k_left, A, B);
     } else {
-      plan.copy_step<false, BVectors>(As + stage * kTileA, Bs + stage * kTileB, k_left, A, B);
+      plan.copy_step<false, BVectors>(As + into * kTileA, Bs + into * kTileB, k_left, A, B);
     }
     k_left -= kBK;
   };
@@ -234,23 +249,26 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
 
   // Prologue: the first kStages - 1 steps in flight, one commit group each (empty past the end,
   // so that the wait below always counts the same number of groups).
+  int write_stage = stage;
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < steps) copy_step(s);
+    if (s < steps) copy_step(write_stage);
     tt_cp_async_commit();
+    write_stage = next_stage(write_stage);
   }
   // The stages turn without a division: step reads read_stage, step + kStages - 1 lands in
   // write_stage, the stage step - 1 read.
-  int read_stage = 0, write_stage = kStages - 1;
+  int read_stage = stage;
   for (int step = 0; step < steps; ++step) {
     tt_cp_async_wait<kStages - 2>();  // this thread's copies of `step` have landed
     __syncthreads();             // everyone's have, and everyone is done with step - 1's stage
     if (step + kStages - 1 < steps) copy_step(write_stage);  // into step - 1's stage
     tt_cp_async_commit();
     multiply_tiles(As + read_stage * kTileA, Bs + read_stage * kTileB, a_col, b_col, acc);
-    read_stage = read_stage == kStages - 1 ? 0 : read_stage + 1;
-    write_stage = write_stage == kStages - 1 ? 0 : write_stage + 1;
+    read_stage = next_stage(read_stage);
+    write_stage = next_stage(write_stage);
   }
+  stage = read_stage;
 
   // Epilogue: this thread's rows a_col + 16 (i / 4) + i % 4 and columns b_col + 32 (j / 4) + j % 4,
   // one scalar store each (see the top of the file for why not vectors).
@@ -263,7 +281,7 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
     for (int j = 0; j < kTN; ++j) {
       const int col = n0 + b_col + 32 * (j / 4) + j % 4;
       if (!interior && col >= N) continue;
-      if (TT_SPLIT_K > 1) {
+      if (accumulate) {
         atomicAdd(c_row + col, acc[i][j]);
       } else {
         c_row[col] = acc[i][j];
@@ -277,6 +295,50 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
 // Not with SWIZZLE, whose addresses need more and would spill.
 constexpr int kMinBlocksPerSM = kTM * kTN <= 64 && !TT_SWIZZLE ? 512 / kThreads : 1;
 
+// What this block computes: its slice of K of its tile, or under stream-K its tile or its share.
+template <bool BVectors>
+__device__ __forceinline__ void gemm_block(const float* __restrict__ A, const float* __restrict__ B,
+                                           float* __restrict__ C, int M, int N, int K, int lda,
+                                           int ldb, int ldc, float* const As) {
+#if TT_STREAM_K
+  const int tiles_n = ceil_div(N, kBN), tiles = ceil_div(M, kBM) * tiles_n;
+  const int wave = gridDim.x;
+  const int whole_waves = tiles / wave;
+  const int whole_tiles = tiles % wave == 0 ? tiles : max(whole_waves - 1, 0) * wave;
+  const int block = blockIdx.y * wave + blockIdx.x;
+  // The k-steps of every tile in a row (tile-major) this block computes: a whole tile, or in the
+  // last wave an even share of the rest's steps.
+  const int steps = ceil_div(K, kBK);
+  long long begin, end;
+  if (block < whole_tiles) {
+    begin = (long long)block * steps, end = begin + steps;
+  } else {
+    const long long shared_steps = (long long)(tiles - whole_tiles) * steps;
+    const long long first = (long long)whole_tiles * steps;
+    const int share = block - whole_tiles;
+    begin = first + shared_steps * share / wave;
+    end = first + shared_steps * (share + 1) / wave;
+  }
+  for (int stage = 0; begin < end;) {
+    const int tile = int(begin / steps), k0 = int(begin % steps);
+    const int k1 = int(min((long long)steps, k0 + (end - begin)));
+    gemm_tile<BVectors>(A, B, C, M, N, K, lda, ldb, ldc, As, (tile / tiles_n) * kBM,
+                        (tile % tiles_n) * kBN, k0 * kBK, min(K, k1 * kBK), k0 > 0 || k1 < steps,
+                        stage);
+    begin += k1 - k0;
+  }
+#else
+  // This block's slice of K: whole steps, so that only the slice's last step is partial.
+  const int k_per_slice = ceil_div(K, TT_SPLIT_K * kBK) * kBK;
+  const int k_begin = blockIdx.z * k_per_slice;
+  const int k_end = min(K, k_begin + k_per_slice);
+  if (TT_SPLIT_K > 1 && k_begin >= k_end) return;  // an empty slice adds nothing
+  int stage = 0;
+  gemm_tile<BVectors>(A, B, C, M, N, K, lda, ldb, ldc, As, blockIdx.y * kBM, blockIdx.x * kBN,
+                      k_begin, k_end, TT_SPLIT_K > 1, stage);
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)
     warp_tiled_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                     int M, int N, int K, int lda, int ldb, int ldc) {
@@ -284,8 +346,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)
   float* const tiles = reinterpret_cast<float*>(shared_tiles);
   const bool b_vectors = ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
   if (b_vectors) {
-    gemm_tile<true>(A, B, C, M, N, K, lda, ldb, ldc, tiles);
+    gemm_block<true>(A, B, C, M, N, K, lda, ldb, ldc, tiles);
   } else {
-    gemm_tile<false>(A, B, C, M, N, K, lda, ldb, ldc, tiles);
+    gemm_block<false>(A, B, C, M, N, K, lda, ldb, ldc, tiles);
   }
 }

@@ -368,7 +368,7 @@ TEST(CaseRequirements, TuningLimitsAreNoPreconditionOfTheFuzz) {
   const KernelTemplate warp_tiled =
       load_template(std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src" / "warp_tiled.cu");
   const Configuration big = warp_tiled.parse_configuration(
-      "BM=128,BN=128,BK=8,TM=8,TN=8,STAGES=3,SWIZZLE=0,SPLIT_K=1");
+      "BM=128,BN=128,BK=8,TM=8,TN=8,STAGES=3,SWIZZLE=0,SPLIT_K=1,STREAM_K=0");
   GemmProblem small = GemmProblem::packed({3, 5, 7});
   EXPECT_EQ(CaseRequirements(warp_tiled, big).violated(small), std::nullopt);
   EXPECT_TRUE(CaseRequirements(warp_tiled, big).repair(small));

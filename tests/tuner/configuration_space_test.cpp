@@ -70,7 +70,7 @@ TEST(ConfigurationSpace, PairMovesCrossTheTrapOfWarpTiled) {
   const GemmShape shape{1000, 1000, 1000};
   const std::vector<Configuration> configs = enumerate_configurations(tmpl, &shape);
   const ConfigurationSpace space(tmpl, configs);
-  const std::string rest = ",BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1";
+  const std::string rest = ",BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1,STREAM_K=0";
   const auto position = [&](const std::string& text) {
     for (std::size_t i = 0; i < configs.size(); ++i) {
       if (configs[i].to_string() == text) return i;

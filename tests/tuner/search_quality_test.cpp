@@ -66,7 +66,9 @@ std::optional<double> modelled_time_ms(const Configuration& config, const GemmSh
   const double split_k = config.at("SPLIT_K");
   const double m = double(shape.m), n = double(shape.n), k = double(shape.k);
   std::uint64_t code_key = 0;
-  for (const auto& [name, value] : config.values) code_key = mixed(code_key ^ std::uint64_t(value));
+  for (const auto& [name, value] : config.values) {
+    if (name != "STREAM_K") code_key = mixed(code_key ^ std::uint64_t(value));  // always 0 here
+  }
   const std::uint64_t key = mixed(code_key ^ mixed(seed ^ mixed(shape.m ^ mixed(shape.n ^ mixed(shape.k)))));
   if (hashed_unit(key + 1) < 1.0 / 16) return std::nullopt;
 
@@ -165,8 +167,18 @@ class ModelledSpace {
 
  private:
   GemmShape shape_;
-  KernelTemplate tmpl_ = load_template(kTemplates / "warp_tiled.cu");
+  KernelTemplate tmpl_ = whole_tile_schedules(load_template(kTemplates / "warp_tiled.cu"));
   std::vector<Configuration> space_ = enumerate_configurations(tmpl_, &shape_);
+
+  // The model's effects were read off exhaustive tunes recorded before warp_tiled had stream-K
+  // (fixtures/warp_tiled_h100.tsv): its space is the whole-tile schedules (STREAM_K 0 alone), for
+  // which it stands; what stream-K does to the landscape would be a guess.
+  static KernelTemplate whole_tile_schedules(KernelTemplate tmpl) {
+    for (Parameter& parameter : tmpl.parameters) {
+      if (parameter.name == "STREAM_K") parameter.values = {0};
+    }
+    return tmpl;
+  }
 };
 
 double median(const std::vector<double>& sorted) { return sorted[sorted.size() / 2]; }
@@ -225,7 +237,7 @@ TEST_F(WarpTiledReplay, RejectsTimesThatDoNotMatchTheSpaceAndEmptyBatches) {
 // strategy reaches first, single steps cannot take it to the other.
 TEST(ModelledWarpTiled, TheModelHasTheTrapOfTheMeasuredSpace) {
   const ModelledSpace modelled(GemmShape{1000, 1000, 1000});
-  const std::string rest = ",BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1";
+  const std::string rest = ",BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1,STREAM_K=0";
   std::vector<double> wide_against_tall, square_against_tall;
   for (std::uint64_t seed = 1; seed <= ModelledSpace::kSeeds; ++seed) {
     const std::vector<std::optional<double>> times = modelled.times(seed);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,31 @@ TEST(CpuBackend, EveryShippedConfigurationRuns) {
       CpuExecutor executor(tmpl, config, test_options());
       EXPECT_EQ(run_and_check(executor, 37, 29, 45, 50, 33, 31, 5), "")
           << name << " " << config.to_string();
+    }
+  }
+}
+
+TEST(CpuBackend, TheScheduleSeedPicksEveryMultiprocessorCountFromOneToFour) {
+  std::set<int> counts;
+  for (std::uint64_t seed = 0; seed < 1000; ++seed) counts.insert(cpu_sm_count(seed));
+  EXPECT_THAT(counts, ::testing::ElementsAre(1, 2, 3, 4));
+}
+
+// 15 tiles of 128 x 128 in waves of STREAM_K x SM_COUNT blocks: whole waves only (1, 3), whole
+// waves and a shared one (2, 4), every tile shared (8, 12), fewer tiles than blocks (16). Every
+// share must add up to C.
+TEST(CpuBackend, WarpTiledStreamKIsRightForEveryMultiprocessorCount) {
+  const KernelTemplate tmpl = shipped("warp_tiled");
+  for (const char* stream_k : {"1", "4"}) {
+    const Configuration config = tmpl.parse_configuration(
+        std::string("BM=128,BN=128,BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1,STREAM_K=") +
+        stream_k);
+    CpuExecutor executor(tmpl, config, test_options());
+    std::set<int> counts;
+    for (std::uint64_t seed = 0; counts.size() < 4; ++seed) {
+      if (!counts.insert(cpu_sm_count(seed)).second) continue;
+      EXPECT_EQ(run_and_check(executor, 300, 600, 77, 80, 603, 601, seed), "")
+          << "STREAM_K " << stream_k << ", SM_COUNT " << cpu_sm_count(seed);
     }
   }
 }

@@ -231,6 +231,24 @@ TEST_F(LibraryTest, AConfigurationThatAddsIntoCClearsItFirst) {
   EXPECT_TRUE(runs_correctly(gemm, p, 7));
 }
 
+TEST_F(LibraryTest, AStreamKConfigurationIsSizedForTheBackendsMultiprocessorCount) {
+  // On the CPU the library's SM_COUNT is 1 (cpu_sm_count(0)): waves of 2 blocks for STREAM_K 2, and
+  // 3 x 3 tiles of 128 x 128 make three whole waves and a partial one; the last two are shared.
+  const std::string config = "BM=128,BN=128,BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1,STREAM_K=2";
+  record_one(folder_ / "stream_k.db", {kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"},
+             "warp_tiled.cu", config, {300, 300, 77});
+  Options options = cpu();
+  options.gpu_name = kH100;
+  const Library library = Library::open((folder_ / "stream_k.db").string(), options);
+  const Gemm gemm = library.gemm("warp_tiled");
+  const Problem p = Problem::packed(300, 300, 77);
+  const Plan plan = gemm.plan(p);
+  EXPECT_EQ(plan.config, config);
+  EXPECT_EQ(plan.grid, (std::array<std::uint32_t, 3>{2, 4, 1}));
+  EXPECT_TRUE(plan.zero_output);
+  EXPECT_TRUE(runs_correctly(gemm, p, 7));
+}
+
 TEST_F(LibraryTest, WithoutARecordOrADefaultAProblemIsNoConfiguration) {
   Options options = cpu();
   options.gpu_name = "a GPU nobody recorded";
@@ -480,7 +498,7 @@ TEST_F(LibraryGpuTest, MoreThan48KiBOfDynamicSharedMemoryIsOptedInto) {
   record_one(folder_ / "big.db",
              {here.name, here.cc_major, here.cc_minor, here.sm_count, here.clock_khz,
               here.memory_bytes, here.driver_version, "13.0"},
-             "warp_tiled.cu", "BM=128,BN=256,BK=16,TM=8,TN=16,STAGES=3,SWIZZLE=1,SPLIT_K=1",
+             "warp_tiled.cu", "BM=128,BN=256,BK=16,TM=8,TN=16,STAGES=3,SWIZZLE=1,SPLIT_K=1,STREAM_K=0",
              {512, 512, 512});
   const Library library = Library::open((folder_ / "big.db").string());
   const Gemm gemm = library.gemm("warp_tiled");
