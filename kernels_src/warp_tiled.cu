@@ -27,11 +27,12 @@
 // blocks to fill the GPU and K is long.
 //
 // STREAM_K > 0 schedules the tiles in waves of STREAM_K x SM_COUNT blocks (the GPU's
-// multiprocessor count, from the launcher) and spreads the last two waves' tiles, when they do not
-// fill them, evenly over one wave by their k-steps (stream-K, Osama et al., PPoPP 2023). The earlier
-// waves compute whole tiles. A share that covers only part of a tile's K adds it into C atomically
-// (C cleared first), so the GPU's last wave no longer idles while the partial wave finishes: at
-// 4096^3 with 128 x 128 tiles, 1024 tiles are 3.9 waves of 264 blocks.
+// multiprocessor count, from the launcher; STREAM_K stands for the blocks an SM holds). When the
+// tiles do not fill a whole number of waves, the last whole wave's tiles and the partial wave's
+// are spread evenly over one wave by their k-steps (stream-K, Osama et al., PPoPP 2023); the waves
+// before compute whole tiles, and fewer tiles than a wave are all spread. A part of a share that
+// covers only some of a tile's K adds it into C atomically (C cleared first), so that no SM idles
+// while a partial wave finishes: at 4096^3 with 128 x 128 tiles, 1024 tiles are 3.9 waves of 264.
 //
 // tiletune: name warp_tiled
 // tiletune: entry warp_tiled_gemm
