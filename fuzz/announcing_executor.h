@@ -28,6 +28,9 @@ class AnnouncingExecutor : public GemmExecutor {
     inner_.run(gemm_case, operands);
   }
   std::string backend_name() const override { return inner_.backend_name(); }
+  std::string case_note(const GemmCase& gemm_case) const override {
+    return inner_.case_note(gemm_case);
+  }
 
  private:
   std::unique_ptr<GemmExecutor> owned_;

@@ -43,6 +43,10 @@ class GemmExecutor {
 
   // "gpu NVIDIA H200" or "cpu (4 workers)": for reports.
   virtual std::string backend_name() const = 0;
+
+  // How the case ran, where the backend varies it beyond its seeds' plain meaning ("perturbed:
+  // ..."), for a finding's report; empty where there is nothing to add.
+  virtual std::string case_note(const GemmCase&) const { return {}; }
 };
 
 }  // namespace tiletune

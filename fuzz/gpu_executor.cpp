@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "fuzz/perturbed_launch.h"
 #include "tuner/device_buffer.h"
 
 namespace tiletune {
@@ -69,11 +70,41 @@ void GpuExecutor::wait_for_kernel(const GemmCase& gemm_case) {
 
 std::string GpuExecutor::backend_name() const { return "gpu " + device_.properties().name; }
 
+void GpuExecutor::perturb(const CompiledKernelImage* skewed) {
+  perturbed_ = true;
+  if (skewed != nullptr) {
+    skewed_kernel_ =
+        std::make_unique<GpuKernel>(*skewed, template_.entry, template_.tensor_maps.size());
+    skewed_report_ = skewed_kernel_->resource_usage(skewed->report);
+  }
+}
+
+bool GpuExecutor::runs_perturbed(const GemmCase& gemm_case) const {
+  return perturbed_ && is_perturbed(gemm_case);
+}
+
+int GpuExecutor::sm_count_for(const GemmCase& gemm_case) const {
+  const int sm_count = device_.properties().sm_count;
+  return runs_perturbed(gemm_case) ? std::min(sm_count, drawn_sm_count(gemm_case.schedule_seed))
+                                   : sm_count;
+}
+
+std::string GpuExecutor::case_note(const GemmCase& gemm_case) const {
+  if (!runs_perturbed(gemm_case)) return {};
+  return fmt::format("perturbed: {}SM_COUNT {}",
+                     skewed_kernel_ ? "the skewed build (warps sleep after __syncthreads), " : "",
+                     sm_count_for(gemm_case));
+}
+
 void GpuExecutor::run(const GemmCase& gemm_case, GemmOperands& operands) {
   if (context_lost_) throw LaunchError("the CUDA context was lost by an earlier launch");
   template_.check_requirements(config_, gemm_case.problem);
-  const LaunchGeometry geometry = template_.launch_geometry(config_, gemm_case.problem.shape, device_.properties().sm_count);
-  if (auto limit = exceeds_device_limits(geometry, report_, device_.properties())) {
+  const bool skewed = runs_perturbed(gemm_case) && skewed_kernel_;
+  const GpuKernel& kernel = skewed ? *skewed_kernel_ : kernel_;
+  const LaunchGeometry geometry =
+      template_.launch_geometry(config_, gemm_case.problem.shape, sm_count_for(gemm_case));
+  if (auto limit = exceeds_device_limits(geometry, skewed ? skewed_report_ : report_,
+                                         device_.properties())) {
     throw LaunchError("cannot launch on this device: " + *limit);
   }
   try {
@@ -81,8 +112,8 @@ void GpuExecutor::run(const GemmCase& gemm_case, GemmOperands& operands) {
     upload_kept(b_, operands.b.storage);
     upload_kept(c_, operands.c.storage);
     const auto origin = [](const GuardedMatrix& m) { return m.guard * sizeof(float); };
-    kernel_.launch(geometry, a_.get() + origin(operands.a), b_.get() + origin(operands.b),
-                   c_.get() + origin(operands.c), gemm_case.problem);
+    kernel.launch(geometry, a_.get() + origin(operands.a), b_.get() + origin(operands.b),
+                  c_.get() + origin(operands.c), gemm_case.problem);
     wait_for_kernel(gemm_case);
     // Only the case's bytes come back: what lies past them in a kept buffer is not the case's.
     a_.download_into(operands.a.storage);

@@ -24,8 +24,14 @@ class GpuExecutor : public GemmExecutor {
               std::chrono::milliseconds kernel_timeout = std::chrono::milliseconds(0));
   ~GpuExecutor() override;
 
+  // From now on the cases with an odd schedule seed run perturbed (fuzz/perturbed_launch.h): the
+  // skewed build of the same configuration where there is one (`skewed`, else the plain build),
+  // with a drawn SM_COUNT. The fuzz does this; the tuner's verification runs the plain build only.
+  void perturb(const CompiledKernelImage* skewed);
+
   void run(const GemmCase& gemm_case, GemmOperands& operands) override;
   std::string backend_name() const override;
+  std::string case_note(const GemmCase& gemm_case) const override;
 
   // After an illegal address or a trap the CUDA context is unusable: nothing more can run in this
   // process.
@@ -39,6 +45,9 @@ class GpuExecutor : public GemmExecutor {
   Configuration config_;
   GpuKernel kernel_;
   PtxasReport report_;
+  bool perturbed_ = false;
+  std::unique_ptr<GpuKernel> skewed_kernel_;
+  PtxasReport skewed_report_;
   DeviceBuffer a_, b_, c_;  // the device copies of a case's operands, guards included
   bool context_lost_ = false;
   std::chrono::milliseconds kernel_timeout_;
@@ -46,6 +55,8 @@ class GpuExecutor : public GemmExecutor {
 
   // Waits for the case's kernel, within the timeout when there is one.
   void wait_for_kernel(const GemmCase& gemm_case);
+  bool runs_perturbed(const GemmCase& gemm_case) const;
+  int sm_count_for(const GemmCase& gemm_case) const;
 };
 
 }  // namespace tiletune

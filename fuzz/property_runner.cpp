@@ -46,10 +46,9 @@ constexpr std::string_view kCannotRun = "cannot run this case: ";
 // One case: returns the finding, or nothing when the kernel got it right. Whatever the case
 // throws is a finding: a case that cannot be run proves nothing about the configuration.
 // The reference is `reference` when given, else the cache's when there is one, else the judge's.
-std::optional<std::string> evaluate(GemmExecutor& executor, const GemmCase& gemm_case,
-                                    Precision precision, FuzzVerdict& verdict,
-                                    const ReferenceTable* reference = nullptr,
-                                    ReferenceCache* cache = nullptr) {
+std::optional<std::string> run_and_judge(GemmExecutor& executor, const GemmCase& gemm_case,
+                                         Precision precision, FuzzVerdict& verdict,
+                                         const ReferenceTable* reference, ReferenceCache* cache) {
   try {
     const GemmOperands before = make_operands(gemm_case);
     GemmOperands after = before;
@@ -80,6 +79,21 @@ std::optional<std::string> evaluate(GemmExecutor& executor, const GemmCase& gemm
     return std::string(kCannotRun) + "an exception that is not a std::exception";
   }
   return std::nullopt;
+}
+
+// The same, the finding followed by how the backend ran the case where it says (case_note).
+std::optional<std::string> evaluate(GemmExecutor& executor, const GemmCase& gemm_case,
+                                    Precision precision, FuzzVerdict& verdict,
+                                    const ReferenceTable* reference = nullptr,
+                                    ReferenceCache* cache = nullptr) {
+  std::optional<std::string> finding =
+      run_and_judge(executor, gemm_case, precision, verdict, reference, cache);
+  if (finding) {
+    if (const std::string note = executor.case_note(gemm_case); !note.empty()) {
+      *finding += " (" + note + ")";
+    }
+  }
+  return finding;
 }
 
 }  // namespace

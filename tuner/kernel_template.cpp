@@ -16,6 +16,7 @@
 
 #include "tuner/device_library.h"
 #include "tuner/local_includes.h"
+#include "tuner/splitmix64.h"
 
 namespace tiletune {
 namespace {
@@ -590,5 +591,7 @@ std::string fnv1a_hex(std::string_view bytes) {
   }
   return fmt::format("{:016x}", hash);
 }
+
+int drawn_sm_count(std::uint64_t seed) { return 1 + int(splitmix64_mix(seed) % 4); }
 
 }  // namespace tiletune

@@ -62,6 +62,13 @@ inline constexpr const char* kParameterMacroPrefix = "TT_";
 // The name by which grid and zero_output read the GPU's multiprocessor count.
 inline constexpr const char* kSmCountName = "SM_COUNT";
 
+// The multiprocessor count a launch gives SM_COUNT where it has no GPU's to give (the CPU
+// backend) or perturbs the GPU's (the GPU fuzz, fuzz/perturbed_launch.h): 1 to 4, drawn from a
+// seed (a fuzz case's schedule seed), so that a replayed case sees the same count. Small counts
+// because the fuzz's shapes span a few tiles: waves of 1 to 4 (times a template's blocks per SM)
+// are what make whole-tile waves, a partial wave and a grid smaller than one wave all occur.
+int drawn_sm_count(std::uint64_t seed);
+
 // A bad declaration, with "origin:line: " in front of the message.
 class TemplateError : public std::runtime_error {
  public:

@@ -22,7 +22,6 @@
 #include "tuner/entry_contract.h"
 #include "tuner/nvrtc_compiler.h"
 #include "tuner/operand_staging.h"
-#include "tuner/splitmix64.h"
 #include "tuner/private_files.h"
 
 namespace tiletune {
@@ -212,10 +211,6 @@ void CpuKernel::reload() {
 CpuKernel::~CpuKernel() {
   if (module_.handle != nullptr) dlclose(module_.handle);
   forget_copy();
-}
-
-int cpu_sm_count(std::uint64_t schedule_seed) {
-  return 1 + int(splitmix64_mix(schedule_seed) % 4);
 }
 
 unsigned CpuKernel::workers() const { return pool_->workers(); }

@@ -16,13 +16,6 @@ namespace tiletune {
 
 class WorkerPool;
 
-// The multiprocessor count a launch on the CPU backend gives a template's SM_COUNT (1 to 4). The
-// schedule seed picks it, like the rest of a case's schedule, so a replayed case sees the same
-// count. Small counts because the fuzz's shapes span a few tiles: waves of 1 to 4 (times a
-// template's blocks per SM) are what make whole-tile waves, a partial wave and a grid smaller
-// than one wave all occur.
-int cpu_sm_count(std::uint64_t schedule_seed);
-
 class CpuKernel {
  public:
   // Builds the configuration (or finds it in the cache) and loads it. Throws what

@@ -7,9 +7,12 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "fuzz/gpu_executor.h"
+#include "fuzz/mutant_suite.h"
+#include "fuzz/perturbed_launch.h"
 #include "fuzz/property_runner.h"
 #include "tests/gpu_test.h"
 #include "tuner/entry_contract.h"
@@ -30,13 +33,21 @@ class GpuFuzz : public testing_support::GpuTest {
  protected:
   std::string arch() const { return device_->properties().arch(); }
 
+  // As `tiletune fuzz` runs it: the cases with odd schedule seeds perturbed (perturbed_launch.h),
+  // and with `crowded` its crowded cases too.
   FuzzReport fuzz(const KernelTemplate& tmpl, const Configuration& config, int cases,
-                  std::uint64_t seed = 1) {
+                  std::uint64_t seed = 1, bool crowded = false) {
     const CompiledKernelImage image = compile_configuration(tmpl, config, arch());
     GpuExecutor executor(*device_, tmpl, config, image);
+    std::optional<CompiledKernelImage> skewed;
+    if (const std::optional<KernelTemplate> build = skewed_build(tmpl)) {
+      skewed = compile_configuration(*build, config, arch());
+    }
+    executor.perturb(skewed ? &*skewed : nullptr);
     FuzzSettings settings;
     settings.cases = cases;
     settings.seed = seed;
+    settings.limits.crowded_cases = crowded;
     const FuzzReport report =
         fuzz_configuration(executor, config, Precision::fp32, settings,
                            CaseRequirements(tmpl, config));
@@ -177,6 +188,49 @@ TEST_F(GpuFuzz, MutantWithoutTheSecondBarrierIsCaught) {
         << "a race between K tiles needs two of them: " << report.counterexample->to_string();
     EXPECT_THAT(report.finding, StartsWith("wrong element at C["));
     EXPECT_FALSE(executor.context_lost());
+  }
+}
+
+// The same race with the cases perturbed as `tiletune fuzz` runs them: half of them sleep some
+// warps after every barrier, and the random cases alone catch it.
+TEST_F(GpuFuzz, PerturbedCasesCatchTheMissingSecondBarrier) {
+  const KernelTemplate mutant = tiled_mutant("__syncthreads();", "", 2);
+  for (const char* config_text : {"TILE=8,PAD=0,SWIZZLE=0", "TILE=16,PAD=0,SWIZZLE=0",
+                                  "TILE=32,PAD=1,SWIZZLE=0"}) {
+    SCOPED_TRACE(config_text);
+    const FuzzReport report = fuzz(mutant, mutant.parse_configuration(config_text), 40);
+    ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
+    std::cout << "[ race     ] " << config_text << ": " << report.finding << "\n";
+    EXPECT_THAT(report.finding, StartsWith("wrong element at C["));
+  }
+}
+
+// warp_tiled's barrier races (fuzz/mutants/warp_tiled.json), which the GPU's own timing hides
+// from unperturbed cases: a step's copies issued before the barrier that says the stage is free,
+// and a stream-K part's stages restarted without one. 100 cases, crowded ones among them, as
+// `tiletune mutants` runs them.
+TEST_F(GpuFuzz, PerturbedCasesCatchWarpTiledsBarrierRaces) {
+  const MutantSuite suite =
+      load_mutant_suite(std::filesystem::path(TILETUNE_SOURCE_DIR) / "fuzz/mutants/warp_tiled.json");
+  const struct {
+    const char* mutant;
+    const char* config;
+  } races[] = {
+      {"copy_before_step_barrier",
+       "BM=32,BN=128,BK=16,TM=4,TN=8,STAGES=3,SWIZZLE=0,SPLIT_K=1,STREAM_K=0"},
+      {"copy_before_step_barrier",
+       "BM=64,BN=128,BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1,STREAM_K=0"},
+      {"stream_k_stages_restart",
+       "BM=128,BN=128,BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1,STREAM_K=2"},
+  };
+  for (const auto& race : races) {
+    SCOPED_TRACE(std::string(race.mutant) + " [" + race.config + "]");
+    const KernelTemplate mutant = suite.apply(suite.find(race.mutant));
+    const FuzzReport report =
+        fuzz(mutant, mutant.parse_configuration(race.config), 100, /*seed=*/1, /*crowded=*/true);
+    ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
+    std::cout << "[ race     ] " << race.mutant << " [" << race.config << "]: " << report.finding
+              << "\n";
   }
 }
 

@@ -9,6 +9,7 @@
 #include "fuzz/cpu_backend/cpu_executor.h"
 #include "fuzz/gemm_operands.h"
 #include "fuzz/gpu_executor.h"
+#include "fuzz/perturbed_launch.h"
 #include "tuner/nvrtc_compiler.h"
 
 namespace tiletune::cli {
@@ -21,10 +22,20 @@ FuzzBackend::FuzzBackend(const std::string& name, CpuBackendOptions cpu_options)
   }
 }
 
+const KernelTemplate* FuzzBackend::skewed_build_of(const KernelTemplate& tmpl) {
+  if (!device_) return nullptr;
+  auto found = skewed_builds_.find(tmpl.source_hash);
+  if (found == skewed_builds_.end()) {
+    found = skewed_builds_.emplace(tmpl.source_hash, skewed_build(tmpl)).first;
+  }
+  return found->second ? &*found->second : nullptr;
+}
+
 double FuzzBackend::prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs) {
   if (!compiled_) return 0;
   const auto start = std::chrono::steady_clock::now();
   compiled_->prepare(tmpl, configs);
+  if (const KernelTemplate* skewed = skewed_build_of(tmpl)) compiled_->prepare(*skewed, configs);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -83,6 +94,10 @@ std::unique_ptr<GemmExecutor> make_executor(FuzzBackend& backend,
   const GpuDevice& device = *backend.device();
   const CompiledKernelImage& image = backend.compiled()->get(tmpl, config);
   auto gpu = std::make_unique<GpuExecutor>(device, tmpl, config, image, backend.kernel_timeout());
+  // A skewed build that does not compile where the plain one does is reported as this
+  // configuration's compile error (its log says why) rather than fuzzed without the skew unsaid.
+  const KernelTemplate* skewed = backend.skewed_build_of(tmpl);
+  gpu->perturb(skewed ? &backend.compiled()->get(*skewed, config) : nullptr);
   LaunchGeometry geometry;
   try {
     geometry = tmpl.launch_geometry(config, typical, device.properties().sm_count);

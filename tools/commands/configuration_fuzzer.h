@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,9 @@ class FuzzBackend {
   double prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs);
   // The GPU's compiled configurations; nullptr on the CPU.
   CompiledKernels* compiled() { return compiled_.get(); }
+  // On the GPU: the template's skewed build, which its perturbed cases run
+  // (fuzz/perturbed_launch.h); nullptr where it has none, and on the CPU.
+  const KernelTemplate* skewed_build_of(const KernelTemplate& tmpl);
   // The GPU's large-index probe, set up on first use; nullptr on the CPU.
   const LargeIndexProbe* large_index_probe();
   // After an illegal address or a trap CUDA cannot go on in this process: every later
@@ -52,6 +56,7 @@ class FuzzBackend {
   std::string name_;
   std::unique_ptr<GpuDevice> device_;
   std::unique_ptr<CompiledKernels> compiled_;
+  std::map<std::string, std::optional<KernelTemplate>> skewed_builds_;  // by the source's hash
   std::unique_ptr<LargeIndexProbe> probe_;
   CpuBackendOptions cpu_options_;
   std::string context_lost_;  // the launch that lost it, or ""

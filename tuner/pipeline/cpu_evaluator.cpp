@@ -145,7 +145,7 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     return outcome;
   }
   try {
-    result.dynamic_shared_bytes = int(tmpl.launch_geometry(config, request.shape, cpu_sm_count(0)).dynamic_shared_bytes);
+    result.dynamic_shared_bytes = int(tmpl.launch_geometry(config, request.shape, drawn_sm_count(0)).dynamic_shared_bytes);
     if (request.fuzz) {
       stage("fuzz");
       AnnouncingExecutor announced(*executor, before_case);

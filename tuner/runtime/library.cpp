@@ -193,7 +193,7 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
   parsed.check_requirements(config, prepared->problem);
   // The CPU backend launches with schedule seed 0 (Gemm::run), whose multiprocessor count this is.
   prepared->geometry = parsed.launch_geometry(config, prepared->problem.shape,
-                                              on_gpu ? device->sm_count : cpu_sm_count(0));
+                                              on_gpu ? device->sm_count : drawn_sm_count(0));
 
   Plan& plan = prepared->plan;
   plan.template_name = templ_.name;

@@ -232,7 +232,7 @@ TEST_F(LibraryTest, AConfigurationThatAddsIntoCClearsItFirst) {
 }
 
 TEST_F(LibraryTest, AStreamKConfigurationIsSizedForTheBackendsMultiprocessorCount) {
-  // On the CPU the library's SM_COUNT is 1 (cpu_sm_count(0)): waves of 2 blocks for STREAM_K 2, and
+  // On the CPU the library's SM_COUNT is 1 (drawn_sm_count(0)): waves of 2 blocks for STREAM_K 2, and
   // 3 x 3 tiles of 128 x 128 make three whole waves and a partial one; the last two are shared.
   const std::string config = "BM=128,BN=128,BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1,STREAM_K=2";
   record_one(folder_ / "stream_k.db", {kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"},
