@@ -94,8 +94,9 @@ std::unique_ptr<GemmExecutor> make_executor(FuzzBackend& backend,
   const GpuDevice& device = *backend.device();
   const CompiledKernelImage& image = backend.compiled()->get(tmpl, config);
   auto gpu = std::make_unique<GpuExecutor>(device, tmpl, config, image, backend.kernel_timeout());
-  // A skewed build that does not compile where the plain one does is reported as this
-  // configuration's compile error (its log says why) rather than fuzzed without the skew unsaid.
+  // A skewed build that does not compile (where the plain one does) throws CompileError: the
+  // configuration is reported as a compile error with that log, rather than silently fuzzed
+  // without its perturbed cases.
   const KernelTemplate* skewed = backend.skewed_build_of(tmpl);
   gpu->perturb(skewed ? &backend.compiled()->get(*skewed, config) : nullptr);
   LaunchGeometry geometry;
