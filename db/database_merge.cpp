@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "db/result_store.h"
+#include "db/sqlite.h"
 
 namespace tiletune {
 namespace {
@@ -18,66 +19,12 @@ namespace fs = std::filesystem;
 
 // The schema versions an input may have (db/schema.sql and its migrations).
 constexpr int kOldestVersion = 1, kNewestVersion = 6;
-constexpr int kBusyTimeoutMs = 10'000;
 
 using Connection = std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)>;
-
-[[noreturn]] void fail(sqlite3* db, const fs::path& path, std::string_view doing) {
-  throw DatabaseError(fmt::format("{}: {}: {}", path.string(), doing,
-                                  db ? sqlite3_errmsg(db) : "out of memory"));
-}
-
-void exec(sqlite3* db, const fs::path& path, const std::string& sql, std::string_view doing) {
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) fail(db, path, doing);
-}
-
-// A prepared statement, finalized on scope exit; failures name the file and what was being done.
-class Statement {
- public:
-  Statement(sqlite3* db, const fs::path& path, std::string doing, const std::string& sql)
-      : db_(db), path_(path), doing_(std::move(doing)) {
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) fail(db_, path_, doing_);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    fail(db_, path_, doing_);
-  }
-  std::int64_t int64(int column) const { return sqlite3_column_int64(stmt_, column); }
-  std::string text(int column) const {
-    const auto* data = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
-    return data ? std::string(data, sqlite3_column_bytes(stmt_, column)) : std::string();
-  }
-
-  // Runs this statement once per row of `rows` (of another connection), the row's columns bound
-  // to ?1, ?2, ... as they are; returns the rows this changed.
-  int run_for_each(Statement& rows) {
-    int changed = 0;
-    while (rows.step()) {
-      sqlite3_reset(stmt_);
-      for (int i = 0; i < sqlite3_column_count(rows.stmt_); ++i) {
-        if (sqlite3_bind_value(stmt_, i + 1, sqlite3_column_value(rows.stmt_, i)) != SQLITE_OK) {
-          fail(db_, path_, doing_);
-        }
-      }
-      while (step()) {
-      }
-      changed += sqlite3_changes(db_);
-    }
-    return changed;
-  }
-
- private:
-  sqlite3* db_;
-  const fs::path& path_;
-  std::string doing_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
+using sqlite::exec;
+using sqlite::fail;
+using sqlite::kBusyTimeoutMs;
+using sqlite::Statement;
 
 std::int64_t single_number(sqlite3* db, const fs::path& path, const std::string& sql, std::string_view doing) {
   Statement query(db, path, std::string(doing), sql);

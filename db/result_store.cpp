@@ -14,138 +14,21 @@
 #include <utility>
 
 #include "db/schema_sql.h"
+#include "db/sqlite.h"
 
 namespace tiletune {
 namespace {
 
-// The user_version that db/schema.sql sets.
+using sqlite::exec;
+using sqlite::fail;
+using sqlite::kBusyTimeoutMs;
+using sqlite::Statement;
+using sqlite::Transaction;
+
+// The user_version that db/schema.sql sets. The older versions that opening migrates, each to the
+// next, in turn, are kMigrations' (db/schema_sql.h, from db/migrate_v*_to_v*.sql); any other is
+// refused.
 constexpr int kSchemaVersion = 6;
-// The older versions that opening migrates, each to the next, in turn; any other is refused.
-struct Migration {
-  int from;
-  const char* sql;
-};
-constexpr std::array<Migration, 5> kMigrations{{{1, kMigrateV1ToV2Sql},
-                                                {2, kMigrateV2ToV3Sql},
-                                                {3, kMigrateV3ToV4Sql},
-                                                {4, kMigrateV4ToV5Sql},
-                                                {5, kMigrateV5ToV6Sql}}};
-// How long a writer waits for another process's transaction before giving up.
-constexpr int kBusyTimeoutMs = 10'000;
-
-// The names stored in results.status: db/schema.sql's CHECK must list the same.
-constexpr std::array<std::pair<ResultStatus, const char*>, 8> kStatusNames{{
-    {ResultStatus::ok, "ok"},
-    {ResultStatus::compile_error, "compile_error"},
-    {ResultStatus::wrong_result, "wrong_result"},
-    {ResultStatus::launch_error, "launch_error"},
-    {ResultStatus::device_limit, "device_limit"},
-    {ResultStatus::timeout, "timeout"},
-    {ResultStatus::crashed, "crashed"},
-    {ResultStatus::pruned, "pruned"},
-}};
-
-[[noreturn]] void fail(sqlite3* db, const std::filesystem::path& path, std::string_view doing) {
-  throw DatabaseError(path.string() + ": " + std::string(doing) + ": " +
-                      (db ? sqlite3_errmsg(db) : "out of memory"));
-}
-
-void exec(sqlite3* db, const std::filesystem::path& path, const char* sql, std::string_view doing) {
-  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(db, path, doing);
-}
-
-// One prepared statement: parameters bound by position, every call checked, finalized on scope
-// exit. `doing` names the operation in error messages.
-class Statement {
- public:
-  Statement(sqlite3* db, const std::filesystem::path& path, std::string doing, const char* sql)
-      : db_(db), path_(path), doing_(std::move(doing)) {
-    if (sqlite3_prepare_v2(db_, sql, -1, &stmt_, nullptr) != SQLITE_OK) fail(db_, path_, doing_);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  template <class... Args>
-  Statement& bind(const Args&... args) {
-    int index = 0;
-    (bind_one(++index, args), ...);
-    return *this;
-  }
-
-  // Steps once: true when a row is available.
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    fail(db_, path_, doing_);
-  }
-  void run() {
-    while (step()) {
-    }
-  }
-
-  std::int64_t int64(int column) const { return sqlite3_column_int64(stmt_, column); }
-  int integer(int column) const { return sqlite3_column_int(stmt_, column); }
-  double real(int column) const { return sqlite3_column_double(stmt_, column); }
-  bool is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
-  std::string text(int column) const {
-    const auto* data = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
-    return data ? std::string(data, sqlite3_column_bytes(stmt_, column)) : std::string();
-  }
-
- private:
-  void check(int rc) {
-    if (rc != SQLITE_OK) fail(db_, path_, doing_);
-  }
-  void bind_one(int index, std::int64_t value) { check(sqlite3_bind_int64(stmt_, index, value)); }
-  void bind_one(int index, int value) { check(sqlite3_bind_int(stmt_, index, value)); }
-  void bind_one(int index, double value) { check(sqlite3_bind_double(stmt_, index, value)); }
-  void bind_one(int index, const std::string& value) {
-    check(sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
-                            SQLITE_TRANSIENT));
-  }
-  void bind_one(int index, const char* value) { bind_one(index, std::string(value)); }
-  // An absent optional binds NULL: queries read "?N IS NULL" as "no filter".
-  void bind_one(int index, const std::optional<std::string>& value) {
-    if (value) {
-      bind_one(index, *value);
-    } else {
-      check(sqlite3_bind_null(stmt_, index));
-    }
-  }
-
-  sqlite3* db_;
-  const std::filesystem::path& path_;
-  std::string doing_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-// BEGIN IMMEDIATE takes the write lock up front, so a concurrent writer waits in the busy
-// handler instead of failing when it upgrades a read lock. Rolls back unless committed.
-class Transaction {
- public:
-  Transaction(sqlite3* db, const std::filesystem::path& path, std::string doing)
-      : db_(db), path_(path), doing_(std::move(doing)) {
-    exec(db_, path_, "BEGIN IMMEDIATE", doing_);
-  }
-  ~Transaction() {
-    if (!committed_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
-
-  void commit() {
-    exec(db_, path_, "COMMIT", doing_);
-    committed_ = true;
-  }
-
- private:
-  sqlite3* db_;
-  const std::filesystem::path& path_;
-  std::string doing_;
-  bool committed_ = false;
-};
 
 int schema_version(sqlite3* db, const std::filesystem::path& path) {
   Statement query(db, path, "reading the schema version", "PRAGMA user_version");
@@ -350,20 +233,6 @@ ResultRecord read_result(const Statement& row) {
 }
 
 }  // namespace
-
-const char* to_string(ResultStatus status) {
-  for (const auto& [value, name] : kStatusNames) {
-    if (value == status) return name;
-  }
-  throw std::invalid_argument("invalid ResultStatus " + std::to_string(static_cast<int>(status)));
-}
-
-ResultStatus parse_result_status(const std::string& text) {
-  for (const auto& [value, name] : kStatusNames) {
-    if (text == name) return value;
-  }
-  throw std::invalid_argument("unknown result status '" + text + "'");
-}
 
 ResultStore::ResultStore(const std::filesystem::path& path, Access access)
     : db_(access == Access::read_only ? open_database_read_only(path, schema_version_)

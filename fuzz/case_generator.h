@@ -19,7 +19,7 @@
 #include <rapidcheck.h>
 
 #include "fuzz/gemm_case.h"
-#include "tuner/kernel_template.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
 

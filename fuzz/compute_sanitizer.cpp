@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/child_process.h"
+#include "tuner/system/child_process.h"
 
 namespace tiletune {
 namespace {

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "tuner/child_process.h"  // SpawnError
+#include "tuner/system/child_process.h"  // SpawnError
 
 namespace tiletune {
 

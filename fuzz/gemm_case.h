@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "tuner/gemm_shape.h"
+#include "tuner/core/gemm_shape.h"
 
 namespace tiletune {
 

@@ -4,34 +4,14 @@
 #pragma once
 
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include "fuzz/gemm_case.h"
 #include "fuzz/gemm_operands.h"
-#include "tuner/kernel_template.h"
+#include "tuner/backend/backend_errors.h"  // LaunchError, RecoverableLaunchError, UnsupportedOnBackend
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
-
-// The kernel could not run (launch failure, illegal address, trap, timeout). Unlike a wrong
-// result, this is a finding of its own kind.
-class LaunchError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// A finding about one case that leaves the backend usable (a sanitizer's report): the case fails
-// and shrinks like a wrong result, and later cases still run.
-class RecoverableLaunchError : public LaunchError {
- public:
-  using LaunchError::LaunchError;
-};
-
-// The template uses something this backend cannot run: "not supported on the CPU backend: <what>".
-class UnsupportedOnBackend : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 class GemmExecutor {
  public:

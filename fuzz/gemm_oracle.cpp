@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "fuzz/poison.h"
-#include "tuner/error_bound.h"
+#include "tuner/core/error_bound.h"
 
 namespace tiletune {
 namespace {

@@ -3,7 +3,7 @@
 // The reference is computed in double. With small-integer inputs every partial sum is an integer
 // below 2^24, exact in FP32 (and TF32 inputs) whatever the summation order, so C must match bit
 // for bit. With real inputs each element must satisfy |c - ref| <= bound * sum_k |a_ik| |b_kj|,
-// the bound of the template's declared precision (tuner/error_bound.h): for fp32 the classical
+// the bound of the template's declared precision (tuner/core/error_bound.h): for fp32 the classical
 // bound for a dot product of length K in any order, gamma_K = K u / (1 - K u), u = 2^-24. NaN or
 // Inf in C always fails, and so does any change to the guards, to the padding between N and ldc,
 // or to A and B.
@@ -16,7 +16,7 @@
 
 #include "fuzz/gemm_case.h"
 #include "fuzz/gemm_operands.h"
-#include "tuner/precision.h"
+#include "tuner/core/precision.h"
 
 namespace tiletune {
 

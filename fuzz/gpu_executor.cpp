@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "fuzz/perturbed_launch.h"
-#include "tuner/device_buffer.h"
+#include "tuner/backend/gpu/device_buffer.h"
 
 namespace tiletune {
 

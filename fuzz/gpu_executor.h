@@ -7,9 +7,9 @@
 #include <memory>
 
 #include "fuzz/gemm_executor.h"
-#include "tuner/device_buffer.h"
-#include "tuner/gpu_device.h"
-#include "tuner/gpu_kernel.h"
+#include "tuner/backend/gpu/device_buffer.h"
+#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/backend/gpu/gpu_kernel.h"
 
 namespace tiletune {
 

@@ -10,8 +10,8 @@
 
 #include "fuzz/case_generator.h"
 #include "fuzz/poison.h"
-#include "tuner/device_buffer.h"
-#include "tuner/nvrtc_compiler.h"
+#include "tuner/backend/gpu/device_buffer.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
 
 namespace tiletune {
 namespace {

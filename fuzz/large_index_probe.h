@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "fuzz/gemm_case.h"
-#include "tuner/gpu_device.h"
-#include "tuner/gpu_kernel.h"
-#include "tuner/kernel_template.h"
+#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/backend/gpu/gpu_kernel.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "tuner/expression.h"
-#include "tuner/kernel_template.h"
+#include "tuner/core/expression.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
 

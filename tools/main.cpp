@@ -7,10 +7,53 @@
 
 #include "db/result_store.h"
 #include "fuzz/gemm_executor.h"
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
-#include "tuner/cuda_driver.h"
-#include "tuner/nvrtc_compiler.h"
+#include "tools/labs/lab_error.h"
+#include "tuner/backend/gpu/cuda_driver.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+
+namespace {
+
+using namespace tiletune;
+
+template <class Error>
+bool is(const std::exception& e) {
+  return dynamic_cast<const Error*>(&e) != nullptr;
+}
+
+// How an error that ends a command is told, by its type, first match wins: its exit code, and
+// what precedes its message. Any other error: 1 (kFindings).
+struct ErrorKind {
+  bool (*matches)(const std::exception&);
+  int exit_code;
+  const char* preface;
+};
+constexpr ErrorKind kErrorKinds[] = {
+    {is<GpuUnavailable>, cli::kEnvironment, ""},
+    {is<NvrtcError>, cli::kEnvironment, ""},
+    {is<cli::UsageError>, cli::kBadInput, ""},
+    {is<TemplateError>, cli::kBadInput, ""},
+    {is<ShapeError>, cli::kBadInput, ""},
+    {is<DatabaseError>, cli::kBadInput, ""},
+    {is<labs::LabArgumentError>, cli::kBadInput, ""},
+    {is<LaunchError>, cli::kFindings,
+     "a launch broke the CUDA context; what was measured is recorded, run the same command again "
+     "to resume: "},
+};
+
+// Says the error in one line and returns the exit code for it.
+int report_error(const std::exception& e) {
+  for (const ErrorKind& kind : kErrorKinds) {
+    if (!kind.matches(e)) continue;
+    std::fprintf(stderr, "tiletune: %s%s\n", kind.preface, e.what());
+    return kind.exit_code;
+  }
+  std::fprintf(stderr, "tiletune: %s\n", e.what());
+  return cli::kFindings;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace tiletune;
@@ -43,31 +86,8 @@ int main(int argc, char** argv) {
                  app.get_subcommands().empty() ? ""
                      : (app.get_subcommands().front()->get_name() + " ").c_str());
     return cli::kBadInput;
-  } catch (const GpuUnavailable& e) {
-    std::fprintf(stderr, "tiletune: %s\n", e.what());
-    return cli::kEnvironment;
-  } catch (const NvrtcError& e) {
-    std::fprintf(stderr, "tiletune: %s\n", e.what());
-    return cli::kEnvironment;
-  } catch (const cli::UsageError& e) {
-    std::fprintf(stderr, "tiletune: %s\n", e.what());
-    return cli::kBadInput;
-  } catch (const TemplateError& e) {
-    std::fprintf(stderr, "tiletune: %s\n", e.what());
-    return cli::kBadInput;
-  } catch (const ShapeError& e) {
-    std::fprintf(stderr, "tiletune: %s\n", e.what());
-    return cli::kBadInput;
-  } catch (const DatabaseError& e) {
-    std::fprintf(stderr, "tiletune: %s\n", e.what());
-    return cli::kBadInput;
-  } catch (const LaunchError& e) {
-    std::fprintf(stderr, "tiletune: a launch broke the CUDA context; what was measured is "
-                         "recorded, run the same command again to resume: %s\n", e.what());
-    return cli::kFindings;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tiletune: %s\n", e.what());
-    return cli::kFindings;
+    return report_error(e);
   }
   return exit_code;
 }

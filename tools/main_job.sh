@@ -25,7 +25,7 @@ minutes() { awk -v s=$((SECONDS - started)) 'BEGIN { printf "%.1f min", s / 60 }
 if ((!force_cpu)); then
   "$tiletune" tune "${templates[@]}" --shape 4096x4096x4096
   status=$?
-  if [ "$status" -ne 3 ]; then  # 3: no GPU here (tools/commands/command_line.h)
+  if [ "$status" -ne 3 ]; then  # 3: no GPU here (tools/cli/command_line.h)
     verdict=$([ "$status" -eq 0 ] && echo passed || echo "FAILED (exit $status)")
     echo "main job (GPU): tuned ${#templates[@]} shipped templates for 4096x4096x4096: $verdict in $(minutes)"
     exit "$status"

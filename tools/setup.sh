@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what tiletune builds with (Debian packages) and builds it into ./build.
 # The CUDA 13 toolkit (headers and NVRTC) is expected at /usr/local/cuda or $CUDA_HOME.
-# For the report's browser test (tests/report): Debian's chromium, node and npm where missing, and
-# playwright-core as tests/report/package-lock.json pins it (no browser download). For the Slurm
-# test (tests/slurm), which starts a private cluster of its own: Debian's Slurm and munge, whose
+# For the report's browser test (tests/tools/report): Debian's chromium, node and npm where missing, and
+# playwright-core as tests/tools/report/package-lock.json pins it (no browser download). For the Slurm
+# test (tests/tools/slurm), which starts a private cluster of its own: Debian's Slurm and munge, whose
 # system services stay down without /etc/slurm/slurm.conf.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,9 +49,9 @@ if [ ! -f "$cuda_home/include/nvrtc.h" ]; then
   exit 3
 fi
 if command -v npm >/dev/null &&
-   [ ! tests/report/node_modules/.package-lock.json -nt tests/report/package-lock.json ]; then
-  npm ci --prefix tests/report --ignore-scripts --no-audit --no-fund --loglevel=error ||
-    echo "tiletune setup: npm ci in tests/report failed: $browser_note" >&2
+   [ ! tests/tools/report/node_modules/.package-lock.json -nt tests/tools/report/package-lock.json ]; then
+  npm ci --prefix tests/tools/report --ignore-scripts --no-audit --no-fund --loglevel=error ||
+    echo "tiletune setup: npm ci in tests/tools/report failed: $browser_note" >&2
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDAToolkit_ROOT="$cuda_home" >/dev/null

@@ -20,7 +20,7 @@
 #include <string>
 #include <thread>
 
-#include "tests/db/result_store_test_support.h"
+#include "tests/support/result_records.h"
 
 namespace tiletune {
 namespace {

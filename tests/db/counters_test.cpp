@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/db/result_store_test_support.h"
+#include "tests/support/result_records.h"
 
 namespace tiletune {
 namespace {

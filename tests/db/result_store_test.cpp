@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "tests/db/result_store_test_support.h"
-#include "tuner/kernel_template.h"
+#include "tests/support/result_records.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
 namespace {

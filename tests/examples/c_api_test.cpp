@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "tests/test_folder.h"
-#include "tests/tuned_fixture.h"
+#include "tests/support/test_folder.h"
+#include "tests/support/tuned_fixture.h"
 #include "tiletune/tiletune_c.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "tuner/search_space.h"
+#include "tuner/core/configurations.h"
 
 namespace tiletune {
 namespace {

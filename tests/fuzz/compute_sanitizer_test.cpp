@@ -14,7 +14,7 @@
 #include <fstream>
 #include <string>
 
-#include "tuner/child_process.h"
+#include "tuner/system/child_process.h"
 
 namespace tiletune {
 namespace {

@@ -14,10 +14,10 @@
 #include "fuzz/mutant_suite.h"
 #include "fuzz/perturbed_launch.h"
 #include "fuzz/property_runner.h"
-#include "tests/gpu_test.h"
-#include "tuner/entry_contract.h"
-#include "tuner/nvrtc_compiler.h"
-#include "tuner/search_space.h"
+#include "tests/support/gpu_test.h"
+#include "tuner/backend/entry_contract.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/core/configurations.h"
 
 namespace tiletune {
 namespace {

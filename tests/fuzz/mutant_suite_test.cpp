@@ -9,7 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tuner/search_space.h"
+#include "tuner/core/configurations.h"
 
 namespace tiletune {
 namespace {

@@ -9,9 +9,9 @@
 #include <set>
 
 #include "fuzz/perturbed_launch.h"
-#include "tests/tuner/skip_without_nvrtc.h"
-#include "tuner/nvrtc_compiler.h"
-#include "tuner/search_space.h"
+#include "tests/support/skip_without_nvrtc.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/core/configurations.h"
 
 namespace tiletune {
 namespace {

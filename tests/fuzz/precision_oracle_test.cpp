@@ -1,4 +1,4 @@
-// The oracle's bound per declared precision (tuner/error_bound.h), against arithmetic emulated
+// The oracle's bound per declared precision (tuner/core/error_bound.h), against arithmetic emulated
 // here on the host: a correct emulation of each precision passes its own bound over many cases,
 // and the near misses (TF32 inputs judged as FP32, a 3xTF32 missing a cross term, TF32 inputs
 // truncated instead of rounded) fail it at the shapes the fuzzer draws.
@@ -15,7 +15,7 @@
 
 #include "fuzz/gemm_oracle.h"
 #include "fuzz/property_runner.h"
-#include "tuner/error_bound.h"
+#include "tuner/core/error_bound.h"
 
 namespace tiletune {
 namespace {

@@ -1,4 +1,4 @@
-// The tiletune binary as a user meets it: exit codes (tools/commands/command_line.h: 0 success,
+// The tiletune binary as a user meets it: exit codes (tools/cli/command_line.h: 0 success,
 // 1 findings, 2 bad input, 3 no GPU/driver/NVRTC), one "tiletune: " line on stderr per failure,
 // and `query` against a database prepared here with ResultStore.
 #include <gmock/gmock.h>
@@ -23,8 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "db/result_store.h"
-#include "tuner/gpu_device.h"
-#include "tuner/kernel_template.h"
+#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
 namespace {

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "db/result_store.h"
-#include "tests/tools/run_tiletune.h"
-#include "tuner/cuda_driver.h"
-#include "tuner/kernel_template.h"
+#include "tests/support/run_tiletune.h"
+#include "tuner/backend/gpu/cuda_driver.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
 namespace {

@@ -5,10 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/test_folder.h"
-#include "tests/tools/run_tiletune.h"
+#include "tests/support/run_tiletune.h"
+#include "tests/support/skip_without_nvrtc.h"
+#include "tests/support/test_folder.h"
 #include "tests/tuner/runtime/export_database.h"
-#include "tests/tuner/skip_without_nvrtc.h"
 
 namespace tiletune {
 namespace {

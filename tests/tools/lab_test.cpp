@@ -13,12 +13,12 @@
 
 #include <fmt/format.h>
 
-#include "tests/gpu_test.h"
+#include "tests/support/gpu_test.h"
 #include "tools/labs/bank_conflicts_lab.h"
 #include "tools/labs/lab_sources.h"
 #include "tools/labs/tiling_lab.h"
-#include "tuner/kernel_template.h"
-#include "tuner/nvrtc_compiler.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/core/kernel_template.h"
 #include "tuner/profiling/counter_metrics.h"
 #include "tuner/profiling/nsight_compute.h"
 

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "db/result_store.h"
-#include "tests/gpu_test.h"
-#include "tests/tools/run_tiletune.h"
-#include "tuner/gpu_device.h"
-#include "tuner/kernel_template.h"
+#include "tests/support/gpu_test.h"
+#include "tests/support/run_tiletune.h"
+#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
 namespace {

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "db/result_store.h"
-#include "tests/tools/run_tiletune.h"
-#include "tuner/gpu_device.h"
+#include "tests/support/run_tiletune.h"
+#include "tuner/backend/gpu/gpu_device.h"
 
 namespace tiletune {
 namespace {

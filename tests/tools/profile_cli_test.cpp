@@ -1,5 +1,5 @@
 // `tiletune profile` as a user meets it: its bad input (exit 2), no ncu and no GPU (one line, exit
-// 3), and, on a GPU, a whole profile through a fake ncu (tests/tuner/fake_ncu.h: its canned CSV
+// 3), and, on a GPU, a whole profile through a fake ncu (tests/support/fake_ncu.h: its canned CSV
 // recorded as counters, the permission error in one line) and through the real one. And
 // `query --json`, which shows the counters recorded for the configuration it answers.
 #include <gmock/gmock.h>
@@ -14,12 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "db/result_store.h"
-#include "tests/gpu_test.h"
-#include "tests/test_folder.h"
-#include "tests/tools/run_tiletune.h"
-#include "tests/tuner/fake_ncu.h"
-#include "tuner/gpu_device.h"
-#include "tuner/kernel_template.h"
+#include "tests/support/fake_ncu.h"
+#include "tests/support/gpu_test.h"
+#include "tests/support/run_tiletune.h"
+#include "tests/support/test_folder.h"
+#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/core/kernel_template.h"
 #include "tuner/pipeline/tuning_run.h"
 #include "tuner/profiling/nsight_compute.h"
 

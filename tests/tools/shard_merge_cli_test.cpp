@@ -19,10 +19,11 @@
 #include <fmt/format.h>
 
 #include "db/result_store.h"
-#include "tests/tools/run_tiletune.h"
-#include "tuner/kernel_template.h"
+#include "tests/support/database_rows.h"
+#include "tests/support/run_tiletune.h"
+#include "tuner/core/configurations.h"
+#include "tuner/core/kernel_template.h"
 #include "tuner/search/tune_shard.h"
-#include "tuner/search_space.h"
 
 namespace tiletune {
 namespace {
@@ -34,29 +35,10 @@ using testing_tools::lines_of;
 using testing_tools::TiletuneRun;
 
 namespace fs = std::filesystem;
+using testing_support::DatabaseDump;
+using testing_support::rows;
 
 const fs::path kTemplates = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src";
-
-// Every row of a query on the file, its columns joined by '|', sorted.
-std::vector<std::string> rows(const fs::path& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK) << path;
-  sqlite3_stmt* stmt = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  std::vector<std::string> lines;
-  while (sqlite3_step(stmt) == SQLITE_ROW) {
-    std::string line;
-    for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
-      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, i));
-      line += (i ? "|" : "") + std::string(text ? text : "NULL");
-    }
-    lines.push_back(line);
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  std::sort(lines.begin(), lines.end());
-  return lines;
-}
 
 // Every table of a tune's file, rows read by what identifies them, without what a measurement on
 // the CPU backend makes differ from run to run: results' times, runs, TFLOP/s and the detail of an
@@ -65,35 +47,24 @@ std::vector<std::string> rows(const fs::path& path, const std::string& sql) {
 // recorded_at everywhere. Kept: every key, status, configuration, failure detail, ptxas figure,
 // fuzz pass count, template version (source, path, precision, order) and GPU column.
 std::vector<std::string> dump_without_timings(const fs::path& path) {
-  const std::string gpu = "g.name || ' ' || g.cc_major || g.cc_minor || ' ' || g.sm_count || ' ' || g.memory_bytes";
-  const std::string tmpl = "t.name || '@' || t.source_hash";
-  const std::string shape = "s.m || 'x' || s.n || 'x' || s.k";
-  const std::string joins = " JOIN gpus g ON g.id = x.gpu_id JOIN templates t ON t.id = x.template_id";
-  const std::string with_shape = joins + " JOIN shapes s ON s.id = x.shape_id";
-  std::vector<std::string> all;
-  const auto add = [&](const std::string& table, const std::string& sql) {
-    for (const std::string& row : rows(path, sql)) all.push_back(table + ": " + row);
-  };
-  add("gpus", "SELECT name, cc_major, cc_minor, sm_count, memory_bytes, clock_khz, driver_version, "
-              "nvrtc_version FROM gpus");
-  add("templates", "SELECT name, source_hash, path, source, precision, (SELECT count(*) FROM templates "
-                   "v WHERE v.name = t.name AND v.registered_seq < t.registered_seq) FROM templates t");
-  add("shapes", "SELECT m, n, k FROM shapes");
-  add("results", "SELECT " + gpu + ", " + tmpl + ", x.config, " + shape +
-                     ", x.status, CASE WHEN x.status = 'ok' THEN '' ELSE x.detail END, x.registers, "
-                     "x.static_shared_bytes, x.dynamic_shared_bytes, x.spill_bytes, x.driver_version, "
-                     "x.nvrtc_version FROM results x" + with_shape);
-  add("fuzz_passes", "SELECT " + gpu + ", " + tmpl + ", x.config, x.cases FROM fuzz_passes x" + joins);
-  add("missed_problems", "SELECT gpu_name, template_name, m, n, k, lda, ldb, ldc, count FROM missed_problems");
-  add("counters", "SELECT " + gpu + ", " + tmpl + ", x.config, " + shape +
-                      ", x.metric, x.value FROM counters x" + with_shape);
-  add("bench_results", "SELECT " + gpu + ", " + tmpl + ", x.config, " + shape + " FROM bench_results x" +
-                           with_shape);
-  add("search_trace", "SELECT " + gpu + ", " + tmpl + ", " + shape +
-                          ", x.strategy, x.config, x.status, x.recorded_earlier FROM search_trace x" +
-                          with_shape);
-  std::sort(all.begin(), all.end());
-  return all;
+  using D = DatabaseDump;
+  DatabaseDump dump(path);
+  dump.add("results", "SELECT " + D::gpu + ", " + D::tmpl + ", x.config, " + D::shape +
+                          ", x.status, CASE WHEN x.status = 'ok' THEN '' ELSE x.detail END, "
+                          "x.registers, x.static_shared_bytes, x.dynamic_shared_bytes, x.spill_bytes, "
+                          "x.driver_version, x.nvrtc_version FROM results x" + D::joins_with_shape);
+  dump.add("fuzz_passes",
+           "SELECT " + D::gpu + ", " + D::tmpl + ", x.config, x.cases FROM fuzz_passes x" + D::joins);
+  dump.add("missed_problems",
+           "SELECT gpu_name, template_name, m, n, k, lda, ldb, ldc, count FROM missed_problems");
+  dump.add("counters", "SELECT " + D::gpu + ", " + D::tmpl + ", x.config, " + D::shape +
+                           ", x.metric, x.value FROM counters x" + D::joins_with_shape);
+  dump.add("bench_results", "SELECT " + D::gpu + ", " + D::tmpl + ", x.config, " + D::shape +
+                                " FROM bench_results x" + D::joins_with_shape);
+  dump.add("search_trace", "SELECT " + D::gpu + ", " + D::tmpl + ", " + D::shape +
+                               ", x.strategy, x.config, x.status, x.recorded_earlier FROM "
+                               "search_trace x" + D::joins_with_shape);
+  return dump.lines();
 }
 
 // The (template, shape) pairs a file holds results of.

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/test_folder.h"
-#include "tests/tools/run_tiletune.h"
+#include "tests/support/run_tiletune.h"
+#include "tests/support/test_folder.h"
 
 namespace tiletune {
 namespace {

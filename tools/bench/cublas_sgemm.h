@@ -7,9 +7,9 @@
 
 #include <stdexcept>
 
-#include "tuner/cuda_driver.h"
-#include "tuner/gemm_shape.h"
-#include "tuner/precision.h"
+#include "tuner/backend/gpu/cuda_driver.h"
+#include "tuner/core/gemm_shape.h"
+#include "tuner/core/precision.h"
 
 namespace tiletune {
 

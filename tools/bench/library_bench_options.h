@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/gemm_shape.h"
+#include "tuner/core/gemm_shape.h"
 
 namespace tiletune {
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tuner/gemm_shape.h"
+#include "tuner/core/gemm_shape.h"
 
 namespace tiletune {
 

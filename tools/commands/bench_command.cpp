@@ -14,12 +14,12 @@
 
 #include "tools/bench/bench_suite.h"
 #include "tools/bench/cublas_sgemm.h"
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
-#include "tools/commands/tuning_session.h"
-#include "tuner/error_bound.h"
-#include "tuner/nvrtc_compiler.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/core/error_bound.h"
 #include "tuner/pipeline/shape_verifier.h"
+#include "tuner/pipeline/tuning_session.h"
 
 namespace tiletune::cli {
 namespace {
@@ -104,7 +104,7 @@ int run(const BenchOptions& options) {
     std::optional<ResultRecord> best = store.best(gpu.name, shape, only, precision);
     if (!best) {
       if (!tuning && !templates.empty()) {
-        tuning = std::make_unique<TuningSession>(SessionOptions{});
+        tuning = std::make_unique<TuningSession>(SessionOptions{}, std::vector<int>{});
       }
       TuningRun& run = tuning->run(store, TuningSettings{});
       std::vector<const KernelTemplate*> tuned;

@@ -1,19 +1,19 @@
 // tiletune cache [--prune] [--max-size SIZE] [--cache-dir DIR]: where the two on-disk caches are
 // (compiled cubins, the CPU backend's built kernels), how many entries they hold and how large
 // they are. --prune removes the temporary files that killed processes left behind (never a live
-// writer's: tuner/private_files.h) and evicts the least recently used entries down to the cap
-// (--max-size, else $TILETUNE_CACHE_MAX_SIZE, else 2 GiB: tuner/cache_limit.h).
+// writer's: tuner/system/private_files.h) and evicts the least recently used entries down to the cap
+// (--max-size, else $TILETUNE_CACHE_MAX_SIZE, else 2 GiB: tuner/system/cache_limit.h).
 #include <filesystem>
 #include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
 
-#include "fuzz/cpu_backend/kernel_build.h"
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
-#include "tuner/cache_limit.h"
-#include "tuner/cubin_cache.h"
+#include "tuner/backend/cpu/kernel_build.h"
+#include "tuner/backend/gpu/cubin_cache.h"
+#include "tuner/system/cache_limit.h"
 
 namespace tiletune::cli {
 namespace {

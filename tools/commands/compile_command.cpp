@@ -12,11 +12,11 @@
 
 #include <fmt/format.h>
 
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
-#include "tuner/gpu_device.h"
-#include "tuner/nvrtc_compiler.h"
-#include "tuner/search_space.h"
+#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/core/configurations.h"
 
 namespace tiletune::cli {
 namespace {

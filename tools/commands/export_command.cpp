@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
 #include "tuner/runtime/bundle_export.h"
 

@@ -6,7 +6,7 @@
 // gives the property cases run per second on the backend.
 //
 // --sanitize: on the CPU the kernels are built with AddressSanitizer and UndefinedBehaviorSanitizer
-// (fuzz/cpu_backend/sanitizer_runtime.h); on the GPU a sample of cases is replayed under
+// (tuner/backend/cpu/sanitizer_runtime.h); on the GPU a sample of cases is replayed under
 // compute-sanitizer's four tools after the fuzz (gpu_sanitize.h).
 //
 // On the CPU each configuration is fuzzed in a child process with a watchdog (isolated_fuzz.h):
@@ -20,14 +20,14 @@
 #include <fmt/format.h>
 
 #include "fuzz/compute_sanitizer.h"
-#include "fuzz/cpu_backend/sanitizer_runtime.h"
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
+#include "tools/cli/shell_command.h"
 #include "tools/commands/commands.h"
-#include "tools/commands/configuration_fuzzer.h"
-#include "tools/commands/gpu_sanitize.h"
-#include "tools/commands/isolated_fuzz.h"
-#include "tools/commands/shell_command.h"
-#include "tuner/search_space.h"
+#include "tools/fuzzing/configuration_fuzzer.h"
+#include "tools/fuzzing/gpu_sanitize.h"
+#include "tools/fuzzing/isolated_fuzz.h"
+#include "tuner/backend/cpu/sanitizer_runtime.h"
+#include "tuner/core/configurations.h"
 
 namespace tiletune::cli {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
 #include "tools/labs/bank_conflicts_lab.h"
 #include "tools/labs/tiling_lab.h"

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "db/result_store.h"
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
 
 namespace tiletune::cli {

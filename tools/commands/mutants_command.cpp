@@ -19,12 +19,12 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/mutant_suite.h"
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
+#include "tools/cli/shell_command.h"
 #include "tools/commands/commands.h"
-#include "tools/commands/configuration_fuzzer.h"
-#include "tools/commands/shell_command.h"
-#include "tuner/child_process.h"
-#include "tuner/search_space.h"
+#include "tools/fuzzing/configuration_fuzzer.h"
+#include "tuner/core/configurations.h"
+#include "tuner/system/child_process.h"
 
 namespace tiletune::cli {
 namespace {

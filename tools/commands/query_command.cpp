@@ -17,10 +17,10 @@
 #include <nlohmann/json.hpp>
 
 #include "db/result_store.h"
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
-#include "tuner/gpu_device.h"
-#include "tuner/precision.h"
+#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/core/precision.h"
 #include "tuner/runtime/record_set.h"
 #include "tuner/runtime/selection.h"
 

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "db/result_store.h"
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
 #include "tools/report/html_report.h"
 #include "tools/report/markdown_report.h"

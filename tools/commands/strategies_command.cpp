@@ -17,13 +17,13 @@
 #include <fmt/ranges.h>
 
 #include "db/result_store.h"
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
+#include "tuner/core/configurations.h"
 #include "tuner/pipeline/recorded_warm_start.h"
 #include "tuner/search/search_budget.h"
 #include "tuner/search/search_replay.h"
 #include "tuner/search/search_strategy.h"
-#include "tuner/search_space.h"
 
 namespace tiletune::cli {
 namespace {

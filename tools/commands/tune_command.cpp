@@ -22,12 +22,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "tools/commands/command_line.h"
+#include "tools/cli/command_line.h"
+#include "tools/cli/progress_bar.h"
+#include "tools/cli/session_options.h"
 #include "tools/commands/commands.h"
-#include "tools/commands/progress_bar.h"
-#include "tools/commands/tuning_session.h"
+#include "tools/commands/tune_report.h"
+#include "tuner/core/configurations.h"
 #include "tuner/search/search_strategy.h"
-#include "tuner/search_space.h"
 
 namespace tiletune::cli {
 namespace {
@@ -47,21 +48,6 @@ struct TuneOptions {
   bool missed = false;
   std::string shard;  // "I/N"; empty: the whole tune
   SessionOptions session;
-};
-
-// A template and the shapes to tune it at.
-struct TuningPlan {
-  KernelTemplate tmpl;
-  std::vector<GemmShape> shapes;
-};
-
-// The templates of one precision tuned at one shape, re-measured together once all are searched.
-struct AcrossTemplates {
-  GemmShape shape;
-  Precision precision = Precision::fp32;
-  std::vector<const KernelTemplate*> templates;
-  bool measured_new = false;  // any of their searches at the shape timed something
-  std::string note;           // how the re-measurement went
 };
 
 // The plans' searches grouped by shape and precision, in the order of their first search; the
@@ -104,45 +90,13 @@ std::string describe(const TuningEvent& e, bool name_device) {
   return line + ": " + e.result->detail.substr(0, e.result->detail.find('\n'));
 }
 
-// "device 0 by stage: fuzz 3.1 s, load 2.0 s, reference 0.4 s (2 computed), time 7.0 s; its 8 fuzz
-// workers: load 5.2 s, fuzz 20.3 s": where one device's time went, its fuzz workers' summed.
-std::string describe_stages(const DeviceLane& lane) {
-  std::string line = fmt::format("device {} by stage:", lane.device.ordinal);
-  std::string separator = " ";
-  for (const auto& [stage, seconds] : lane.stage_seconds) {
-    line += fmt::format("{}{} {:.1f} s", separator, stage, seconds);
-    if (stage == "reference") line += fmt::format(" ({} computed)", lane.stage_counts.at(stage));
-    separator = ", ";
-  }
-  if (lane.stage_seconds.empty()) line += " none";
-  if (!lane.fuzz_pool) return line;
-  line += fmt::format("; its {} fuzz workers:", lane.fuzz_pool->size());
-  separator = " ";
-  for (const auto& [stage, seconds] : lane.fuzz_pool->stage_seconds()) {
-    line += fmt::format("{}{} {:.1f} s", separator, stage, seconds);
-    separator = ", ";
-  }
-  return line;
-}
-
 // What the whole tune will settle at most: every template x shape search's limit (of a shard that
 // shares out configurations, its share).
 int planned_total(const std::vector<TuningPlan>& plans, const TuningSettings& settings) {
   int total = 0;
   for (const auto& [tmpl, shapes] : plans) {
     for (const GemmShape& shape : shapes) {
-      const std::vector<Configuration> space = enumerate_configurations(tmpl, &shape);
-      std::size_t limit = space.size();
-      if (settings.budget) {
-        if (auto evaluations = settings.budget->evaluation_limit(space.size())) {
-          limit = std::min(limit, *evaluations);
-        }
-      }
-      if (!settings.shard.whole() && !is_guided_strategy(settings.strategy)) {
-        settings.shard.cut(make_search_strategy(settings.strategy, tmpl, space, settings.strategy_seed),
-                           limit, tmpl.source_hash, space);
-      }
-      total += int(limit);
+      total += int(plan_search(tmpl, enumerate_configurations(tmpl, &shape), settings).limit);
     }
   }
   return total;
@@ -226,29 +180,14 @@ void keep_owned_pairs(std::vector<TuningPlan>& plans, const TuneShard& shard) {
   std::erase_if(plans, [](const TuningPlan& plan) { return plan.shapes.empty(); });
 }
 
-int run(const TuneOptions& options) {
-  if (!options.missed && options.kernels.empty()) {
-    throw UsageError("tune needs kernel template files (KERNEL.cu ...), or --missed");
-  }
-  const std::vector<KernelTemplate> given = load_templates(options.kernels);
-  for (const KernelTemplate& tmpl : given) check_enumerable(tmpl);  // before any file is made
+// The searches of a tune, per model, before it starts: its templates and shapes, settings and
+// shard.
+struct TunePlan {
   std::vector<TuningPlan> plans;
-  if (!options.missed) {
-    const std::vector<GemmShape> shapes = parse_shapes(options.shapes);
-    for (const KernelTemplate& tmpl : given) plans.push_back({tmpl, shapes});
-  } else if (!std::filesystem::exists(options.db)) {
-    throw UsageError(fmt::format("{}: no such database: no problem was missed there", options.db));
-  }
-  std::optional<SearchBudget> budget;
-  TuneShard shard;
-  try {
-    if (!options.budget.empty()) budget = SearchBudget::parse(options.budget);
-    if (!options.shard.empty()) shard = TuneShard::parse(options.shard);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
-  if (!shard.whole() && is_guided_strategy(options.strategy)) keep_owned_pairs(plans, shard);
+  TuningSettings settings;
+};
 
+TuningSettings settings_of(const TuneOptions& options) {
   TuningSettings settings;
   settings.fuzz.cases = options.cases;
   settings.fuzz.seed = options.seed;
@@ -256,54 +195,83 @@ int run(const TuneOptions& options) {
   settings.strategy_seed = options.seed;
   settings.remeasure = options.remeasure;
   settings.strategy = options.strategy;
-  settings.budget = budget;
   settings.pruning.keep_spilling = options.keep_spilling;
   settings.warm_start = !options.cold_start;
   settings.confirm_top = options.confirm_top;
-  settings.shard = shard;
-  // A shard's share of configurations, or of guided searches, may be empty: said in one line, with
-  // its database made (an empty one), so that merging every shard's file needs no exception.
-  if (!shard.whole()) {
-    const int share = planned_total(plans, settings);
-    if (share == 0) {
-      const ResultStore store(options.db);
-      fmt::print("shard {}: no work in this tune ({} strategy), nothing tuned; {} holds nothing of it\n",
-                 shard.to_string(), options.strategy, options.db);
-      return kSuccess;
-    }
-    fmt::print(stderr, "shard {} of this tune: {} configurations at most, {}\n", shard.to_string(), share,
-               is_guided_strategy(options.strategy) ? "its share of the template and shape pairs"
-                                                    : "its share of each template's configurations");
+  try {
+    if (!options.budget.empty()) settings.budget = SearchBudget::parse(options.budget);
+    if (!options.shard.empty()) settings.shard = TuneShard::parse(options.shard);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
   }
+  return settings;
+}
 
-  TuningSession session(options.session);
-  ResultStore store(options.db);
-  const std::vector<TuningRun*>& runs = session.runs(store, settings);
-  const GpuRecord gpu = runs[0]->gpu_record();
-  Misses misses;
-  if (options.missed && runs.size() > 1) {
-    throw UsageError("--missed tunes the misses of one GPU model: give --devices of one model");
+// The templates given at the shapes given (none yet with --missed: those come from the database),
+// checked before any file is made.
+TunePlan plan_tune(const TuneOptions& options, const std::vector<KernelTemplate>& given) {
+  if (!options.missed && options.kernels.empty()) {
+    throw UsageError("tune needs kernel template files (KERNEL.cu ...), or --missed");
   }
-  if (options.missed) {
-    misses = misses_of(store, gpu.name);
-    for (KernelTemplate& tmpl : missed_templates(given, store, misses, gpu.name)) {
-      check_enumerable(tmpl);
-      std::vector<GemmShape> shapes;
-      for (const auto& [shape, rows] : misses.at(tmpl.name)) shapes.push_back(shape);
-      plans.push_back({std::move(tmpl), std::move(shapes)});
-    }
-    if (plans.empty()) {
-      if (misses.empty()) {
-        fmt::print("nothing was missed on {} in {}: nothing to tune\n", gpu.name, options.db);
-      } else {
-        fmt::print("nothing missed on {} in {} can be tuned with the templates at hand\n", gpu.name,
-                   options.db);
-      }
-      return kSuccess;
-    }
+  for (const KernelTemplate& tmpl : given) check_enumerable(tmpl);
+  TunePlan plan;
+  if (!options.missed) {
+    const std::vector<GemmShape> shapes = parse_shapes(options.shapes);
+    for (const KernelTemplate& tmpl : given) plan.plans.push_back({tmpl, shapes});
+  } else if (!std::filesystem::exists(options.db)) {
+    throw UsageError(fmt::format("{}: no such database: no problem was missed there", options.db));
   }
-  // A template of one GPU family's instructions (arch sm_90a) is left out, in one line, where no
-  // GPU of the tune is of that family, and on each model of another family where some are.
+  plan.settings = settings_of(options);
+  const TuneShard& shard = plan.settings.shard;
+  if (!shard.whole() && is_guided_strategy(options.strategy)) keep_owned_pairs(plan.plans, shard);
+  return plan;
+}
+
+// A shard's share of configurations, or of guided searches, may be empty: said in one line, with
+// its database made (an empty one), so that merging every shard's file needs no exception. False
+// when there is nothing to do.
+bool shard_has_work(const TuneOptions& options, const TunePlan& plan) {
+  const TuneShard& shard = plan.settings.shard;
+  const int share = planned_total(plan.plans, plan.settings);
+  if (share == 0) {
+    const ResultStore store(options.db);
+    fmt::print("shard {}: no work in this tune ({} strategy), nothing tuned; {} holds nothing of it\n",
+               shard.to_string(), options.strategy, options.db);
+    return false;
+  }
+  fmt::print(stderr, "shard {} of this tune: {} configurations at most, {}\n", shard.to_string(), share,
+             is_guided_strategy(options.strategy) ? "its share of the template and shape pairs"
+                                                  : "its share of each template's configurations");
+  return true;
+}
+
+// With --missed: the plans of what was missed on the GPU (its templates, at the shapes missed).
+// False, said in one line, when there is nothing to tune.
+bool add_missed_plans(const TuneOptions& options, const std::vector<KernelTemplate>& given,
+                      const ResultStore& store, const std::string& gpu_name, Misses& misses,
+                      std::vector<TuningPlan>& plans) {
+  misses = misses_of(store, gpu_name);
+  for (KernelTemplate& tmpl : missed_templates(given, store, misses, gpu_name)) {
+    check_enumerable(tmpl);
+    std::vector<GemmShape> shapes;
+    for (const auto& [shape, rows] : misses.at(tmpl.name)) shapes.push_back(shape);
+    plans.push_back({std::move(tmpl), std::move(shapes)});
+  }
+  if (!plans.empty()) return true;
+  if (misses.empty()) {
+    fmt::print("nothing was missed on {} in {}: nothing to tune\n", gpu_name, options.db);
+  } else {
+    fmt::print("nothing missed on {} in {} can be tuned with the templates at hand\n", gpu_name,
+               options.db);
+  }
+  return false;
+}
+
+// The plans each model tunes. A template of one GPU family's instructions (arch sm_90a) is left
+// out, in one line, where no GPU of the tune is of that family, and on each model of another
+// family where some are.
+std::vector<std::vector<TuningPlan>> plans_per_model(std::vector<TuningPlan>& plans,
+                                                     const std::vector<TuningRun*>& runs) {
   const auto runs_on = [](const TuningPlan& plan, const TuningRun& run) {
     return plan.tmpl.runs_on(run.gpu_record().arch());
   };
@@ -317,7 +285,6 @@ int run(const TuneOptions& options) {
                plan.tmpl.name, plan.tmpl.feature_arch, fmt::join(archs, ", "));
     return true;
   });
-  // The plans each model tunes.
   std::vector<std::vector<TuningPlan>> model_plans(runs.size());
   for (std::size_t m = 0; m < runs.size(); ++m) {
     for (const TuningPlan& plan : plans) {
@@ -330,11 +297,14 @@ int run(const TuneOptions& options) {
       }
     }
   }
-  if (plans.empty()) {
-    fmt::print("no template given runs on this tune's GPUs: nothing tuned\n");
-    return kSuccess;
-  }
-  std::size_t devices = 0;  // over every model
+  return model_plans;
+}
+
+// "tuning on NVIDIA H200 (sm_90, 132 SMs, ...), strategy ..., database ...", a line per model.
+// Returns the devices over every model.
+std::size_t print_header(const TuneOptions& options, const TuningSettings& settings,
+                         const TuningSession& session, const std::vector<TuningRun*>& runs) {
+  std::size_t devices = 0;
   for (std::size_t m = 0; m < runs.size(); ++m) {
     const GpuRecord& model = runs[m]->gpu_record();
     const DevicePool& pool = session.devices(m);
@@ -346,42 +316,45 @@ int run(const TuneOptions& options) {
     }
     fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}){}, strategy {}{}, database {}\n",
                model.name, model.arch(), model.sm_count, model.driver_version, model.nvrtc_version, where,
-               options.strategy, budget ? ", budget " + budget->to_string() : "", options.db);
+               options.strategy, settings.budget ? ", budget " + settings.budget->to_string() : "",
+               options.db);
   }
-  for (const auto& [tmpl, shapes] : plans) {
-    if (options.missed) fmt::print(stderr, "{}\n", describe_misses(tmpl.name, misses.at(tmpl.name)));
-  }
+  return devices;
+}
 
+// Runs every model's searches, then re-measures across templates, with the progress bar; with
+// --missed, forgets the misses of each shape tuned.
+TuneOutcome run_searches(const TuneOptions& options, const TuningSettings& settings,
+                         const std::vector<TuningRun*>& runs,
+                         const std::vector<std::vector<TuningPlan>>& model_plans,
+                         std::size_t devices, ResultStore& store) {
   const auto start = std::chrono::steady_clock::now();
+  const std::string& gpu_name = runs[0]->gpu_record().name;
   int planned = 0;
   for (const std::vector<TuningPlan>& each : model_plans) planned += planned_total(each, settings);
   ProgressBar bar(planned);
-  int settled_total = 0;  // over every search
-  std::map<std::string, int> counts;
+  TuneOutcome outcome;
   std::map<int, int> per_device;  // configurations each device settled, for the bar
-  std::map<std::string, double> stage_seconds;
-  std::vector<TuningSummary> summaries;
-  std::vector<std::pair<std::size_t, AcrossTemplates>> across_notes;  // by model
-  int forgotten = 0, still_missed = 0;  // missed shapes, with --missed
   for (std::size_t m = 0; m < runs.size(); ++m) {  // each model tunes its templates at every shape
     TuningRun* const run = runs[m];
-    const std::size_t first_summary = summaries.size();  // this model's, in its plans' order
+    const std::size_t first_summary = outcome.summaries.size();  // this model's, in its plans' order
     for (const auto& [tmpl, shapes] : model_plans[m]) {
       const auto on_event = [&](const TuningEvent& event) {
         if (event.stage == "tuned" && options.missed) {
           // Tuned at last, the library finds an exact record: forgotten at once, so that a tune
           // cut short keeps the misses of what it has not reached. Without a winner it stays missed.
-          if (store.best(gpu.name, event.shape, event.tmpl->name, event.tmpl->precision)) {
-            store.forget_misses(gpu.name, event.tmpl->name, event.shape);
-            ++forgotten;
+          if (store.best(gpu_name, event.shape, event.tmpl->name, event.tmpl->precision)) {
+            store.forget_misses(gpu_name, event.tmpl->name, event.shape);
+            ++outcome.forgotten;
           } else {
-            ++still_missed;
+            ++outcome.still_missed;
           }
         }
         const bool finished = event.result != nullptr;
         if (finished) {
-          ++settled_total;
-          ++counts[event.stage == "recorded earlier" ? "recorded earlier" : to_string(event.result->status)];
+          ++outcome.settled;
+          ++outcome.counts[event.stage == "recorded earlier" ? "recorded earlier"
+                                                            : to_string(event.result->status)];
           if (event.device >= 0) ++per_device[event.device];
         }
         std::string current = describe(event, devices > 1);
@@ -389,121 +362,64 @@ int run(const TuneOptions& options) {
           current += " |";
           for (const auto& [device, count] : per_device) current += fmt::format(" [{}] {}", device, count);
         }
-        bar.update(settled_total, current, finished);
+        bar.update(outcome.settled, current, finished);
       };
       for (TuningSummary& summary : run->tune(tmpl, shapes, on_event)) {
-        for (const auto& [stage, seconds] : summary.stage_seconds) stage_seconds[stage] += seconds;
-        summaries.push_back(std::move(summary));
+        for (const auto& [stage, seconds] : summary.stage_seconds) outcome.stage_seconds[stage] += seconds;
+        outcome.summaries.push_back(std::move(summary));
       }
     }
     // Every template searched: at each shape, the best of each template of one precision are
     // re-measured together, so that the fastest of the precision is chosen among times taken
     // together and not minutes apart.
-    for (AcrossTemplates& across : across_templates(model_plans[m], summaries, first_summary)) {
-      bar.update(settled_total, fmt::format("{} {}: re-measuring the best of {} templates together",
-                                            across.shape.to_string(), to_string(across.precision),
-                                            across.templates.size()), false);
+    for (AcrossTemplates& across : across_templates(model_plans[m], outcome.summaries, first_summary)) {
+      bar.update(outcome.settled, fmt::format("{} {}: re-measuring the best of {} templates together",
+                                              across.shape.to_string(), to_string(across.precision),
+                                              across.templates.size()), false);
       across.note = run->confirm_across(across.templates, across.shape, across.measured_new);
-      if (!across.note.empty()) across_notes.push_back({m, std::move(across)});
+      if (!across.note.empty()) outcome.across_notes.push_back({m, std::move(across)});
     }
   }
   bar.finish();
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  outcome.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return outcome;
+}
 
-  fmt::print("\n{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", "shape", "template", "settled",
-             "best configuration (this search)", "median ms", "TFLOP/s", "best recorded");
-  std::size_t i = 0;
-  int without_winner = 0;
-  const bool shares_configurations = !shard.whole() && !is_guided_strategy(options.strategy);
-  for (std::size_t m = 0; m < runs.size(); ++m) {
-    const TuningRun* const run = runs[m];
-    if (runs.size() > 1) fmt::print("{}:\n", run->gpu_record().name);
-    for (const auto& [tmpl, shapes] : model_plans[m]) {
-      for (const GemmShape& shape : shapes) {
-        const TuningSummary& summary = summaries[i++];
-        const auto recorded = store.best(run->gpu_record().name, shape, tmpl.name, tmpl.precision);
-        const std::string overall = recorded ? fmt::format("{:.2f} TFLOP/s", recorded->tflops) : "none";
-        const std::string settled = fmt::format("{}/{}", summary.settled, summary.space);
-        if (summary.best) {
-          fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10.4f} {:>8.2f}  {}\n", shape.to_string(), tmpl.name,
-                     settled, summary.best->config, summary.best->median_ms, summary.best->tflops, overall);
-        } else {
-          // Nothing correct among what it settled, or no configuration for the shape at all; a
-          // budget that ran out before anything settled proves nothing either way, nor does a
-          // shard's share of the configurations (the other shards' may hold the winner). A template
-          // that offers nothing at the shape (its requirements or tuning limits leave it out) is no
-          // finding where the shape has a winner of its precision: the tune's other templates
-          // answer there.
-          const bool answered_by_others =
-              summary.space == 0 && store.best(run->gpu_record().name, shape, std::nullopt, tmpl.precision);
-          if (((summary.settled > 0 && !shares_configurations) || summary.space == 0) && !answered_by_others) {
-            ++without_winner;
-          }
-          fmt::print("{:<18} {:<12} {:>7} {:<44} {:>10} {:>8}  {}\n", shape.to_string(), tmpl.name,
-                     settled,
-                     answered_by_others ? "(none for the shape; other templates answer)"
-                     : shares_configurations && summary.space > 0 ? "(no correct one in this shard)"
-                                                                  : "(no correct configuration)",
-                     "", "", overall);
-        }
-        if (!summary.warm_start.points.empty()) {
-          fmt::print("{:>40}warm start: {}\n", "", describe(summary.warm_start));
-        }
-        if (!summary.confirm_note.empty()) fmt::print("{:>40}{}\n", "", summary.confirm_note);
-      }
-    }
-  }
-  if (!across_notes.empty()) fmt::print("\nacross templates (the fastest of each precision and shape):\n");
-  for (const auto& [m, across] : across_notes) {
-    const std::string& gpu_name = runs[m]->gpu_record().name;
-    const auto best = store.best(gpu_name, across.shape, std::nullopt, across.precision);
-    fmt::print("{:<18} {:<7} {}\n", across.shape.to_string(), to_string(across.precision),
-               best ? fmt::format("{} {} {:.4f} ms {:.2f} TFLOP/s", best->template_name, best->config,
-                                  best->median_ms, best->tflops)
-                    : std::string("none"));
-    fmt::print("{:>27}{}{}\n", "", runs.size() > 1 ? gpu_name + ": " : "", across.note);
-  }
-  if (options.session.devices) {
-    fmt::print("\n{:<8} {:<32} {:>8} {:>8}\n", "device", "GPU", "settled", "busy s");
-    for (std::size_t m = 0; m < runs.size(); ++m) {
-      const DevicePool& pool = session.devices(m);
-      for (std::size_t d = 0; d < pool.size(); ++d) {
-        const DeviceLane& lane = pool.lane(d);
-        fmt::print("{:<8} {:<32} {:>8} {:>8.1f}\n", lane.device.ordinal, lane.device.name, lane.settled,
-                   lane.busy_seconds);
-      }
-    }
-  }
+int run(const TuneOptions& options) {
+  const std::vector<KernelTemplate> given = load_templates(options.kernels);
+  TunePlan plan = plan_tune(options, given);
+  if (!plan.settings.shard.whole() && !shard_has_work(options, plan)) return kSuccess;
 
-  std::string outcome;
-  for (const auto& [status, count] : counts) outcome += fmt::format("{} {}, ", count, status);
-  if (!outcome.empty()) outcome.resize(outcome.size() - 2);
-  fmt::print("\nsettled: {}\n", outcome.empty() ? "none" : outcome);
-  std::string split;
-  for (const auto& [stage, seconds] : stage_seconds) split += fmt::format("{} {:.1f} s, ", stage, seconds);
-  if (!split.empty()) split.resize(split.size() - 2);
-  const CompileStatistics compiles = session.compile_statistics();
-  fmt::print("wall {:.1f} s, {:.1f} configurations/s; compiled {} ({:.1f} s on all cores), {} from the "
-             "cache; workers started {} ({} fuzz workers)\n",
-             wall, settled_total / std::max(wall, 1e-9), compiles.compiled, compiles.compile_seconds,
-             compiles.from_cache, session.workers_started(), session.fuzz_workers());
-  fmt::print("time by stage: {}\n", split.empty() ? "none" : split);
-  if (options.session.devices) {
-    for (std::size_t m = 0; m < runs.size(); ++m) {
-      const DevicePool& pool = session.devices(m);
-      for (std::size_t d = 0; d < pool.size(); ++d) fmt::print("{}\n", describe_stages(pool.lane(d)));
-    }
-  }
+  TuningSession session(options.session, selected_devices(options.session));
+  ResultStore store(options.db);
+  const std::vector<TuningRun*>& runs = session.runs(store, plan.settings);
+  Misses misses;
   if (options.missed) {
-    fmt::print("missed shapes: {} tuned (their misses forgotten), {} still without a correct "
-               "configuration\n", forgotten, still_missed);
+    if (runs.size() > 1) {
+      throw UsageError("--missed tunes the misses of one GPU model: give --devices of one model");
+    }
+    if (!add_missed_plans(options, given, store, runs[0]->gpu_record().name, misses, plan.plans)) {
+      return kSuccess;
+    }
   }
-  if (without_winner > 0) {
-    fmt::print(stderr, "tiletune: {} of {} template and shape pairs have no correct configuration\n",
-               without_winner, summaries.size());
-    return kFindings;
+  const std::vector<std::vector<TuningPlan>> model_plans = plans_per_model(plan.plans, runs);
+  if (plan.plans.empty()) {
+    fmt::print("no template given runs on this tune's GPUs: nothing tuned\n");
+    return kSuccess;
   }
-  return kSuccess;
+  const std::size_t devices = print_header(options, plan.settings, session, runs);
+  for (const auto& [tmpl, shapes] : plan.plans) {
+    if (options.missed) fmt::print(stderr, "{}\n", describe_misses(tmpl.name, misses.at(tmpl.name)));
+  }
+  const TuneOutcome outcome = run_searches(options, plan.settings, runs, model_plans, devices, store);
+
+  TuneReport report{store, session, runs, model_plans, outcome};
+  report.shares_configurations =
+      !plan.settings.shard.whole() && !is_guided_strategy(options.strategy);
+  report.per_device = options.session.devices.has_value();
+  report.missed = options.missed;
+  return report_tune(report);
 }
 
 }  // namespace

@@ -5,10 +5,10 @@
 
 #include <fmt/format.h>
 
-#include "tools/commands/command_line.h"
+#include "tools/labs/lab_error.h"
 #include "tools/labs/lab_sources.h"
-#include "tuner/device_buffer.h"
-#include "tuner/nvrtc_compiler.h"
+#include "tuner/backend/gpu/device_buffer.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
 #include "tuner/profiling/counter_metrics.h"
 #include "tuner/profiling/nsight_compute.h"
 
@@ -39,7 +39,7 @@ const SharedAccessVariant& variant_named(const std::string& name) {
   for (const SharedAccessVariant& v : kSharedAccessVariants) {
     if (name == v.name) return v;
   }
-  throw cli::UsageError(
+  throw LabArgumentError(
       fmt::format("no bank-conflicts kernel '{}' (stride1, stride32, padded, swizzled)", name));
 }
 

@@ -17,7 +17,7 @@
 
 #include "tools/labs/lab_claims.h"
 #include "tools/labs/lab_counters.h"
-#include "tuner/gpu_device.h"
+#include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/pipeline/kernel_timer.h"
 
 namespace tiletune::labs {
@@ -69,7 +69,7 @@ std::string format_bank_conflict_lab(const BankConflictLab& lab);
 nlohmann::json bank_conflict_lab_json(const BankConflictLab& lab);
 
 // `tiletune lab-kernel bank-conflicts VARIANT`: one launch of the variant on the GPU, for ncu to
-// count. Throws cli::UsageError for an unknown variant before opening the GPU.
+// count. Throws LabArgumentError for an unknown variant before opening the GPU.
 void launch_bank_conflict_kernel(const std::string& variant);
 
 }  // namespace tiletune::labs

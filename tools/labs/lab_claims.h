@@ -31,7 +31,7 @@ std::string verdict_text(const Claim& claim);
 // The claims as an aligned text table: claim, verdict, measured; ends with a newline.
 std::string format_claims_table(const std::vector<Claim>& claims);
 
-// 1 (kFindings) when any claim is refuted, else 0.
+// 1 (tiletune's exit code for findings) when any claim is refuted, else 0.
 int claims_exit_code(const std::vector<Claim>& claims);
 
 nlohmann::json claims_json(const std::vector<Claim>& claims);

@@ -7,12 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "tools/commands/command_line.h"
+#include "tools/labs/lab_error.h"
 #include "tools/labs/lab_sources.h"
-#include "tuner/device_buffer.h"
-#include "tuner/gpu_kernel.h"
-#include "tuner/kernel_template.h"
-#include "tuner/nvrtc_compiler.h"
+#include "tuner/backend/gpu/device_buffer.h"
+#include "tuner/backend/gpu/gpu_kernel.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/core/kernel_template.h"
 #include "tuner/profiling/counter_metrics.h"
 #include "tuner/profiling/nsight_compute.h"
 
@@ -40,7 +40,7 @@ const TilingKernel& kernel_named(const std::string& name) {
   for (const TilingKernel& k : kTilingKernels) {
     if (name == k.name) return k;
   }
-  throw cli::UsageError(
+  throw LabArgumentError(
       fmt::format("no tiling kernel '{}' (naive16, tiled16, naive32, tiled32)", name));
 }
 
@@ -48,7 +48,7 @@ int size_named(const std::string& text) {
   for (const int size : kTilingSizes) {
     if (text == std::to_string(size)) return size;
   }
-  throw cli::UsageError(fmt::format("no tiling size '{}' (256, 512, 1024)", text));
+  throw LabArgumentError(fmt::format("no tiling size '{}' (256, 512, 1024)", text));
 }
 
 // One of the shipped templates, at the lab's configuration, loaded on the device.

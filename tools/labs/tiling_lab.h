@@ -18,7 +18,7 @@
 
 #include "tools/labs/lab_claims.h"
 #include "tools/labs/lab_counters.h"
-#include "tuner/gpu_device.h"
+#include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/pipeline/kernel_timer.h"
 
 namespace tiletune::labs {
@@ -66,7 +66,7 @@ std::string format_tiling_lab(const TilingLab& lab);
 nlohmann::json tiling_lab_json(const TilingLab& lab);
 
 // `tiletune lab-kernel tiling KERNEL SIZE`: one launch on the GPU, for ncu to count. Throws
-// cli::UsageError for an unknown kernel or size before opening the GPU.
+// LabArgumentError for an unknown kernel or size before opening the GPU.
 void launch_tiling_kernel(const std::string& kernel, const std::string& size);
 
 // C = A B for n x n row-major matrices in double, with each element's error bound for an FP32

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "tuner/gpu_device.h"
+#include "tuner/backend/gpu/gpu_device.h"
 
 namespace tiletune::report {
 namespace {

@@ -24,7 +24,7 @@ struct Winner {
   bool bytes_measured = false;
 };
 
-// A GPU's roofs: the FP32 peak from its SMs and clock (tuner/gpu_device.h's formula; 0 where the
+// A GPU's roofs: the FP32 peak from its SMs and clock (tuner/backend/gpu/gpu_device.h's formula; 0 where the
 // row has no SMs or clock, as the CPU backend's), and the DRAM bandwidth where known.
 struct GpuRoofs {
   GpuRecord gpu;

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "tuner/kernel_template.h"
-#include "tuner/nvrtc_compiler.h"
-#include "tuner/cubin_cache.h"
+#include "tuner/backend/gpu/cubin_cache.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
 

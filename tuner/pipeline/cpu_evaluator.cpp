@@ -10,11 +10,10 @@
 
 #include <fmt/format.h>
 
-#include "fuzz/announcing_executor.h"
-#include "fuzz/cpu_backend/cpu_executor.h"
-#include "fuzz/cpu_backend/cpu_kernel.h"
+#include "fuzz/cpu_executor.h"
 #include "fuzz/gemm_operands.h"
-#include "tuner/nvrtc_compiler.h"
+#include "tuner/backend/cpu/cpu_kernel.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
 #include "tuner/pipeline/kernel_timer.h"
 
 namespace tiletune {
@@ -148,16 +147,8 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     result.dynamic_shared_bytes = int(tmpl.launch_geometry(config, request.shape, drawn_sm_count(0)).dynamic_shared_bytes);
     if (request.fuzz) {
       stage("fuzz");
-      AnnouncingExecutor announced(*executor, before_case);
-      const FuzzReport fuzz = fuzz_configuration(announced, config, tmpl.precision,
-                                                 request.fuzz_settings,
-                                                 CaseRequirements(tmpl, config),
-                                                 &fuzz_references_);
-      // Fewer cases than asked is never a pass (fuzz_configuration settles the same).
-      if (fuzz.verdict != FuzzVerdict::passed || fuzz.cases_passed < request.fuzz_settings.cases) {
-        result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
-                                                                  : ResultStatus::launch_error;
-        result.detail = fuzz_detail(fuzz);
+      if (!passes_fuzz_stage(*executor, tmpl, config, request, before_case, fuzz_references_,
+                             result)) {
         return outcome;
       }
     }
@@ -175,8 +166,7 @@ EvaluationOutcome CpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
     stage("verify");
     const FuzzReport check = run_single_case(*executor, full, tmpl.precision, &reference);
     if (check.verdict != FuzzVerdict::passed) {
-      result.status = check.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
-                                                                 : ResultStatus::launch_error;
+      result.status = failed_check_status(check.verdict);
       result.detail = "at the full shape: " + check.finding;
       return outcome;
     }
@@ -210,15 +200,9 @@ std::vector<Timing> CpuEvaluator::remeasure(const std::vector<const KernelTempla
     executors.push_back(std::make_unique<CpuExecutor>(tmpl, tmpl.parse_configuration(each.config), options_));
   }
   const GemmCase full = full_shape_case(request.shape, request.data_seed);
-  std::vector<std::vector<Timing>> rounds(executors.size());
-  for (int round = 0; round < request.rounds; ++round) {
-    for (std::size_t i = 0; i < executors.size(); ++i) {
-      rounds[i].push_back(time_on_cpu(*executors[i], full, request.timing));
-    }
-  }
-  std::vector<Timing> timings;
-  for (const auto& per_config : rounds) timings.push_back(combine_rounds(per_config));
-  return timings;
+  return time_in_rounds(executors.size(), request.rounds, [&](std::size_t i) {
+    return time_on_cpu(*executors[i], full, request.timing);
+  });
 }
 
 }  // namespace tiletune

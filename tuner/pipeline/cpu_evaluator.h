@@ -5,8 +5,8 @@
 // recorded under the device name "CPU backend" so that they are never mistaken for a GPU's.
 #pragma once
 
-#include "fuzz/cpu_backend/cpu_backend_options.h"
 #include "fuzz/reference_cache.h"
+#include "tuner/backend/cpu/cpu_backend_options.h"
 #include "tuner/pipeline/evaluator.h"
 #include "tuner/pipeline/shared_references.h"
 

@@ -4,9 +4,32 @@
 
 #include <fmt/format.h>
 
+#include "fuzz/announcing_executor.h"
+#include "fuzz/reference_cache.h"
 #include "tuner/pipeline/kernel_timer.h"
 
 namespace tiletune {
+
+bool passes_fuzz_stage(GemmExecutor& executor, const KernelTemplate& tmpl,
+                       const Configuration& config, const EvaluationRequest& request,
+                       const Evaluator::CaseCallback& before_case, ReferenceCache& references,
+                       ResultRecord& result) {
+  AnnouncingExecutor announced(executor, before_case);
+  const FuzzReport fuzz = fuzz_configuration(announced, config, tmpl.precision,
+                                             request.fuzz_settings, CaseRequirements(tmpl, config),
+                                             &references);
+  if (fuzz.verdict == FuzzVerdict::passed && fuzz.cases_passed >= request.fuzz_settings.cases) {
+    return true;
+  }
+  result.status = failed_check_status(fuzz.verdict);
+  result.detail = fuzz_detail(fuzz);
+  return false;
+}
+
+ResultStatus failed_check_status(FuzzVerdict verdict) {
+  return verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
+                                              : ResultStatus::launch_error;
+}
 
 ResultRecord result_keys(const KernelTemplate& tmpl, const EvaluationRequest& request) {
   ResultRecord result;
@@ -49,6 +72,17 @@ Timing combine_rounds(const std::vector<Timing>& rounds) {
   }
   combined.median_ms = summarize_runs(std::move(medians)).median_ms;
   return combined;
+}
+
+std::vector<Timing> time_in_rounds(std::size_t count, int rounds,
+                                   const std::function<Timing(std::size_t)>& time_one) {
+  std::vector<std::vector<Timing>> per_config(count);
+  for (int round = 0; round < rounds; ++round) {
+    for (std::size_t i = 0; i < count; ++i) per_config[i].push_back(time_one(i));
+  }
+  std::vector<Timing> timings;
+  for (const std::vector<Timing>& each : per_config) timings.push_back(combine_rounds(each));
+  return timings;
 }
 
 }  // namespace tiletune

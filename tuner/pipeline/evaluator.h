@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/kernel_template.h"
+#include "tuner/core/kernel_template.h"
 #include "tuner/pipeline/worker_protocol.h"
 
 namespace tiletune {
@@ -47,6 +47,22 @@ class Evaluator {
   virtual bool usable() const = 0;
 };
 
+class GemmExecutor;
+class ReferenceCache;
+
+// The fuzz stage of an evaluation, on either backend: the configuration fuzzed through `executor`
+// on awkward shapes as the request asks, each case announced to `before_case`. True when it passed
+// every case asked for; otherwise the result's status and detail say why (fewer cases than asked
+// is never a pass: fuzz_configuration settles the same).
+bool passes_fuzz_stage(GemmExecutor& executor, const KernelTemplate& tmpl,
+                       const Configuration& config, const EvaluationRequest& request,
+                       const Evaluator::CaseCallback& before_case, ReferenceCache& references,
+                       ResultRecord& result);
+
+// The status of a result whose check ended with this verdict (not passed): a wrong result, or a
+// launch that failed.
+ResultStatus failed_check_status(FuzzVerdict verdict);
+
 // The result's keys filled from the request: template, hash, configuration, shape.
 ResultRecord result_keys(const KernelTemplate& tmpl, const EvaluationRequest& request);
 
@@ -59,5 +75,11 @@ std::string fuzz_detail(const FuzzReport& report);
 // Median of the round medians, the extremes of all rounds, all runs: how re-measured rounds of
 // one configuration combine.
 Timing combine_rounds(const std::vector<Timing>& rounds);
+
+// A re-measurement of `count` configurations together: `rounds` rounds, each timing every
+// configuration once in turn (`time_one(i)`), so that a drift of the clocks touches all alike;
+// one combined timing per configuration, in order.
+std::vector<Timing> time_in_rounds(std::size_t count, int rounds,
+                                   const std::function<Timing(std::size_t)>& time_one);
 
 }  // namespace tiletune

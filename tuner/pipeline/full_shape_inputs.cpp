@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "tuner/splitmix64.h"
+#include "tuner/core/splitmix64.h"
 
 namespace tiletune {
 namespace {

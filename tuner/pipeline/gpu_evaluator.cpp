@@ -2,9 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "fuzz/announcing_executor.h"
 #include "fuzz/gpu_executor.h"
-#include "tuner/entry_contract.h"
+#include "tuner/backend/entry_contract.h"
 
 namespace tiletune {
 
@@ -64,16 +63,8 @@ EvaluationOutcome GpuEvaluator::evaluate(const KernelTemplate& tmpl, const Evalu
 
     if (request.fuzz) {
       stage("fuzz");
-      AnnouncingExecutor announced(executor, before_case);
-      const FuzzReport fuzz = fuzz_configuration(announced, config, tmpl.precision,
-                                                 request.fuzz_settings,
-                                                 CaseRequirements(tmpl, config),
-                                                 &fuzz_references_);
-      // Fewer cases than asked is never a pass (fuzz_configuration settles the same).
-      if (fuzz.verdict != FuzzVerdict::passed || fuzz.cases_passed < request.fuzz_settings.cases) {
-        result.status = fuzz.verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
-                                                                  : ResultStatus::launch_error;
-        result.detail = fuzz_detail(fuzz);
+      if (!passes_fuzz_stage(executor, tmpl, config, request, before_case, fuzz_references_,
+                             result)) {
         context_lost_ = executor.context_lost();
         return outcome;
       }
@@ -124,20 +115,14 @@ std::vector<Timing> GpuEvaluator::remeasure(const std::vector<const KernelTempla
     geometries.push_back(tmpl.launch_geometry(config, request.shape, device_.properties().sm_count));
   }
   verifier(request.shape, request.data_seed, [](const std::string&) {});
-  std::vector<std::vector<Timing>> rounds(kernels.size());
   try {
-    for (int round = 0; round < request.rounds; ++round) {
-      for (std::size_t i = 0; i < kernels.size(); ++i) {
-        rounds[i].push_back(time(*kernels[i], geometries[i], request.timing));
-      }
-    }
+    return time_in_rounds(kernels.size(), request.rounds, [&](std::size_t i) {
+      return time(*kernels[i], geometries[i], request.timing);
+    });
   } catch (const CudaError& e) {
     context_lost_ = e.context_is_lost();
     throw;
   }
-  std::vector<Timing> timings;
-  for (const auto& per_config : rounds) timings.push_back(combine_rounds(per_config));
-  return timings;
 }
 
 }  // namespace tiletune

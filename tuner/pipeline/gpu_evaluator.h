@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "fuzz/reference_cache.h"
-#include "tuner/gpu_device.h"
+#include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/pipeline/compiled_kernels.h"
 #include "tuner/pipeline/evaluator.h"
 #include "tuner/pipeline/kernel_timer.h"

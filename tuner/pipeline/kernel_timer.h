@@ -6,8 +6,8 @@
 #include <functional>
 #include <vector>
 
-#include "tuner/cuda_driver.h"
-#include "tuner/device_buffer.h"
+#include "tuner/backend/gpu/cuda_driver.h"
+#include "tuner/backend/gpu/device_buffer.h"
 
 namespace tiletune {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/gpu_kernel.h"
+#include "tuner/backend/gpu/gpu_kernel.h"
 
 namespace tiletune {
 

@@ -7,10 +7,10 @@
 #include <optional>
 #include <string>
 
-#include "db/result_store.h"
-#include "tuner/gpu_device.h"
-#include "tuner/kernel_template.h"
-#include "tuner/nvrtc_compiler.h"
+#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/core/kernel_template.h"
+#include "tuner/core/records.h"
 
 namespace tiletune {
 

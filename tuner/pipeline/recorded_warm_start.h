@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "db/result_store.h"
-#include "tuner/gemm_shape.h"
-#include "tuner/kernel_template.h"
+#include "tuner/core/gemm_shape.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
 

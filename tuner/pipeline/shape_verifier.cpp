@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "tuner/error_bound.h"
-#include "tuner/nvrtc_compiler.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/core/error_bound.h"
 #include "tuner/pipeline/full_shape_inputs.h"
 
 namespace tiletune {
@@ -33,7 +33,7 @@ extern "C" __global__ void reference_gemm(const float* A, const float* B, double
 }
 
 // verdict[0]: how many elements are wrong; verdict[1]: the smallest wrong index (row * N + col).
-// An element is wrong past relative_bound * sum_k |a_ik||b_kj| (tuner/error_bound.h).
+// An element is wrong past relative_bound * sum_k |a_ik||b_kj| (tuner/core/error_bound.h).
 extern "C" __global__ void compare_gemm(const float* C, int ldc, const double* reference,
                                         const double* magnitude, double relative_bound, int M,
                                         int N, unsigned long long* verdict) {

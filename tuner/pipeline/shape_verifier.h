@@ -5,7 +5,7 @@
 // reference would take minutes. So the reference lives on the GPU: a plain double-precision
 // kernel, computed once per shape together with each element's sum_k |a_ik||b_kj|, then compared
 // with every configuration's output within the bound of the precision its template declares
-// (tuner/error_bound.h).
+// (tuner/core/error_bound.h).
 #pragma once
 
 #include <cstdint>
@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "tuner/device_buffer.h"
-#include "tuner/error_bound.h"
-#include "tuner/gemm_shape.h"
-#include "tuner/gpu_device.h"
-#include "tuner/gpu_kernel.h"
-#include "tuner/precision.h"
+#include "tuner/backend/gpu/device_buffer.h"
+#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/backend/gpu/gpu_kernel.h"
+#include "tuner/core/error_bound.h"
+#include "tuner/core/gemm_shape.h"
+#include "tuner/core/precision.h"
 
 namespace tiletune {
 

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/private_files.h"
+#include "tuner/system/private_files.h"
 
 namespace tiletune {
 namespace {

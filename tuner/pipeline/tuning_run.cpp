@@ -13,9 +13,9 @@
 #include <fmt/format.h>
 
 #include "fuzz/case_generator.h"
-#include "tuner/nvrtc_compiler.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/core/configurations.h"
 #include "tuner/search/search_strategy.h"
-#include "tuner/search_space.h"
 
 namespace tiletune {
 namespace {
@@ -605,6 +605,25 @@ std::vector<TuningSummary> TuningRun::tune(const KernelTemplate& tmpl, const std
   return summaries;
 }
 
+PlannedSearch plan_search(const KernelTemplate& tmpl, const std::vector<Configuration>& space,
+                          const TuningSettings& settings,
+                          const std::vector<std::size_t>& starting_points) {
+  PlannedSearch planned{make_search_strategy(settings.strategy, tmpl, space, settings.strategy_seed,
+                                             starting_points),
+                        space.size()};
+  if (settings.budget) {
+    if (auto evaluations = settings.budget->evaluation_limit(space.size())) {
+      planned.limit = std::min(planned.limit, *evaluations);
+    }
+  }
+  // A guided search cannot be split: its shard owns whole (template, shape) pairs instead.
+  if (!is_guided_strategy(settings.strategy) && !settings.shard.whole()) {
+    planned.strategy = settings.shard.cut(std::move(planned.strategy), planned.limit,
+                                          tmpl.source_hash, space);
+  }
+  return planned;
+}
+
 void TuningRun::run_search(Search& search) {
   const KernelTemplate& tmpl = search.tmpl;
   const GemmShape& shape = search.shape;
@@ -619,18 +638,12 @@ void TuningRun::run_search(Search& search) {
   if (learns && settings_.warm_start) {
     search.summary.warm_start = recorded_warm_start(store_, gpu_.name, tmpl.name, shape, search.space);
   }
-  search.strategy = make_search_strategy(settings_.strategy, tmpl, search.space, settings_.strategy_seed,
-                                         search.summary.warm_start.points);
-  search.limit = search.space.size();
+  PlannedSearch planned =
+      plan_search(tmpl, search.space, settings_, search.summary.warm_start.points);
+  search.strategy = std::move(planned.strategy);
+  search.limit = planned.limit;
   if (settings_.budget) {
-    if (auto evaluations = settings_.budget->evaluation_limit(search.space.size())) {
-      search.limit = std::min(search.limit, *evaluations);
-    }
     if (auto seconds = settings_.budget->time_limit()) search.deadline = Clock::now() + *seconds;
-  }
-  if (!learns && !settings_.shard.whole()) {
-    search.strategy = settings_.shard.cut(std::move(search.strategy), search.limit, tmpl.source_hash,
-                                          search.space);
   }
 
   const std::size_t batch =

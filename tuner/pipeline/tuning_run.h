@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,13 +30,14 @@
 
 #include "db/result_store.h"
 #include "fuzz/property_runner.h"
-#include "tuner/kernel_template.h"
+#include "tuner/core/kernel_template.h"
 #include "tuner/pipeline/compiled_kernels.h"
 #include "tuner/pipeline/device_pool.h"
 #include "tuner/pipeline/kernel_timer.h"
 #include "tuner/pipeline/pruning.h"
 #include "tuner/pipeline/recorded_warm_start.h"
 #include "tuner/search/search_budget.h"
+#include "tuner/search/search_strategy.h"
 #include "tuner/search/tune_shard.h"
 
 namespace tiletune {
@@ -90,6 +92,18 @@ struct TuningSettings {
   // the configurations it owns; the (template, shape) pairs of a guided one are chosen by the caller.
   TuneShard shard;
 };
+
+// A template x shape search before it starts: its strategy over `space`, and how many
+// configurations it settles at most (the space, cut to the budget's evaluation limit and, for a
+// shard that shares out configurations, to the shard's share). The one place that sizes a search:
+// TuningRun runs it, and the command line sizes its progress and a shard's share with it.
+struct PlannedSearch {
+  std::unique_ptr<SearchStrategy> strategy;
+  std::size_t limit = 0;
+};
+PlannedSearch plan_search(const KernelTemplate& tmpl, const std::vector<Configuration>& space,
+                          const TuningSettings& settings,
+                          const std::vector<std::size_t>& starting_points = {});
 
 // One step of a tune as it happens, for the progress display.
 struct TuningEvent {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/cuda_driver.h"
+#include "tuner/backend/gpu/cuda_driver.h"
 
 namespace tiletune {
 

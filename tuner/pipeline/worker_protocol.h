@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "db/result_store.h"
 #include "fuzz/property_runner.h"
-#include "tuner/gemm_shape.h"
-#include "tuner/gpu_device.h"
+#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/core/gemm_shape.h"
+#include "tuner/core/records.h"
 #include "tuner/pipeline/kernel_timer.h"
 
 namespace tiletune {

@@ -9,10 +9,10 @@
 #include <optional>
 #include <sstream>
 
-#include "tuner/child_process.h"
-#include "tuner/gpu_device.h"
-#include "tuner/private_files.h"
+#include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/profiling/counter_metrics.h"
+#include "tuner/system/child_process.h"
+#include "tuner/system/private_files.h"
 
 namespace tiletune {
 namespace {

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tiletune/tiletune.h"
-#include "tuner/cubin_cache.h"
-#include "tuner/precision.h"
+#include "tuner/backend/gpu/cubin_cache.h"
+#include "tuner/core/precision.h"
 
 namespace tiletune::runtime {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tuner/nvrtc_compiler.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
 
 #ifndef TILETUNE_VERSION
 #error "TILETUNE_VERSION must be defined (tuner/runtime/CMakeLists.txt)"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/cubin_cache.h"
+#include "tuner/backend/gpu/cubin_cache.h"
 #include "tuner/runtime/bundle.h"
 
 namespace tiletune::runtime {

@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "fuzz/cpu_backend/cpu_kernel.h"
+#include "tuner/backend/cpu/cpu_kernel.h"
 #include "tuner/runtime/record_set.h"
 
 namespace tiletune::runtime {

@@ -12,9 +12,9 @@
 #include <string>
 #include <tuple>
 
-#include "tuner/cubin_cache.h"
-#include "tuner/gpu_device.h"
-#include "tuner/gpu_kernel.h"
+#include "tuner/backend/gpu/cubin_cache.h"
+#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/backend/gpu/gpu_kernel.h"
 #include "tuner/runtime/record_set.h"
 
 namespace tiletune::runtime {

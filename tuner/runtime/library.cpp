@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "db/result_store.h"
-#include "tuner/precision.h"
+#include "tuner/core/precision.h"
 #include "tuner/runtime/bundle.h"
 #include "tuner/runtime/cpu_runner.h"
 #include "tuner/runtime/gpu_runner.h"

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "db/result_store.h"
-#include "tuner/gemm_shape.h"
+#include "tuner/core/gemm_shape.h"
 
 namespace tiletune::runtime {
 

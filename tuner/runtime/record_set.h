@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "tuner/gemm_shape.h"
-#include "tuner/kernel_template.h"
+#include "tuner/core/gemm_shape.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune::runtime {
 

@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tuner/precision.h"
+#include "tuner/core/precision.h"
 #include "tuner/runtime/record_set.h"
 
 namespace tiletune::runtime {

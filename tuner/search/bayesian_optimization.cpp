@@ -15,7 +15,7 @@
 // the configurations predicted fastest. Keeping them near the two fastest (not one, as annealing
 // does) lets a batch climb out of two basins at a time: on warp_tiled's spaces measured on an
 // H100, a fifth of the space brings it within 3% at 4096^3 for 88 seeds of 100 against
-// annealing's 65 (tests/tuner/recorded_search_quality_test.cpp). A model over the whole space
+// annealing's 65 (tests/tuner/search/recorded_search_quality_test.cpp). A model over the whole space
 // alone did no better than annealing there: it spends its picks where it is unsure, far from
 // anything fast; a region around the fastest three did slightly better on the measured spaces
 // but worse than random search on one modelled space (search_quality_test.cpp).

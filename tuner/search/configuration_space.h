@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "tuner/kernel_template.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
 

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tuner/kernel_template.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/splitmix64.h"
+#include "tuner/core/splitmix64.h"
 
 namespace tiletune {
 namespace {

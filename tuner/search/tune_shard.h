@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tuner/gemm_shape.h"
+#include "tuner/core/gemm_shape.h"
 #include "tuner/search/search_strategy.h"
 
 namespace tiletune {

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/test_folder.h"
+#include "tests/support/skip_without_nvrtc.h"
+#include "tests/support/test_folder.h"
 #include "tests/tuner/runtime/export_database.h"
-#include "tests/tuner/skip_without_nvrtc.h"
 #include "tiletune/tiletune.h"
 #include "tuner/runtime/bundle.h"
 #include "tuner/runtime/bundle_export.h"

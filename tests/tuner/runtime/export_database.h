@@ -10,7 +10,7 @@
 #include <string>
 
 #include "db/result_store.h"
-#include "tuner/kernel_template.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune::testing_support {
 

@@ -14,11 +14,11 @@
 #include <thread>
 
 #include "db/result_store.h"
-#include "tests/gpu_test.h"
-#include "tuner/device_buffer.h"
-#include "tuner/kernel_template.h"
-#include "tests/test_folder.h"
-#include "tests/tuned_fixture.h"
+#include "tests/support/gpu_test.h"
+#include "tests/support/test_folder.h"
+#include "tests/support/tuned_fixture.h"
+#include "tuner/backend/gpu/device_buffer.h"
+#include "tuner/core/kernel_template.h"
 
 namespace tiletune {
 namespace {

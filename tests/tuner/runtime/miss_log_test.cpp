@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/db/result_store_test_support.h"
+#include "tests/support/result_records.h"
 
 namespace tiletune::runtime {
 namespace {

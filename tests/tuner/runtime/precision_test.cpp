@@ -19,9 +19,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/test_folder.h"
+#include "tests/support/test_folder.h"
 #include "tests/tuner/runtime/precision_database.h"
-#include "tuner/error_bound.h"
+#include "tuner/core/error_bound.h"
 
 namespace tiletune {
 namespace {

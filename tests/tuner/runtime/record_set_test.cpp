@@ -13,7 +13,7 @@
 #include <string>
 
 #include "db/result_store.h"
-#include "tests/db/result_store_test_support.h"
+#include "tests/support/result_records.h"
 
 namespace tiletune::runtime {
 namespace {

@@ -1,0 +1,64 @@
+#include "tuner/backend/operand_staging.h"
+
+#include <gtest/gtest.h>
+
+namespace tiletune {
+namespace {
+
+LaunchGeometry maps(bool copy_a, bool copy_b) {
+  LaunchGeometry geometry;
+  geometry.tensor_maps = {{'A', true, true, copy_a, 32, 128}, {'B', true, false, copy_b, 136, 32}};
+  return geometry;
+}
+
+constexpr std::uintptr_t kAligned = 0x7f0000000100, kOtherAligned = 0x7f0000100000;
+
+TEST(OperandStaging, TmaReadsInPlaceOnlyRowsThatStart16ByteAligned) {
+  EXPECT_TRUE(tensor_map_reads_in_place(kAligned, 4096));
+  EXPECT_TRUE(tensor_map_reads_in_place(kAligned + 16, 4));
+  EXPECT_FALSE(tensor_map_reads_in_place(kAligned, 4093)) << "row 1 starts 4 bytes past 16";
+  EXPECT_FALSE(tensor_map_reads_in_place(kAligned, 4098));
+  EXPECT_FALSE(tensor_map_reads_in_place(kAligned + 4, 4096)) << "a sub-matrix one float in";
+}
+
+TEST(OperandStaging, AlignedOperandsAreReadInPlace) {
+  const GemmProblem problem{{4096, 4096, 4096}, 4096, 4100, 4096};
+  const OperandStaging plan = plan_operand_staging(maps(true, true), kAligned, kOtherAligned, problem);
+  EXPECT_TRUE(plan.copies.empty());
+  EXPECT_EQ(plan.floats, 0u);
+}
+
+TEST(OperandStaging, UnalignedOperandsAreCopiedIntoAlignedRowsOneAfterTheOther) {
+  // A: 5 rows of 7 floats, 9 apart; B: 7 rows of 3 floats, in place at 4 apart but one float in.
+  const GemmProblem problem{{5, 3, 7}, 9, 4, 3};
+  const OperandStaging plan = plan_operand_staging(maps(true, true), kAligned, kOtherAligned + 4, problem);
+  ASSERT_EQ(plan.copies.size(), 2u);
+  const OperandCopy& a = plan.copies[0];
+  EXPECT_EQ(a.operand, 'A');
+  EXPECT_EQ(a.rows, 5);
+  EXPECT_EQ(a.width, 7);
+  EXPECT_EQ(a.from_ld, 9);
+  EXPECT_EQ(a.to_ld, 8);
+  EXPECT_EQ(a.offset, 0u);
+  const OperandCopy& b = plan.copies[1];
+  EXPECT_EQ(b.operand, 'B');
+  EXPECT_EQ(b.rows, 7);
+  EXPECT_EQ(b.width, 3);
+  EXPECT_EQ(b.from_ld, 4);
+  EXPECT_EQ(b.to_ld, 4);
+  EXPECT_EQ(b.offset, 64u) << "A's 40 floats, rounded up to 256 bytes";
+  EXPECT_EQ(plan.floats, 128u);
+}
+
+TEST(OperandStaging, OnlyMapsThatDeclareCopyUnalignedAreCopied) {
+  const GemmProblem problem{{5, 6, 7}, 9, 10, 6};
+  const OperandStaging plan = plan_operand_staging(maps(false, true), kAligned, kOtherAligned, problem);
+  ASSERT_EQ(plan.copies.size(), 1u);
+  EXPECT_EQ(plan.copies[0].operand, 'B');
+  EXPECT_EQ(plan.copies[0].to_ld, 8);
+  EXPECT_TRUE(plan_operand_staging(LaunchGeometry{}, kAligned + 4, kOtherAligned, problem).copies.empty())
+      << "a template without tensor maps reads its operands itself";
+}
+
+}  // namespace
+}  // namespace tiletune

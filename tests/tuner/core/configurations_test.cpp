@@ -1,0 +1,194 @@
+#include "tuner/core/configurations.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace tiletune {
+namespace {
+
+using ::testing::ElementsAre;
+
+const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+
+KernelTemplate with_declarations(const std::string& declarations) {
+  return parse_template(
+      "// tiletune: entry k\n// tiletune: block 1\n// tiletune: grid 1\n" + declarations,
+      "space.cu");
+}
+
+std::vector<std::string> strings(const std::vector<Configuration>& configurations) {
+  std::vector<std::string> result;
+  for (const Configuration& config : configurations) result.push_back(config.to_string());
+  return result;
+}
+
+TEST(SearchSpace, TiledHasNineConfigurations) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  const std::vector<Configuration> configurations = enumerate_configurations(tmpl);
+  // 3 tiles x 4 (PAD, SWIZZLE) pairs, less the 3 with both set.
+  EXPECT_THAT(
+      strings(configurations),
+      ElementsAre("TILE=8,PAD=0,SWIZZLE=0", "TILE=8,PAD=0,SWIZZLE=1", "TILE=8,PAD=1,SWIZZLE=0",
+                  "TILE=16,PAD=0,SWIZZLE=0", "TILE=16,PAD=0,SWIZZLE=1", "TILE=16,PAD=1,SWIZZLE=0",
+                  "TILE=32,PAD=0,SWIZZLE=0", "TILE=32,PAD=0,SWIZZLE=1", "TILE=32,PAD=1,SWIZZLE=0"));
+}
+
+TEST(SearchSpace, SampleIsSeededOrderedAndBounded) {
+  const KernelTemplate tmpl = load_template(kTemplates / "naive.cu");
+  const std::vector<Configuration> all = enumerate_configurations(tmpl);
+  const std::vector<Configuration> sample = sample_configurations(all, 5, 42);
+  ASSERT_EQ(sample.size(), 5u);
+  EXPECT_EQ(strings(sample_configurations(all, 5, 42)), strings(sample)) << "same seed, same sample";
+  EXPECT_NE(strings(sample_configurations(all, 5, 43)), strings(sample));
+  std::size_t position = 0;  // a subsequence of the space, in its order
+  for (const Configuration& picked : sample) {
+    while (position < all.size() && !(all[position] == picked)) ++position;
+    ASSERT_LT(position++, all.size()) << picked.to_string() << " is out of order or not in the space";
+  }
+  EXPECT_EQ(strings(sample_configurations(all, all.size() + 3, 1)), strings(all));
+}
+
+TEST(SearchSpace, NaiveCountMatchesItsDeclarations) {
+  // BLOCK_X * BLOCK_Y in [64, 1024]: X=8 takes Y in {8,16,32} (3), X=16 {4..32} (4),
+  // X=32 {2..32} (5), X=64 {1..16} (5), X=128 {1..8} (4): 21 of the 30 pairs.
+  const KernelTemplate tmpl = load_template(kTemplates / "naive.cu");
+  const std::vector<Configuration> configurations = enumerate_configurations(tmpl);
+  EXPECT_EQ(configurations.size(), 21u);
+  EXPECT_EQ(configurations.front().to_string(), "BLOCK_X=8,BLOCK_Y=8");
+  EXPECT_EQ(configurations.back().to_string(), "BLOCK_X=128,BLOCK_Y=8");
+  for (const Configuration& config : configurations) {
+    const std::int64_t threads = config.at("BLOCK_X") * config.at("BLOCK_Y");
+    EXPECT_GE(threads, 64) << config.to_string();
+    EXPECT_LE(threads, 1024) << config.to_string();
+  }
+}
+
+TEST(SearchSpace, FirstParameterVariesSlowestInDeclaredOrder) {
+  const KernelTemplate tmpl =
+      with_declarations("// tiletune: param B 2 1\n// tiletune: param A 5 3 4\n");
+  EXPECT_THAT(strings(enumerate_configurations(tmpl)),
+              ElementsAre("B=2,A=5", "B=2,A=3", "B=2,A=4", "B=1,A=5", "B=1,A=3", "B=1,A=4"));
+}
+
+TEST(SearchSpace, ShapeRequirementsAreSkippedWithoutAShapeAndAppliedWithOne) {
+  const KernelTemplate tmpl = with_declarations(
+      "// tiletune: param T 8 16 32\n// tiletune: require M % T == 0 && K >= T\n"
+      "// tiletune: require T != 8\n");
+  EXPECT_THAT(strings(enumerate_configurations(tmpl)), ElementsAre("T=16", "T=32"));
+  const GemmShape shape{48, 1, 64};
+  EXPECT_THAT(strings(enumerate_configurations(tmpl, &shape)), ElementsAre("T=16"));
+  const GemmShape too_small{48, 1, 8};
+  EXPECT_TRUE(enumerate_configurations(tmpl, &too_small).empty());
+}
+
+TEST(SearchSpace, LeadingDimensionRequirementsApplyToThePackedProblemOfTheShape) {
+  const KernelTemplate tmpl = with_declarations(
+      "// tiletune: param T 4 8\n// tiletune: require lda % T == 0 && ldc % 4 == 0\n");
+  EXPECT_THAT(strings(enumerate_configurations(tmpl)), ElementsAre("T=4", "T=8"));
+  const GemmShape k20{8, 12, 20};  // lda = 20, ldc = 12
+  EXPECT_THAT(strings(enumerate_configurations(tmpl, &k20)), ElementsAre("T=4"));
+  const GemmShape n10{8, 10, 16};  // ldc = 10
+  EXPECT_TRUE(enumerate_configurations(tmpl, &n10).empty());
+}
+
+TEST(SearchSpace, TuningLimitsLeaveConfigurationsOutOfAShapesSearchOnly) {
+  const KernelTemplate tmpl = with_declarations(
+      "// tiletune: param T 4 8 16\n// tiletune: tune_if T < 2 * max(M, 4)\n");
+  EXPECT_THAT(strings(enumerate_configurations(tmpl)), ElementsAre("T=4", "T=8", "T=16"));
+  const GemmShape m5{5, 64, 64}, m100{100, 64, 64};
+  EXPECT_THAT(strings(enumerate_configurations(tmpl, &m5)), ElementsAre("T=4", "T=8"));
+  EXPECT_THAT(strings(enumerate_configurations(tmpl, &m100)), ElementsAre("T=4", "T=8", "T=16"));
+}
+
+TEST(SearchSpace, RequirementThatFailsToEvaluateIsNotSatisfied) {
+  // T=2 divides by zero, T=7 leaves a remainder: only T=3 remains.
+  const KernelTemplate tmpl =
+      with_declarations("// tiletune: param T 2 3 7\n// tiletune: require 12 % (T - 2) == 0\n");
+  EXPECT_THAT(strings(enumerate_configurations(tmpl)), ElementsAre("T=3"));
+}
+
+TEST(SearchSpace, NoParametersGiveOneEmptyConfiguration) {
+  EXPECT_THAT(enumerate_configurations(with_declarations("")), ElementsAre(Configuration{}));
+  EXPECT_TRUE(enumerate_configurations(with_declarations("// tiletune: require 0\n")).empty());
+}
+
+TEST(SearchSpace, EmptyCandidateListGivesNothing) {
+  KernelTemplate tmpl = with_declarations("");
+  tmpl.parameters.push_back({"T", {}});
+  EXPECT_TRUE(enumerate_configurations(tmpl).empty());
+}
+
+// `count` parameters P0, P1, ... of the values 0 to 9 each: a grid of 10^count configurations.
+std::string ten_values_each(int count) {
+  std::string declarations;
+  for (int p = 0; p < count; ++p) declarations += "// tiletune: param P" + std::to_string(p) + " 0 1 2 3 4 5 6 7 8 9\n";
+  return declarations;
+}
+
+TEST(SearchSpace, GridSizeIsTheProductOfTheValueCountsAndNeverOverflows) {
+  EXPECT_EQ(grid_size(load_template(kTemplates / "tiled.cu")), 12u);
+  EXPECT_EQ(grid_size(with_declarations(ten_values_each(12))), 1'000'000'000'000u);
+  EXPECT_EQ(grid_size(with_declarations(ten_values_each(19))), 10'000'000'000'000'000'000u);
+  EXPECT_EQ(grid_size(with_declarations(ten_values_each(20))), std::nullopt) << "10^20 > 2^64";
+}
+
+// 12 parameters of 10 values: 10^12 configurations would take terabytes; they are refused before
+// any is listed, with the size and the limit.
+TEST(SearchSpace, EnumeratingASpaceAboveTheLimitIsRefusedNamingItsSizeAndTheLimit) {
+  const KernelTemplate big = with_declarations(ten_values_each(12));
+  try {
+    enumerate_configurations(big);
+    ADD_FAILURE() << "enumerated 10^12 configurations";
+  } catch (const SpaceTooLarge& e) {
+    EXPECT_THAT(e.what(), ::testing::StartsWith("space: space has 1000000000000 configurations before requirements"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("more than the 1000000 tiletune enumerates"));
+  }
+  EXPECT_THROW(check_enumerable(big), SpaceTooLarge);
+  EXPECT_THROW(check_enumerable(with_declarations(ten_values_each(20))), SpaceTooLarge);
+  EXPECT_NO_THROW(check_enumerable(with_declarations(ten_values_each(6))));  // 10^6: the limit itself
+  EXPECT_THROW(check_enumerable(with_declarations(ten_values_each(6) + "// tiletune: param Q 1 2\n")),
+               SpaceTooLarge);
+}
+
+TEST(SearchSpace, SamplingASpaceTooLargeToListDrawsValidConfigurations) {
+  const KernelTemplate big =
+      with_declarations(ten_values_each(12) + "// tiletune: require P0 + P1 < 6 && P11 % 2 == 0\n");
+  const std::vector<Configuration> sample = sample_configurations(big, 20, 7);
+  ASSERT_EQ(sample.size(), 20u);
+  for (std::size_t i = 0; i < sample.size(); ++i) {
+    EXPECT_TRUE(big.satisfies_requirements(sample[i])) << sample[i].to_string();
+    if (i > 0) EXPECT_LT(sample[i - 1].values, sample[i].values) << "distinct, in the space's order";
+  }
+  EXPECT_EQ(strings(sample_configurations(big, 20, 7)), strings(sample)) << "same seed, same sample";
+  EXPECT_NE(strings(sample_configurations(big, 20, 8)), strings(sample));
+  const auto keep = [](const Configuration& config) { return config.at("P5") == 3; };
+  for (const Configuration& config : sample_configurations(big, 5, 7, keep)) EXPECT_EQ(config.at("P5"), 3);
+}
+
+TEST(SearchSpace, SamplingASpaceThatCanBeListedDrawsTheSameSampleAsBefore) {
+  const KernelTemplate tiled = load_template(kTemplates / "tiled.cu");
+  EXPECT_EQ(strings(sample_configurations(tiled, 5, 42)),
+            strings(sample_configurations(enumerate_configurations(tiled), 5, 42)));
+  const auto keep = [](const Configuration& config) { return config.at("TILE") != 8; };
+  std::vector<Configuration> kept = enumerate_configurations(tiled);
+  std::erase_if(kept, [&](const Configuration& config) { return !keep(config); });
+  EXPECT_EQ(strings(sample_configurations(tiled, 3, 42, keep)), strings(sample_configurations(kept, 3, 42)));
+}
+
+TEST(SearchSpace, ASampleOfALargeSpaceWhoseRequirementsRejectNearlyAllIsOneError) {
+  std::string require = "// tiletune: require 1";
+  for (int p = 0; p < 12; ++p) require += " && P" + std::to_string(p) + " == 0";
+  const KernelTemplate big = with_declarations(ten_values_each(12) + require + "\n");
+  try {
+    sample_configurations(big, 3, 1);
+    ADD_FAILURE() << "a sample of a space with one valid configuration in 10^12";
+  } catch (const SpaceTooLarge& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("found only 0 valid ones, fewer than the 3 asked for"));
+  }
+  EXPECT_THROW(sample_configurations(with_declarations(ten_values_each(12)), 2'000'000, 1), SpaceTooLarge);
+}
+
+}  // namespace
+}  // namespace tiletune

@@ -1,0 +1,652 @@
+#include "tuner/core/kernel_template.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "tuner/core/configurations.h"
+
+namespace tiletune {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+
+// A valid template: each test adds lines to it or replaces some.
+constexpr const char* kEntry = "// tiletune: entry k\n";
+constexpr const char* kParam = "// tiletune: param T 1 2\n";
+constexpr const char* kBlock = "// tiletune: block T\n";
+constexpr const char* kGrid = "// tiletune: grid 1\n";
+
+std::string template_error(const std::string& source) {
+  try {
+    parse_template(source, "t.cu");
+  } catch (const TemplateError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "parsed:\n" << source;
+  return {};
+}
+
+std::string configuration_error(const KernelTemplate& tmpl, std::string_view text) {
+  try {
+    tmpl.parse_configuration(text);
+  } catch (const TemplateError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "parsed configuration '" << text << "'";
+  return {};
+}
+
+std::string geometry_error(const KernelTemplate& tmpl, const Configuration& config,
+                           const GemmShape& shape) {
+  try {
+    tmpl.launch_geometry(config, shape);
+  } catch (const TemplateError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "accepted " << config.to_string() << " at " << shape.to_string();
+  return {};
+}
+
+TEST(KernelTemplate, ParsesDeclarationsAndDefaults) {
+  const std::string source = std::string("__global__ void k() {}\n") + kEntry +
+                             "  \t// tiletune: param T 4 -1 16\n" + kBlock + kGrid +
+                             "int x;  // tiletune: this is code, not a declaration\n";
+  const KernelTemplate tmpl = parse_template(source, "some/dir/foo.cu");
+  EXPECT_EQ(tmpl.name, "foo");  // the origin's stem
+  EXPECT_EQ(tmpl.entry, "k");
+  EXPECT_TRUE(tmpl.path.empty());
+  EXPECT_EQ(tmpl.source, source);
+  EXPECT_EQ(tmpl.source_hash, fnv1a_hex(source));
+  ASSERT_EQ(tmpl.parameters.size(), 1u);
+  EXPECT_EQ(tmpl.parameters[0].name, "T");
+  EXPECT_THAT(tmpl.parameters[0].values, ElementsAre(4, -1, 16));
+  EXPECT_TRUE(tmpl.requirements.empty());
+  EXPECT_EQ(tmpl.block[0].text(), "T");
+  EXPECT_EQ(tmpl.block[1].text(), "1");  // missing dimensions are 1
+  EXPECT_EQ(tmpl.block[2].text(), "1");
+  EXPECT_EQ(tmpl.dynamic_shared_bytes.text(), "0");
+}
+
+TEST(KernelTemplate, GeometrySplitsOnTopLevelCommasOnly) {
+  const KernelTemplate tmpl = parse_template(
+      std::string(kEntry) + kParam + "// tiletune: block max(T, 2), min(T, 3) , 4\n" +
+          "// tiletune: grid ceil_div(N, T), round_up(M, max(T, 2))\n" +
+          "// tiletune: shared T * 4 * (N > 0 ? 1 : 0)\n" + "// tiletune: name custom\n",
+      "t.cu");
+  EXPECT_EQ(tmpl.name, "custom");
+  EXPECT_EQ(tmpl.block[0].text(), "max(T, 2)");
+  EXPECT_EQ(tmpl.block[1].text(), "min(T, 3)");
+  EXPECT_EQ(tmpl.block[2].text(), "4");
+  EXPECT_EQ(tmpl.grid[0].text(), "ceil_div(N, T)");
+  EXPECT_EQ(tmpl.grid[1].text(), "round_up(M, max(T, 2))");
+  EXPECT_EQ(tmpl.grid[2].text(), "1");
+  EXPECT_EQ(tmpl.dynamic_shared_bytes.text(), "T * 4 * (N > 0 ? 1 : 0)");
+}
+
+TEST(KernelTemplate, NoDeclarations) {
+  EXPECT_EQ(template_error("__global__ void k() {}\n// tiletune is mentioned here\n"),
+            "t.cu: no '// tiletune:' declarations found");
+  EXPECT_EQ(template_error(""), "t.cu: no '// tiletune:' declarations found");
+}
+
+TEST(KernelTemplate, UnknownDirectiveSuggestsTheValidOnes) {
+  EXPECT_THAT(template_error(std::string(kEntry) + "// tiletune: blok T\n" + kGrid),
+              AllOf(StartsWith("t.cu:2: "), HasSubstr("unknown directive 'blok'"),
+                    HasSubstr("name, entry, param, require, tune_if, block, grid, shared")));
+  EXPECT_THAT(template_error(std::string(kEntry) + "// tiletune:\n"),
+              AllOf(StartsWith("t.cu:2: "), HasSubstr("missing directive")));
+}
+
+TEST(KernelTemplate, MissingEntryBlockOrGrid) {
+  EXPECT_EQ(template_error(std::string(kParam) + kBlock + kGrid),
+            "t.cu: missing '// tiletune: entry' declaration");
+  EXPECT_EQ(template_error(std::string(kEntry) + kParam + kGrid),
+            "t.cu: missing '// tiletune: block' declaration");
+  EXPECT_EQ(template_error(std::string(kEntry) + kParam + kBlock),
+            "t.cu: missing '// tiletune: grid' declaration");
+}
+
+TEST(KernelTemplate, MissingArgument) {
+  EXPECT_THAT(
+      template_error(std::string(kEntry) + kParam + kBlock + kGrid + "// tiletune: require  \n"),
+      AllOf(StartsWith("t.cu:5: "), HasSubstr("'require' needs an argument")));
+}
+
+TEST(KernelTemplate, DuplicateDirectives) {
+  const std::string base = std::string("// tiletune: name a\n") + kEntry + kParam + kBlock + kGrid +
+                           "// tiletune: shared 0\n";
+  EXPECT_THAT(template_error(base + "// tiletune: name b\n"),
+              AllOf(StartsWith("t.cu:7: "), HasSubstr("duplicate 'name'"), HasSubstr("line 1")));
+  EXPECT_THAT(template_error(base + "// tiletune: entry k2\n"),
+              AllOf(StartsWith("t.cu:7: "), HasSubstr("duplicate 'entry'"), HasSubstr("line 2")));
+  EXPECT_THAT(template_error(base + "// tiletune: block 1\n"),
+              AllOf(StartsWith("t.cu:7: "), HasSubstr("duplicate 'block'"), HasSubstr("line 4")));
+  EXPECT_THAT(template_error(base + "// tiletune: grid 1\n"),
+              AllOf(StartsWith("t.cu:7: "), HasSubstr("duplicate 'grid'"), HasSubstr("line 5")));
+  EXPECT_THAT(template_error(base + "// tiletune: shared 4\n"),
+              AllOf(StartsWith("t.cu:7: "), HasSubstr("duplicate 'shared'"), HasSubstr("line 6")));
+}
+
+TEST(KernelTemplate, BadNameOrEntry) {
+  EXPECT_THAT(
+      template_error(std::string("// tiletune: name two words\n") + kEntry + kBlock + kGrid),
+      AllOf(StartsWith("t.cu:1: "), HasSubstr("single word")));
+  EXPECT_THAT(template_error(std::string("// tiletune: entry 9lives\n") + kBlock + kGrid),
+              AllOf(StartsWith("t.cu:1: "), HasSubstr("entry '9lives' is not a C identifier")));
+  EXPECT_THAT(template_error(std::string("// tiletune: entry a/../b\n") + kBlock + kGrid),
+              AllOf(StartsWith("t.cu:1: "), HasSubstr("entry 'a/../b' is not a C identifier")));
+}
+
+// A name goes into file paths (the caches, --cubin-dir): only identifiers pass.
+TEST(KernelTemplate, NameThatIsNotAnIdentifierIsRefused) {
+  for (const std::string name : {"../../../../escaped", "a/b", "..", "x.y", "9lives", "tiled~x", "a-b"}) {
+    SCOPED_TRACE(name);
+    EXPECT_THAT(template_error("// tiletune: name " + name + "\n" + kEntry + kBlock + kGrid),
+                AllOf(StartsWith("t.cu:1: "), HasSubstr("name '" + name + "' is not an identifier")));
+  }
+  EXPECT_EQ(parse_template("// tiletune: name _Tiled_2\n" + std::string(kEntry) + kParam + kBlock + kGrid, "t.cu").name,
+            "_Tiled_2");
+}
+
+// A file's stem that is not an identifier gives one: other characters become '_'.
+TEST(KernelTemplate, DefaultNameFromAStemThatIsNotAnIdentifier) {
+  const std::string source = std::string(kEntry) + kParam + kBlock + kGrid;
+  EXPECT_EQ(parse_template(source, "dir/my-kernel.cu").name, "my_kernel");
+  EXPECT_EQ(parse_template(source, "a b/x y'z.v2.cu").name, "x_y_z_v2");
+  EXPECT_EQ(parse_template(source, "3mm.cu").name, "_3mm");
+  EXPECT_EQ(parse_template(source, "..").name, "__");
+}
+
+TEST(KernelTemplate, BadParameters) {
+  const std::string head = std::string(kEntry) + kBlock + kGrid;  // parameters go on line 4
+  EXPECT_THAT(template_error(head + "// tiletune: param 1T 1\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("'1T' is not an identifier")));
+  EXPECT_THAT(template_error(head + "// tiletune: param T-1 1\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("'T-1' is not an identifier")));
+  EXPECT_THAT(template_error(head + "// tiletune: param M 1 2\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("'M' is reserved")));
+  EXPECT_THAT(template_error(head + "// tiletune: param K 1 2\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("'K' is reserved")));
+  EXPECT_THAT(template_error(head + "// tiletune: param T 1 x 3\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("bad value 'x' for parameter 'T'")));
+  EXPECT_THAT(template_error(head + "// tiletune: param T 1 2.5\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("bad value '2.5'")));
+  EXPECT_THAT(template_error(head + "// tiletune: param T 99999999999999999999\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("bad value")));
+  EXPECT_THAT(template_error(head + "// tiletune: param T 8 16 8\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("duplicate value 8 for parameter 'T'")));
+  EXPECT_THAT(template_error(head + "// tiletune: param T\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("parameter 'T' has no candidate values")));
+  EXPECT_THAT(
+      template_error(head + kParam + "// tiletune: param T 3\n"),
+      AllOf(StartsWith("t.cu:5: "), HasSubstr("duplicate parameter 'T'"), HasSubstr("line 4")));
+}
+
+TEST(KernelTemplate, ExpressionSyntaxErrors) {
+  const std::string head = std::string(kEntry) + kParam;  // the next line is line 3
+  EXPECT_THAT(template_error(head + "// tiletune: require T +\n" + kBlock + kGrid),
+              AllOf(StartsWith("t.cu:3: "), HasSubstr("'require'"), HasSubstr("'T +'"),
+                    HasSubstr("end of expression")));
+  EXPECT_THAT(template_error(head + "// tiletune: block T, floor(T)\n" + kGrid),
+              AllOf(StartsWith("t.cu:3: "), HasSubstr("unknown function 'floor'")));
+  EXPECT_THAT(template_error(head + kBlock + "// tiletune: grid min(T)\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("min() takes 2 arguments")));
+  EXPECT_THAT(template_error(head + kBlock + kGrid + "// tiletune: shared 1, 2\n"),
+              AllOf(StartsWith("t.cu:5: "), HasSubstr("'shared'"), HasSubstr("','")));
+  EXPECT_THAT(template_error(head + "// tiletune: block T, , 1\n" + kGrid),
+              AllOf(StartsWith("t.cu:3: "), HasSubstr("'block'")));
+}
+
+TEST(KernelTemplate, TooManyDimensions) {
+  EXPECT_THAT(
+      template_error(std::string(kEntry) + kParam + kBlock + "// tiletune: grid 1, 2, 3, 4\n"),
+      AllOf(StartsWith("t.cu:4: "), HasSubstr("1 to 3"), HasSubstr("got 4")));
+}
+
+TEST(KernelTemplate, ExpressionsMayReadOnlyParametersAndProblemSizes) {
+  const std::string head = std::string(kEntry) + kParam;
+  EXPECT_THAT(template_error(head + "// tiletune: require T < X\n" + kBlock + kGrid),
+              AllOf(StartsWith("t.cu:3: "), HasSubstr("'T < X'"), HasSubstr("reads 'X'"),
+                    HasSubstr("neither a parameter (T)")));
+  EXPECT_THAT(template_error(head + kBlock + "// tiletune: grid ceil_div(N, TILE)\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("reads 'TILE'")));
+  EXPECT_THAT(template_error(head + kBlock + kGrid + "// tiletune: shared bytes\n"),
+              AllOf(StartsWith("t.cu:5: "), HasSubstr("reads 'bytes'")));
+  // A parameter declared after the expression that reads it is fine.
+  EXPECT_NO_THROW(parse_template(std::string(kEntry) + "// tiletune: require U < M * N * K\n" +
+                                     kParam + "// tiletune: param U 1\n" + kBlock + kGrid,
+                                 "t.cu"));
+}
+
+TEST(KernelTemplate, ToleratesCarriageReturns) {
+  const KernelTemplate tmpl = parse_template(
+      "// tiletune: entry k\r\n// tiletune: param T 1 2\r\n// tiletune: block T\r\n"
+      "// tiletune: grid 1\r\n",
+      "t.cu");
+  EXPECT_EQ(tmpl.entry, "k");
+  EXPECT_THAT(tmpl.parameters[0].values, ElementsAre(1, 2));
+}
+
+TEST(KernelTemplate, Fnv1a) {
+  EXPECT_EQ(fnv1a_hex(""), "cbf29ce484222325");
+  EXPECT_EQ(fnv1a_hex("a"), "af63dc4c8601ec8c");
+  EXPECT_EQ(fnv1a_hex("foobar"), "85944171f73967e8");
+}
+
+TEST(KernelTemplate, ShippedTiledTemplate) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  EXPECT_EQ(tmpl.name, "tiled");
+  EXPECT_EQ(tmpl.entry, "tiled_gemm");
+  EXPECT_EQ(tmpl.path, kTemplates / "tiled.cu");
+  EXPECT_EQ(tmpl.source_hash, fnv1a_hex(tmpl.source));
+  ASSERT_EQ(tmpl.parameters.size(), 3u);
+  EXPECT_EQ(tmpl.parameters[0].name, "TILE");
+  EXPECT_THAT(tmpl.parameters[0].values, ElementsAre(8, 16, 32));
+  EXPECT_EQ(tmpl.parameters[1].name, "PAD");
+  EXPECT_EQ(tmpl.parameters[2].name, "SWIZZLE");
+  ASSERT_EQ(tmpl.requirements.size(), 1u);
+  EXPECT_EQ(tmpl.requirements[0].text(), "!(PAD && SWIZZLE)");
+}
+
+TEST(KernelTemplate, ShippedNaiveTemplate) {
+  const KernelTemplate tmpl = load_template(kTemplates / "naive.cu");
+  EXPECT_EQ(tmpl.name, "naive");
+  EXPECT_EQ(tmpl.entry, "naive_gemm");
+  ASSERT_EQ(tmpl.parameters.size(), 2u);
+  EXPECT_THAT(tmpl.parameters[0].values, ElementsAre(8, 16, 32, 64, 128));
+  EXPECT_THAT(tmpl.parameters[1].values, ElementsAre(1, 2, 4, 8, 16, 32));
+}
+
+TEST(KernelTemplate, LoadTemplateReportsUnreadableFiles) {
+  try {
+    load_template(kTemplates / "no_such_template.cu");
+    ADD_FAILURE() << "loaded a missing file";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), AllOf(StartsWith("cannot read "), HasSubstr("no_such_template.cu"),
+                                    HasSubstr("No such file")));
+  }
+  try {
+    load_template(kTemplates);
+    ADD_FAILURE() << "loaded a directory";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), AllOf(StartsWith("cannot read "), HasSubstr("directory")));
+  }
+}
+
+TEST(KernelTemplate, LoadTemplateErrorsNameThePath) {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     ("tiletune_bad_" + std::to_string(::getpid()) + ".cu");
+  {
+    std::ofstream file(path);
+    file << kEntry << kParam << "// tiletune: frobnicate\n";
+  }
+  try {
+    load_template(path);
+    ADD_FAILURE() << "loaded a bad template";
+  } catch (const TemplateError& error) {
+    EXPECT_THAT(error.what(), StartsWith(path.string() + ":3: unknown directive 'frobnicate'"));
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(KernelTemplate, TiledLaunchGeometry) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  const GemmShape shape{4095, 4097, 4093};
+  const LaunchGeometry geometry =
+      tmpl.launch_geometry(tmpl.parse_configuration("TILE=16,PAD=0,SWIZZLE=1"), shape);
+  EXPECT_THAT(geometry.grid, ElementsAre((4097u + 15) / 16, (4095u + 15) / 16, 1u));
+  EXPECT_THAT(geometry.grid, ElementsAre(257u, 256u, 1u));
+  EXPECT_THAT(geometry.block, ElementsAre(16u, 16u, 1u));
+  EXPECT_EQ(geometry.dynamic_shared_bytes, 0u);
+  EXPECT_EQ(geometry.threads_per_block(), 256u);
+}
+
+TEST(KernelTemplate, ZeroOutputIsOffByDefaultAndEvaluatedPerConfiguration) {
+  const KernelTemplate plain = parse_template(std::string(kEntry) + kParam + kBlock + kGrid, "plain.cu");
+  EXPECT_FALSE(plain.launch_geometry(plain.parse_configuration("T=1"), GemmShape{8, 8, 8}).zero_output);
+
+  const KernelTemplate split = parse_template(
+      std::string(kEntry) + "// tiletune: param S 1 4\n// tiletune: block 32\n"
+                            "// tiletune: grid ceil_div(N, 32), M, S\n// tiletune: zero_output S > 1\n",
+      "split.cu");
+  EXPECT_EQ(split.zero_output.text(), "S > 1");
+  EXPECT_FALSE(split.launch_geometry(split.parse_configuration("S=1"), GemmShape{8, 8, 8}).zero_output);
+  EXPECT_TRUE(split.launch_geometry(split.parse_configuration("S=4"), GemmShape{8, 8, 8}).zero_output);
+  EXPECT_THROW(parse_template(std::string(kEntry) + kParam + kBlock + kGrid +
+                                  "// tiletune: zero_output 1\n// tiletune: zero_output 0\n",
+                              "twice.cu"),
+               TemplateError);
+}
+
+TEST(KernelTemplate, GridAndZeroOutputReadTheGpusMultiprocessorCount) {
+  const KernelTemplate waves = parse_template(
+      std::string(kEntry) + "// tiletune: param W 0 2\n// tiletune: block 32\n"
+                            "// tiletune: grid W ? W * SM_COUNT : ceil_div(N, 32), M\n"
+                            "// tiletune: zero_output W > 0 && M % (W * SM_COUNT) != 0\n",
+      "waves.cu");
+  EXPECT_TRUE(waves.reads_sm_count());
+  const Configuration two = waves.parse_configuration("W=2");
+  const LaunchGeometry on_five = waves.launch_geometry(two, GemmShape{8, 64, 8}, 5);
+  EXPECT_THAT(on_five.grid, ElementsAre(10u, 8u, 1u));
+  EXPECT_TRUE(on_five.zero_output);
+  EXPECT_FALSE(waves.launch_geometry(two, GemmShape{8, 64, 8}, 4).zero_output);
+  // Without a GPU to ask there is no count: the launch is refused, whatever the configuration.
+  EXPECT_THAT(geometry_error(waves, two, GemmShape{8, 64, 8}),
+              AllOf(HasSubstr("waves"), HasSubstr("SM_COUNT"), HasSubstr("no GPU")));
+  EXPECT_THAT(geometry_error(waves, waves.parse_configuration("W=0"), GemmShape{8, 64, 8}),
+              HasSubstr("SM_COUNT"));
+
+  const KernelTemplate plain = parse_template(std::string(kEntry) + kParam + kBlock + kGrid, "plain.cu");
+  EXPECT_FALSE(plain.reads_sm_count());
+  EXPECT_THAT(plain.launch_geometry(plain.parse_configuration("T=2"), GemmShape{8, 8, 8}).grid,
+              ElementsAre(1u, 1u, 1u));
+}
+
+TEST(KernelTemplate, OnlyGridAndZeroOutputMayReadTheMultiprocessorCount) {
+  for (const char* line : {"// tiletune: require SM_COUNT > 1\n", "// tiletune: tune_if SM_COUNT > 1\n",
+                           "// tiletune: shared SM_COUNT\n"}) {
+    EXPECT_THAT(template_error(std::string(kEntry) + kParam + kBlock + line + kGrid),
+                AllOf(StartsWith("t.cu:4: "), HasSubstr("reads 'SM_COUNT'"),
+                      HasSubstr("only 'grid' and 'zero_output'")))
+        << line;
+  }
+  EXPECT_THAT(template_error(std::string(kEntry) + kParam + "// tiletune: block SM_COUNT\n" + kGrid),
+              HasSubstr("reads 'SM_COUNT'"));
+  EXPECT_THAT(template_error(std::string(kEntry) + "// tiletune: param SM_COUNT 1 2\n" + kBlock + kGrid),
+              HasSubstr("parameter name 'SM_COUNT' is reserved"));
+}
+
+TEST(KernelTemplate, PrecisionIsFp32UnlessDeclared) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  EXPECT_EQ(parse_template(base, "plain.cu").precision, Precision::fp32);
+  EXPECT_EQ(parse_template(base + "// tiletune: precision tf32\n", "t.cu").precision, Precision::tf32);
+  EXPECT_EQ(parse_template(base + "// tiletune: precision tf32x3\n", "t.cu").precision, Precision::tf32x3);
+  EXPECT_EQ(parse_template(base + "// tiletune: precision fp32\n", "t.cu").precision, Precision::fp32);
+  EXPECT_EQ(template_error(base + "// tiletune: precision fp16\n"),
+            "t.cu:5: unknown precision 'fp16' (expected one of fp32, tf32, tf32x3)");
+  EXPECT_EQ(template_error(base + "// tiletune: precision tf32\n// tiletune: precision tf32x3\n"),
+            "t.cu:6: duplicate 'precision' (first declared on line 5)");
+}
+
+TEST(KernelTemplate, ArchitectureSpecificTargetIsDeclaredAndOnlyItsFamilyCompilesIt) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  const KernelTemplate any = parse_template(base, "plain.cu");
+  EXPECT_EQ(any.feature_arch, "");
+  EXPECT_EQ(any.compile_arch("sm_80"), "sm_80");
+  const KernelTemplate hopper = parse_template(base + "// tiletune: arch sm_90a\n", "t.cu");
+  EXPECT_EQ(hopper.feature_arch, "sm_90a");
+  EXPECT_EQ(hopper.compile_arch("sm_90"), "sm_90a");
+  EXPECT_EQ(hopper.compile_arch("sm_80"), "") << "an sm_90a template cannot run on sm_80";
+  EXPECT_EQ(hopper.compile_arch("sm_100"), "");
+  EXPECT_EQ(template_error(base + "// tiletune: arch sm_90\n"),
+            "t.cu:5: arch 'sm_90' is not an architecture-specific target like sm_90a");
+  EXPECT_EQ(template_error(base + "// tiletune: arch sm_90a\n// tiletune: arch sm_100a\n"),
+            "t.cu:6: duplicate 'arch' (first declared on line 5)");
+}
+
+TEST(KernelTemplate, TensorMapsAreDeclaredInOrderAndRequireAlignedRows) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  const KernelTemplate tmpl = parse_template(
+      base + "// tiletune: tensor_map A tf32 swizzle128 32, 64 * T\n"
+             "// tiletune: tensor_map B fp32 dense 8 * T + 8, 32\n",
+      "t.cu");
+  ASSERT_EQ(tmpl.tensor_maps.size(), 2u);
+  EXPECT_EQ(tmpl.tensor_maps[0].operand, 'A');
+  EXPECT_TRUE(tmpl.tensor_maps[0].tf32);
+  EXPECT_TRUE(tmpl.tensor_maps[0].swizzle128);
+  EXPECT_EQ(tmpl.tensor_maps[1].operand, 'B');
+  EXPECT_FALSE(tmpl.tensor_maps[1].tf32);
+  EXPECT_FALSE(tmpl.tensor_maps[1].swizzle128);
+  const Configuration config = tmpl.parse_configuration("T=2");
+  const LaunchGeometry geometry = tmpl.launch_geometry(config, GemmShape{100, 100, 100});
+  ASSERT_EQ(geometry.tensor_maps.size(), 2u);
+  EXPECT_EQ(geometry.tensor_maps[0].inner, 32u);
+  EXPECT_EQ(geometry.tensor_maps[0].outer, 128u);
+  EXPECT_EQ(geometry.tensor_maps[1].inner, 24u);
+  EXPECT_EQ(geometry.tensor_maps[1].outer, 32u);
+  // TMA reads rows that start 16-byte aligned: each map requires its operand's leading dimension.
+  EXPECT_TRUE(tmpl.satisfies_requirements(config, GemmProblem{{100, 100, 100}, 100, 104, 100}));
+  const GemmProblem odd_lda{{100, 100, 100}, 101, 100, 100}, odd_ldb{{100, 100, 100}, 100, 102, 100};
+  const Expression* unmet = tmpl.violated_requirement(config, &odd_lda);
+  ASSERT_NE(unmet, nullptr);
+  EXPECT_EQ(unmet->text(), "lda % 4 == 0");
+  unmet = tmpl.violated_requirement(config, &odd_ldb);
+  ASSERT_NE(unmet, nullptr);
+  EXPECT_EQ(unmet->text(), "ldb % 4 == 0");
+  // No tensor maps unless declared.
+  EXPECT_TRUE(parse_template(base, "plain.cu").tensor_maps.empty());
+}
+
+TEST(KernelTemplate, ATensorMapThatCopiesUnalignedOperandsRequiresNoLeadingDimension) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  const KernelTemplate tmpl = parse_template(
+      base + "// tiletune: tensor_map A tf32 swizzle128 copy_unaligned 32, 64 * T\n"
+             "// tiletune: tensor_map B fp32 dense 8 * T + 8, 32\n",
+      "t.cu");
+  ASSERT_EQ(tmpl.tensor_maps.size(), 2u);
+  EXPECT_TRUE(tmpl.tensor_maps[0].copy_unaligned);
+  EXPECT_FALSE(tmpl.tensor_maps[1].copy_unaligned);
+  const Configuration config = tmpl.parse_configuration("T=2");
+  const LaunchGeometry geometry = tmpl.launch_geometry(config, GemmShape{100, 100, 100});
+  EXPECT_TRUE(geometry.tensor_maps[0].copy_unaligned);
+  EXPECT_EQ(geometry.tensor_maps[0].outer, 128u);
+  // A's map copies where it must: only B's leading dimension is required.
+  const GemmProblem odd_lda{{100, 100, 100}, 101, 100, 100}, odd_ldb{{100, 100, 100}, 100, 102, 100};
+  EXPECT_EQ(tmpl.violated_requirement(config, &odd_lda), nullptr);
+  const Expression* unmet = tmpl.violated_requirement(config, &odd_ldb);
+  ASSERT_NE(unmet, nullptr);
+  EXPECT_EQ(unmet->text(), "ldb % 4 == 0");
+  // The option comes between the layout and the box.
+  EXPECT_THAT(template_error(base + "// tiletune: tensor_map A tf32 dense 32, 32 copy_unaligned\n"),
+              StartsWith("t.cu:5: bad 'tensor_map' expression: invalid expression '32 copy_unaligned'"));
+}
+
+TEST(KernelTemplate, BadTensorMapsAreOneLineEach) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  EXPECT_EQ(template_error(base + "// tiletune: tensor_map C tf32 dense 32, 32\n"),
+            "t.cu:5: tensor_map of 'C': only A and B have one (expected 'tensor_map A|B "
+            "fp32|tf32 dense|swizzle128 [copy_unaligned] INNER, OUTER')");
+  EXPECT_THAT(template_error(base + "// tiletune: tensor_map A fp16 dense 32, 32\n"),
+              StartsWith("t.cu:5: tensor_map element 'fp16'"));
+  EXPECT_THAT(template_error(base + "// tiletune: tensor_map A tf32 swizzle64 32, 32\n"),
+              StartsWith("t.cu:5: tensor_map layout 'swizzle64'"));
+  EXPECT_THAT(template_error(base + "// tiletune: tensor_map A tf32 dense 32\n"),
+              StartsWith("t.cu:5: tensor_map box '32' is not two extents"));
+  EXPECT_EQ(template_error(base + "// tiletune: tensor_map A tf32 dense 32, 32\n"
+                                  "// tiletune: tensor_map A tf32 dense 32, 32\n"),
+            "t.cu:6: a second tensor_map of A");
+  EXPECT_THAT(template_error(base + "// tiletune: tensor_map A tf32 dense 32, W\n"),
+              HasSubstr("reads 'W'"));
+  // Boxes TMA cannot copy are refused per configuration, when the geometry is evaluated.
+  const auto box_error = [&](const std::string& box) {
+    const KernelTemplate tmpl =
+        parse_template(base + "// tiletune: name geo\n// tiletune: tensor_map A tf32 " + box + "\n",
+                       "t.cu");
+    return geometry_error(tmpl, tmpl.parse_configuration("T=2"), GemmShape{8, 8, 8});
+  };
+  EXPECT_EQ(box_error("dense 32, 4 * 128"),
+            "geo: tensor_map A for T=2: box 32 x 512 has an extent above 256 (TMA's most)");
+  EXPECT_EQ(box_error("dense 6, 32"),
+            "geo: tensor_map A for T=2: box 6 x 32 has rows that are not a multiple of 16 bytes");
+  EXPECT_EQ(box_error("swizzle128 16, 32"),
+            "geo: tensor_map A for T=2: box 16 x 32 has rows other than 128 bytes: swizzle128 "
+            "swizzles 128-byte rows");
+}
+
+TEST(KernelTemplate, LaunchGeometryValidatesItsValues) {
+  const std::string head = std::string(kEntry) + "// tiletune: param T 0 1 -1\n";
+  const KernelTemplate tmpl = parse_template(
+      head +
+          "// tiletune: block T\n// tiletune: grid M * N * K\n// tiletune: shared T * 4\n"
+          "// tiletune: name geo\n",
+      "t.cu");
+  const auto config = [&](int t) { return tmpl.parse_configuration("T=" + std::to_string(t)); };
+  const GemmShape small{1, 1, 1};
+
+  EXPECT_EQ(tmpl.launch_geometry(config(1), small).dynamic_shared_bytes, 4u);
+  EXPECT_THAT(geometry_error(tmpl, config(0), small),
+              AllOf(StartsWith("geo: block x for T=0 at 1x1x1"), HasSubstr("'T' is 0")));
+  EXPECT_THAT(geometry_error(tmpl, config(-1), small), HasSubstr("block x"));
+  // 65536^3 = 2^48 does not fit in 32 bits; (2^31 - 1)^3 does not even fit in 64.
+  EXPECT_THAT(geometry_error(tmpl, config(1), GemmShape{65536, 65536, 65536}),
+              AllOf(HasSubstr("grid x"), HasSubstr("4294967295")));
+  EXPECT_THAT(geometry_error(tmpl, config(1), GemmShape{2147483647, 2147483647, 2147483647}),
+              AllOf(HasSubstr("grid x"), HasSubstr("overflow")));
+  EXPECT_EQ(tmpl.launch_geometry(config(1), GemmShape{4294967295, 1, 1}).grid[0], 4294967295u);
+
+  const KernelTemplate negative_shared = parse_template(
+      std::string(kEntry) + kParam + kBlock + kGrid + "// tiletune: shared T - 2\n", "neg.cu");
+  EXPECT_THAT(geometry_error(negative_shared, negative_shared.parse_configuration("T=1"), small),
+              AllOf(StartsWith("neg: shared for T=1"), HasSubstr("is -1")));
+}
+
+TEST(KernelTemplate, MacroDefinitions) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  EXPECT_THAT(tmpl.macro_definitions(tmpl.parse_configuration("TILE=16,PAD=1,SWIZZLE=0")),
+              ElementsAre("-DTT_TILE=16", "-DTT_PAD=1", "-DTT_SWIZZLE=0"));
+}
+
+TEST(KernelTemplate, BindingsAndRequirements) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  const Configuration both = tmpl.parse_configuration("TILE=8,PAD=1,SWIZZLE=1");
+  EXPECT_FALSE(tmpl.satisfies_requirements(both));
+  EXPECT_TRUE(tmpl.satisfies_requirements(tmpl.parse_configuration("TILE=8,PAD=1,SWIZZLE=0")));
+
+  const GemmShape shape{1, 2, 3};
+  const Bindings bindings = tmpl.bindings(both, &shape);
+  EXPECT_EQ(bindings.size(), 6u);
+  EXPECT_EQ(bindings.at("TILE"), 8);
+  EXPECT_EQ(bindings.at("M"), 1);
+  EXPECT_EQ(bindings.at("N"), 2);
+  EXPECT_EQ(bindings.at("K"), 3);
+  EXPECT_EQ(tmpl.bindings(both).size(), 3u);
+}
+
+TEST(KernelTemplate, ShapeRequirementsNeedAShape) {
+  const KernelTemplate tmpl = parse_template(
+      std::string(kEntry) + "// tiletune: param T 8 16\n// tiletune: require M % T == 0\n" +
+          kBlock + kGrid,
+      "t.cu");
+  const Configuration t16 = tmpl.parse_configuration("T=16");
+  const GemmShape divisible{32, 1, 1}, not_divisible{40, 1, 1};
+  EXPECT_TRUE(tmpl.satisfies_requirements(t16));  // skipped without a shape
+  EXPECT_TRUE(tmpl.satisfies_requirements(t16, &divisible));
+  EXPECT_FALSE(tmpl.satisfies_requirements(t16, &not_divisible));
+}
+
+TEST(KernelTemplate, RequirementsMayReadLeadingDimensions) {
+  const KernelTemplate tmpl = parse_template(
+      std::string(kEntry) + "// tiletune: param T 4 8\n// tiletune: require lda % T == 0 && ldb >= N\n" +
+          "// tiletune: require M % 2 == 0\n" + kBlock + kGrid,
+      "t.cu");
+  const Configuration t4 = tmpl.parse_configuration("T=4");
+  EXPECT_TRUE(tmpl.satisfies_requirements(t4));  // skipped without a problem, as for compile
+  EXPECT_EQ(tmpl.violated_requirement(t4), nullptr);
+  const GemmProblem aligned{{2, 3, 5}, 8, 3, 3}, odd_lda{{2, 3, 5}, 6, 3, 3}, odd_m{{3, 3, 5}, 8, 3, 3};
+  EXPECT_TRUE(tmpl.satisfies_requirements(t4, aligned));
+  EXPECT_NO_THROW(tmpl.check_requirements(t4, aligned));
+  ASSERT_NE(tmpl.violated_requirement(t4, &odd_lda), nullptr);
+  EXPECT_EQ(tmpl.violated_requirement(t4, &odd_lda)->text(), "lda % T == 0 && ldb >= N");
+  EXPECT_EQ(tmpl.violated_requirement(t4, &odd_m)->text(), "M % 2 == 0");
+  try {
+    tmpl.check_requirements(t4, odd_lda);
+    FAIL() << "a problem with lda = 6 passed 'lda % 4 == 0'";
+  } catch (const RequirementNotMet& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "t [T=4]: the problem 2x3x5 lda=6 ldb=3 ldc=3 does not meet requirement "
+              "'lda % T == 0 && ldb >= N'");
+  }
+  const GemmShape k20{2, 3, 20}, k10{2, 3, 10};  // a shape stands for its packed problem
+  EXPECT_TRUE(tmpl.satisfies_requirements(t4, &k20));
+  EXPECT_FALSE(tmpl.satisfies_requirements(t4, &k10));
+  const Bindings bindings = tmpl.bindings(t4, odd_lda);
+  EXPECT_EQ(bindings.at("lda"), 6);
+  EXPECT_EQ(bindings.at("ldb"), 3);
+  EXPECT_EQ(bindings.at("ldc"), 3);
+}
+
+TEST(KernelTemplate, OnlyRequirementsMayReadLeadingDimensions) {
+  const std::string head = std::string(kEntry) + kParam;
+  EXPECT_THAT(template_error(head + kBlock + "// tiletune: grid ceil_div(lda, T)\n"),
+              AllOf(StartsWith("t.cu:4: "), HasSubstr("reads 'lda'"), HasSubstr("only 'require'")));
+  EXPECT_THAT(template_error(head + kBlock + kGrid + "// tiletune: shared ldc * 4\n"),
+              AllOf(StartsWith("t.cu:5: "), HasSubstr("reads 'ldc'")));
+  EXPECT_THAT(template_error(std::string(kEntry) + "// tiletune: param ldb 1 2\n" + kBlock + kGrid),
+              HasSubstr("parameter name 'ldb' is reserved"));
+}
+
+TEST(KernelTemplate, TuningLimitsSayWhereAConfigurationIsWorthTuningAndAreNoPrecondition) {
+  const KernelTemplate tmpl = parse_template(
+      std::string(kEntry) + "// tiletune: param T 4 8\n// tiletune: tune_if T < 2 * max(M, 2)\n" +
+          "// tiletune: tune_if M > 100 || 16 % (T - 4) == 0\n" + kBlock + kGrid,
+      "t.cu");
+  ASSERT_EQ(tmpl.tuning_limits.size(), 2u);
+  EXPECT_TRUE(tmpl.requirements.empty());
+  const Configuration t4 = tmpl.parse_configuration("T=4"), t8 = tmpl.parse_configuration("T=8");
+  EXPECT_TRUE(tmpl.worth_tuning(t8, {5, 1, 1}));
+  EXPECT_FALSE(tmpl.worth_tuning(t8, {4, 1, 1})) << "8 < 2 * 4 is false";
+  EXPECT_FALSE(tmpl.worth_tuning(t4, {5, 1, 1})) << "a division by zero does not hold";
+  EXPECT_TRUE(tmpl.worth_tuning(t4, {101, 1, 1}));
+  // No precondition: every problem the requirements admit stays admissible.
+  const GemmProblem tiny = GemmProblem::packed({1, 1, 1});
+  EXPECT_TRUE(tmpl.satisfies_requirements(t8, tiny));
+  EXPECT_NO_THROW(tmpl.check_requirements(t8, tiny));
+  EXPECT_THAT(template_error(std::string(kEntry) + kParam + "// tiletune: tune_if lda > 4\n" + kBlock + kGrid),
+              AllOf(StartsWith("t.cu:3: "), HasSubstr("reads 'lda'")));
+}
+
+TEST(KernelTemplate, ConfigurationToStringAndAt) {
+  const Configuration config{{{"TILE", 16}, {"PAD", 1}, {"SWIZZLE", 0}}};
+  EXPECT_EQ(config.to_string(), "TILE=16,PAD=1,SWIZZLE=0");
+  EXPECT_EQ(config.at("PAD"), 1);
+  EXPECT_THROW(config.at("WARP"), std::out_of_range);
+  EXPECT_EQ(Configuration{}.to_string(), "");
+}
+
+TEST(KernelTemplate, ParseConfigurationRoundTrips) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  for (const Configuration& config : enumerate_configurations(tmpl)) {
+    EXPECT_EQ(tmpl.parse_configuration(config.to_string()), config);
+  }
+  const Configuration expected{{{"TILE", 32}, {"PAD", 1}, {"SWIZZLE", 0}}};
+  EXPECT_EQ(tmpl.parse_configuration(" SWIZZLE = 0 , TILE=32,\tPAD=1 "), expected);
+}
+
+TEST(KernelTemplate, ParseConfigurationErrors) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tiled.cu");
+  EXPECT_THAT(configuration_error(tmpl, "TILE=16,PAD=0,SWIZZLE=0,WARP=2"),
+              AllOf(StartsWith("tiled: invalid configuration 'TILE=16,PAD=0,SWIZZLE=0,WARP=2'"),
+                    HasSubstr("unknown parameter 'WARP'"), HasSubstr("TILE, PAD, SWIZZLE")));
+  EXPECT_THAT(configuration_error(tmpl, "TILE=16,PAD=0"), HasSubstr("missing parameter 'SWIZZLE'"));
+  EXPECT_THAT(configuration_error(tmpl, ""), HasSubstr("missing parameter 'TILE'"));
+  EXPECT_THAT(configuration_error(tmpl, "TILE=16,PAD=0,SWIZZLE=0,TILE=8"),
+              HasSubstr("parameter 'TILE' given twice"));
+  EXPECT_THAT(
+      configuration_error(tmpl, "TILE=12,PAD=0,SWIZZLE=0"),
+      AllOf(HasSubstr("12 is not a candidate of TILE"), HasSubstr("candidates: 8, 16, 32")));
+  EXPECT_THAT(configuration_error(tmpl, "TILE=16,PAD,SWIZZLE=0"),
+              HasSubstr("'PAD' is not NAME=VALUE"));
+  EXPECT_THAT(configuration_error(tmpl, "TILE=sixteen,PAD=0,SWIZZLE=0"),
+              HasSubstr("'sixteen' of TILE is not an integer"));
+  EXPECT_THAT(configuration_error(tmpl, "TILE=16,,PAD=0,SWIZZLE=0"), HasSubstr("NAME=VALUE"));
+}
+
+TEST(KernelTemplate, TemplateWithoutParameters) {
+  const KernelTemplate tmpl =
+      parse_template(std::string(kEntry) + "// tiletune: block 32\n" + kGrid, "t.cu");
+  EXPECT_EQ(tmpl.parse_configuration(""), Configuration{});
+  EXPECT_THAT(tmpl.launch_geometry(Configuration{}, GemmShape{1, 1, 1}).block,
+              ElementsAre(32u, 1u, 1u));
+}
+
+}  // namespace
+}  // namespace tiletune

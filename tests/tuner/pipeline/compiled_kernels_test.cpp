@@ -1,0 +1,126 @@
+// CompiledKernels: a tuning run's configurations compiled once, in parallel; and the fast template,
+// every configuration of which must compile for Hopper. NVRTC only, no GPU.
+#include "tuner/pipeline/compiled_kernels.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <stop_token>
+#include <string>
+
+#include "tests/support/skip_without_nvrtc.h"
+#include "tuner/core/configurations.h"
+
+namespace tiletune {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+
+// T = 4 compiles; T = 8 names something that does not exist.
+KernelTemplate half_broken_template() {
+  return parse_template(
+      "// tiletune: name half\n// tiletune: entry half_gemm\n// tiletune: param T 4 8\n"
+      "// tiletune: block T\n// tiletune: grid 1\n"
+      "extern \"C\" __global__ void half_gemm(const float* A, const float* B, float* C, int M, int N,"
+      " int K, int lda, int ldb, int ldc) {\n"
+      "#if TT_T == 8\n  C[threadIdx.x] = undeclared_thing;\n#else\n  C[threadIdx.x] = TT_T;\n#endif\n"
+      "}\n",
+      "half.cu");
+}
+
+TEST(CompiledKernels, CompilesEachConfigurationOnceAndKeepsFailures) {
+  SKIP_WITHOUT_NVRTC();
+  const KernelTemplate tmpl = half_broken_template();
+  const std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  CompiledKernels compiled("sm_90", 2);
+  compiled.prepare(tmpl, configs);
+  const CompiledKernelImage& first = compiled.get(tmpl, configs[0]);
+  EXPECT_EQ(first.arch, "sm_90");
+  EXPECT_EQ(&compiled.get(tmpl, configs[0]), &first) << "the same image, not a new compile";
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the failure is remembered, log and all
+    try {
+      compiled.get(tmpl, configs[1]);
+      ADD_FAILURE() << "T=8 compiled";
+    } catch (const CompileError& e) {
+      EXPECT_EQ(std::string(e.what()), "half [T=8] does not compile for sm_90");
+      EXPECT_THAT(e.log(), HasSubstr("undeclared_thing"));
+    }
+  }
+}
+
+TEST(CompiledKernels, GetCompilesWhatWasNotPrepared) {
+  SKIP_WITHOUT_NVRTC();
+  const KernelTemplate tmpl = half_broken_template();
+  CompiledKernels compiled("sm_80");
+  EXPECT_EQ(compiled.get(tmpl, tmpl.parse_configuration("T=4")).arch, "sm_80");
+}
+
+// The tuner streams a batch: every configuration's outcome is told once, with its position, as
+// soon as it is known, the remembered ones too; a stop leaves the rest uncompiled.
+TEST(CompiledKernels, PrepareTellsEachOutcomeWithItsPositionAndStops) {
+  SKIP_WITHOUT_NVRTC();
+  const KernelTemplate tmpl = half_broken_template();
+  const std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  ASSERT_EQ(configs.size(), 2u);
+  CompiledKernels compiled("sm_90", 2);
+
+  std::stop_source stopped;
+  stopped.request_stop();
+  int told = 0;
+  compiled.prepare(tmpl, configs, [&](std::size_t, const CompileOutcome&) { ++told; }, stopped.get_token());
+  EXPECT_EQ(told, 0);
+  EXPECT_EQ(compiled.statistics().compiled, 0) << "stopped before anything started";
+
+  std::mutex mutex;
+  std::map<std::size_t, bool> compiles;  // position: whether it compiled
+  const auto tell = [&](std::size_t i, const CompileOutcome& outcome) {
+    std::lock_guard lock(mutex);
+    EXPECT_TRUE(compiles.emplace(i, outcome.image.has_value()).second) << "told twice: " << i;
+  };
+  compiled.prepare(tmpl, configs, tell);
+  EXPECT_THAT(compiles, ::testing::ElementsAre(std::pair(0u, true), std::pair(1u, false)));
+  EXPECT_EQ(compiled.statistics().compiled, 2);
+
+  compiles.clear();
+  const std::vector<Configuration> again{configs[1], configs[0], configs[1]};
+  compiled.prepare(tmpl, again, tell);
+  EXPECT_THAT(compiles, ::testing::ElementsAre(std::pair(0u, false), std::pair(1u, true), std::pair(2u, false)))
+      << "remembered outcomes, a repeated configuration too";
+  EXPECT_EQ(compiled.statistics().compiled, 2) << "nothing compiled again";
+}
+
+// warp_tiled's space is large (hundreds of configurations): compiled in parallel, as a tune does.
+// A few of the largest thread tiles spill a little (ptxas's choice; they run correctly and are
+// timed like the rest): the count is printed, not failed.
+TEST(CompiledKernels, EveryWarpTiledConfigurationCompilesForHopper) {
+  SKIP_WITHOUT_NVRTC();
+  const KernelTemplate tmpl = load_template(kTemplates / "warp_tiled.cu");
+  const std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  ASSERT_GT(configs.size(), 100u);
+  CompiledKernels compiled("sm_90");
+  compiled.prepare(tmpl, configs);
+  int spilling = 0;
+  for (const Configuration& config : configs) {
+    SCOPED_TRACE(config.to_string());
+    try {
+      const CompiledKernelImage& image = compiled.get(tmpl, config);
+      EXPECT_GT(image.report.registers, 0);
+      EXPECT_LE(image.report.registers, 255);
+      EXPECT_EQ(image.report.static_shared_bytes, 0) << "its tiles are dynamic shared memory";
+      spilling += image.report.spill_bytes() > 0;
+    } catch (const CompileError& e) {
+      ADD_FAILURE() << e.what() << "\n" << e.log();
+    }
+  }
+  std::printf("%zu configurations compiled for sm_90, %d of them with spills\n", configs.size(),
+              spilling);
+}
+
+}  // namespace
+}  // namespace tiletune

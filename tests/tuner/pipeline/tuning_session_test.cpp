@@ -1,0 +1,107 @@
+// TuningSession and TuningRun driven as `tiletune tune --backend cpu` drives them, without the
+// command line: the session's workers are the tiletune binary, the tune records into a database,
+// and what it recorded is read back from the store.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "db/result_store.h"
+#include "tests/support/test_folder.h"
+#include "tuner/core/kernel_template.h"
+#include "tuner/pipeline/tuning_session.h"
+
+namespace tiletune {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_support::fresh_test_folder;
+
+class TuningSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fresh_test_folder("tuning-session");
+    // The CPU kernel cache the CLI tests share in the build folder (never the user's): the
+    // workers, started from this process, inherit it.
+    const fs::path cache = fs::path(TILETUNE_BINARY_DIR) / "tests" / "tools" / "cpu-tune-cache";
+    setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    setenv("TILETUNE_CACHE_DIR", (cache / "cubins").c_str(), 1);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static SessionOptions cpu_session() {
+    SessionOptions options;
+    options.backend = "cpu";
+    options.worker_program = TILETUNE_BINARY_DIR "/tools/tiletune";
+    options.fuzz_workers = 0;  // the evaluation worker fuzzes: one process in all
+    return options;
+  }
+
+  static TuningSettings quick_settings() {
+    TuningSettings settings;
+    settings.fuzz.cases = 5;
+    settings.budget = SearchBudget::parse("3");
+    settings.confirm_top = 2;
+    settings.confirm_rounds = 1;
+    return settings;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(TuningSessionTest, TunesATemplateOnTheCpuBackendIntoTheDatabase) {
+  const KernelTemplate naive =
+      load_template(fs::path(TILETUNE_SOURCE_DIR) / "kernels_src" / "naive.cu");
+  const GemmShape shape{33, 65, 17};
+  TuningSession session(cpu_session(), {});
+  ResultStore store(dir_ / "tune.db");
+  TuningRun& run = session.run(store, quick_settings());
+  EXPECT_EQ(run.device().name, "CPU backend");
+
+  std::vector<std::string> done;
+  const TuningSummary summary = run.tune(naive, shape, [&](const TuningEvent& event) {
+    if (event.stage == "done" && event.config != nullptr) done.push_back(event.config->to_string());
+  });
+
+  EXPECT_EQ(summary.settled, 3) << "the budget of 3 configurations";
+  EXPECT_EQ(summary.evaluated, 3);
+  EXPECT_EQ(done.size(), 3u);
+  EXPECT_EQ(session.workers_started(), 1);
+  ASSERT_TRUE(summary.best.has_value());
+  const std::optional<ResultRecord> best = store.best("CPU backend", shape, "naive");
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->status, ResultStatus::ok);
+  EXPECT_GT(best->median_ms, 0.0);
+  EXPECT_THAT(done, ::testing::Contains(best->config));
+}
+
+// As the same command run again: a new session (a new run) over the same database.
+TEST_F(TuningSessionTest, ATuneRunAgainReplaysWhatIsRecorded) {
+  const KernelTemplate naive =
+      load_template(fs::path(TILETUNE_SOURCE_DIR) / "kernels_src" / "naive.cu");
+  const GemmShape shape{17, 9, 40};
+  ResultStore store(dir_ / "tune.db");
+  const auto ignore = [](const TuningEvent&) {};
+  TuningSummary first, again;
+  {
+    TuningSession session(cpu_session(), {});
+    first = session.run(store, quick_settings()).tune(naive, shape, ignore);
+  }
+  {
+    TuningSession session(cpu_session(), {});
+    again = session.run(store, quick_settings()).tune(naive, shape, ignore);
+  }
+
+  EXPECT_EQ(first.recorded_earlier, 0);
+  EXPECT_EQ(first.evaluated, 3);
+  EXPECT_EQ(again.settled, first.settled);
+  EXPECT_EQ(again.recorded_earlier, again.settled) << "nothing is evaluated twice";
+  EXPECT_EQ(again.evaluated, 0);
+  EXPECT_FALSE(again.measured_new);
+}
+
+}  // namespace
+}  // namespace tiletune

@@ -1,0 +1,39 @@
+#include "tools/cli/command_line.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace tiletune::cli {
+
+std::vector<KernelTemplate> load_templates(const std::vector<std::string>& paths) {
+  std::vector<KernelTemplate> templates;
+  for (const std::string& path : paths) templates.push_back(load_template(path));
+  return templates;
+}
+
+std::vector<GemmShape> parse_shapes(const std::vector<std::string>& texts) {
+  std::vector<GemmShape> shapes;
+  for (const std::string& text : texts) shapes.push_back(GemmShape::parse(text));
+  return shapes;
+}
+
+Precision parse_precision_option(const std::string& text) {
+  const std::optional<Precision> precision = parse_precision(text);
+  if (!precision) {
+    throw UsageError("--precision " + text + ": not one of " + kPrecisionNames);
+  }
+  return *precision;
+}
+
+void progress_line(const std::string& text, bool final_for_item) {
+  static const bool terminal = isatty(STDERR_FILENO);
+  if (terminal) {
+    std::fprintf(stderr, "\r\033[K%s%s", text.c_str(), final_for_item ? "\n" : "");
+  } else if (final_for_item) {
+    std::fprintf(stderr, "%s\n", text.c_str());
+  }
+  std::fflush(stderr);
+}
+
+}  // namespace tiletune::cli

@@ -1,0 +1,223 @@
+#include "tools/fuzzing/configuration_fuzzer.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fuzz/cpu_executor.h"
+#include "fuzz/gemm_operands.h"
+#include "fuzz/gpu_executor.h"
+#include "fuzz/perturbed_launch.h"
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+
+namespace tiletune::cli {
+
+FuzzBackend::FuzzBackend(const std::string& name, CpuBackendOptions cpu_options)
+    : name_(name), cpu_options_(std::move(cpu_options)) {
+  if (name_ == "gpu") {
+    device_ = std::make_unique<GpuDevice>();
+    compiled_ = std::make_unique<CompiledKernels>(device_->properties().arch());
+  }
+}
+
+const KernelTemplate* FuzzBackend::skewed_build_of(const KernelTemplate& tmpl) {
+  if (!device_) return nullptr;
+  auto found = skewed_builds_.find(tmpl.source_hash);
+  if (found == skewed_builds_.end()) {
+    found = skewed_builds_.emplace(tmpl.source_hash, skewed_build(tmpl)).first;
+  }
+  return found->second ? &*found->second : nullptr;
+}
+
+double FuzzBackend::prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs) {
+  if (!compiled_) return 0;
+  const auto start = std::chrono::steady_clock::now();
+  compiled_->prepare(tmpl, configs);
+  if (const KernelTemplate* skewed = skewed_build_of(tmpl)) compiled_->prepare(*skewed, configs);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string FuzzBackend::where() const {
+  return device_ ? device_->properties().name : "the CPU";
+}
+
+CaseLimits FuzzBackend::case_limits() const {
+  CaseLimits limits;
+  limits.crowded_cases = device_ != nullptr;
+  return limits;
+}
+
+const LargeIndexProbe* FuzzBackend::large_index_probe() {
+  if (device_ && !probe_) probe_ = std::make_unique<LargeIndexProbe>(*device_);
+  return probe_.get();
+}
+
+
+namespace {
+
+// Host copies of a case larger than this are refused: guards and padding are mirrored whole.
+constexpr std::size_t kMaxHostElements = std::size_t(1) << 29;
+
+std::size_t host_elements(const GemmProblem& p) {
+  const GemmShape& s = p.shape;
+  return 2 * (guard_elements(p.lda) + guard_elements(p.ldb) + guard_elements(p.ldc)) +
+         std::size_t(s.m * p.lda + s.k * p.ldb + s.m * p.ldc);
+}
+
+bool is_probe_problem(const GemmProblem& problem) {
+  const std::vector<GemmProblem> probes = LargeIndexProbe::problems();
+  return std::find(probes.begin(), probes.end(), problem) != probes.end();
+}
+
+void record_probe_finding(const LargeIndexFinding& finding, FuzzReport& report) {
+  report.verdict = finding.context_lost || finding.what.starts_with("launch failed")
+                       ? FuzzVerdict::launch_error
+                       : FuzzVerdict::wrong_result;
+  GemmCase gemm_case;
+  gemm_case.problem = finding.problem;
+  gemm_case.inputs = InputKind::small_integers;
+  report.counterexample = gemm_case;
+  report.finding = "at element offsets past 2^31 (large-index probe): " + finding.what;
+}
+
+std::unique_ptr<GemmExecutor> make_executor(FuzzBackend& backend,
+                                             const KernelTemplate& tmpl,
+                                             const Configuration& config,
+                                             const GemmShape& typical, std::string& skip_reason) {
+  if (backend.device() == nullptr) {
+    auto cpu = std::make_unique<CpuExecutor>(tmpl, config, backend.cpu_options());
+    if (!backend.announce()) return cpu;
+    return std::make_unique<AnnouncingExecutor>(std::move(cpu), backend.announce());
+  }
+  const GpuDevice& device = *backend.device();
+  const CompiledKernelImage& image = backend.compiled()->get(tmpl, config);
+  auto gpu = std::make_unique<GpuExecutor>(device, tmpl, config, image, backend.kernel_timeout());
+  // A skewed build that does not compile (where the plain one does) throws CompileError: the
+  // configuration is reported as a compile error with that log, rather than silently fuzzed
+  // without its perturbed cases.
+  const KernelTemplate* skewed = backend.skewed_build_of(tmpl);
+  gpu->perturb(skewed ? &backend.compiled()->get(*skewed, config) : nullptr);
+  LaunchGeometry geometry;
+  try {
+    geometry = tmpl.launch_geometry(config, typical, device.properties().sm_count);
+  } catch (const TemplateError&) {
+    return gpu;  // no geometry at this shape: the fuzz reports it with a case that shows it
+  }
+  if (auto limit = exceeds_device_limits(geometry, gpu->resources(), device.properties())) {
+    skip_reason = "beyond this device: " + *limit;
+    return nullptr;
+  }
+  return gpu;
+}
+
+}  // namespace
+
+ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTemplate& tmpl,
+                                           const Configuration& config,
+                                           const FuzzSettings& settings,
+                                           const std::vector<GemmCase>& replay) {
+  using Kind = ConfigurationOutcome::Kind;
+  const auto start = std::chrono::steady_clock::now();
+  ConfigurationOutcome outcome;
+  if (!backend.context_lost().empty()) {
+    outcome.kind = Kind::skipped;
+    outcome.detail = "not run: " + backend.context_lost() +
+                     " broke the CUDA context, which cannot recover in this process; run this "
+                     "configuration again on its own (--config)";
+    return outcome;
+  }
+  bool lost = false;  // a launch broke the CUDA context
+  try {
+    const GemmShape typical = replay.empty() ? GemmShape{64, 64, 64} : replay.front().problem.shape;
+    std::string skip_reason;
+    std::unique_ptr<GemmExecutor> executor =
+        make_executor(backend, tmpl, config, typical, skip_reason);
+    auto* gpu = dynamic_cast<GpuExecutor*>(executor.get());  // the probe needs its kernel
+    if (!executor) {
+      outcome.kind = Kind::skipped;
+      outcome.detail = skip_reason;
+    } else if (replay.empty()) {
+      outcome.report = fuzz_configuration(*executor, config, tmpl.precision, settings,
+                                          CaseRequirements(tmpl, config));
+      if (gpu != nullptr && outcome.report.verdict == FuzzVerdict::passed) {
+        const LargeIndexProbe& probe = *backend.large_index_probe();
+        if (auto why = probe.unavailable()) {
+          outcome.probe = "large-index probe skipped: " + *why;
+        } else if (std::vector<std::string> skipped;
+                   auto finding = probe.check(gpu->kernel(), tmpl, config, &skipped)) {
+          record_probe_finding(*finding, outcome.report);
+          lost = finding->context_lost;
+        } else if (skipped.size() == LargeIndexProbe::problems().size()) {
+          outcome.probe = fmt::format("large-index probe skipped: {}", fmt::join(skipped, "; "));
+        } else {
+          outcome.probe = skipped.empty() ? "large-index probe passed"
+                                          : fmt::format("large-index probe passed ({} skipped: {})",
+                                                        skipped.size(), fmt::join(skipped, "; "));
+        }
+      }
+    } else {
+      for (const GemmCase& gemm_case : replay) {
+        FuzzReport one;
+        if (gpu != nullptr && is_probe_problem(gemm_case.problem)) {
+          if (auto finding = backend.large_index_probe()->check(gpu->kernel(), tmpl, config,
+                                                                gemm_case.problem)) {
+            record_probe_finding(*finding, one);
+            lost = finding->context_lost;
+          } else {
+            one.cases_passed = 1;
+          }
+        } else if (host_elements(gemm_case.problem) > kMaxHostElements) {
+          outcome.kind = Kind::skipped;
+          outcome.detail = fmt::format("the case {} is too large to mirror on the host",
+                                       gemm_case.problem.to_string());
+          break;
+        } else {
+          one = run_single_case(*executor, gemm_case, tmpl.precision);
+        }
+        outcome.report.cases_passed += one.cases_passed;
+        if (one.verdict != FuzzVerdict::passed) {
+          outcome.report.verdict = one.verdict;
+          outcome.report.counterexample = one.counterexample;
+          outcome.report.finding = one.finding;
+          break;
+        }
+      }
+    }
+    lost = lost || (gpu != nullptr && gpu->context_lost());
+    executor.reset();
+    if (lost) backend.mark_context_lost(fmt::format("{} [{}]", tmpl.name, config.to_string()));
+    // A pass is every case asked for, run and passed (fuzz_configuration settles the same).
+    const int asked = replay.empty() ? settings.cases : int(replay.size());
+    if (outcome.report.verdict == FuzzVerdict::passed && outcome.report.cases_passed < asked) {
+      outcome.report.verdict = FuzzVerdict::too_few_cases;
+      outcome.report.finding = fmt::format("only {} of {} cases ran", outcome.report.cases_passed, asked);
+    }
+    if (outcome.kind != Kind::skipped) {
+      outcome.kind = outcome.report.verdict == FuzzVerdict::passed ? Kind::passed : Kind::failed;
+    }
+  } catch (const UnsupportedOnBackend& e) {
+    outcome.kind = Kind::skipped;
+    outcome.detail = e.what();
+  } catch (const CompileError& e) {
+    outcome.kind = Kind::compile_error;
+    outcome.detail = e.log();
+  }
+  outcome.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return outcome;
+}
+
+std::string describe_failure(const std::string& label, const FuzzReport& report,
+                             const std::string& replay_command) {
+  std::string text = fmt::format("FAIL {}: {}", label, report.finding);
+  if (report.counterexample) {
+    text += fmt::format("\n  minimal case ({} shrink steps, after {} passing cases): {}\n  replay: {}",
+                        report.shrink_steps, report.cases_passed,
+                        report.counterexample->problem.to_string(), replay_command);
+  }
+  return text;
+}
+
+}  // namespace tiletune::cli

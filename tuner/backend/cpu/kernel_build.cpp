@@ -1,0 +1,214 @@
+#include "tuner/backend/cpu/kernel_build.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "tuner/backend/backend_errors.h"
+#include "tuner/backend/cpu/host_compiler.h"
+#include "tuner/backend/cpu/source_scan.h"
+#include "tuner/system/cache_limit.h"
+#include "tuner/system/private_files.h"
+
+namespace tiletune {
+namespace fs = std::filesystem;
+
+namespace {
+
+// A file in the cache folder under a name no other process or thread uses, created exclusively
+// (tuner/system/private_files.h), removed unless published.
+class TemporaryFile {
+ public:
+  explicit TemporaryFile(const fs::path& final_path) {
+    const TemporaryBeside created = create_temporary_beside(final_path);
+    close(created.fd);
+    path_ = created.path;
+  }
+  ~TemporaryFile() {
+    std::error_code ignored;
+    fs::remove(path_, ignored);
+  }
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+
+  const fs::path& path() const { return path_; }
+
+  void write(std::string_view content) const {
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), std::streamsize(content.size()));
+    if (!out.flush()) throw std::runtime_error("cannot write " + path_.string());
+  }
+  std::string read() const {
+    std::ifstream in(path_, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  // Renames it into place: another process building the same key at the same time sees either
+  // no file or a whole one.
+  void publish(const fs::path& final_path) const { fs::rename(path_, final_path); }
+
+ private:
+  fs::path path_;
+};
+
+// Storage for the `extern __shared__` arrays, appended after the kernel's source, each in its
+// namespace. Each also gets an empty thread_local init function (the Itanium ABI's _ZTH and the
+// array's mangled name): where the declaration sits in a function template, GCC calls that
+// function without checking that it exists, and an array that needs no initialization has none, so
+// the call would jump to address 0. (An array in an unnamed namespace has internal linkage and
+// no such call.)
+std::string dynamic_shared_definitions(const std::vector<DynamicSharedArray>& arrays) {
+  std::string text = "#line 1 \"<tiletune: dynamic shared memory>\"\n";
+  int function = 0;
+  for (const DynamicSharedArray& array : arrays) {
+    std::string opening, closing, mangled;
+    bool external = true;
+    for (const std::string& space : array.scope) {
+      opening += fmt::format("namespace {} {{ ", space);
+      closing += "} ";
+      mangled += fmt::format("{}{}", space.size(), space);
+      external = external && !space.empty();
+    }
+    const std::string name = fmt::format("{}{}", array.name.size(), array.name);
+    mangled = array.scope.empty() ? name : "N" + mangled + name + "E";
+    text += fmt::format("{}alignas(16) thread_local {} {}[{} / sizeof({})]; {}\n", opening,
+                        array.type, array.name, kCpuDynamicSharedCapacity, array.type, closing);
+    if (external) {
+      text += fmt::format(
+          "extern \"C\" void tt_cpu_tls_init_{0}() __asm__(\"_ZTH{1}\");\n"
+          "extern \"C\" void tt_cpu_tls_init_{0}() {{}}\n",
+          function++, mangled);
+    }
+  }
+  return text;
+}
+
+// The cap of each CPU cache folder this process writes (tuner/system/cache_limit.h).
+CacheCap& cache_cap(const fs::path& cache) {
+  static std::mutex mutex;
+  static std::map<fs::path, std::unique_ptr<CacheCap>> caps;
+  const std::lock_guard lock(mutex);
+  auto& cap = caps[cache];
+  if (!cap) cap = std::make_unique<CacheCap>(cache, &cpu_cache_entry, cache_cap_or_default());
+  return *cap;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string text;
+  for (const std::string& word : words) text += word + '\n';
+  return text;
+}
+
+}  // namespace
+
+std::string kernel_source_origin(const KernelTemplate& tmpl) {
+  const std::string path = tmpl.path.string();
+  const bool plain = !path.empty() && path.find_first_of("\"\\\n") == std::string::npos;
+  return plain ? path : tmpl.name + ".cu";
+}
+
+bool cpu_cache_entry(const fs::path& file) { return file.extension() == ".so"; }
+
+fs::path default_cpu_cache_dir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && fs::path(xdg).is_absolute()) return fs::path(xdg) / "tiletune" / "cpu";
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home != '\0') return fs::path(home) / ".cache" / "tiletune" / "cpu";
+  // No home: a folder of this user's own in /tmp, never one another user could have made first.
+  return own_directory(fs::temp_directory_path() / fmt::format("tiletune-cpu-{}", ::geteuid()));
+}
+
+KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration& config,
+                                 const CpuBackendOptions& options) {
+  const HostCompiler compiler(options.compiler);
+  const fs::path cache = options.cache_dir.empty() ? default_cpu_cache_dir() : options.cache_dir;
+  fs::create_directories(cache);
+
+  const std::string_view header = cuda_on_cpu_header_text();
+  const fs::path header_path = cache / fmt::format("cuda_on_cpu-{}.h", fnv1a_hex(header));
+  if (!fs::exists(header_path)) {
+    TemporaryFile file(header_path);
+    file.write(header);
+    file.publish(header_path);
+  }
+
+  // -fno-strict-aliasing: CUDA code reinterprets float arrays as float4 and the like.
+  std::vector<std::string> flags = {
+      "-std=c++17", "-O2", "-fPIC", "-shared", "-fno-strict-aliasing", "-Wno-unknown-pragmas"};
+  if (options.sanitize) {
+    // -g: the reports then name the template's file and line. Recovering: a report is a finding
+    // of one case (sanitizer_runtime.h), not the end of tiletune.
+    flags.insert(flags.end(),
+                 {"-fsanitize=address,undefined", "-fsanitize-recover=address,undefined",
+                  "-fno-omit-frame-pointer", "-g"});
+  }
+  for (std::string& definition : tmpl.macro_definitions(config)) flags.push_back(definition);
+
+  // The line directive makes the compiler's messages name the template, at its own line numbers.
+  // After the source, the macro that makes the object report its entry's type (cuda_on_cpu.h).
+  const std::string origin = kernel_source_origin(tmpl);
+  std::string unit = fmt::format("#line 1 \"{}\"\n{}\n#line 1 \"{}\"\nTT_CPU_ENTRY_CONTRACT({})\n",
+                                 origin, tmpl.source, kEntryTypeOrigin, tmpl.entry);
+
+  // The dynamic shared memory definitions follow from the unit, given the form (capacity
+  // included) tiletune writes them in: examples of it, at namespace scope and in one, go into the key.
+  const std::string key =
+      fnv1a_hex(compiler.identity() + '\0' + joined(flags) + '\0' + std::string(header) + '\0' +
+                unit + '\0' +
+                dynamic_shared_definitions({{"float", "example", {}}, {"float", "example", {"n"}}}));
+  const fs::path object_path = cache / fmt::format("{}-{}.so", tmpl.name, key);
+  if (fs::exists(object_path)) {
+    touch_entry(object_path);  // used now: the last to be evicted
+    return {object_path, true};
+  }
+
+  std::vector<std::string> common = flags;
+  common.insert(common.end(), {"-x", "c++", "-include", header_path.string()});
+  const std::string what = fmt::format("{} ({})", tmpl.name, config.to_string());
+  const TemporaryFile source_file(cache / fmt::format("{}-{}.cpp", tmpl.name, key));
+  source_file.write(unit);
+
+  const TemporaryFile preprocessed(cache / fmt::format("{}-{}.ii", tmpl.name, key));
+  std::vector<std::string> preprocess = common;
+  preprocess.insert(preprocess.end(),
+                    {"-E", "-o", preprocessed.path().string(), source_file.path().string()});
+  const HostCompiler::Result expanded = compiler.run(preprocess);
+  if (expanded.exit_code != 0) {
+    if (auto missing = unsupported_in_compiler_log(expanded.output)) {
+      throw UnsupportedOnBackend("not supported on the CPU backend: " + *missing);
+    }
+    throw CompileError(what + " does not compile for the CPU backend", expanded.output);
+  }
+  const KernelSourceScan scan = scan_preprocessed_kernel(preprocessed.read(), origin);
+  if (scan.unsupported) {
+    throw UnsupportedOnBackend("not supported on the CPU backend: " + *scan.unsupported);
+  }
+  if (!scan.dynamic_shared.empty()) {
+    unit += dynamic_shared_definitions(scan.dynamic_shared);
+    source_file.write(unit);
+  }
+
+  const TemporaryFile object(object_path);
+  std::vector<std::string> compile = common;
+  compile.insert(compile.end(), {"-o", object.path().string(), source_file.path().string()});
+  const HostCompiler::Result compiled = compiler.run(compile);
+  if (compiled.exit_code != 0) {
+    throw CompileError(what + " does not compile for the CPU backend", compiled.output);
+  }
+  object.publish(object_path);
+  std::error_code error;
+  const std::uintmax_t bytes = fs::file_size(object_path, error);
+  cache_cap(cache).wrote(object_path, error ? 0 : bytes);
+  return {object_path, false};
+}
+
+}  // namespace tiletune

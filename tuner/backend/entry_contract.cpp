@@ -1,0 +1,103 @@
+#include "tuner/backend/entry_contract.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace tiletune {
+
+const char* const kEntryContractParameters =
+    "(const float* A, const float* B, float* C, int M, int N, int K, int lda, int ldb, int ldc)";
+
+const std::vector<KernelParameter>& contract_parameter_layout() {
+  static const std::vector<KernelParameter> layout = {{0, 8},  {8, 8},  {16, 8},
+                                                      {24, 4}, {28, 4}, {32, 4},
+                                                      {36, 4}, {40, 4}, {44, 4}};
+  return layout;
+}
+
+namespace {
+
+// Whether the layout is the contract's followed by `tensor_maps` tensor maps: 128 bytes each, in
+// order after the ints. Their offsets are the compiler's: it aligns a tt_tensor_map to 64 bytes
+// of the parameter bank, whose base is no multiple of 64 (sm_90 puts the first at 48).
+bool is_contract_layout(const std::vector<KernelParameter>& layout, std::size_t tensor_maps) {
+  const std::vector<KernelParameter>& contract = contract_parameter_layout();
+  if (layout.size() != contract.size() + tensor_maps) return false;
+  if (!std::equal(contract.begin(), contract.end(), layout.begin())) return false;
+  std::size_t end = contract.back().offset + contract.back().size;
+  for (std::size_t i = contract.size(); i < layout.size(); ++i) {
+    if (layout[i].size != 128 || layout[i].offset < end || layout[i].offset % 16 != 0) return false;
+    end = layout[i].offset + layout[i].size;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string contract_parameters(std::size_t tensor_maps) {
+  std::string text = kEntryContractParameters;
+  if (tensor_maps == 0) return text;
+  text.pop_back();
+  for (std::size_t i = 0; i < tensor_maps; ++i) {
+    text += fmt::format(", const __grid_constant__ tt_tensor_map map{}", i);
+  }
+  return text + ")";
+}
+
+std::optional<std::string> parameter_layout_mismatch(const std::string& entry,
+                                                     const std::vector<KernelParameter>& layout,
+                                                     std::size_t tensor_maps) {
+  if (is_contract_layout(layout, tensor_maps)) return std::nullopt;
+  const std::vector<KernelParameter>& contract = contract_parameter_layout();
+  const std::size_t contract_size = contract.size() + tensor_maps;
+  std::vector<std::size_t> sizes, offsets;
+  for (const KernelParameter& p : layout) {
+    sizes.push_back(p.size);
+    offsets.push_back(p.offset);
+  }
+  std::string takes;
+  if (layout.empty()) {
+    takes = "takes no parameters";
+  } else {
+    takes = fmt::format("takes {} parameter{} ({} bytes", layout.size(),
+                        layout.size() == 1 ? "" : "s", fmt::join(sizes, ", "));
+    // Same sizes in other places: only an alignment the contract does not have (__align__).
+    bool same_sizes = layout.size() == contract_size;
+    for (std::size_t i = 0; same_sizes && i < layout.size(); ++i) {
+      same_sizes = layout[i].size == (i < contract.size() ? contract[i].size : 128);
+    }
+    if (same_sizes) takes += fmt::format(" at offsets {}", fmt::join(offsets, ", "));
+    takes += ")";
+  }
+  return fmt::format("entry {} {}; the contract is {}: {}", entry, takes, contract_size,
+                     contract_parameters(tensor_maps));
+}
+
+std::string missing_entry_line(const std::string& entry, const std::vector<std::string>& kernels) {
+  // The Itanium C++ ABI's name of a function `entry` at namespace scope: _Z<length><entry><types>.
+  const std::string mangled_prefix = fmt::format("_Z{}{}", entry.size(), entry);
+  for (const std::string& kernel : kernels) {
+    if (kernel.starts_with(mangled_prefix)) {
+      return fmt::format("entry {} is not in the compiled code: it is compiled as {}, a C++ name; "
+                         "declare it extern \"C\"",
+                         entry, kernel);
+    }
+  }
+  if (kernels.empty()) {
+    return fmt::format("entry {} is not in the compiled code, which has no __global__ function",
+                       entry);
+  }
+  return fmt::format("entry {} is not in the compiled code, whose __global__ functions are {}",
+                     entry, fmt::join(kernels, ", "));
+}
+
+std::optional<std::string> entry_type_mismatch(const std::string& entry, bool is_contract,
+                                               const std::string& type, std::size_t tensor_maps) {
+  if (is_contract) return std::nullopt;
+  return fmt::format("entry {} is {}; the contract is void{}", entry, type,
+                     contract_parameters(tensor_maps));
+}
+
+}  // namespace tiletune

@@ -1,0 +1,53 @@
+// The configurations of a template worth compiling: the cartesian product of the parameters'
+// candidate values, filtered by the template's requirements.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "tuner/core/kernel_template.h"
+
+namespace tiletune {
+
+// The most configurations, before requirements, that tiletune lists one by one (for tune,
+// compile, fuzz and mutants without --sample): a million configurations take about a gigabyte.
+constexpr std::uint64_t kMaxEnumeratedConfigurations = 1'000'000;
+
+// A space larger than kMaxEnumeratedConfigurations was to be enumerated: bad input (exit 2).
+class SpaceTooLarge : public TemplateError {
+ public:
+  using TemplateError::TemplateError;
+};
+
+// The product of the parameters' value counts (the grid before requirements); nullopt when it
+// does not fit in 64 bits.
+std::optional<std::uint64_t> grid_size(const KernelTemplate& tmpl);
+
+// Throws SpaceTooLarge, naming the grid's size and the limit, when the template's grid is larger
+// than kMaxEnumeratedConfigurations.
+void check_enumerable(const KernelTemplate& tmpl);
+
+// In a stable order: the first parameter varies slowest, values in declared order.
+// With a shape, requirements that read M, N, K, lda, ldb or ldc are applied too, to the shape's
+// packed problem (lda = K, ldb = ldc = N: how the tuner verifies and times it), and so are the
+// tuning limits (`tune_if`). Throws SpaceTooLarge first (check_enumerable).
+std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
+                                                    const GemmShape* shape = nullptr);
+
+// A random sample of `count` configurations (all of them when there are no more), in their
+// original order; the same seed draws the same sample. For fuzzing spaces too large to cover.
+std::vector<Configuration> sample_configurations(std::vector<Configuration> configs,
+                                                 std::size_t count, std::uint64_t seed);
+
+// A random sample of `count` of the template's valid configurations that `keep` accepts (every
+// valid one without it), in the space's order; the same seed draws the same sample. A space
+// that can be enumerated is, and sampled as above; a larger one is never listed: random points
+// of the grid are drawn and checked until `count` are found, and a SpaceTooLarge names the
+// requirements when too few of a bounded number of draws pass them.
+std::vector<Configuration> sample_configurations(
+    const KernelTemplate& tmpl, std::size_t count, std::uint64_t seed,
+    const std::function<bool(const Configuration&)>& keep = {});
+
+}  // namespace tiletune

@@ -1,0 +1,597 @@
+#include "tuner/core/kernel_template.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "tuner/core/device_library.h"
+#include "tuner/core/local_includes.h"
+#include "tuner/core/splitmix64.h"
+
+namespace tiletune {
+namespace {
+
+constexpr std::string_view kDirectivePrefix = "// tiletune:";
+constexpr std::string_view kDirectiveList =
+    "name, entry, param, require, tune_if, block, grid, shared, zero_output, precision, arch, "
+    "tensor_map";
+constexpr std::string_view kCopyUnaligned = "copy_unaligned";
+constexpr std::string_view kBlanks = " \t\r\f\v";
+constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
+constexpr std::string_view kLeadingDimensions[] = {"lda", "ldb", "ldc"};
+
+std::string_view trim(std::string_view s) {
+  const std::size_t first = s.find_first_not_of(kBlanks);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(kBlanks) - first + 1);
+}
+
+// Splits off the first blank-separated word; the rest comes back trimmed.
+std::pair<std::string_view, std::string_view> split_word(std::string_view s) {
+  s = trim(s);
+  const std::size_t end = std::min(s.find_first_of(kBlanks), s.size());
+  return {s.substr(0, end), trim(s.substr(end))};
+}
+
+bool is_identifier(std::string_view s) {
+  const auto letter = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  };
+  return !s.empty() && letter(s.front()) && std::all_of(s.begin(), s.end(), [&](char c) {
+    return letter(c) || (c >= '0' && c <= '9');
+  });
+}
+
+bool is_problem_size(std::string_view name) {
+  return std::find(std::begin(kProblemSizes), std::end(kProblemSizes), name) !=
+         std::end(kProblemSizes);
+}
+
+bool is_leading_dimension(std::string_view name) {
+  return std::find(std::begin(kLeadingDimensions), std::end(kLeadingDimensions), name) !=
+         std::end(kLeadingDimensions);
+}
+
+// Whether the expression reads a size of the problem (M, N, K, lda, ldb, ldc).
+bool reads_problem(const Expression& expression) {
+  return std::any_of(expression.names().begin(), expression.names().end(), [](const std::string& name) {
+    return is_problem_size(name) || is_leading_dimension(name);
+  });
+}
+
+std::optional<std::int64_t> parse_integer(std::string_view s) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (error != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+// Splits "ceil_div(N, T), M" into its items: commas inside parentheses separate function arguments.
+std::vector<std::string_view> split_top_level(std::string_view s) {
+  std::vector<std::string_view> items;
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '(') ++depth;
+    if (s[i] == ')') --depth;
+    if (s[i] == ',' && depth == 0) {
+      items.push_back(trim(s.substr(start, i - start)));
+      start = i + 1;
+    }
+  }
+  items.push_back(trim(s.substr(start)));
+  return items;
+}
+
+// A file's stem as a template name: names go into file paths (caches, --cubin-dir), so they are
+// identifiers; any other character becomes '_' ("my-kernel.cu" is my_kernel), as does a leading
+// digit's place ("3mm.cu" is _3mm).
+std::string name_from_stem(const std::string& origin) {
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::string name = std::filesystem::path(origin).stem().string();
+  for (char& c : name) {
+    if (!digit(c) && !is_identifier(std::string(1, c))) c = '_';
+  }
+  if (name.empty() || digit(name.front())) name = "_" + name;
+  return name;
+}
+
+std::string join_names(const std::vector<Parameter>& parameters) {
+  std::string names;
+  for (const Parameter& p : parameters) names += (names.empty() ? "" : ", ") + p.name;
+  return names.empty() ? "none" : names;
+}
+
+class TemplateParser {
+ public:
+  TemplateParser(std::string source, const std::string& origin) : origin_(origin) {
+    tmpl_.source = std::move(source);
+    tmpl_.name = name_from_stem(origin);
+  }
+
+  KernelTemplate parse() {
+    std::string_view rest = tmpl_.source;
+    bool any_declaration = false;
+    for (std::size_t line = 1; !rest.empty(); ++line) {
+      const std::size_t end = std::min(rest.find('\n'), rest.size());
+      std::string_view text = rest.substr(0, end);
+      rest.remove_prefix(std::min(end + 1, rest.size()));
+
+      text.remove_prefix(std::min(text.find_first_not_of(kBlanks), text.size()));
+      if (!text.starts_with(kDirectivePrefix)) continue;
+      any_declaration = true;
+      const auto [word, argument] = split_word(text.substr(kDirectivePrefix.size()));
+      directive(line, word, argument);
+    }
+
+    if (!any_declaration) fail("no '// tiletune:' declarations found");
+    check_names();
+    for (std::string_view required : {"entry", "block", "grid"}) {
+      if (!first_line_.contains(required)) {
+        fail(fmt::format("missing '// tiletune: {}' declaration", required));
+      }
+    }
+    if (!first_line_.contains("shared")) tmpl_.dynamic_shared_bytes = Expression::parse("0");
+    if (!first_line_.contains("zero_output")) tmpl_.zero_output = Expression::parse("0");
+    tmpl_.source_hash = fnv1a_hex(tmpl_.source);
+    return std::move(tmpl_);
+  }
+
+ private:
+  [[noreturn]] void fail(std::size_t line, std::string_view why) const {
+    throw TemplateError(fmt::format("{}:{}: {}", origin_, line, why));
+  }
+  [[noreturn]] void fail(std::string_view why) const {
+    throw TemplateError(fmt::format("{}: {}", origin_, why));
+  }
+
+  void directive(std::size_t line, std::string_view word, std::string_view argument) {
+    if (word.empty()) {
+      fail(line, fmt::format("missing directive (expected one of {})", kDirectiveList));
+    }
+    const bool known = word == "name" || word == "entry" || word == "param" || word == "require" ||
+                       word == "tune_if" || word == "block" || word == "grid" ||
+                       word == "shared" || word == "zero_output" || word == "precision" ||
+                       word == "arch" || word == "tensor_map";
+    if (!known) {
+      fail(line, fmt::format("unknown directive '{}' (expected one of {})", word, kDirectiveList));
+    }
+    if (argument.empty()) fail(line, fmt::format("'{}' needs an argument", word));
+
+    if (word == "param") {
+      parameter(line, argument);
+      return;
+    }
+    if (word == "require") {
+      tmpl_.requirements.push_back(expression(line, word, argument));
+      requirement_lines_.insert(line);
+      return;
+    }
+    if (word == "tune_if") {
+      tmpl_.tuning_limits.push_back(expression(line, word, argument));
+      return;
+    }
+    if (word == "tensor_map") {
+      tensor_map(line, argument);
+      return;
+    }
+
+    // The rest may appear once each.
+    const auto [first, inserted] = first_line_.emplace(std::string(word), line);
+    if (!inserted) {
+      fail(line, fmt::format("duplicate '{}' (first declared on line {})", word, first->second));
+    }
+    if (word == "name") {
+      if (argument.find_first_of(kBlanks) != std::string_view::npos) {
+        fail(line, fmt::format("name '{}' must be a single word", argument));
+      }
+      // The name goes into file paths: nothing but an identifier may reach them.
+      if (!is_identifier(argument)) {
+        fail(line, fmt::format("name '{}' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", argument));
+      }
+      tmpl_.name = std::string(argument);
+    } else if (word == "entry") {
+      if (!is_identifier(argument)) {
+        fail(line, fmt::format("entry '{}' is not a C identifier", argument));
+      }
+      tmpl_.entry = std::string(argument);
+    } else if (word == "shared") {
+      tmpl_.dynamic_shared_bytes = expression(line, word, argument);
+    } else if (word == "zero_output") {
+      tmpl_.zero_output = expression(line, word, argument);
+      sm_count_lines_.insert(line);
+    } else if (word == "precision") {
+      const std::optional<Precision> precision = parse_precision(argument);
+      if (!precision) {
+        fail(line, fmt::format("unknown precision '{}' (expected one of {})", argument, kPrecisionNames));
+      }
+      tmpl_.precision = *precision;
+    } else if (word == "arch") {
+      static const std::regex feature_target(R"(sm_[0-9]+a)");
+      if (!std::regex_match(std::string(argument), feature_target)) {
+        fail(line, fmt::format("arch '{}' is not an architecture-specific target like sm_90a",
+                               argument));
+      }
+      tmpl_.feature_arch = std::string(argument);
+    } else {
+      dimensions(line, word, argument, word == "block" ? tmpl_.block : tmpl_.grid);
+      if (word == "grid") sm_count_lines_.insert(line);
+    }
+  }
+
+  void parameter(std::size_t line, std::string_view argument) {
+    auto [name, values] = split_word(argument);
+    if (!is_identifier(name)) {
+      fail(line,
+           fmt::format("parameter name '{}' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", name));
+    }
+    if (is_problem_size(name) || is_leading_dimension(name)) {
+      fail(line, fmt::format("parameter name '{}' is reserved for the problem size", name));
+    }
+    if (name == kSmCountName) {
+      fail(line, fmt::format("parameter name '{}' is reserved for the GPU's multiprocessor count",
+                             name));
+    }
+    const auto [first, inserted] = parameter_lines_.emplace(std::string(name), line);
+    if (!inserted) {
+      fail(line, fmt::format("duplicate parameter '{}' (first declared on line {})", name,
+                             first->second));
+    }
+    Parameter parameter{std::string(name), {}};
+    while (!values.empty()) {
+      const auto [word, rest] = split_word(values);
+      values = rest;
+      const std::optional<std::int64_t> value = parse_integer(word);
+      if (!value) {
+        fail(line,
+             fmt::format("bad value '{}' for parameter '{}' (expected an integer)", word, name));
+      }
+      if (std::find(parameter.values.begin(), parameter.values.end(), *value) !=
+          parameter.values.end()) {
+        fail(line, fmt::format("duplicate value {} for parameter '{}'", *value, name));
+      }
+      parameter.values.push_back(*value);
+    }
+    if (parameter.values.empty()) {
+      fail(line, fmt::format("parameter '{}' has no candidate values", name));
+    }
+    tmpl_.parameters.push_back(std::move(parameter));
+  }
+
+  // "A tf32 swizzle128 [copy_unaligned] 32, BM": operand, element, layout, whether the launcher
+  // may copy the operand, then the box's two extents.
+  void tensor_map(std::size_t line, std::string_view argument) {
+    constexpr std::string_view kForm =
+        "expected 'tensor_map A|B fp32|tf32 dense|swizzle128 [copy_unaligned] INNER, OUTER'";
+    const auto [operand, after_operand] = split_word(argument);
+    const auto [element, after_element] = split_word(after_operand);
+    auto [layout, box] = split_word(after_element);
+    // The option is a keyword ahead of the extents (a parameter so named would read as it).
+    const auto [option, after_option] = split_word(box);
+    const bool copy_unaligned = option == kCopyUnaligned;
+    if (copy_unaligned) box = after_option;
+    if (operand != "A" && operand != "B") {
+      fail(line, fmt::format("tensor_map of '{}': only A and B have one ({})", operand, kForm));
+    }
+    if (element != "fp32" && element != "tf32") {
+      fail(line, fmt::format("tensor_map element '{}' ({})", element, kForm));
+    }
+    if (layout != "dense" && layout != "swizzle128") {
+      fail(line, fmt::format("tensor_map layout '{}' ({})", layout, kForm));
+    }
+    for (const TensorMapDeclaration& other : tmpl_.tensor_maps) {
+      if (other.operand == operand[0]) fail(line, fmt::format("a second tensor_map of {}", operand));
+    }
+    const std::vector<std::string_view> extents = split_top_level(box);
+    if (extents.size() != 2) {
+      fail(line, fmt::format("tensor_map box '{}' is not two extents ({})", box, kForm));
+    }
+    tmpl_.tensor_maps.push_back({operand[0], element == "tf32", layout == "swizzle128",
+                                 copy_unaligned, expression(line, "tensor_map", extents[0]),
+                                 expression(line, "tensor_map", extents[1])});
+    // TMA reads rows that start 16-byte aligned: its global strides are multiples of 16 bytes.
+    // With copy_unaligned the launcher makes them so (operand_staging.h).
+    if (!copy_unaligned) {
+      tmpl_.requirements.push_back(Expression::parse(operand == "A" ? "lda % 4 == 0" : "ldb % 4 == 0"));
+    }
+  }
+
+  void dimensions(std::size_t line, std::string_view word, std::string_view argument,
+                  std::array<Expression, 3>& out) {
+    const std::vector<std::string_view> items = split_top_level(argument);
+    if (items.size() > out.size()) {
+      fail(line, fmt::format("'{}' takes 1 to 3 comma-separated expressions, got {}", word,
+                             items.size()));
+    }
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = i < items.size() ? expression(line, word, items[i]) : Expression::parse("1");
+    }
+  }
+
+  // Parses now; the names it reads are checked once every parameter is known.
+  Expression expression(std::size_t line, std::string_view word, std::string_view text) {
+    try {
+      Expression parsed = Expression::parse(text);
+      expression_lines_.emplace_back(line, parsed);
+      return parsed;
+    } catch (const ExpressionError& error) {
+      fail(line, fmt::format("bad '{}' expression: {}", word, error.what()));
+    }
+  }
+
+  void check_names() const {
+    for (const auto& [line, expression] : expression_lines_) {
+      for (const std::string& name : expression.names()) {
+        if (is_leading_dimension(name) && !requirement_lines_.contains(line)) {
+          fail(line, fmt::format("expression '{}' reads '{}': only 'require' may read the leading "
+                                 "dimensions lda, ldb, ldc",
+                                 expression.text(), name));
+        }
+        if (name == kSmCountName) {
+          if (!sm_count_lines_.contains(line)) {
+            fail(line, fmt::format("expression '{}' reads '{}': only 'grid' and 'zero_output' may "
+                                   "read the GPU's multiprocessor count",
+                                   expression.text(), name));
+          }
+          continue;
+        }
+        if (!is_problem_size(name) && !is_leading_dimension(name) &&
+            !parameter_lines_.contains(name)) {
+          fail(line, fmt::format("expression '{}' reads '{}', which is neither a parameter ({}) "
+                                 "nor a problem size (M, N, K, and in 'require' lda, ldb, ldc)",
+                                 expression.text(), name, join_names(tmpl_.parameters)));
+        }
+      }
+    }
+  }
+
+  const std::string& origin_;
+  KernelTemplate tmpl_;
+  std::map<std::string, std::size_t, std::less<>> first_line_;       // once-only directives
+  std::map<std::string, std::size_t, std::less<>> parameter_lines_;  // parameter -> its line
+  std::vector<std::pair<std::size_t, Expression>> expression_lines_;
+  std::set<std::size_t> requirement_lines_;  // the lines of 'require' declarations
+  std::set<std::size_t> sm_count_lines_;     // of 'grid' and 'zero_output', which may read SM_COUNT
+};
+
+}  // namespace
+
+std::int64_t Configuration::at(std::string_view name) const {
+  for (const auto& [key, value] : values) {
+    if (key == name) return value;
+  }
+  throw std::out_of_range(
+      fmt::format("configuration '{}' has no parameter '{}'", to_string(), name));
+}
+
+std::string Configuration::to_string() const {
+  std::string text;
+  for (const auto& [name, value] : values) {
+    text += fmt::format("{}{}={}", text.empty() ? "" : ",", name, value);
+  }
+  return text;
+}
+
+std::string KernelTemplate::compile_arch(const std::string& device_arch) const {
+  if (feature_arch.empty()) return device_arch;
+  return feature_arch == device_arch + "a" ? feature_arch : std::string();
+}
+
+std::vector<std::string> KernelTemplate::macro_definitions(const Configuration& config) const {
+  std::vector<std::string> definitions;
+  for (const auto& [name, value] : config.values) {
+    definitions.push_back(fmt::format("-D{}{}={}", kParameterMacroPrefix, name, value));
+  }
+  return definitions;
+}
+
+Bindings KernelTemplate::bindings(const Configuration& config, const GemmShape* shape) const {
+  Bindings result(config.values.begin(), config.values.end());
+  if (shape != nullptr) {
+    result["M"] = shape->m;
+    result["N"] = shape->n;
+    result["K"] = shape->k;
+  }
+  return result;
+}
+
+Bindings KernelTemplate::bindings(const Configuration& config, const GemmProblem& problem) const {
+  Bindings result = bindings(config, &problem.shape);
+  result["lda"] = problem.lda;
+  result["ldb"] = problem.ldb;
+  result["ldc"] = problem.ldc;
+  return result;
+}
+
+const Expression* KernelTemplate::violated_requirement(const Configuration& config,
+                                                       const GemmProblem* problem) const {
+  const Bindings values = problem ? bindings(config, *problem) : bindings(config);
+  for (const Expression& requirement : requirements) {
+    if (problem == nullptr && reads_problem(requirement)) continue;
+    try {
+      if (requirement.evaluate(values) == 0) return &requirement;
+    } catch (const ExpressionError&) {
+      return &requirement;  // e.g. a division by zero for this configuration: not a usable point
+    }
+  }
+  return nullptr;
+}
+
+void KernelTemplate::check_requirements(const Configuration& config,
+                                        const GemmProblem& problem) const {
+  if (const Expression* unmet = violated_requirement(config, &problem)) {
+    throw RequirementNotMet(fmt::format("{} [{}]: the problem {} does not meet requirement '{}'",
+                                        name, config.to_string(), problem.to_string(),
+                                        unmet->text()));
+  }
+}
+
+bool KernelTemplate::satisfies_requirements(const Configuration& config,
+                                            const GemmProblem& problem) const {
+  return violated_requirement(config, &problem) == nullptr;
+}
+
+bool KernelTemplate::worth_tuning(const Configuration& config, const GemmShape& shape) const {
+  const Bindings values = bindings(config, &shape);
+  return std::all_of(tuning_limits.begin(), tuning_limits.end(), [&](const Expression& limit) {
+    try {
+      return limit.evaluate(values) != 0;
+    } catch (const ExpressionError&) {
+      return false;  // e.g. a division by zero for this configuration: not worth a measurement
+    }
+  });
+}
+
+bool KernelTemplate::satisfies_requirements(const Configuration& config,
+                                            const GemmShape* shape) const {
+  if (shape == nullptr) return violated_requirement(config) == nullptr;
+  return satisfies_requirements(config, GemmProblem::packed(*shape));
+}
+
+LaunchGeometry KernelTemplate::launch_geometry(const Configuration& config, const GemmShape& shape,
+                                               int sm_count) const {
+  Bindings values = bindings(config, &shape);
+  if (sm_count > 0) {
+    values[kSmCountName] = sm_count;
+  } else if (reads_sm_count()) {
+    throw TemplateError(fmt::format("{}: its launch geometry reads {}, the GPU's multiprocessor "
+                                    "count, and this launch has no GPU to take it from",
+                                    name, kSmCountName));
+  }
+  const auto evaluate = [&](const Expression& expression, std::string_view what,
+                            std::int64_t low) -> std::uint32_t {
+    constexpr std::int64_t kHigh = std::numeric_limits<std::uint32_t>::max();
+    const std::string context =
+        fmt::format("{}: {} for {} at {}", name, what, config.to_string(), shape.to_string());
+    std::int64_t value = 0;
+    try {
+      value = expression.evaluate(values);
+    } catch (const ExpressionError& error) {
+      throw TemplateError(fmt::format("{}: {}", context, error.what()));
+    }
+    if (value < low || value > kHigh) {
+      throw TemplateError(fmt::format("{}: '{}' is {}, outside [{}, {}]", context,
+                                      expression.text(), value, low, kHigh));
+    }
+    return static_cast<std::uint32_t>(value);
+  };
+
+  constexpr std::string_view kAxes[] = {"x", "y", "z"};
+  LaunchGeometry geometry;
+  for (std::size_t i = 0; i < 3; ++i) {
+    geometry.grid[i] = evaluate(grid[i], fmt::format("grid {}", kAxes[i]), 1);
+    geometry.block[i] = evaluate(block[i], fmt::format("block {}", kAxes[i]), 1);
+  }
+  geometry.dynamic_shared_bytes = evaluate(dynamic_shared_bytes, "shared", 0);
+  geometry.zero_output = evaluate(zero_output, "zero_output", 0) != 0;
+  for (const TensorMapDeclaration& map : tensor_maps) {
+    const std::string what = fmt::format("tensor_map {}", map.operand);
+    TensorMapBox box{map.operand, map.tf32, map.swizzle128, map.copy_unaligned,
+                     evaluate(map.inner, what + " inner extent", 1),
+                     evaluate(map.outer, what + " outer extent", 1)};
+    const auto refuse = [&](std::string_view why) {
+      throw TemplateError(fmt::format("{}: {} for {}: box {} x {} {}", name, what,
+                                      config.to_string(), box.inner, box.outer, why));
+    };
+    if (box.inner > 256 || box.outer > 256) refuse("has an extent above 256 (TMA's most)");
+    if (box.inner * 4 % 16 != 0) refuse("has rows that are not a multiple of 16 bytes");
+    if (box.swizzle128 && box.inner * 4 != 128) refuse("has rows other than 128 bytes: swizzle128 swizzles 128-byte rows");
+    geometry.tensor_maps.push_back(box);
+  }
+  return geometry;
+}
+
+bool KernelTemplate::reads_sm_count() const {
+  const auto reads = [](const Expression& e) { return e.references(kSmCountName); };
+  return std::any_of(grid.begin(), grid.end(), reads) || reads(zero_output);
+}
+
+Configuration KernelTemplate::parse_configuration(std::string_view text) const {
+  const auto fail = [&](std::string_view why) {
+    throw TemplateError(fmt::format("{}: invalid configuration '{}': {}", name, text, why));
+  };
+  std::map<std::string, std::int64_t, std::less<>> given;
+  if (!trim(text).empty()) {
+    for (std::string_view item : split_top_level(text)) {
+      const std::size_t equals = item.find('=');
+      if (equals == std::string_view::npos) fail(fmt::format("'{}' is not NAME=VALUE", item));
+      const std::string_view key = trim(item.substr(0, equals));
+      const std::string_view value_text = trim(item.substr(equals + 1));
+
+      const auto parameter = std::find_if(parameters.begin(), parameters.end(),
+                                          [&](const Parameter& p) { return p.name == key; });
+      if (parameter == parameters.end()) {
+        fail(fmt::format("unknown parameter '{}' (parameters: {})", key, join_names(parameters)));
+      }
+      const std::optional<std::int64_t> value = parse_integer(value_text);
+      if (!value) fail(fmt::format("value '{}' of {} is not an integer", value_text, key));
+      if (std::find(parameter->values.begin(), parameter->values.end(), *value) ==
+          parameter->values.end()) {
+        fail(fmt::format("{} is not a candidate of {} (candidates: {})", *value, key,
+                         fmt::join(parameter->values, ", ")));
+      }
+      if (!given.emplace(std::string(key), *value).second) {
+        fail(fmt::format("parameter '{}' given twice", key));
+      }
+    }
+  }
+
+  Configuration config;
+  for (const Parameter& parameter : parameters) {
+    const auto found = given.find(parameter.name);
+    if (found == given.end()) fail(fmt::format("missing parameter '{}'", parameter.name));
+    config.values.emplace_back(parameter.name, found->second);
+  }
+  return config;
+}
+
+KernelTemplate parse_template(std::string source, const std::string& origin) {
+  // tiletune's device library becomes part of its text (device_library.h), hence of its version.
+  try {
+    source = inline_device_library(source);
+  } catch (const std::runtime_error& e) {
+    throw TemplateError(fmt::format("{}: {}", origin, e.what()));
+  }
+  return TemplateParser(std::move(source), origin).parse();
+}
+
+KernelTemplate load_template(const std::filesystem::path& path) {
+  const auto fail = [&](std::string_view reason) {
+    throw std::runtime_error(fmt::format("cannot read {}: {}", path.string(), reason));
+  };
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) fail("is a directory");
+  std::ifstream file(path, std::ios::binary);
+  if (!file) fail(std::strerror(errno));
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  if (file.bad()) fail("read error");
+
+  // Headers beside it become part of its text (local_includes.h), hence of its version.
+  KernelTemplate tmpl = parse_template(inline_local_includes(std::move(contents).str(), path), path.string());
+  tmpl.path = path;
+  return tmpl;
+}
+
+std::string fnv1a_hex(std::string_view bytes) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;  // the 64-bit FNV offset basis
+  for (const unsigned char byte : bytes) {
+    hash ^= byte;
+    hash *= 0x100000001b3ULL;  // the 64-bit FNV prime
+  }
+  return fmt::format("{:016x}", hash);
+}
+
+int drawn_sm_count(std::uint64_t seed) { return 1 + int(splitmix64_mix(seed) % 4); }
+
+}  // namespace tiletune

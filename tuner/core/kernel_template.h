@@ -1,0 +1,201 @@
+// A kernel template: one CUDA C++ file with its tuning declarations in comment lines.
+//
+//   // tiletune: name tiled                     (an identifier, optional; default: the file name's
+//                                               stem, other characters made '_')
+//   // tiletune: entry tiled_gemm               (the extern "C" __global__ entry point)
+//   // tiletune: param TILE 8 16 32             (a tunable parameter and its candidate values)
+//   // tiletune: require !(PAD && SWIZZLE)      (a constraint; every one must be non-zero)
+//   // tiletune: tune_if BM < 2 * max(M, 32)    (a tuning limit: where the configuration is worth
+//                                               measuring; it stays correct elsewhere)
+//   // tiletune: block TILE, TILE               (block size x[, y[, z]]; missing ones are 1)
+//   // tiletune: grid ceil_div(N, TILE), ceil_div(M, TILE)
+//   // tiletune: shared 0                       (dynamic shared memory in bytes; default 0)
+//   // tiletune: zero_output SPLIT_K > 1        (the launcher clears C's M x N first, for kernels
+//                                               that add into C; default 0)
+//   // tiletune: precision tf32                 (fp32, tf32 or tf32x3: what the inputs are rounded
+//                                               to before they are multiplied; default fp32)
+//   // tiletune: arch sm_90a                    (the template uses instructions of one GPU
+//                                               family only, such as Hopper's wgmma: it compiles
+//                                               for that target, on GPUs of its compute
+//                                               capability alone; default: any GPU's own)
+//   // tiletune: tensor_map A tf32 swizzle128 32, BM
+//                                              (the launcher describes operand A or B to the
+//                                               GPU's tensor memory accelerator (TMA) and passes
+//                                               the description to the entry, after the nine
+//                                               contract parameters, as a tt_tensor_map
+//                                               (<tiletune/tensor_map.h>), in declaration order;
+//                                               element fp32 or tf32 (the copy rounds to TF32,
+//                                               to nearest even), layout dense or swizzle128 (the
+//                                               128-byte swizzle of wgmma's operands), then the
+//                                               box a copy brings: its inner (contiguous) and
+//                                               outer extent in elements. TMA needs the operand's
+//                                               leading dimension a multiple of 4 floats: the
+//                                               declaration adds `require lda % 4 == 0` (or ldb),
+//                                               unless its layout is followed by copy_unaligned:
+//                                               then the launcher copies such an operand into
+//                                               aligned rows first (operand_staging.h))
+//
+// Parameters reach the source as macros with the prefix TT_ (TILE becomes -DTT_TILE=16): a bare
+// macro named T would break NVRTC's own headers. Expressions (expression.h) may use every
+// parameter and the problem sizes M, N, K; requirements may also read the leading dimensions
+// lda, ldb, ldc (a kernel that loads A as float4 needs `require lda % 4 == 0`), and grid and
+// zero_output the GPU's multiprocessor count SM_COUNT (a kernel that sizes its last wave to the
+// GPU, such as a stream-K schedule; the CPU backend draws it per fuzz case).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tuner/core/expression.h"
+#include "tuner/core/gemm_shape.h"
+#include "tuner/core/precision.h"
+
+namespace tiletune {
+
+inline constexpr const char* kParameterMacroPrefix = "TT_";
+// The name by which grid and zero_output read the GPU's multiprocessor count.
+inline constexpr const char* kSmCountName = "SM_COUNT";
+
+// The multiprocessor count a launch gives SM_COUNT where it has no GPU's to give (the CPU
+// backend) or perturbs the GPU's (the GPU fuzz, fuzz/perturbed_launch.h): 1 to 4, drawn from a
+// seed (a fuzz case's schedule seed), so that a replayed case sees the same count. Small counts
+// because the fuzz's shapes span a few tiles: waves of 1 to 4 (times a template's blocks per SM)
+// are what make whole-tile waves, a partial wave and a grid smaller than one wave all occur.
+int drawn_sm_count(std::uint64_t seed);
+
+// A bad declaration, with "origin:line: " in front of the message.
+class TemplateError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A problem that a configuration's requirements exclude, checked before anything launches it:
+// "tiled [TILE=16]: the problem 37x29x45 lda=45 ldb=29 ldc=29 does not meet requirement 'lda % 4 == 0'".
+class RequirementNotMet : public TemplateError {
+ public:
+  using TemplateError::TemplateError;
+};
+
+struct Parameter {
+  std::string name;
+  std::vector<std::int64_t> values;  // in declared order, no duplicates
+};
+
+// One point of a template's search space: a value for every parameter, in declared order.
+struct Configuration {
+  std::vector<std::pair<std::string, std::int64_t>> values;
+
+  std::int64_t at(std::string_view name) const;  // throws std::out_of_range
+  std::string to_string() const;                 // "TILE=16,PAD=1,SWIZZLE=0"
+  friend bool operator==(const Configuration&, const Configuration&) = default;
+};
+
+// A declared tensor map, its box still expressions of the configuration.
+struct TensorMapDeclaration {
+  char operand = 'A';       // 'A' (K contiguous, M rows) or 'B' (N contiguous, K rows)
+  bool tf32 = false;        // the copy rounds each element to TF32 (to nearest even)
+  bool swizzle128 = false;  // rows of 128 bytes, 16-byte chunk c of row r at c ^ (r % 8)
+  bool copy_unaligned = false;  // an operand TMA cannot read in place is copied first
+  Expression inner, outer;  // the box's extent in elements: along the rows, and across them
+};
+
+// A tensor map of one launch: what the launcher encodes for the operand.
+struct TensorMapBox {
+  char operand = 'A';
+  bool tf32 = false;
+  bool swizzle128 = false;
+  bool copy_unaligned = false;
+  std::uint32_t inner = 0, outer = 0;
+};
+
+struct LaunchGeometry {
+  std::array<std::uint32_t, 3> grid{1, 1, 1};
+  std::array<std::uint32_t, 3> block{1, 1, 1};
+  std::uint32_t dynamic_shared_bytes = 0;
+  bool zero_output = false;  // C's M x N elements are set to 0 before the kernel runs
+  std::vector<TensorMapBox> tensor_maps;  // passed after the contract's parameters, in order
+  std::uint64_t threads_per_block() const {
+    return std::uint64_t(block[0]) * block[1] * block[2];
+  }
+};
+
+struct KernelTemplate {
+  std::string name;
+  std::string entry;
+  std::filesystem::path path;  // empty when parsed from a string
+  std::string source;          // the whole file, compiled unchanged
+  std::string source_hash;     // 16 hex digits of a 64-bit FNV-1a over the source bytes
+  std::vector<Parameter> parameters;
+  std::vector<Expression> requirements;
+  // Tuning limits (`tune_if`): a configuration is tuned at a shape only where every one holds. Unlike
+  // requirements they are no precondition: the fuzzer, replays and launches ignore them.
+  std::vector<Expression> tuning_limits;
+  std::array<Expression, 3> block;
+  std::array<Expression, 3> grid;
+  Expression dynamic_shared_bytes;
+  Expression zero_output;
+  Precision precision = Precision::fp32;
+  std::string feature_arch;  // "sm_90a", or empty
+  std::vector<TensorMapDeclaration> tensor_maps;  // the entry's parameters after the contract's
+
+  // What NVRTC compiles for on a GPU whose own target is `device_arch` ("sm_90"): the template's
+  // architecture-specific target where it declares one; empty where that target is another GPU
+  // family's (the template cannot run there).
+  std::string compile_arch(const std::string& device_arch) const;
+  // Whether it can run on such a GPU (compile_arch is not empty).
+  bool runs_on(const std::string& device_arch) const { return !compile_arch(device_arch).empty(); }
+
+  // The -D options for one configuration: {"-DTT_TILE=16", "-DTT_PAD=1", ...}.
+  std::vector<std::string> macro_definitions(const Configuration& config) const;
+
+  // Parameters bound to the configuration, plus M, N, K when a shape is given (and lda, ldb, ldc
+  // when a problem is).
+  Bindings bindings(const Configuration& config, const GemmShape* shape = nullptr) const;
+  Bindings bindings(const Configuration& config, const GemmProblem& problem) const;
+
+  // Whether every requirement holds. Requirements that read M, N, K, lda, ldb or ldc are only
+  // checked when a problem is given (so that compiling needs none); a shape stands for its
+  // packed problem (lda = K, ldb = ldc = N), as the tuner verifies and times it.
+  bool satisfies_requirements(const Configuration& config, const GemmShape* shape = nullptr) const;
+  bool satisfies_requirements(const Configuration& config, const GemmProblem& problem) const;
+  // The first requirement that does not hold for the problem (one that cannot be evaluated, e.g.
+  // a division by zero, does not hold), or nullptr.
+  const Expression* violated_requirement(const Configuration& config,
+                                         const GemmProblem* problem = nullptr) const;
+  // Whether every tuning limit holds at the shape (one that cannot be evaluated does not).
+  bool worth_tuning(const Configuration& config, const GemmShape& shape) const;
+  // Throws RequirementNotMet naming the first requirement the problem does not meet.
+  void check_requirements(const Configuration& config, const GemmProblem& problem) const;
+
+  // Evaluates block, grid, shared memory, zero_output and the tensor maps' boxes; throws
+  // TemplateError when a value is < 0 (or < 1 for a dimension) or does not fit in 32 bits, or
+  // when a box is one TMA cannot copy (an extent outside 1 to 256, rows not a multiple of 16
+  // bytes, a swizzled row other than 128 bytes).
+  // `sm_count` is the GPU's multiprocessor count, bound to SM_COUNT; 0 where the caller has no
+  // GPU to ask, which a template that reads SM_COUNT refuses (TemplateError).
+  LaunchGeometry launch_geometry(const Configuration& config, const GemmShape& shape,
+                                 int sm_count = 0) const;
+  // Whether grid or zero_output reads SM_COUNT.
+  bool reads_sm_count() const;
+
+  // Parses "TILE=16,PAD=1,SWIZZLE=0" (every parameter once, in any order, each value one of the
+  // declared candidates); throws TemplateError naming what is wrong.
+  Configuration parse_configuration(std::string_view text) const;
+};
+
+// Reads and parses a template file; throws TemplateError ("path:line: why") on a bad declaration
+// and std::runtime_error when the file cannot be read.
+KernelTemplate load_template(const std::filesystem::path& path);
+// Parses a template's text, with tiletune's device library put in where it is included
+// (device_library.h); a recorded text, already expanded, comes back as it was.
+KernelTemplate parse_template(std::string source, const std::string& origin);
+
+std::string fnv1a_hex(std::string_view bytes);
+
+}  // namespace tiletune
