@@ -9,7 +9,7 @@
 # else skips (exit 77) with the reason.
 set -euo pipefail
 tiletune=$1 record_rows=$2 source_dir=$3 work=$4
-script_dir=$source_dir/tests/report
+script_dir=$source_dir/tests/tools/report
 chromium=${CHROMIUM:-/usr/bin/chromium}
 
 unavailable() {

@@ -30,7 +30,7 @@ fail() {
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tiletune-slurm-test.XXXXXX")
 chmod 711 "$work"  # searchable, not readable, by others: munged's socket must be reachable
-source "$source_dir/tests/slurm/private_slurm.sh"
+source "$source_dir/tests/tools/slurm/private_slurm.sh"
 on_exit() {
   local rc=$?
   private_slurm_stop
