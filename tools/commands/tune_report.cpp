@@ -9,6 +9,7 @@
 #include "tuner/pipeline/recorded_warm_start.h"
 
 namespace tiletune::cli {
+namespace {
 
 // "device 0 by stage: fuzz 3.1 s, load 2.0 s, reference 0.4 s (2 computed), time 7.0 s; its 8 fuzz
 // workers: load 5.2 s, fuzz 20.3 s": where one device's time went, its fuzz workers' summed.
@@ -30,8 +31,6 @@ std::string describe_stages(const DeviceLane& lane) {
   }
   return line;
 }
-
-namespace {
 
 // The winner of each template and shape this tune searched, with the best recorded there.
 // Returns how many template and shape pairs have no correct configuration (a finding).

@@ -52,10 +52,6 @@ struct TuneReport {
   bool missed = false;                 // --missed
 };
 
-// "device 0 by stage: fuzz 3.1 s, load 2.0 s, reference 0.4 s (2 computed), time 7.0 s; its 8 fuzz
-// workers: load 5.2 s, fuzz 20.3 s": where one device's time went, its fuzz workers' summed.
-std::string describe_stages(const DeviceLane& lane);
-
 // Prints the report; returns kFindings when some template and shape has no correct
 // configuration, else kSuccess.
 int report_tune(const TuneReport& report);
