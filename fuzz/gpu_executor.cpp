@@ -39,6 +39,10 @@ GpuExecutor::GpuExecutor(const GpuDevice& device, const KernelTemplate& tmpl,
   }
 }
 
+std::optional<std::string> GpuExecutor::exceeds_device_limits(const LaunchGeometry& geometry) const {
+  return tiletune::exceeds_device_limits(geometry, report_, device_.properties());
+}
+
 GpuExecutor::~GpuExecutor() {
   if (done_ != nullptr) cuda_driver().cuEventDestroy(done_);
 }
@@ -103,8 +107,8 @@ void GpuExecutor::run(const GemmCase& gemm_case, GemmOperands& operands) {
   const GpuKernel& kernel = skewed ? *skewed_kernel_ : kernel_;
   const LaunchGeometry geometry =
       template_.launch_geometry(config_, gemm_case.problem.shape, sm_count_for(gemm_case));
-  if (auto limit = exceeds_device_limits(geometry, skewed ? skewed_report_ : report_,
-                                         device_.properties())) {
+  if (auto limit = tiletune::exceeds_device_limits(geometry, skewed ? skewed_report_ : report_,
+                                                   device_.properties())) {
     throw LaunchError("cannot launch on this device: " + *limit);
   }
   try {

@@ -35,8 +35,9 @@ class GpuExecutor : public GemmExecutor {
 
   // After an illegal address or a trap the CUDA context is unusable: nothing more can run in this
   // process.
-  bool context_lost() const { return context_lost_; }
-  const PtxasReport& resources() const { return report_; }
+  bool context_lost() const override { return context_lost_; }
+  PtxasReport resources() const override { return report_; }
+  std::optional<std::string> exceeds_device_limits(const LaunchGeometry& geometry) const override;
   const GpuKernel& kernel() const { return kernel_; }
 
  private:

@@ -168,17 +168,16 @@ int run(const FuzzOptions& options) {
   double seconds = 0;
   for (const KernelTemplate& tmpl : templates) {
     const std::vector<Configuration> configs = configurations_of(tmpl, options);
-    if (const GpuDevice* device = backend.device();
-        device != nullptr && !tmpl.runs_on(device->properties().arch())) {
+    if (const GpuBackend* gpu = backend.gpu(); gpu != nullptr && !tmpl.runs_on(gpu->device().arch())) {
       // Every compile would fail the same way: one line for the template (as tune does).
       skipped += int(configs.size());
       progress_line(fmt::format("skip {}: it uses instructions of {} only, and this GPU is {} ({} "
                                 "configurations)", tmpl.name, tmpl.feature_arch,
-                                device->properties().arch(), configs.size()),
+                                backend.backend().device().arch(), configs.size()),
                     true);
       continue;
     }
-    if (backend.compiled() != nullptr) {
+    if (backend.gpu() != nullptr) {
       progress_line(fmt::format("compiling {} configurations of {}", configs.size(), tmpl.name), false);
       seconds += backend.prepare(tmpl, configs);
     }

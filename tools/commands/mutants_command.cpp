@@ -165,7 +165,7 @@ void run_mutant(const MutantsOptions& options, FuzzBackend& backend, const Mutan
                 const Mutant& mutant, const std::vector<GemmCase>& replay, MutantTally& tally) {
   tally.name = suite.original.name + "~" + mutant.name;
   tally.bug = mutant.bug;
-  if (!mutant.gpu_only.empty() && backend.device() == nullptr) {
+  if (!mutant.gpu_only.empty() && backend.gpu() == nullptr) {
     tally.skipped = "GPU only: " + mutant.gpu_only;
     progress_line(fmt::format("skip {}: {}", tally.name, tally.skipped), true);
     return;
@@ -193,7 +193,7 @@ void run_mutant(const MutantsOptions& options, FuzzBackend& backend, const Mutan
     const std::string label = fmt::format("{} [{}]", tally.name, config.to_string());
     progress_line(fmt::format("fuzz {} on {}", label, backend.where()), false);
     const ConfigVerdict verdict =
-        backend.device() != nullptr
+        backend.gpu() != nullptr
             ? evaluate_in_child(options, suite, mutant, config)
             : evaluate_in_process(backend, mutated, config, settings, replay);
     using Kind = ConfigVerdict::Kind;

@@ -6,24 +6,25 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "fuzz/cpu_executor.h"
 #include "fuzz/gemm_operands.h"
 #include "fuzz/gpu_executor.h"
+#include "fuzz/make_executor.h"
 #include "fuzz/perturbed_launch.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/pipeline/backend_factory.h"
 
 namespace tiletune::cli {
 
-FuzzBackend::FuzzBackend(const std::string& name, CpuBackendOptions cpu_options)
-    : name_(name), cpu_options_(std::move(cpu_options)) {
-  if (name_ == "gpu") {
-    device_ = std::make_unique<GpuDevice>();
-    compiled_ = std::make_unique<CompiledKernels>(device_->properties().arch());
-  }
+FuzzBackend::FuzzBackend(const std::string& name, CpuBackendOptions cpu_options) {
+  BackendChoice choice;
+  choice.kind = parse_backend_kind(name);
+  choice.cpu = std::move(cpu_options);
+  backend_ = open_backend(std::move(choice));
+  if (backend_->kind() == Backend::Kind::gpu) gpu_ = static_cast<GpuBackend*>(backend_.get());
 }
 
 const KernelTemplate* FuzzBackend::skewed_build_of(const KernelTemplate& tmpl) {
-  if (!device_) return nullptr;
+  if (gpu_ == nullptr) return nullptr;
   auto found = skewed_builds_.find(tmpl.source_hash);
   if (found == skewed_builds_.end()) {
     found = skewed_builds_.emplace(tmpl.source_hash, skewed_build(tmpl)).first;
@@ -32,25 +33,19 @@ const KernelTemplate* FuzzBackend::skewed_build_of(const KernelTemplate& tmpl) {
 }
 
 double FuzzBackend::prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs) {
-  if (!compiled_) return 0;
-  const auto start = std::chrono::steady_clock::now();
-  compiled_->prepare(tmpl, configs);
-  if (const KernelTemplate* skewed = skewed_build_of(tmpl)) compiled_->prepare(*skewed, configs);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::string FuzzBackend::where() const {
-  return device_ ? device_->properties().name : "the CPU";
+  double seconds = backend_->prepare(tmpl, configs);
+  if (const KernelTemplate* skewed = skewed_build_of(tmpl)) seconds += backend_->prepare(*skewed, configs);
+  return seconds;
 }
 
 CaseLimits FuzzBackend::case_limits() const {
   CaseLimits limits;
-  limits.crowded_cases = device_ != nullptr;
+  limits.crowded_cases = gpu_ != nullptr;
   return limits;
 }
 
 const LargeIndexProbe* FuzzBackend::large_index_probe() {
-  if (device_ && !probe_) probe_ = std::make_unique<LargeIndexProbe>(*device_);
+  if (gpu_ != nullptr && !probe_) probe_ = std::make_unique<LargeIndexProbe>(gpu_->gpu());
   return probe_.get();
 }
 
@@ -82,34 +77,31 @@ void record_probe_finding(const LargeIndexFinding& finding, FuzzReport& report) 
   report.finding = "at element offsets past 2^31 (large-index probe): " + finding.what;
 }
 
-std::unique_ptr<GemmExecutor> make_executor(FuzzBackend& backend,
-                                             const KernelTemplate& tmpl,
-                                             const Configuration& config,
-                                             const GemmShape& typical, std::string& skip_reason) {
-  if (backend.device() == nullptr) {
-    auto cpu = std::make_unique<CpuExecutor>(tmpl, config, backend.cpu_options());
-    if (!backend.announce()) return cpu;
-    return std::make_unique<AnnouncingExecutor>(std::move(cpu), backend.announce());
+std::unique_ptr<GemmExecutor> executor_for(FuzzBackend& backend, const KernelTemplate& tmpl,
+                                           const Configuration& config, const GemmShape& typical,
+                                           std::string& skip_reason) {
+  std::unique_ptr<GemmExecutor> executor =
+      make_executor(backend.backend(), tmpl, config, backend.kernel_timeout());
+  if (backend.gpu() == nullptr) {
+    if (!backend.announce()) return executor;
+    return std::make_unique<AnnouncingExecutor>(std::move(executor), backend.announce());
   }
-  const GpuDevice& device = *backend.device();
-  const CompiledKernelImage& image = backend.compiled()->get(tmpl, config);
-  auto gpu = std::make_unique<GpuExecutor>(device, tmpl, config, image, backend.kernel_timeout());
   // A skewed build that does not compile (where the plain one does) throws CompileError: the
   // configuration is reported as a compile error with that log, rather than silently fuzzed
   // without its perturbed cases.
   const KernelTemplate* skewed = backend.skewed_build_of(tmpl);
-  gpu->perturb(skewed ? &backend.compiled()->get(*skewed, config) : nullptr);
+  static_cast<GpuExecutor&>(*executor).perturb(skewed ? &backend.gpu()->image(*skewed, config) : nullptr);
   LaunchGeometry geometry;
   try {
-    geometry = tmpl.launch_geometry(config, typical, device.properties().sm_count);
+    geometry = tmpl.launch_geometry(config, typical, backend.backend().device().sm_count);
   } catch (const TemplateError&) {
-    return gpu;  // no geometry at this shape: the fuzz reports it with a case that shows it
+    return executor;  // no geometry at this shape: the fuzz reports it with a case that shows it
   }
-  if (auto limit = exceeds_device_limits(geometry, gpu->resources(), device.properties())) {
+  if (auto limit = executor->exceeds_device_limits(geometry)) {
     skip_reason = "beyond this device: " + *limit;
     return nullptr;
   }
-  return gpu;
+  return executor;
 }
 
 }  // namespace
@@ -133,7 +125,7 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
     const GemmShape typical = replay.empty() ? GemmShape{64, 64, 64} : replay.front().problem.shape;
     std::string skip_reason;
     std::unique_ptr<GemmExecutor> executor =
-        make_executor(backend, tmpl, config, typical, skip_reason);
+        executor_for(backend, tmpl, config, typical, skip_reason);
     auto* gpu = dynamic_cast<GpuExecutor*>(executor.get());  // the probe needs its kernel
     if (!executor) {
       outcome.kind = Kind::skipped;

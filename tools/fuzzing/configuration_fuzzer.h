@@ -12,10 +12,10 @@
 #include "fuzz/announcing_executor.h"
 #include "fuzz/large_index_probe.h"
 #include "fuzz/property_runner.h"
+#include "tuner/backend/backend.h"
 #include "tuner/backend/cpu/cpu_backend_options.h"
-#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/backend/gpu/gpu_backend.h"
 #include "tuner/core/kernel_template.h"
-#include "tuner/pipeline/compiled_kernels.h"
 
 namespace tiletune::cli {
 
@@ -24,20 +24,19 @@ class FuzzBackend {
   // "gpu" opens the device (GpuUnavailable without one); "cpu" needs only the host compiler.
   FuzzBackend(const std::string& name, CpuBackendOptions cpu_options = {});
 
-  const std::string& name() const { return name_; }
-  const GpuDevice* device() const { return device_.get(); }
-  const CpuBackendOptions& cpu_options() const { return cpu_options_; }
+  Backend& backend() { return *backend_; }
+  // The GPU backend; nullptr on the CPU. The GPU adds perturbed launches and the large-index
+  // probe to the fuzz.
+  GpuBackend* gpu() const { return gpu_; }
   // On the GPU: how long a case's kernel may run before the process ends with it (GpuExecutor);
   // zero (the default) waits for ever.
   void set_kernel_timeout(std::chrono::milliseconds timeout) { kernel_timeout_ = timeout; }
-  std::string where() const;  // "NVIDIA H200" or "the CPU"
+  std::string where() const { return backend_->where(); }  // "NVIDIA H200" or "the CPU"
   // The cases this backend draws: the GPU also gets crowded shapes, where barrier races show.
   CaseLimits case_limits() const;
-  // On the GPU: compiles the configurations ahead, in parallel (the CPU backend builds each
-  // when it is fuzzed). Returns the seconds it took.
+  // On the GPU: compiles the configurations ahead, with the template's skewed build, in
+  // parallel (the CPU backend builds each when it is fuzzed). Returns the seconds it took.
   double prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs);
-  // The GPU's compiled configurations; nullptr on the CPU.
-  CompiledKernels* compiled() { return compiled_.get(); }
   // On the GPU: the template's skewed build, which its perturbed cases run
   // (fuzz/perturbed_launch.h); nullptr where it has none, and on the CPU.
   const KernelTemplate* skewed_build_of(const KernelTemplate& tmpl);
@@ -53,12 +52,10 @@ class FuzzBackend {
   std::chrono::milliseconds kernel_timeout() const { return kernel_timeout_; }
 
  private:
-  std::string name_;
-  std::unique_ptr<GpuDevice> device_;
-  std::unique_ptr<CompiledKernels> compiled_;
+  std::unique_ptr<Backend> backend_;
+  GpuBackend* gpu_ = nullptr;  // backend_, where it is the GPU's
   std::map<std::string, std::optional<KernelTemplate>> skewed_builds_;  // by the source's hash
   std::unique_ptr<LargeIndexProbe> probe_;
-  CpuBackendOptions cpu_options_;
   std::string context_lost_;  // the launch that lost it, or ""
   std::chrono::milliseconds kernel_timeout_{0};
   AnnouncingExecutor::Announce announce_;

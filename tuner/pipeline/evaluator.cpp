@@ -1,15 +1,65 @@
 #include "tuner/pipeline/evaluator.h"
 
 #include <algorithm>
+#include <new>
 
 #include <fmt/format.h>
 
 #include "fuzz/announcing_executor.h"
-#include "fuzz/reference_cache.h"
+#include "fuzz/make_executor.h"
+#include "tuner/backend/gpu/cuda_driver.h"
 #include "tuner/pipeline/kernel_timer.h"
 
 namespace tiletune {
+namespace {
 
+// A fuzz report's finding with its minimal case and how to replay it, for a result's detail.
+std::string fuzz_detail(const FuzzReport& report) {
+  std::string detail = report.finding;
+  if (report.counterexample) {
+    detail += fmt::format("\nminimal case: {}\nreplay: --case '{}'",
+                          report.counterexample->problem.to_string(),
+                          report.counterexample->to_string());
+  }
+  return detail;
+}
+
+// Median of the round medians, the extremes of all rounds, all runs: how re-measured rounds of
+// one configuration combine.
+Timing combine_rounds(const std::vector<Timing>& rounds) {
+  Timing combined;
+  if (rounds.empty()) return combined;
+  std::vector<double> medians;
+  combined.min_ms = rounds.front().min_ms;
+  combined.max_ms = rounds.front().max_ms;
+  for (const Timing& round : rounds) {
+    medians.push_back(round.median_ms);
+    combined.min_ms = std::min(combined.min_ms, round.min_ms);
+    combined.max_ms = std::max(combined.max_ms, round.max_ms);
+    combined.runs += round.runs;
+  }
+  combined.median_ms = summarize_runs(std::move(medians)).median_ms;
+  return combined;
+}
+
+// A re-measurement of `count` configurations together: `rounds` rounds, each timing every
+// configuration once in turn (`time_one(i)`), so that a drift of the clocks touches all alike;
+// one combined timing per configuration, in order.
+std::vector<Timing> time_in_rounds(std::size_t count, int rounds,
+                                   const std::function<Timing(std::size_t)>& time_one) {
+  std::vector<std::vector<Timing>> per_config(count);
+  for (int round = 0; round < rounds; ++round) {
+    for (std::size_t i = 0; i < count; ++i) per_config[i].push_back(time_one(i));
+  }
+  std::vector<Timing> timings;
+  for (const std::vector<Timing>& each : per_config) timings.push_back(combine_rounds(each));
+  return timings;
+}
+
+// The fuzz stage: the configuration fuzzed through `executor` on awkward shapes as the request
+// asks, each case announced to `before_case`. True when it passed every case asked for; otherwise
+// the result's status and detail say why (fewer cases than asked is never a pass:
+// fuzz_configuration settles the same).
 bool passes_fuzz_stage(GemmExecutor& executor, const KernelTemplate& tmpl,
                        const Configuration& config, const EvaluationRequest& request,
                        const Evaluator::CaseCallback& before_case, ReferenceCache& references,
@@ -25,6 +75,8 @@ bool passes_fuzz_stage(GemmExecutor& executor, const KernelTemplate& tmpl,
   result.detail = fuzz_detail(fuzz);
   return false;
 }
+
+}  // namespace
 
 ResultStatus failed_check_status(FuzzVerdict verdict) {
   return verdict == FuzzVerdict::wrong_result ? ResultStatus::wrong_result
@@ -48,41 +100,103 @@ void set_timing(ResultRecord& result, const Timing& timing, const GemmShape& sha
   result.tflops = shape.flops() / (timing.median_ms * 1e-3) / 1e12;
 }
 
-std::string fuzz_detail(const FuzzReport& report) {
-  std::string detail = report.finding;
-  if (report.counterexample) {
-    detail += fmt::format("\nminimal case: {}\nreplay: --case '{}'",
-                          report.counterexample->problem.to_string(),
-                          report.counterexample->to_string());
+Evaluator::Evaluator(std::unique_ptr<Backend> backend, std::unique_ptr<FullShapeCheck> full_shape)
+    : backend_(std::move(backend)), full_shape_(std::move(full_shape)) {}
+
+EvaluationOutcome Evaluator::evaluate(const KernelTemplate& tmpl, const EvaluationRequest& request,
+                                      const StageCallback& stage, const CaseCallback& before_case) {
+  EvaluationOutcome outcome;
+  ResultRecord& result = outcome.result;
+  result = result_keys(tmpl, request);
+  const Configuration config = tmpl.parse_configuration(request.config);
+  std::unique_ptr<GemmExecutor> executor;
+  try {
+    stage(backend_->load_stage());
+    executor = make_executor(*backend_, tmpl, config);
+    run_stages(*executor, tmpl, config, request, stage, before_case, outcome);
+  } catch (const CompileError& e) {  // EntryContractError too, found when the entry is loaded
+    result.status = ResultStatus::compile_error;
+    result.detail = e.log();
+  } catch (const UnsupportedOnBackend& e) {
+    // What this backend cannot run, as a device lacking a feature: the configuration's outcome,
+    // not the end of the tune.
+    result.status = ResultStatus::device_limit;
+    result.detail = e.what();
+  } catch (const LaunchError& e) {
+    result.status = ResultStatus::launch_error;
+    result.detail = e.what();
+  } catch (const CudaError& e) {
+    result.status = ResultStatus::launch_error;
+    result.detail = e.what();
+    context_lost_ = context_lost_ || e.context_is_lost();
+  } catch (const std::bad_alloc&) {
+    result.status = ResultStatus::device_limit;
+    result.detail = fmt::format("the shape {} does not fit in host memory", request.shape.to_string());
+  } catch (const TemplateError& e) {
+    // The geometry at the full shape fails (a grid of zero blocks), or the shape does not meet a
+    // requirement (the search space leaves those out).
+    result.status = ResultStatus::launch_error;
+    result.detail = std::string("cannot run the full shape: ") + e.what();
   }
-  return detail;
+  context_lost_ = context_lost_ || (executor && executor->context_lost());
+  return outcome;
 }
 
-Timing combine_rounds(const std::vector<Timing>& rounds) {
-  Timing combined;
-  if (rounds.empty()) return combined;
-  std::vector<double> medians;
-  combined.min_ms = rounds.front().min_ms;
-  combined.max_ms = rounds.front().max_ms;
-  for (const Timing& round : rounds) {
-    medians.push_back(round.median_ms);
-    combined.min_ms = std::min(combined.min_ms, round.min_ms);
-    combined.max_ms = std::max(combined.max_ms, round.max_ms);
-    combined.runs += round.runs;
+void Evaluator::run_stages(GemmExecutor& executor, const KernelTemplate& tmpl,
+                           const Configuration& config, const EvaluationRequest& request,
+                           const StageCallback& stage, const CaseCallback& before_case,
+                           EvaluationOutcome& outcome) {
+  ResultRecord& result = outcome.result;
+  const PtxasReport resources = executor.resources();
+  result.registers = resources.registers;
+  result.static_shared_bytes = resources.static_shared_bytes;
+  result.spill_bytes = resources.spill_bytes();
+  const LaunchGeometry geometry = tmpl.launch_geometry(config, request.shape, device().sm_count);
+  result.dynamic_shared_bytes = int(geometry.dynamic_shared_bytes);
+  if (auto limit = executor.exceeds_device_limits(geometry)) {
+    result.status = ResultStatus::device_limit;
+    result.detail = *limit;
+    return;
   }
-  combined.median_ms = summarize_runs(std::move(medians)).median_ms;
-  return combined;
+
+  if (request.fuzz) {
+    stage("fuzz");
+    if (!passes_fuzz_stage(executor, tmpl, config, request, before_case, fuzz_references_, result)) {
+      return;
+    }
+  }
+  outcome.fuzz_passed = true;
+  if (!request.measure) return;
+
+  if (auto failure = full_shape_->check(executor, tmpl, config, request.shape, request.data_seed, stage)) {
+    result.status = failure->status;
+    result.detail = failure->detail;
+    return;
+  }
+  stage("time");
+  const Timing timing = full_shape_->time(executor, tmpl, config, request.shape, request.data_seed,
+                                          request.timing);
+  set_timing(result, timing, request.shape);
 }
 
-std::vector<Timing> time_in_rounds(std::size_t count, int rounds,
-                                   const std::function<Timing(std::size_t)>& time_one) {
-  std::vector<std::vector<Timing>> per_config(count);
-  for (int round = 0; round < rounds; ++round) {
-    for (std::size_t i = 0; i < count; ++i) per_config[i].push_back(time_one(i));
+std::vector<Timing> Evaluator::remeasure(const std::vector<const KernelTemplate*>& templates,
+                                         const RemeasureRequest& request) {
+  std::vector<std::unique_ptr<GemmExecutor>> executors;
+  std::vector<Configuration> configs;
+  for (const RemeasuredConfig& each : request.configs) {
+    const KernelTemplate& tmpl = *templates.at(each.tmpl);
+    configs.push_back(tmpl.parse_configuration(each.config));
+    executors.push_back(make_executor(*backend_, tmpl, configs.back()));
   }
-  std::vector<Timing> timings;
-  for (const std::vector<Timing>& each : per_config) timings.push_back(combine_rounds(each));
-  return timings;
+  try {
+    return time_in_rounds(executors.size(), request.rounds, [&](std::size_t i) {
+      return full_shape_->time(*executors[i], *templates.at(request.configs[i].tmpl), configs[i],
+                               request.shape, request.data_seed, request.timing);
+    });
+  } catch (const CudaError& e) {
+    context_lost_ = e.context_is_lost();
+    throw;
+  }
 }
 
 }  // namespace tiletune

@@ -31,7 +31,7 @@
 #include "db/result_store.h"
 #include "fuzz/property_runner.h"
 #include "tuner/core/kernel_template.h"
-#include "tuner/pipeline/compiled_kernels.h"
+#include "tuner/backend/gpu/compiled_kernels.h"
 #include "tuner/pipeline/device_pool.h"
 #include "tuner/pipeline/kernel_timer.h"
 #include "tuner/pipeline/pruning.h"

@@ -10,10 +10,9 @@
 #include <fmt/format.h>
 
 #include "tuner/backend/gpu/cubin_cache.h"
-#include "tuner/pipeline/cpu_evaluator.h"
+#include "tuner/pipeline/backend_factory.h"
 #include "tuner/pipeline/device_list.h"
 #include "tuner/pipeline/evaluation_worker.h"
-#include "tuner/pipeline/gpu_evaluator.h"
 
 namespace tiletune {
 namespace {
@@ -150,15 +149,13 @@ unsigned TuningSession::fuzz_workers() const {
 }
 
 EvaluatorFactory evaluator_factory(const WorkerBackend& worker) {
-  if (worker.backend == "cpu") {
-    return [device = std::max(worker.device, 0), shared = worker.shared_dir] {
-      return std::make_unique<CpuEvaluator>(CpuBackendOptions{}, device, SharedReferences(shared));
-    };
-  }
-  return [cache_dir = worker.cache_dir, device = worker.device] {
-    return std::make_unique<GpuEvaluator>([cache_dir](const std::string& arch) {
-      return std::make_unique<CompiledKernels>(arch, 1, open_cache(cache_dir));
-    }, device >= 0 ? device : GpuDevice::default_ordinal());
+  return [worker] {
+    BackendChoice choice;
+    choice.kind = parse_backend_kind(worker.backend);
+    choice.ordinal = worker.device;
+    choice.compile_threads = 1;  // the tuner has compiled every configuration into the cache
+    if (choice.kind == Backend::Kind::gpu) choice.cubin_cache = open_cache(worker.cache_dir);
+    return open_evaluator(std::move(choice), SharedReferences(worker.shared_dir));
   };
 }
 

@@ -25,7 +25,7 @@
 
 #include "tests/support/skip_without_nvrtc.h"
 #include "tuner/core/configurations.h"
-#include "tuner/pipeline/compiled_kernels.h"
+#include "tuner/backend/gpu/compiled_kernels.h"
 
 namespace tiletune {
 namespace {

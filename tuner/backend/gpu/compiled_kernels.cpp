@@ -1,4 +1,4 @@
-#include "tuner/pipeline/compiled_kernels.h"
+#include "tuner/backend/gpu/compiled_kernels.h"
 
 #include <algorithm>
 #include <atomic>

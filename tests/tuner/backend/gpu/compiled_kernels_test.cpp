@@ -1,6 +1,6 @@
 // CompiledKernels: a tuning run's configurations compiled once, in parallel; and the fast template,
 // every configuration of which must compile for Hopper. NVRTC only, no GPU.
-#include "tuner/pipeline/compiled_kernels.h"
+#include "tuner/backend/gpu/compiled_kernels.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
