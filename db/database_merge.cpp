@@ -11,6 +11,7 @@
 
 #include "db/result_store.h"
 #include "db/sqlite.h"
+#include "tuner/core/kernel_template.h"  // is_identifier
 
 namespace tiletune {
 namespace {
@@ -84,6 +85,18 @@ Connection open_input(const fs::path& path, int& version) {
                                     kNewestVersion));
   }
   return db;
+}
+
+// Refuses an input whose template names are not identifiers: they become file names and C++ text
+// wherever the merged database is exported, and tiletune records none such.
+void check_template_names(sqlite3* db, const fs::path& path) {
+  Statement names(db, path, "reading the template names", "SELECT name FROM templates");
+  while (names.step()) {
+    if (!is_identifier(names.text(0))) {
+      throw DatabaseError(fmt::format("{}: template name {:?} is not an identifier: nothing merged",
+                                      path.string(), names.text(0)));
+    }
+  }
 }
 
 // The ids of the rows another table names, found in OUT by what identifies them, from parameters
@@ -418,7 +431,8 @@ std::vector<MergedInput> merge_databases(const fs::path& out, const std::vector<
     }
     MergedInput input;
     input.path = path;
-    open_input(path, input.schema_version);
+    const Connection db = open_input(path, input.schema_version);
+    check_template_names(db.get(), path);
     merged.push_back(std::move(input));
   }
 

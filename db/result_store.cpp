@@ -13,8 +13,11 @@
 #include <thread>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "db/schema_sql.h"
 #include "db/sqlite.h"
+#include "tuner/core/kernel_template.h"  // is_identifier
 
 namespace tiletune {
 namespace {
@@ -130,11 +133,21 @@ Connection open_read_only(const std::filesystem::path& path, bool immutable) {
 
 // Opens a database to read it, changing nothing (ResultStore::Access::read_only); `version` is
 // set to its schema version.
+// A FIFO would block SQLite's first read, and a folder or device is no database: refused first.
+void check_regular_file(const std::filesystem::path& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    throw DatabaseError(path.string() + ": not a regular file, so no database");
+  }
+}
+
 sqlite3* open_database_read_only(const std::filesystem::path& path, int& version) {
   std::error_code error;
   if (!std::filesystem::exists(path, error)) {
     throw DatabaseError(path.string() + ": no such database (run 'tiletune tune' first)");
   }
+  check_regular_file(path);
   Connection db = open_read_only(path, false);
   try {
     version = schema_version(db.get(), path);  // the first read: it rejects non-SQLite files
@@ -171,6 +184,7 @@ sqlite3* open_database_read_only(const std::filesystem::path& path, int& version
 }
 
 sqlite3* open_database(const std::filesystem::path& path) {
+  check_regular_file(path);
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                                  nullptr);
@@ -512,6 +526,12 @@ std::vector<TemplateRecord> ResultStore::templates(bool current_only) const {
   while (query.step()) {
     records.push_back({query.text(0), query.text(1), query.text(2), query.text(3),
                        parse_precision(query.text(4)).value_or(Precision::fp32)});
+    // Names become file names and C++ text (export): tiletune records identifiers only.
+    if (!is_identifier(records.back().name)) {
+      throw DatabaseError(fmt::format("{}: template name {:?} is not an identifier: the database was "
+                                      "edited by something other than tiletune",
+                                      path_.string(), records.back().name));
+    }
   }
   return records;
 }

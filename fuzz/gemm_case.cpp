@@ -68,8 +68,9 @@ GemmCase GemmCase::parse(std::string_view text) {
     }
   }
   if (!result.problem.valid()) {
-    throw std::invalid_argument(fmt::format("case '{}': leading dimensions must be lda >= K, "
-                                            "ldb >= N, ldc >= N", text));
+    // Quoted with escapes: the text may hold a line break, and an error is one line.
+    throw std::invalid_argument(fmt::format("case {:?}: leading dimensions must be lda >= K, "
+                                            "ldb >= N, ldc >= N, and each below 2^31", text));
   }
   return result;
 }

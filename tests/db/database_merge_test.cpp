@@ -376,6 +376,33 @@ TEST_F(DatabaseMergeTest, MergingAFileIntoItselfIsRefused) {
   EXPECT_EQ(dump(a), before);
 }
 
+// A template name that is no identifier (edited in by hand: tiletune records none) would become a
+// path outside an export's folder and text in its C++: such an input is refused before anything
+// is written, and reading it through the store is refused too.
+TEST_F(DatabaseMergeTest, AnInputWhoseTemplateNameIsNoIdentifierIsRefused) {
+  const fs::path good = one_result("good.db", h200(), "h1",
+                                   make_result("tiled", "", "TILE=16", kSquare, ResultStatus::ok, 1.5),
+                                   "2025-01-01 10:00:00");
+  const fs::path edited = one_result("edited.db", h200(), "h2",
+                                     make_result("naive", "", "B=8", kSquare, ResultStatus::ok, 1.0),
+                                     "2025-01-01 10:00:00");
+  exec_file(edited, "UPDATE templates SET name = '../../../escaped/tiled'");
+  try {
+    merge_databases(out(), {good, edited});
+    FAIL() << "a template named ../../../escaped/tiled was merged";
+  } catch (const DatabaseError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(edited.string() + ": template name \"../../../escaped/tiled\" "
+                                    "is not an identifier: nothing merged"));
+  }
+  EXPECT_FALSE(fs::exists(out()));
+  try {
+    ResultStore(edited, ResultStore::Access::read_only).templates();
+    FAIL() << "the store read a template named ../../../escaped/tiled";
+  } catch (const DatabaseError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("template name \"../../../escaped/tiled\" is not an identifier"));
+  }
+}
+
 // The inputs are only read: their bytes are the same afterwards, a tune's file still open for
 // writing in this process included.
 TEST_F(DatabaseMergeTest, InputsAreNeverChanged) {

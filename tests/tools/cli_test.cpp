@@ -3,6 +3,7 @@
 // and `query` against a database prepared here with ResultStore.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -204,7 +205,75 @@ TEST_F(Cli, QueryOnAFileThatIsNotADatabaseIsBadInputAndLeavesItAlone) {
 TEST_F(Cli, QueryOnADirectoryIsBadInput) {
   const Outcome run = tiletune({"query", "--shape", "64x64x64", "--db", dir_.string()});
   expect_one_line_failure(run, 2);
-  EXPECT_THAT(run.err, HasSubstr(dir_.string()));
+  EXPECT_THAT(run.err, HasSubstr(dir_.string() + ": not a regular file, so no database"));
+}
+
+// A FIFO would block SQLite's first read for ever: every command that reads a database refuses it.
+TEST_F(Cli, AFifoAsTheDatabaseIsRefusedWithoutBlocking) {
+  const fs::path fifo = dir_ / "fifo.db";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"list", "--db", fifo.string()},
+        std::vector<std::string>{"query", "--shape", "64x64x64", "--db", fifo.string()},
+        std::vector<std::string>{"report", "--db", fifo.string()},
+        std::vector<std::string>{"strategies", "--kernel", "tiled", "--shape", "64x64x64", "--db",
+                                 fifo.string()}}) {
+    const Outcome run = tiletune(args);
+    expect_one_line_failure(run, 2);
+    EXPECT_THAT(run.err, HasSubstr(fifo.string() + ": not a regular file")) << run;
+  }
+}
+
+// An output that is the database (by its name, another path, a link, or its -wal file) would be
+// overwritten: report and export refuse it in one line and the database stays whole.
+TEST_F(Cli, AnOutputThatIsTheDatabaseIsRefusedAndTheDatabaseKept) {
+  const fs::path db = dir_ / "same.db";
+  { ResultStore store(db); }
+  const std::string bytes = read_file(db);
+  fs::create_directories(dir_ / "sub");
+  fs::create_symlink(db, dir_ / "link.db");
+  for (const std::string out : {db.string(), (dir_ / "sub" / ".." / "same.db").string(),
+                                (dir_ / "link.db").string(), db.string() + "-wal"}) {
+    const Outcome report = tiletune({"report", "--db", db.string(), "--out", out});
+    expect_one_line_failure(report, 2);
+    EXPECT_THAT(report.err, HasSubstr("--out " + out + ": that is the database " + db.string())) << report;
+    const Outcome exported = tiletune({"export", "--db", db.string(), "--out", out});
+    expect_one_line_failure(exported, 2);
+    EXPECT_THAT(exported.err, HasSubstr("that is the database")) << exported;
+  }
+  EXPECT_EQ(read_file(db), bytes) << "the database was changed";
+  EXPECT_FALSE(fs::exists(db.string() + "-wal"));
+  EXPECT_EQ(tiletune({"list", "--db", db.string()}).exit_code, 0);
+}
+
+// A template whose requirements leave no configuration: nothing fuzzed or compiled is no pass.
+TEST_F(Cli, FuzzAndCompileOfATemplateWithAnEmptySpaceAreBadInput) {
+  const fs::path empty = dir_ / "empty.cu";
+  write_file(empty, "// tiletune: require TILE > 1000\n" + read_file(kTemplates / "tiled.cu"));
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"fuzz", empty.string(), "--backend", "cpu", "--cases", "3"},
+        std::vector<std::string>{"compile", empty.string()}}) {
+    const Outcome run = tiletune(args);
+    expect_one_line_failure(run, 2);
+    EXPECT_THAT(run.err, HasSubstr(empty.string() + ": no configuration of tiled meets its requirements"))
+        << run;
+  }
+}
+
+// A watchdog past a week would overflow into a negative timeout: refused before anything runs.
+TEST_F(Cli, AWatchdogBeyondAWeekIsBadInput) {
+  const std::string tiled = (kTemplates / "tiled.cu").string();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"fuzz", tiled, "--backend", "cpu", "--watchdog", "1e300"},
+        std::vector<std::string>{"tune", tiled, "--backend", "cpu", "--shape", "64x48x80",
+                                 "--watchdog", "9223372036854775807", "--db", "wd.db"},
+        std::vector<std::string>{"mutants", (fs::path(TILETUNE_SOURCE_DIR) / "fuzz" / "mutants" / "tiled.json").string(),
+                                 "--backend", "cpu", "--watchdog", "1e300"}}) {
+    const Outcome run = tiletune(args);
+    expect_one_line_failure(run, 2);
+    EXPECT_THAT(run.err, HasSubstr("--watchdog")) << run;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "wd.db"));
 }
 
 // --- no GPU: exit 3 -------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 
 #include "db/result_store.h"
 #include "tests/support/gpu_test.h"
+#include "tests/support/result_records.h"
 #include "tests/support/run_tiletune.h"
 #include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/core/kernel_template.h"
@@ -172,6 +173,19 @@ TEST_F(MissedCli, TuneMissedWithNothingMissedOnThisGpuIsOneLine) {
   EXPECT_EQ(run.out, "nothing was missed on CPU backend in " + db().string() + ": nothing to tune\n") << run;
   EXPECT_EQ(run.err, "") << run;
   EXPECT_EQ(ResultStore(db(), ResultStore::Access::read_only).missed_problems().size(), 1u);
+}
+
+// Only the library records misses, of problems it checked; rows edited in (sizes of zero or less)
+// are passed over with a line each, never "tuned" into records at impossible shapes.
+TEST_F(MissedCli, TuneMissedSkipsImpossibleProblemsEditedIntoTheDatabase) {
+  {
+    ResultStore store(db());
+    store.record_miss("CPU backend", "tiled", kPacked);
+  }
+  exec_file(db(), "UPDATE missed_problems SET m = 0");
+  const TiletuneRun run = tiletune({"tune", "--missed", "--backend", "cpu", "--db", db().string()});
+  EXPECT_THAT(run.err, HasSubstr("is no valid problem: skipped")) << run;
+  EXPECT_EQ(query_file(db(), "SELECT count(*) FROM results"), "0") << run;
 }
 
 // The whole round on the CPU backend (whose GPU name is "CPU backend"): the recorded templates

@@ -3,6 +3,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
 
 namespace tiletune::cli {
 
@@ -24,6 +28,24 @@ Precision parse_precision_option(const std::string& text) {
     throw UsageError("--precision " + text + ": not one of " + kPrecisionNames);
   }
   return *precision;
+}
+
+void refuse_output_over_database(const std::string& option, const std::string& out,
+                                 const std::string& db) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path written = fs::weakly_canonical(out, error);
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const std::string file = db + suffix;
+    const bool same = fs::exists(out, error) && fs::exists(file, error)
+                          ? fs::equivalent(out, file, error)  // hard links and symlinks too
+                          : written == fs::weakly_canonical(file, error);
+    if (same) {
+      throw UsageError(fmt::format("{} {}: that is the database {}{}, which it would overwrite; "
+                                   "choose another file", option, out, db,
+                                   *suffix ? std::string(" (its ") + suffix + " file)" : ""));
+    }
+  }
 }
 
 void progress_line(const std::string& text, bool final_for_item) {

@@ -21,6 +21,9 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The longest --watchdog: a week. Milliseconds beyond would overflow into a negative timeout.
+constexpr double kMaxWatchdogSeconds = 7 * 24 * 3600;
+
 // Loads every template file named; a bad one is a TemplateError (exit 2).
 std::vector<KernelTemplate> load_templates(const std::vector<std::string>& paths);
 
@@ -29,6 +32,11 @@ std::vector<GemmShape> parse_shapes(const std::vector<std::string>& texts);
 
 // Reads --precision; throws UsageError naming the precisions there are.
 Precision parse_precision_option(const std::string& text);
+
+// Throws UsageError when `out` (the value of `option`) is the database `db` or one of its
+// companion files (-wal, -shm, -journal): writing there would destroy what is recorded.
+void refuse_output_over_database(const std::string& option, const std::string& out,
+                                 const std::string& db);
 
 // Progress goes to stderr, rewritten in place on a terminal, one line per step elsewhere.
 void progress_line(const std::string& text, bool final_for_item);

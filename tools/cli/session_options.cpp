@@ -40,7 +40,7 @@ void add_session_options(CLI::App& command, SessionOptions& options) {
   command.add_option("--watchdog", options.watchdog_seconds,
                      "seconds an evaluation may stay silent (each fuzz case counts as progress) before "
                      "its worker is killed; a timeout is retried once")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1e-3, kMaxWatchdogSeconds));
   command.add_option("--fuzz-workers", options.fuzz_workers,
                      fmt::format("processes that fuzz configurations side by side, per device (0: "
                                  "the evaluation worker fuzzes them one by one; default {} here with one "

@@ -86,6 +86,7 @@ int run(const CompileOptions& options) {
     std::vector<Configuration> configs;
     if (options.config.empty()) {
       configs = enumerate_configurations(tmpl);
+      check_not_empty(tmpl, configs);
     } else {
       configs.push_back(tmpl.parse_configuration(options.config));
     }

@@ -31,11 +31,12 @@ int run(const ExportOptions& options) {
   if (!std::filesystem::is_regular_file(options.db)) {
     throw UsageError(fmt::format("{}: no such database (run 'tiletune tune' first)", options.db));
   }
+  refuse_output_over_database("--out", options.out, options.db);
   try {
     const runtime::RecordSet records = runtime::select_for_export(
         runtime::load_database_records(options.db), {options.kernels, options.gpus, options.per_shape});
     // Checked before compiling, so that a bad folder or name costs no compile.
-    if (options.format == "cpp" && !runtime::is_c_identifier(options.name)) {
+    if (options.format == "cpp" && !is_identifier(options.name)) {
       throw runtime::ExportInputError("--name '" + options.name + "' is not a C identifier");
     }
     if (options.format == "folder" && std::filesystem::exists(options.out) &&

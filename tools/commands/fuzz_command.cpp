@@ -82,8 +82,11 @@ std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const F
     return chosen;
   }
   // A sample is drawn without listing the space, which may be too large to list.
-  if (options.sample > 0) return sample_configurations(tmpl, options.sample, options.seed);
-  return enumerate_configurations(tmpl);
+  std::vector<Configuration> configs = options.sample > 0
+                                           ? sample_configurations(tmpl, options.sample, options.seed)
+                                           : enumerate_configurations(tmpl);
+  check_not_empty(tmpl, configs);  // nothing fuzzed is never a pass
+  return configs;
 }
 
 // The cases compute-sanitizer replays reach its child on the command line (gpu_sanitize.h), which
@@ -277,7 +280,7 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
                       "cpu: seconds a configuration may go without finishing a case before it is "
                       "killed and failed (each runs in a child process); gpu: seconds a case's "
                       "kernel may run before the fuzz ends with it, as a hang")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1e-3, kMaxWatchdogSeconds));
   command->add_flag("--sanitizer-child", options->sanitizer_child)->group("");  // internal
   command->add_option("--isolated-template", options->isolated_template)->group("");  // internal
   command->add_option("--isolated-config", options->isolated_config)->group("");    // internal

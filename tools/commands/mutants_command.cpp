@@ -320,7 +320,7 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
   command->add_option("--watchdog", options->watchdog_seconds,
                       "seconds one configuration may run before it counts as hung (caught)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1e-3, kMaxWatchdogSeconds));
   command->add_option("--sample", options->sample, "only a random sample of this many of each mutant's configurations, drawn with --seed")->check(CLI::PositiveNumber);
   command->add_option("--case", options->replay_case, "replay one case as a report printed it");
   command->add_flag("--isolated-child", options->isolated_child)->group("");  // internal

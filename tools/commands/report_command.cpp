@@ -30,6 +30,7 @@ int run(const ReportOptions& options) {
   if (!std::filesystem::exists(options.db)) {
     throw UsageError(fmt::format("no database at {}", options.db));
   }
+  if (!options.out.empty()) refuse_output_over_database("--out", options.out, options.db);
   const ResultStore store(options.db, ResultStore::Access::read_only);
   const report::ReportData data = report::read_report(store);
   const std::string text = options.format == "md" ? report::markdown_report(data, options.db)

@@ -108,6 +108,12 @@ using Misses = std::map<std::string, std::map<GemmShape, std::vector<MissedProbl
 Misses misses_of(const ResultStore& store, const std::string& gpu_name) {
   Misses misses;
   for (MissedProblem& row : store.missed_problems(gpu_name)) {
+    // Only the library records misses, of problems it checked; a row edited in is passed over.
+    if (!row.problem.valid()) {
+      fmt::print(stderr, "tiletune: the missed problem {} of {} is no valid problem: skipped\n",
+                 row.problem.to_string(), row.template_name);
+      continue;
+    }
     const GemmShape shape = row.problem.shape;
     misses[row.template_name][shape].push_back(std::move(row));
   }

@@ -12,13 +12,20 @@
 namespace tiletune::report {
 namespace {
 
-// A table cell: pipes escaped, line breaks flattened.
+// Text from the database as Markdown shows it and nothing more: what would start markup (a link,
+// code, emphasis, a table cell, raw HTML) escaped, line breaks flattened, so that a name cannot
+// inject a heading, a link or a script into the page a viewer renders.
 std::string cell(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    switch (c) {
+      case '\n': case '\r': out += ' '; break;
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '\\': case '`': case '*': case '[': case ']': case '|': out += '\\'; out += c; break;
+      default: out += c;
+    }
   }
   return out;
 }
@@ -69,7 +76,7 @@ std::string markdown_report(const ReportData& report, const std::string& source)
                       fmt::format("{:.4f}", row.cublas_ms),
                       row.ours_ms > 0 ? fmt::format("{:.3f}", row.cublas_ms / row.ours_ms) : "-", row.recorded_at});
     }
-    md += "### " + gpu + "\n\n";
+    md += "### " + cell(gpu) + "\n\n";
     md += rows.empty() ? "no bench rows recorded for this GPU (tiletune bench records them)\n\n"
                        : table({"shape", "precision", "template", "configuration", "ours ms", "against",
                                 "cuBLAS ms", "ours / cuBLAS (speed)", "recorded at"}, rows);
@@ -80,7 +87,7 @@ std::string markdown_report(const ReportData& report, const std::string& source)
         "3xTF32 run on the tensor cores, under another roof.\n\n";
   if (report.roofs.empty()) md += "no GPUs recorded\n\n";
   for (const GpuRoofs& roofs : report.roofs) {
-    md += "### " + roofs.gpu.name + "\n\n";
+    md += "### " + cell(roofs.gpu.name) + "\n\n";
     md += (roofs.fp32_peak_tflops > 0 ? fmt::format("FP32 peak {} TFLOP/s", format_number(roofs.fp32_peak_tflops))
                                       : std::string("no FP32 peak: the GPU row has no SM count or clock")) +
           "; " + (roofs.bandwidth_gb_s ? fmt::format("{} GB/s, ", format_number(*roofs.bandwidth_gb_s)) : "") +
@@ -98,7 +105,7 @@ std::string markdown_report(const ReportData& report, const std::string& source)
   md += "## Parameter sensitivity\n\nThe best median time among ok results at each value of each parameter.\n\n";
   if (report.sensitivities.empty()) md += "no ok results recorded\n\n";
   for (const Sensitivity& s : report.sensitivities) {
-    md += fmt::format("### {}, {} on {}\n\n", s.template_name, s.shape.to_string(), s.gpu_name);
+    md += fmt::format("### {}, {} on {}\n\n", cell(s.template_name), s.shape.to_string(), cell(s.gpu_name));
     std::vector<std::vector<std::string>> rows;
     for (const auto& [parameter, values] : s.best_ms_by_value) {
       for (const auto& [value, ms] : values) rows.push_back({parameter, value, fmt::format("{:.4f}", ms)});

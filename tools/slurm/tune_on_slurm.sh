@@ -50,7 +50,15 @@ while (($#)); do
   esac
 done
 tune_args=("$@")
-[[ $tasks =~ ^[1-9][0-9]*$ ]] || fail "--tasks must be a positive number of shards, not '$tasks'"
+[[ $tasks =~ ^[1-9][0-9]{0,5}$ ]] && ((tasks <= 100000)) ||
+  fail "--tasks must be a number of shards from 1 to 100000, not '$tasks'"
+# Slurm reads a comma in --export as the next variable and expands % in --output: such paths
+# would reach every task cut or changed.
+for path in "$results" "$local_dir"; do
+  if [[ $path == *[,%]* ]]; then
+    fail "'$path' holds a comma or %, which Slurm would read as its own: choose another path"
+  fi
+done
 [[ $gpus =~ ^([A-Za-z0-9_.-]+:)?[0-9]+$ ]] ||
   fail "--gpus-per-task must be a count or TYPE:COUNT, not '$gpus'"
 [ -n "$results" ] || fail "--results DIR is needed: the shared folder for the databases"

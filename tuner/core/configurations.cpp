@@ -49,6 +49,13 @@ void check_enumerable(const KernelTemplate& tmpl) {
       kMaxEnumeratedConfigurations));
 }
 
+void check_not_empty(const KernelTemplate& tmpl, const std::vector<Configuration>& configs) {
+  if (configs.empty()) {
+    throw EmptySpace(fmt::format("{}: no configuration of {} meets its requirements: there is "
+                                 "nothing to run", where(tmpl), tmpl.name));
+  }
+}
+
 std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
                                                     const GemmShape* shape) {
   check_enumerable(tmpl);

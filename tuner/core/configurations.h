@@ -21,6 +21,16 @@ class SpaceTooLarge : public TemplateError {
   using TemplateError::TemplateError;
 };
 
+// No configuration of a template meets its requirements: there is nothing to compile, fuzz or
+// tune, which is never a pass (exit 2).
+class EmptySpace : public TemplateError {
+ public:
+  using TemplateError::TemplateError;
+};
+
+// Throws EmptySpace naming the template when `configs`, its configurations, are none.
+void check_not_empty(const KernelTemplate& tmpl, const std::vector<Configuration>& configs);
+
 // The product of the parameters' value counts (the grid before requirements); nullopt when it
 // does not fit in 64 bits.
 std::optional<std::uint64_t> grid_size(const KernelTemplate& tmpl);

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "tuner/core/local_includes.h"  // may_include
+
 namespace tiletune {
 namespace {
 
@@ -66,8 +68,7 @@ std::optional<std::string_view> device_library_header(std::string_view name) {
 }
 
 std::string inline_device_library(const std::string& source) {
-  static const std::regex any_library_include(R"(#\s*include\s*<tiletune/)");
-  if (!std::regex_search(source, any_library_include)) return source;  // unchanged, byte for byte
+  if (!may_include(source, "<tiletune/")) return source;  // unchanged, byte for byte
   std::set<std::string> included;
   std::string out;
   expand(source, included, out, 0);

@@ -16,6 +16,7 @@
 
 #include "tuner/core/device_library.h"
 #include "tuner/core/local_includes.h"
+#include "tuner/core/source_limits.h"
 #include "tuner/core/splitmix64.h"
 
 namespace tiletune {
@@ -41,15 +42,6 @@ std::pair<std::string_view, std::string_view> split_word(std::string_view s) {
   s = trim(s);
   const std::size_t end = std::min(s.find_first_of(kBlanks), s.size());
   return {s.substr(0, end), trim(s.substr(end))};
-}
-
-bool is_identifier(std::string_view s) {
-  const auto letter = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-  };
-  return !s.empty() && letter(s.front()) && std::all_of(s.begin(), s.end(), [&](char c) {
-    return letter(c) || (c >= '0' && c <= '9');
-  });
 }
 
 bool is_problem_size(std::string_view name) {
@@ -366,6 +358,15 @@ class TemplateParser {
 
 }  // namespace
 
+bool is_identifier(std::string_view s) {
+  const auto letter = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  };
+  return !s.empty() && letter(s.front()) && std::all_of(s.begin(), s.end(), [&](char c) {
+    return letter(c) || (c >= '0' && c <= '9');
+  });
+}
+
 std::int64_t Configuration::at(std::string_view name) const {
   for (const auto& [key, value] : values) {
     if (key == name) return value;
@@ -420,8 +421,12 @@ const Expression* KernelTemplate::violated_requirement(const Configuration& conf
     if (problem == nullptr && reads_problem(requirement)) continue;
     try {
       if (requirement.evaluate(values) == 0) return &requirement;
-    } catch (const ExpressionError&) {
-      return &requirement;  // e.g. a division by zero for this configuration: not a usable point
+    } catch (const ExpressionError& error) {
+      // A division by zero or an overflow is the template's bug, not a point that fails.
+      throw TemplateError(fmt::format("{} [{}]: requirement '{}' cannot be evaluated{}: {}", name,
+                                      config.to_string(), requirement.text(),
+                                      problem ? " for the problem " + problem->to_string() : "",
+                                      error.what()));
     }
   }
   return nullptr;
@@ -556,6 +561,8 @@ Configuration KernelTemplate::parse_configuration(std::string_view text) const {
 }
 
 KernelTemplate parse_template(std::string source, const std::string& origin) {
+  // Before any regex sees it: a text from a database or a bundle may have been written by anyone.
+  if (auto why = overlong_line(source)) throw TemplateError(fmt::format("{}: {}", origin, *why));
   // tiletune's device library becomes part of its text (device_library.h), hence of its version.
   try {
     source = inline_device_library(source);
@@ -566,19 +573,10 @@ KernelTemplate parse_template(std::string source, const std::string& origin) {
 }
 
 KernelTemplate load_template(const std::filesystem::path& path) {
-  const auto fail = [&](std::string_view reason) {
-    throw std::runtime_error(fmt::format("cannot read {}: {}", path.string(), reason));
-  };
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) fail("is a directory");
-  std::ifstream file(path, std::ios::binary);
-  if (!file) fail(std::strerror(errno));
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  if (file.bad()) fail("read error");
-
+  const std::string contents = read_source_file(path);
+  if (auto why = overlong_line(contents)) throw TemplateError(fmt::format("{}: {}", path.string(), *why));
   // Headers beside it become part of its text (local_includes.h), hence of its version.
-  KernelTemplate tmpl = parse_template(inline_local_includes(std::move(contents).str(), path), path.string());
+  KernelTemplate tmpl = parse_template(inline_local_includes(contents, path), path.string());
   tmpl.path = path;
   return tmpl;
 }

@@ -198,4 +198,8 @@ KernelTemplate parse_template(std::string source, const std::string& origin);
 
 std::string fnv1a_hex(std::string_view bytes);
 
+// [A-Za-z_][A-Za-z0-9_]*: what template and parameter names are. A name read from a database or a
+// bundle is checked again, since it becomes part of file paths and generated C++.
+bool is_identifier(std::string_view s);
+
 }  // namespace tiletune

@@ -10,16 +10,17 @@
 
 #include <fmt/format.h>
 
+#include "tuner/core/source_limits.h"
+
 namespace tiletune {
 namespace fs = std::filesystem;
 namespace {
 
+// A header's text, refused when a line is too long for the include regex (source_limits.h).
 std::string read_header(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::string text = read_source_file(path);
+  if (auto why = overlong_line(text)) throw std::runtime_error(fmt::format("{}: {}", path.string(), *why));
+  return text;
 }
 
 std::string expand(const std::string& source, const fs::path& file, std::set<fs::path>& included,
@@ -60,9 +61,26 @@ std::string expand(const std::string& source, const fs::path& file, std::set<fs:
 
 }  // namespace
 
+bool may_include(std::string_view source, std::string_view opening) {
+  const auto skip_blanks = [&](std::size_t at) {
+    while (at < source.size() && (source[at] == ' ' || source[at] == '\t' || source[at] == '\r' ||
+                                  source[at] == '\v' || source[at] == '\f')) {
+      ++at;
+    }
+    return at;
+  };
+  for (std::size_t hash = source.find('#'); hash != std::string_view::npos;
+       hash = source.find('#', hash + 1)) {
+    std::size_t at = skip_blanks(hash + 1);
+    if (source.substr(at, 7) != "include") continue;
+    at = skip_blanks(at + 7);
+    if (source.substr(at, opening.size()) == opening) return true;
+  }
+  return false;
+}
+
 std::string inline_local_includes(const std::string& source, const fs::path& file) {
-  static const std::regex any_local_include(R"(#\s*include\s*")");
-  if (!std::regex_search(source, any_local_include)) return source;  // unchanged, byte for byte
+  if (!may_include(source, "\"")) return source;  // unchanged, byte for byte
   std::set<fs::path> included;
   return expand(source, file, included, 0);
 }

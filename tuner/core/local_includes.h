@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace tiletune {
 
@@ -17,5 +18,10 @@ namespace tiletune {
 // (<...>, or a name not found there) are left to the compiler. Throws std::runtime_error when a
 // header cannot be read.
 std::string inline_local_includes(const std::string& source, const std::filesystem::path& file);
+
+// Whether some line of `source` may be an include of a name that starts with `opening` ("\"" or
+// "<tiletune/"): '#', blanks, "include", blanks, then `opening`. A scan, not a regex over the whole
+// text: std::regex recurses once per character it matches, and a text may come from anyone.
+bool may_include(std::string_view source, std::string_view opening);
 
 }  // namespace tiletune

@@ -3,11 +3,19 @@
 // against its size and hash when it is read.
 #include "tuner/runtime/bundle.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <stdexcept>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tiletune/tiletune.h"
@@ -61,6 +69,9 @@ void read_manifest(Bundle& bundle) {
     for (const json& t : manifest.at("templates")) {
       RecordedTemplate tmpl;
       tmpl.name = t.at("name").get<std::string>();
+      if (!is_identifier(tmpl.name)) {
+        fail(bundle, kBundleManifest, fmt::format("template name {:?} is not an identifier", tmpl.name));
+      }
       if (records.find_template(tmpl.name)) fail(bundle, kBundleManifest, "template " + tmpl.name + " is listed twice");
       tmpl.source_hash = t.at("source_hash").get<std::string>();
       tmpl.path = t.value("path", std::string());
@@ -222,11 +233,66 @@ bool is_bundle(const std::filesystem::path& path) {
          std::filesystem::is_regular_file(path / kBundleManifest, error);
 }
 
+namespace {
+
+// No file of a bundle is larger: a cubin is a few MiB, a manifest of thousands of choices less.
+constexpr off_t kMaxBundleFileBytes = off_t(256) << 20;
+
+// One file of the bundle's folder, found without following a link at any step (a linked source or
+// folder would be read from outside the bundle) and read only if it is a regular file (a FIFO
+// would block, a device never end) of bounded size; nothing when it does not exist. Throws
+// BundleError naming the file otherwise.
+std::optional<std::vector<char>> read_bundle_file(const std::filesystem::path& folder,
+                                                  const std::string& relative) {
+  const std::string where = (folder / relative).string();
+  const auto refuse = [&](const std::string& why) -> std::optional<std::vector<char>> {
+    throw BundleError(where + ": " + why);
+  };
+  int directory = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (directory < 0) return std::nullopt;
+  const std::filesystem::path path(relative);
+  int fd = -1;
+  for (auto part = path.begin(); part != path.end(); ++part) {
+    const bool last = std::next(part) == path.end();
+    const int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (last ? O_NONBLOCK : O_DIRECTORY);
+    fd = ::openat(directory, part->c_str(), flags);
+    const int error = errno;
+    ::close(directory);
+    directory = -1;
+    if (fd < 0) {
+      if (error == ENOENT) return std::nullopt;
+      if (error == ELOOP || error == ENOTDIR) refuse("a symbolic link or not a folder on its path: not read");
+      refuse(std::string("cannot open: ") + std::strerror(error));
+    }
+    if (!last) directory = fd;
+  }
+  struct stat status {};
+  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
+    ::close(fd);
+    refuse("not a regular file: not read");
+  }
+  if (status.st_size > kMaxBundleFileBytes) {
+    ::close(fd);
+    refuse(fmt::format("{} bytes, more than a bundle's file holds: not read", status.st_size));
+  }
+  std::vector<char> bytes(std::size_t(status.st_size));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    done += std::size_t(got);
+  }
+  ::close(fd);
+  if (done != bytes.size()) refuse("shorter than its size: read while it changed?");
+  return bytes;
+}
+
+}  // namespace
+
 Bundle read_bundle(const std::filesystem::path& folder) {
-  return read(folder.string(), [folder](const std::string& relative) -> std::optional<std::vector<char>> {
-    std::ifstream in(folder / relative, std::ios::binary);
-    if (!in) return std::nullopt;
-    return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+  return read(folder.string(), [folder](const std::string& relative) {
+    return read_bundle_file(folder, relative);
   });
 }
 
@@ -244,13 +310,26 @@ Bundle read_bundle(const tiletune::EmbeddedBundle& embedded) {
               });
 }
 
+namespace {
+
+// The names become paths inside the bundle: an identifier cannot leave its folder.
+void check_file_name(const std::string& template_name) {
+  if (!is_identifier(template_name)) {
+    throw std::invalid_argument(fmt::format("template name {:?} is not an identifier", template_name));
+  }
+}
+
+}  // namespace
+
 std::string bundle_source_file(const std::string& template_name) {
+  check_file_name(template_name);
   return "sources/" + template_name + ".cu";
 }
 
 std::string bundle_cubin_file(const std::string& template_name, const std::string& config,
                               const std::string& arch) {
   // The configuration's text may hold anything a parameter name does: the file is named by a digest.
+  check_file_name(template_name);
   const std::string digest = source_digest(config + "\n" + arch).substr(0, 32);
   return "cubins/" + template_name + "/" + digest + "." + arch + ".cubin";
 }

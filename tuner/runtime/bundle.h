@@ -7,8 +7,11 @@
 //   cubins/<template>/<32 hex of config and arch>.<arch>.cubin
 //
 // A bundle is a folder, or the same files compiled into the program (`--format cpp`,
-// tiletune::EmbeddedBundle). Reading checks everything it relies on: a bundle that was damaged or
-// edited is a BundleError, never a wrong kernel.
+// tiletune::EmbeddedBundle). Reading checks everything it relies on: a bundle that was damaged (a
+// file missing, truncated or changed without its hash) is a BundleError, never a wrong kernel. The
+// hashes are checksums (FNV-1a), not authentication: whoever can write the folder can change a
+// source or a cubin and its hash together, and it is served (on the CPU backend a source's host
+// code runs in the application). A bundle is code: trust it as the application's own files.
 #pragma once
 
 #include <cstdint>

@@ -9,8 +9,10 @@
 #include <exception>
 #include <fstream>
 #include <set>
+#include <string_view>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tuner/backend/gpu/nvrtc_compiler.h"
@@ -154,12 +156,6 @@ void write_file(const std::filesystem::path& path, const std::string& content) {
 }
 
 }  // namespace
-
-bool is_c_identifier(const std::string& text) {
-  if (text.empty() || !(std::isalpha((unsigned char)text[0]) || text[0] == '_')) return false;
-  return std::all_of(text.begin(), text.end(),
-                     [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
-}
 
 bool fits_any_problem(const KernelTemplate& tmpl, const Configuration& config) {
   const Bindings parameters = tmpl.bindings(config);
@@ -337,9 +333,27 @@ void write_bundle_folder(const BundleFiles& files, const std::filesystem::path& 
   }
 }
 
+namespace {
+
+// The text as a C++ string literal: letters, digits and "_./-" as they are, every other byte an
+// octal escape, so that nothing read from a database can end the literal or start a line.
+std::string c_string_literal(std::string_view text) {
+  std::string literal = "\"";
+  for (const char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' || c == '-') {
+      literal += c;
+    } else {
+      literal += fmt::format("\\{:03o}", static_cast<unsigned char>(c));
+    }
+  }
+  return literal + "\"";
+}
+
+}  // namespace
+
 std::filesystem::path write_bundle_cpp(const BundleFiles& files, const std::filesystem::path& folder,
                                        const std::string& symbol) {
-  if (!is_c_identifier(symbol)) throw ExportInputError("--name '" + symbol + "' is not a C identifier");
+  if (!is_identifier(symbol)) throw ExportInputError("--name '" + symbol + "' is not a C identifier");
   if (std::filesystem::exists(folder) && !std::filesystem::is_directory(folder)) {
     throw ExportInputError(folder.string() + ": not a folder");
   }
@@ -363,8 +377,7 @@ std::filesystem::path write_bundle_cpp(const BundleFiles& files, const std::file
   out += "\nconst tiletune::EmbeddedFile files[] = {\n";
   index = 0;
   for (const auto& [relative, content] : files) {
-    // Paths are the bundle's own (identifiers, hex digits, dots and slashes): no escaping needed.
-    out += "  {\"" + relative + "\", file_" + std::to_string(index++) + ", " +
+    out += "  {" + c_string_literal(relative) + ", file_" + std::to_string(index++) + ", " +
            std::to_string(content.size()) + "},\n";
   }
   out += "};\n\n}  // namespace\n\nconst tiletune::EmbeddedBundle& " + symbol +

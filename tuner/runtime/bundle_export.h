@@ -65,9 +65,6 @@ BundleContents build_bundle(const RecordSet& records, const std::string& databas
 // ExportInputError for any other folder.
 void write_bundle_folder(const BundleFiles& files, const std::filesystem::path& folder);
 
-// Whether the text can name the function of a cpp bundle.
-bool is_c_identifier(const std::string& text);
-
 // Writes folder/SYMBOL.cpp defining `const tiletune::EmbeddedBundle& SYMBOL()` with every file as
 // a byte array; returns its path. Throws ExportInputError when the symbol is no C identifier.
 std::filesystem::path write_bundle_cpp(const BundleFiles& files, const std::filesystem::path& folder,

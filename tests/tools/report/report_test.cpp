@@ -275,6 +275,24 @@ TEST(ReportOfNothing, SaysWhatIsMissingInEverySection) {
   EXPECT_THAT(md, HasSubstr("no counters recorded"));
 }
 
+// Markdown shows what the database holds as text: a GPU or template name cannot inject raw HTML,
+// a link, a heading or a table cell into a page a viewer renders.
+TEST(ReportMarkdown, StringsFromTheDatabaseAreTextNotMarkup) {
+  GpuRecord gpu = h200();
+  gpu.name = "GPU<script>alert(1)</script>\n# Injected heading";
+  const CurrentResult hostile{gpu,
+                              make_result("tiled", "h", "A=[click me](javascript:alert(1))|x", kSquare,
+                                          ResultStatus::ok, 1.0),
+                              10, Precision::fp32};
+  const std::string md = markdown_report(build_report({hostile}, {}, {}), "<img src=x onerror=alert(9)>.db");
+  EXPECT_THAT(md, Not(HasSubstr("<script")));
+  EXPECT_THAT(md, Not(HasSubstr("<img")));
+  EXPECT_THAT(md, Not(HasSubstr("\n# Injected")));
+  EXPECT_THAT(md, Not(HasSubstr("[click me](")));
+  EXPECT_THAT(md, HasSubstr("GPU&lt;script&gt;alert(1)&lt;/script&gt; # Injected heading"));
+  EXPECT_THAT(md, HasSubstr("A=\\[click me\\](javascript:alert(1))\\|x"));
+}
+
 TEST(ReportDramBytes, AreReadPlusWrittenAndNeedBoth) {
   CounterRecord counters;
   counters.values = {{"dram_read_bytes", 3}, {"dram_write_bytes", 1}};

@@ -9,6 +9,7 @@ namespace tiletune {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
 
@@ -102,11 +103,20 @@ TEST(SearchSpace, TuningLimitsLeaveConfigurationsOutOfAShapesSearchOnly) {
   EXPECT_THAT(strings(enumerate_configurations(tmpl, &m100)), ElementsAre("T=4", "T=8", "T=16"));
 }
 
-TEST(SearchSpace, RequirementThatFailsToEvaluateIsNotSatisfied) {
-  // T=2 divides by zero, T=7 leaves a remainder: only T=3 remains.
+TEST(SearchSpace, RequirementThatFailsToEvaluateIsAnErrorNamingIt) {
+  // T=2 divides by zero: the template's bug, said as such rather than taken as "does not hold".
   const KernelTemplate tmpl =
       with_declarations("// tiletune: param T 2 3 7\n// tiletune: require 12 % (T - 2) == 0\n");
-  EXPECT_THAT(strings(enumerate_configurations(tmpl)), ElementsAre("T=3"));
+  try {
+    enumerate_configurations(tmpl);
+    ADD_FAILURE() << "a requirement dividing by zero was taken as not holding";
+  } catch (const TemplateError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("[T=2]: requirement '12 % (T - 2) == 0' cannot be evaluated"));
+  }
+  // Where it can be evaluated everywhere, T=7 leaves a remainder: only T=3 remains.
+  const KernelTemplate sound =
+      with_declarations("// tiletune: param T 3 7\n// tiletune: require 12 % (T - 2) == 0\n");
+  EXPECT_THAT(strings(enumerate_configurations(sound)), ElementsAre("T=3"));
 }
 
 TEST(SearchSpace, NoParametersGiveOneEmptyConfiguration) {

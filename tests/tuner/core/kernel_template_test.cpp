@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -206,6 +207,35 @@ TEST(KernelTemplate, ExpressionSyntaxErrors) {
               AllOf(StartsWith("t.cu:3: "), HasSubstr("'block'")));
 }
 
+// A requirement that cannot be evaluated for a configuration (a division by zero, an overflow) is
+// the template's bug: an error naming it and the configuration, never "does not hold"; and a
+// template no configuration of which meets its requirements has nothing to run.
+TEST(KernelTemplate, ARequirementThatCannotBeEvaluatedIsAnErrorAndAnEmptySpaceIsRefused) {
+  const std::string valid = std::string(kEntry) + kParam + kBlock + kGrid;
+  const KernelTemplate divides = parse_template(valid + "// tiletune: require T / (T - T) > 0\n", "t.cu");
+  try {
+    enumerate_configurations(divides);
+    ADD_FAILURE() << "a requirement dividing by zero was taken as not holding";
+  } catch (const TemplateError& error) {
+    EXPECT_THAT(error.what(), AllOf(StartsWith("t [T=1]: requirement 'T / (T - T) > 0' cannot be evaluated"),
+                                    HasSubstr("division by zero")));
+  }
+  const KernelTemplate overflows =
+      parse_template(valid + "// tiletune: require 9223372036854775807 + T > 0\n", "t.cu");
+  EXPECT_THROW(enumerate_configurations(overflows), TemplateError);
+
+  const KernelTemplate empty = parse_template(valid + "// tiletune: require T > 1000\n", "t.cu");
+  const std::vector<Configuration> none = enumerate_configurations(empty);
+  EXPECT_TRUE(none.empty());
+  try {
+    check_not_empty(empty, none);
+    ADD_FAILURE() << "an empty space was accepted";
+  } catch (const EmptySpace& error) {
+    EXPECT_STREQ(error.what(), "t: no configuration of t meets its requirements: there is nothing to run");
+  }
+  EXPECT_NO_THROW(check_not_empty(divides, {divides.parse_configuration("T=1")}));
+}
+
 TEST(KernelTemplate, TooManyDimensions) {
   EXPECT_THAT(
       template_error(std::string(kEntry) + kParam + kBlock + "// tiletune: grid 1, 2, 3, 4\n"),
@@ -280,6 +310,70 @@ TEST(KernelTemplate, LoadTemplateReportsUnreadableFiles) {
   } catch (const std::runtime_error& error) {
     EXPECT_THAT(error.what(), AllOf(StartsWith("cannot read "), HasSubstr("directory")));
   }
+}
+
+// The include and declaration parsers use std::regex, which recurses per character: a line of
+// 100,000 characters would overflow the stack. Such lines, from a file or a recorded text, end in
+// one error naming the origin and the line; a line at the limit (4096) is read, and a '#' followed
+// by thousands of blank lines is no include.
+TEST(KernelTemplate, LinesTooLongForTheParsersAreRefusedWithTheirNumber) {
+  const std::string valid = std::string(kEntry) + kParam + kBlock + kGrid;
+  const std::string long_arch = "// tiletune: arch sm_" + std::string(100000, '9') + "a\n";
+  EXPECT_THAT(template_error(valid + long_arch),
+              AllOf(StartsWith("t.cu: line 5 has 100022 characters"), HasSubstr("at most 4096")));
+  std::string many_terms = "// tiletune: require ";
+  for (int i = 0; i < 300000; ++i) many_terms += "1+";
+  EXPECT_THAT(template_error(valid + many_terms + "1 > 0\n"), StartsWith("t.cu: line 5 has "));
+  const std::string spaced_include = "#" + std::string(100000, ' ') + "include \"x.h\"\n";
+  EXPECT_THAT(template_error(spaced_include + valid), StartsWith("t.cu: line 1 has 100014 characters"));
+
+  EXPECT_EQ(parse_template("#" + std::string(50000, '\n') + valid, "t.cu").name, "t");
+  const std::string at_limit = "//" + std::string(4094, 'x') + "\n";
+  EXPECT_EQ(parse_template(valid + at_limit, "t.cu").name, "t");
+
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     ("tiletune_long_" + std::to_string(::getpid()) + ".cu");
+  {
+    std::ofstream file(path);
+    file << spaced_include << valid;
+  }
+  try {
+    load_template(path);
+    ADD_FAILURE() << "loaded a line of 100,014 characters";
+  } catch (const TemplateError& error) {
+    EXPECT_THAT(error.what(), StartsWith(path.string() + ": line 1 has 100014 characters"));
+  }
+  std::filesystem::remove(path);
+}
+
+// A FIFO would block and a device never end: only regular files are read, and none larger than
+// the limit.
+TEST(KernelTemplate, LoadTemplateReadsOnlyRegularFilesOfBoundedSize) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("tiletune_special_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir / "fifo.cu").c_str(), 0600), 0);
+  try {
+    load_template(dir / "fifo.cu");
+    ADD_FAILURE() << "loaded a FIFO";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), AllOf(StartsWith("cannot read "), HasSubstr("fifo.cu: not a regular file")));
+  }
+  try {
+    load_template("/dev/zero");
+    ADD_FAILURE() << "loaded /dev/zero";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("/dev/zero: not a regular file"));
+  }
+  { std::ofstream(dir / "huge.cu") << kEntry; }
+  std::filesystem::resize_file(dir / "huge.cu", (16u << 20) + 1);  // sparse: no disk is used
+  try {
+    load_template(dir / "huge.cu");
+    ADD_FAILURE() << "loaded a file of 16 MiB and a byte";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("huge.cu: 16777217 bytes; tiletune reads files of at most"));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(KernelTemplate, LoadTemplateErrorsNameThePath) {

@@ -2,10 +2,12 @@
 // them back, with every damage refused in one line (tuner/runtime/bundle.h, bundle_export.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "tests/support/skip_without_nvrtc.h"
 #include "tests/support/test_folder.h"
@@ -19,6 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using testing_support::kA100;
 using testing_support::kH100;
@@ -200,6 +203,17 @@ TEST(BundleCubins, ParsesArchitectures) {
   EXPECT_EQ(parse_arch("compute_90"), std::nullopt);
 }
 
+// What the generated C++ holds of a file's path is a literal whose every byte outside
+// [A-Za-z0-9_./-] is an octal escape: no path can end the literal or start a line of code.
+TEST(BundleCpp, FilePathsAreEscapedLiterals) {
+  const fs::path folder = testing_support::fresh_test_folder("bundle-cpp");
+  const BundleFiles files = {{"sources/x\", 0}};\n#define EVIL 1\n//.cu", "text"}};
+  const std::string cpp = read_bytes(write_bundle_cpp(files, folder, "embedded"));
+  EXPECT_THAT(cpp, HasSubstr("{\"sources/x\\042\\054\\0400\\175\\175\\073\\012\\043define\\040EVIL\\0401\\012//.cu\", file_0, 4}"));
+  EXPECT_THAT(cpp, Not(HasSubstr("#define EVIL")));
+  fs::remove_all(folder);
+}
+
 // --- a real bundle (NVRTC, no GPU) ---------------------------------------------------------------
 
 // One database and one bundle for the suite: its cubins are compiled once (the cache is its own).
@@ -310,6 +324,12 @@ TEST_F(ExportedBundle, ADamagedManifestIsOneLineNamingIt) {
   EXPECT_EQ(refusal(bundle, [](std::string& m) { replace_once(m, "\"name\": \"naive_aligned\"", "\"name\": \"tiled\""); }),
             manifest + ": template tiled is listed twice");
   write_bytes(manifest, original);
+  // A name becomes a path in the bundle (and outside it, were it "../.."): names are identifiers.
+  EXPECT_EQ(refusal(bundle, [](std::string& m) { replace_once(m, "\"name\": \"naive_aligned\"", "\"name\": \"../../x\""); }),
+            manifest + ": template name \"../../x\" is not an identifier");
+  EXPECT_THROW(bundle_source_file("../../x"), std::invalid_argument);
+  EXPECT_THROW(bundle_cubin_file("a/b", "T=1", "sm_90"), std::invalid_argument);
+  write_bytes(manifest, original);
   EXPECT_THAT(refusal(bundle, [](std::string& m) { replace_once(m, "TILE=8,PAD=0", "TILE=9,PAD=0"); }),
               StartsWith(manifest + ": a choice of template tiled has configuration 'TILE=9,PAD=0,SWIZZLE=0': "));
   write_bytes(manifest, original);
@@ -333,6 +353,37 @@ TEST_F(ExportedBundle, AnEditedSourceIsRefused) {
   }
   fs::remove(source);
   EXPECT_THROW(read_bundle(folder_ / "bundle"), BundleError);
+}
+
+// A bundle's files are read only from its own folder, only as regular files: a linked source or
+// a linked folder (whose target may hold a consistent copy) is refused, a FIFO does not block.
+TEST_F(ExportedBundle, LinksAndSpecialFilesAreNeverRead) {
+  const fs::path bundle = folder_ / "bundle";
+  const fs::path source = bundle / "sources" / "tiled.cu";
+  const std::string original = read_bytes(source);
+  const auto refusal_of = [&]() -> std::string {
+    try {
+      read_bundle(bundle);
+    } catch (const BundleError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  write_bytes(folder_ / "outside.cu", original);  // consistent with the manifest
+  fs::remove(source);
+  fs::create_symlink(folder_ / "outside.cu", source);
+  EXPECT_THAT(refusal_of(), StartsWith(source.string() + ": a symbolic link"));
+  fs::remove(source);
+  ASSERT_EQ(::mkfifo(source.c_str(), 0600), 0);
+  EXPECT_EQ(refusal_of(), source.string() + ": not a regular file: not read");
+  fs::remove(source);
+  fs::rename(bundle / "sources", folder_ / "elsewhere");
+  write_bytes(folder_ / "elsewhere" / "tiled.cu", original);
+  fs::create_directory_symlink(folder_ / "elsewhere", bundle / "sources");
+  EXPECT_THAT(refusal_of(), HasSubstr("a symbolic link or not a folder on its path"));
+  fs::remove(bundle / "sources");
+  fs::rename(folder_ / "elsewhere", bundle / "sources");
+  EXPECT_NO_THROW(read_bundle(bundle));
 }
 
 TEST_F(ExportedBundle, ADamagedCubinIsRefusedWhenRead) {

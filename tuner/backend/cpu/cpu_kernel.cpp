@@ -110,7 +110,7 @@ CpuKernel::CpuKernel(const KernelTemplate& tmpl, const Configuration& config,
         "LD_PRELOAD=$(c++ -print-file-name=libasan.so) (tiletune fuzz --sanitize does that "
         "itself)");
   }
-  const KernelObject object = [&] {
+  const auto build = [&] {
     try {
       return build_kernel_object(tmpl, config, options);
     } catch (const CompileError& e) {
@@ -119,11 +119,23 @@ CpuKernel::CpuKernel(const KernelTemplate& tmpl, const Configuration& config,
       }
       throw;
     }
-  }();
+  };
+  const KernelObject object = build();
   object_path_ = object.path;
   from_cache_ = object.from_cache;
   sanitized_ = options.sanitize;
-  load();
+  try {
+    load();
+  } catch (const std::runtime_error&) {
+    if (!from_cache_) throw;
+    // A cached object that does not load was damaged on disk (truncated, overwritten): it is
+    // removed and built again, never trusted for ever.
+    std::error_code error;
+    fs::remove(object_path_, error);
+    object_path_ = build().path;
+    from_cache_ = false;
+    load();
+  }
   pool_ = WorkerPool::shared(options.workers);
 }
 

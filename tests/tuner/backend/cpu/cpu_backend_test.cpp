@@ -460,6 +460,28 @@ TEST(CpuBackend, SecondBuildComesFromTheCache) {
   EXPECT_NE(other.object_path(), first.object_path());
 }
 
+// A cached object damaged on disk (here truncated to 100 bytes) does not load: it is built again,
+// and the cache holds a sound object afterwards.
+TEST(CpuBackend, ADamagedCacheEntryIsBuiltAgain) {
+  const KernelTemplate naive = shipped("naive");
+  const Configuration config = naive.parse_configuration("BLOCK_X=16,BLOCK_Y=16");
+  const ScratchCache cache("damaged-cache-test");
+  CpuBackendOptions options = test_options();
+  options.cache_dir = cache.path();
+  fs::path object;
+  {
+    const CpuKernel built(naive, config, options);
+    object = built.object_path();
+  }
+  fs::resize_file(object, 100);
+  const CpuKernel rebuilt(naive, config, options);
+  EXPECT_FALSE(rebuilt.from_cache()) << "the damaged object was trusted";
+  EXPECT_EQ(rebuilt.object_path(), object);
+  EXPECT_GT(fs::file_size(object), 100u);
+  const CpuKernel again(naive, config, options);
+  EXPECT_TRUE(again.from_cache());
+}
+
 TEST(CpuBackend, TrapIsALaunchError) {
   const KernelTemplate tmpl = custom("trapping", R"(
   if (M == 16 && row == 3 && col == 2) __trap();
