@@ -27,8 +27,23 @@ namespace {
 
 using json = nlohmann::json;
 
+// The reason as one readable line: names quoted from a manifest may hold line breaks (a JSON
+// "\n") and run to any length.
+std::string one_line(const std::string& why) {
+  constexpr std::size_t kLongest = 400;
+  std::string line;
+  for (const char c : why.substr(0, kLongest)) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      line += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      line += c;
+    }
+  }
+  return why.size() > kLongest ? line + "..." : line;
+}
+
 [[noreturn]] void fail(const Bundle& bundle, const std::string& file, const std::string& why) {
-  throw BundleError(bundle.origin + "/" + file + ": " + why);
+  throw BundleError(bundle.origin + "/" + file + ": " + one_line(why));
 }
 
 std::string text_of(const std::vector<char>& bytes) { return {bytes.begin(), bytes.end()}; }
@@ -246,7 +261,7 @@ std::optional<std::vector<char>> read_bundle_file(const std::filesystem::path& f
                                                   const std::string& relative) {
   const std::string where = (folder / relative).string();
   const auto refuse = [&](const std::string& why) -> std::optional<std::vector<char>> {
-    throw BundleError(where + ": " + why);
+    throw BundleError(one_line(where + ": " + why));
   };
   int directory = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (directory < 0) return std::nullopt;
