@@ -47,8 +47,10 @@ double tflops(const GemmShape& shape, double ms) { return ms > 0 ? shape.flops()
 }  // namespace
 
 std::string markdown_report(const ReportData& report, const std::string& source) {
-  std::string md = "# tiletune report: " + source + "\n\n";
-  md += "GPUs: " + (report.gpu_names.empty() ? std::string("none recorded") : fmt::format("{}", fmt::join(report.gpu_names, ", "))) + "\n\n";
+  std::string md = "# tiletune report: " + cell(source) + "\n\n";
+  std::vector<std::string> gpu_names;
+  for (const std::string& name : report.gpu_names) gpu_names.push_back(cell(name));
+  md += "GPUs: " + (gpu_names.empty() ? std::string("none recorded") : fmt::format("{}", fmt::join(gpu_names, ", "))) + "\n\n";
 
   md += "## Winners and their fuzz evidence\n\n";
   if (report.winners.empty()) {
