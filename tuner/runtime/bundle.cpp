@@ -306,9 +306,27 @@ std::optional<std::vector<char>> read_bundle_file(const std::filesystem::path& f
 }  // namespace
 
 Bundle read_bundle(const std::filesystem::path& folder) {
-  return read(folder.string(), [folder](const std::string& relative) {
-    return read_bundle_file(folder, relative);
-  });
+  // A re-export switches the manifest while this reads: when a file the manifest read lists is
+  // missing or not as listed, and the manifest has changed since, the new bundle is read instead.
+  constexpr int kAttempts = 4;
+  for (int attempt = 1;; ++attempt) {
+    std::optional<std::vector<char>> manifest_read;
+    try {
+      return read(folder.string(), [folder, &manifest_read](const std::string& relative) {
+        std::optional<std::vector<char>> bytes = read_bundle_file(folder, relative);
+        if (relative == kBundleManifest) manifest_read = bytes;
+        return bytes;
+      });
+    } catch (const BundleError&) {
+      if (attempt == kAttempts || !manifest_read) throw;
+      std::optional<std::vector<char>> now;
+      try {
+        now = read_bundle_file(folder, kBundleManifest);
+      } catch (const BundleError&) {
+      }
+      if (now == manifest_read) throw;
+    }
+  }
 }
 
 Bundle read_bundle(const tiletune::EmbeddedBundle& embedded) {
@@ -336,17 +354,17 @@ void check_file_name(const std::string& template_name) {
 
 }  // namespace
 
-std::string bundle_source_file(const std::string& template_name) {
+std::string bundle_source_file(const std::string& template_name, std::string_view source) {
   check_file_name(template_name);
-  return "sources/" + template_name + ".cu";
+  return "sources/" + template_name + "-" + fnv1a_hex(source) + ".cu";
 }
 
 std::string bundle_cubin_file(const std::string& template_name, const std::string& config,
-                              const std::string& arch) {
+                              const std::string& arch, std::string_view cubin) {
   // The configuration's text may hold anything a parameter name does: the file is named by a digest.
   check_file_name(template_name);
   const std::string digest = source_digest(config + "\n" + arch).substr(0, 32);
-  return "cubins/" + template_name + "/" + digest + "." + arch + ".cubin";
+  return "cubins/" + template_name + "/" + digest + "-" + fnv1a_hex(cubin) + "." + arch + ".cubin";
 }
 
 }  // namespace tiletune::runtime

@@ -3,8 +3,11 @@
 // runtime library needs neither SQLite nor (where a cubin fits the GPU) NVRTC.
 //
 //   manifest.json                                   what is in it (format "tiletune-bundle", 1)
-//   sources/<template>.cu                           each template's source, hashed in the manifest
-//   cubins/<template>/<32 hex of config and arch>.<arch>.cubin
+//   sources/<template>-<hash>.cu                    each template's source, hashed in the manifest
+//   cubins/<template>/<32 hex of config and arch>-<hash>.<arch>.cubin
+//
+// Every file but the manifest is named by its content's hash (FNV-1a), so a re-export never
+// changes a file a reader of the previous manifest may still open (bundle_export.h).
 //
 // A bundle is a folder, or the same files compiled into the program (`--format cpp`,
 // tiletune::EmbeddedBundle). Reading checks everything it relies on: a bundle that was damaged (a
@@ -20,6 +23,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tuner/runtime/record_set.h"
@@ -71,10 +75,11 @@ bool is_bundle(const std::filesystem::path& path);
 Bundle read_bundle(const std::filesystem::path& folder);
 Bundle read_bundle(const tiletune::EmbeddedBundle& embedded);
 
-// Where a bundle keeps a template's source and a configuration's cubin.
-std::string bundle_source_file(const std::string& template_name);
+// Where a bundle keeps a template's source and a configuration's cubin: named by the content's
+// hash. Throws std::invalid_argument when the template name is no identifier.
+std::string bundle_source_file(const std::string& template_name, std::string_view source);
 std::string bundle_cubin_file(const std::string& template_name, const std::string& config,
-                              const std::string& arch);
+                              const std::string& arch, std::string_view cubin);
 
 // Whether a path a manifest names stays inside the bundle (relative, no "..").
 bool is_inside_bundle(const std::string& file);

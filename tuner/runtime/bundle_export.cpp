@@ -4,18 +4,24 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <ctime>
 #include <exception>
 #include <fstream>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <string_view>
 #include <thread>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/system/private_files.h"
 
 #ifndef TILETUNE_VERSION
 #error "TILETUNE_VERSION must be defined (tuner/runtime/CMakeLists.txt)"
@@ -125,18 +131,21 @@ void compile_jobs(std::vector<CubinJob>& jobs, std::optional<CubinCache>& cache,
   }
 }
 
-// The files a manifest lists (itself included), to replace a previous bundle; throws when it
-// cannot be read, for then what is ours in the folder is unknown.
-std::set<std::string> listed_files(const std::filesystem::path& folder) {
+// The files a previous bundle's manifest lists, each with the hash the manifest gives its content;
+// throws when it cannot be read, for then the folder is no bundle of ours to replace.
+std::map<std::string, std::string> listed_files(const std::filesystem::path& folder) {
   std::ifstream in(folder / kBundleManifest, std::ios::binary);
-  std::set<std::string> files{kBundleManifest};
+  std::map<std::string, std::string> files;
   try {
     const json manifest = json::parse(in);
     if (manifest.value("format", "") != kBundleFormat) throw std::runtime_error("not a bundle");
-    for (const json& t : manifest.at("templates")) files.insert(t.at("source_file").get<std::string>());
-    for (const json& c : manifest.at("cubins")) files.insert(c.at("file").get<std::string>());
-    // Only what lies inside the folder is the bundle's to replace.
-    if (!std::all_of(files.begin(), files.end(), is_inside_bundle)) throw std::runtime_error("outside");
+    for (const json& t : manifest.at("templates")) {
+      files[t.at("source_file").get<std::string>()] = t.at("source_hash").get<std::string>();
+    }
+    for (const json& c : manifest.at("cubins")) files[c.at("file").get<std::string>()] = c.at("fnv1a").get<std::string>();
+    if (!std::all_of(files.begin(), files.end(), [](const auto& f) { return is_inside_bundle(f.first); })) {
+      throw std::runtime_error("outside");
+    }
   } catch (const std::exception&) {
     throw ExportInputError((folder / kBundleManifest).string() +
                            ": not a tiletune bundle's manifest; choose an empty folder or a previous bundle");
@@ -144,15 +153,108 @@ std::set<std::string> listed_files(const std::filesystem::path& folder) {
   return files;
 }
 
+// The content hash a file name written by export carries ("<name>-<16 hex>.cu",
+// "<32 hex>-<16 hex>.<arch>.cubin"); none for any other name.
+std::optional<std::string> hash_in_name(const std::string& relative) {
+  static const std::regex source(R"(sources/[A-Za-z_][A-Za-z0-9_]*-([0-9a-f]{16})\.cu)");
+  static const std::regex cubin(R"(cubins/[A-Za-z_][A-Za-z0-9_]*/[0-9a-f]{32}-([0-9a-f]{16})\.sm_[0-9]+\.cubin)");
+  std::smatch match;
+  if (relative.size() < 200 &&
+      (std::regex_match(relative, match, source) || std::regex_match(relative, match, cubin))) {
+    return match[1].str();
+  }
+  return std::nullopt;
+}
+
+// How bundles before content-addressed names named their files.
+bool legacy_name(const std::string& relative) {
+  static const std::regex legacy(
+      R"(sources/[A-Za-z_][A-Za-z0-9_]*\.cu|cubins/[A-Za-z_][A-Za-z0-9_]*/[0-9a-f]{32}\.sm_[0-9]+\.cubin)");
+  return relative.size() < 200 && std::regex_match(relative, legacy);
+}
+
+// A regular file's bytes (a link, a FIFO or a folder is none: never ours).
+std::optional<std::string> regular_file_bytes(const std::filesystem::path& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(path, error))) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!in) return std::nullopt;
+  return bytes.str();
+}
+
+// The folders of the bundle's files must be real folders: a linked one would be written through.
+void refuse_linked_folders(const BundleFiles& files, const std::filesystem::path& folder) {
+  std::set<std::filesystem::path> folders;
+  for (const auto& [relative, content] : files) {
+    for (std::filesystem::path part = std::filesystem::path(relative).parent_path(); !part.empty();
+         part = part.parent_path()) {
+      folders.insert(part);
+    }
+  }
+  for (const std::filesystem::path& part : folders) {
+    std::error_code error;
+    const auto status = std::filesystem::symlink_status(folder / part, error);
+    if (std::filesystem::is_symlink(status) ||
+        (std::filesystem::exists(status) && !std::filesystem::is_directory(status))) {
+      throw ExportInputError((folder / part).string() +
+                             ": a symbolic link or not a folder; export writes into real folders only");
+    }
+  }
+}
+
+// Writes beside the final path (a fresh exclusive name) and renames into place: a reader sees the
+// old file or the new one, whole.
 void write_file(const std::filesystem::path& path, const std::string& content) {
   std::filesystem::create_directories(path.parent_path());
-  const std::filesystem::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(content.data(), std::streamsize(content.size()));
-    if (!out.flush()) throw std::runtime_error(temporary.string() + ": cannot write");
+  const TemporaryBeside temporary = create_temporary_beside(path);
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t wrote = ::write(temporary.fd, content.data() + done, content.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) break;
+    done += std::size_t(wrote);
   }
-  std::filesystem::rename(temporary, path);
+  const bool closed = ::close(temporary.fd) == 0;
+  if (done != content.size() || !closed) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary.path, ignored);
+    throw std::runtime_error(path.string() + ": cannot write");
+  }
+  std::filesystem::rename(temporary.path, path);
+}
+
+// Removes what earlier exports wrote and neither `keep` nor its name's hash still vouches for:
+// a file named as export names its files whose content has the hash in its name, or a file of a
+// bundle from before those names that the previous manifest lists with its content's hash.
+// Anything else in the folder (the user's notes, a file that merely looks like ours) stays.
+void remove_unlisted(const std::filesystem::path& folder, const std::set<std::string>& keep,
+                     const std::map<std::string, std::string>& previous) {
+  std::vector<std::filesystem::path> folders = {folder / "sources"};
+  std::error_code error;
+  if (std::filesystem::is_directory(std::filesystem::symlink_status(folder / "cubins", error))) {
+    for (std::filesystem::directory_iterator it(folder / "cubins", error), end; !error && it != end;
+         it.increment(error)) {
+      if (it->is_directory() && !it->is_symlink()) folders.push_back(it->path());
+    }
+  }
+  for (const std::filesystem::path& sub : folders) {
+    if (!std::filesystem::is_directory(std::filesystem::symlink_status(sub, error))) continue;
+    std::vector<std::filesystem::path> gone;
+    for (std::filesystem::directory_iterator it(sub, error), end; !error && it != end; it.increment(error)) {
+      const std::string relative = std::filesystem::relative(it->path(), folder).generic_string();
+      if (keep.count(relative)) continue;
+      const std::optional<std::string> hash = hash_in_name(relative);
+      const auto listed = previous.find(relative);
+      if (!hash && !(legacy_name(relative) && listed != previous.end())) continue;
+      const std::optional<std::string> bytes = regular_file_bytes(it->path());
+      if (bytes && fnv1a_hex(*bytes) == (hash ? *hash : listed->second)) gone.push_back(it->path());
+    }
+    for (const std::filesystem::path& path : gone) std::filesystem::remove(path, error);
+    // The folder too when that left it empty (never sources/ itself).
+    if (sub.parent_path() != folder && std::filesystem::is_empty(sub, error)) std::filesystem::remove(sub, error);
+  }
 }
 
 }  // namespace
@@ -250,7 +352,7 @@ BundleContents build_bundle(const RecordSet& records, const std::string& databas
     archs.insert(g.arch());
   }
   for (const RecordedTemplate& t : records.templates) {
-    const std::string file = bundle_source_file(t.name);
+    const std::string file = bundle_source_file(t.name, t.source);
     json entry = {{"name", t.name},         {"source_hash", t.source_hash},
                   {"path", t.path},         {"source_file", file},
                   {"precision", to_string(t.precision)}};
@@ -283,8 +385,8 @@ BundleContents build_bundle(const RecordSet& records, const std::string& databas
       const std::string first_line = job.error.substr(0, job.error.find('\n'));
       throw ExportCompileError(job.tmpl->name + " [" + job.config + "] for " + job.arch + ": " + first_line);
     }
-    const std::string file = bundle_cubin_file(job.tmpl->name, job.config, job.arch);
     const std::string bytes(job.cubin.begin(), job.cubin.end());
+    const std::string file = bundle_cubin_file(job.tmpl->name, job.config, job.arch, bytes);
     cubins.push_back({{"template", job.tmpl->name}, {"source_hash", job.tmpl->source_hash},
                       {"config", job.config}, {"arch", job.arch}, {"file", file},
                       {"bytes", bytes.size()}, {"fnv1a", fnv1a_hex(bytes)}});
@@ -301,7 +403,7 @@ BundleContents build_bundle(const RecordSet& records, const std::string& databas
 }
 
 void write_bundle_folder(const BundleFiles& files, const std::filesystem::path& folder) {
-  std::set<std::string> previous;
+  std::map<std::string, std::string> previous;
   if (std::filesystem::exists(folder)) {
     if (!std::filesystem::is_directory(folder)) {
       throw ExportInputError(folder.string() + ": not a folder");
@@ -313,24 +415,22 @@ void write_bundle_folder(const BundleFiles& files, const std::filesystem::path& 
                              ": not empty and no tiletune bundle (no manifest.json); choose an empty folder");
     }
   }
+  refuse_linked_folders(files, folder);
   std::filesystem::create_directories(folder);
-  // The manifest last, so that the folder describes the new files only once they are all there;
-  // then what the previous bundle listed and this one does not goes.
+  // Every file but the manifest is named by its content, so writing them changes nothing a
+  // reader of the previous manifest opens; the manifest is renamed into place last, switching
+  // readers from the old bundle to the new one whole. The previous bundle's files stay until the
+  // next export, for a reader that read its manifest just before the switch; older ones go.
   for (const auto& [relative, content] : files) {
     if (relative != kBundleManifest) write_file(folder / relative, content);
   }
   write_file(folder / kBundleManifest, files.at(kBundleManifest));
-  for (const std::string& relative : previous) {
-    if (files.count(relative)) continue;
-    std::error_code ignored;
-    std::filesystem::path path = folder / relative;
-    std::filesystem::remove(path, ignored);
-    // Its folders too, when that left them empty (never the bundle's own).
-    for (path = path.parent_path(); path != folder && path.string().size() > folder.string().size();
-         path = path.parent_path()) {
-      if (!std::filesystem::is_empty(path, ignored) || !std::filesystem::remove(path, ignored)) break;
-    }
+  std::set<std::string> keep;
+  for (const auto& [relative, content] : files) keep.insert(relative);
+  for (const auto& [relative, hash] : previous) {
+    if (hash_in_name(relative)) keep.insert(relative);
   }
+  remove_unlisted(folder, keep, previous);
 }
 
 namespace {

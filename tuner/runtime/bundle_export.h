@@ -61,8 +61,13 @@ BundleContents build_bundle(const RecordSet& records, const std::string& databas
                             std::optional<CubinCache> cache, unsigned threads = 0);
 
 // Writes the files into `folder`, created if missing. An existing folder must be empty or hold a
-// previous bundle, whose files are replaced (files it did not list are left). Throws
-// ExportInputError for any other folder.
+// previous bundle. The switch is atomic for readers: the files are named by their content and the
+// manifest is renamed into place last, so a concurrent open sees the old bundle or the new one,
+// whole. The previous bundle's files stay until the next export (a reader that read its manifest
+// just before the switch still finds them); files of older exports go. Only files export wrote go:
+// a name export gives with its content's hash, or a name an older tiletune gave that the previous
+// manifest lists with its content's hash; the user's files stay. Never writes through a symbolic
+// link to a folder. Throws ExportInputError for any other folder, or a linked sources/ or cubins/.
 void write_bundle_folder(const BundleFiles& files, const std::filesystem::path& folder);
 
 // Writes folder/SYMBOL.cpp defining `const tiletune::EmbeddedBundle& SYMBOL()` with every file as

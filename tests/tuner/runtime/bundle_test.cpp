@@ -4,10 +4,15 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/support/skip_without_nvrtc.h"
 #include "tests/support/test_folder.h"
@@ -68,6 +73,21 @@ void write_bytes(const fs::path& path, const std::string& bytes) {
 std::string read_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Where a bundle keeps a file, as its manifest says (the names carry the content's hash).
+std::string source_file(const fs::path& bundle, const std::string& name) {
+  const nlohmann::json manifest = nlohmann::json::parse(read_bytes(bundle / "manifest.json"));
+  for (const auto& t : manifest["templates"]) {
+    if (t["name"] == name) return t["source_file"];
+  }
+  return "no source of " + name;
+}
+std::string cubin_file(const fs::path& bundle, const std::string& config, const std::string& arch) {
+  for (const BundleCubin& cubin : read_bundle(bundle).cubins) {
+    if (cubin.config == config && cubin.arch == arch) return cubin.file;
+  }
+  return "no cubin of " + config;
 }
 
 // --- selection (no NVRTC) ------------------------------------------------------------------------
@@ -148,8 +168,9 @@ Bundle bundle_of_cubins(const std::vector<std::string>& archs) {
   bundle.origin = "test";
   std::map<std::string, std::string> files;
   for (const std::string& arch : archs) {
-    const std::string file = bundle_cubin_file("tiled", "TILE=16,PAD=0,SWIZZLE=0", arch);
-    files[file] = "cubin for " + arch;
+    const std::string bytes = "cubin for " + arch;
+    const std::string file = bundle_cubin_file("tiled", "TILE=16,PAD=0,SWIZZLE=0", arch, bytes);
+    files[file] = bytes;
     bundle.cubins.push_back({"00000000000000aa", "TILE=16,PAD=0,SWIZZLE=0", arch, file,
                              files[file].size(), fnv1a_hex(files[file])});
   }
@@ -272,7 +293,7 @@ TEST_F(ExportedBundle, HasOneCubinPerConfigurationAndArchitecture) {
     const auto cubin = bundle.cubin_for(tiled.source_hash, "TILE=16,PAD=1,SWIZZLE=0", major, 0);
     ASSERT_TRUE(cubin) << arch;
     EXPECT_EQ(std::string(cubin->begin(), cubin->begin() + 4), "\x7f" "ELF") << arch;
-    const std::string file = bundle_cubin_file("tiled", "TILE=16,PAD=1,SWIZZLE=0", arch);
+    const std::string file = cubin_file(folder_ / "bundle", "TILE=16,PAD=1,SWIZZLE=0", arch);
     EXPECT_EQ(std::string(cubin->begin(), cubin->end()), read_bytes(folder_ / "bundle" / file));
   }
   EXPECT_EQ(bundle.cubin_for(tiled.source_hash, "TILE=16,PAD=1,SWIZZLE=0", 7, 5), std::nullopt);
@@ -327,8 +348,8 @@ TEST_F(ExportedBundle, ADamagedManifestIsOneLineNamingIt) {
   // A name becomes a path in the bundle (and outside it, were it "../.."): names are identifiers.
   EXPECT_EQ(refusal(bundle, [](std::string& m) { replace_once(m, "\"name\": \"naive_aligned\"", "\"name\": \"../../x\""); }),
             manifest + ": template name \"../../x\" is not an identifier");
-  EXPECT_THROW(bundle_source_file("../../x"), std::invalid_argument);
-  EXPECT_THROW(bundle_cubin_file("a/b", "T=1", "sm_90"), std::invalid_argument);
+  EXPECT_THROW(bundle_source_file("../../x", ""), std::invalid_argument);
+  EXPECT_THROW(bundle_cubin_file("a/b", "T=1", "sm_90", ""), std::invalid_argument);
   write_bytes(manifest, original);
   EXPECT_THAT(refusal(bundle, [](std::string& m) { replace_once(m, "TILE=8,PAD=0", "TILE=9,PAD=0"); }),
               StartsWith(manifest + ": a choice of template tiled has configuration 'TILE=9,PAD=0,SWIZZLE=0': "));
@@ -343,7 +364,7 @@ TEST_F(ExportedBundle, ADamagedManifestIsOneLineNamingIt) {
 }
 
 TEST_F(ExportedBundle, AnEditedSourceIsRefused) {
-  const fs::path source = folder_ / "bundle" / "sources" / "tiled.cu";
+  const fs::path source = folder_ / "bundle" / source_file(folder_ / "bundle", "tiled");
   write_bytes(source, read_bytes(source) + "// edited\n");
   try {
     read_bundle(folder_ / "bundle");
@@ -359,7 +380,7 @@ TEST_F(ExportedBundle, AnEditedSourceIsRefused) {
 // a linked folder (whose target may hold a consistent copy) is refused, a FIFO does not block.
 TEST_F(ExportedBundle, LinksAndSpecialFilesAreNeverRead) {
   const fs::path bundle = folder_ / "bundle";
-  const fs::path source = bundle / "sources" / "tiled.cu";
+  const fs::path source = bundle / source_file(bundle, "tiled");
   const std::string original = read_bytes(source);
   const auto refusal_of = [&]() -> std::string {
     try {
@@ -378,7 +399,7 @@ TEST_F(ExportedBundle, LinksAndSpecialFilesAreNeverRead) {
   EXPECT_EQ(refusal_of(), source.string() + ": not a regular file: not read");
   fs::remove(source);
   fs::rename(bundle / "sources", folder_ / "elsewhere");
-  write_bytes(folder_ / "elsewhere" / "tiled.cu", original);
+  write_bytes(folder_ / "elsewhere" / source.filename(), original);
   fs::create_directory_symlink(folder_ / "elsewhere", bundle / "sources");
   EXPECT_THAT(refusal_of(), HasSubstr("a symbolic link or not a folder on its path"));
   fs::remove(bundle / "sources");
@@ -389,7 +410,7 @@ TEST_F(ExportedBundle, LinksAndSpecialFilesAreNeverRead) {
 TEST_F(ExportedBundle, ADamagedCubinIsRefusedWhenRead) {
   const Bundle bundle = read_bundle(folder_ / "bundle");
   const RecordedTemplate& tiled = *bundle.records.find_template("tiled");
-  const fs::path file = folder_ / "bundle" / bundle_cubin_file("tiled", "TILE=8,PAD=0,SWIZZLE=0", "sm_90");
+  const fs::path file = folder_ / "bundle" / cubin_file(folder_ / "bundle", "TILE=8,PAD=0,SWIZZLE=0", "sm_90");
   std::string bytes = read_bytes(file);
   bytes[bytes.size() / 2] ^= 1;
   write_bytes(file, bytes);
@@ -403,21 +424,91 @@ TEST_F(ExportedBundle, ADamagedCubinIsRefusedWhenRead) {
   EXPECT_TRUE(bundle.cubin_for(tiled.source_hash, "TILE=8,PAD=0,SWIZZLE=0", 8, 0));
 }
 
-TEST_F(ExportedBundle, ReplacesAPreviousBundleAndKeepsOtherFiles) {
+TEST_F(ExportedBundle, ReplacesAPreviousBundleOneExportLaterAndOnlyWhatItWrote) {
   const fs::path bundle = folder_ / "bundle";
+  const std::string old_source = source_file(bundle, "naive_aligned");
+  const std::string old_cubin = cubin_file(bundle, "TILE=8,PAD=0,SWIZZLE=0", "sm_90");
   write_bytes(bundle / "NOTES.txt", "the user's own\n");
+  // Named as export names its files, but its content has not the hash in its name: the user's.
+  write_bytes(bundle / "sources" / "notes-0123456789abcdef.cu", "the user's too\n");
   // A smaller bundle over it: tiled alone, on the A100 alone.
   const RecordSet a100 = select_for_export(load_database_records(root_ / "tiletune.db"), {{"tiled"}, {kA100}, 4});
   const BundleContents smaller = build_bundle(a100, "tiletune.db", CubinCache(root_ / "cache"));
   write_bundle_folder(smaller.files, bundle);
   EXPECT_EQ(describe(read_bundle(bundle).records), describe(a100));
-  EXPECT_EQ(read_bytes(bundle / "NOTES.txt"), "the user's own\n");
-  EXPECT_FALSE(fs::exists(bundle / "sources" / "naive_aligned.cu"));
+  // The previous bundle's files stay for one export: a reader may have read its manifest just before.
+  EXPECT_TRUE(fs::exists(bundle / old_source));
+  EXPECT_TRUE(fs::exists(bundle / old_cubin));
+  write_bundle_folder(smaller.files, bundle);
+  EXPECT_FALSE(fs::exists(bundle / old_source));
   EXPECT_FALSE(fs::exists(bundle / "cubins" / "naive_aligned"));
-  EXPECT_FALSE(fs::exists(bundle / bundle_cubin_file("tiled", "TILE=8,PAD=0,SWIZZLE=0", "sm_90")));
+  EXPECT_FALSE(fs::exists(bundle / old_cubin));
+  EXPECT_EQ(read_bytes(bundle / "NOTES.txt"), "the user's own\n");
+  EXPECT_EQ(read_bytes(bundle / "sources" / "notes-0123456789abcdef.cu"), "the user's too\n");
   std::size_t files = 0;
   for (const auto& entry : fs::recursive_directory_iterator(bundle)) files += entry.is_regular_file();
-  EXPECT_EQ(files, smaller.files.size() + 1);
+  EXPECT_EQ(files, smaller.files.size() + 2);
+}
+
+// A manifest that merely lists a file (here the user's, under a name export never gives) does not
+// make it export's to remove.
+TEST_F(ExportedBundle, AListedFileIsRemovedOnlyIfExportWroteIt) {
+  const fs::path bundle = folder_ / "bundle";
+  write_bytes(bundle / "sources" / "mine.txt", "the user's own\n");
+  std::string manifest = read_bytes(bundle / "manifest.json");
+  const std::string listed = source_file(bundle, "tiled");
+  replace_once(manifest, "\"" + listed + "\"", "\"sources/mine.txt\"");
+  fs::rename(bundle / listed, bundle / "sources" / "kept.cu");
+  write_bytes(bundle / "manifest.json", manifest);
+  write_bundle_folder(contents_->files, bundle);
+  write_bundle_folder(contents_->files, bundle);
+  EXPECT_EQ(read_bytes(bundle / "sources" / "mine.txt"), "the user's own\n");
+  EXPECT_TRUE(fs::exists(bundle / "sources" / "kept.cu"));
+  EXPECT_NO_THROW(read_bundle(bundle));
+}
+
+TEST_F(ExportedBundle, NeverWritesThroughALinkedFolder) {
+  const fs::path bundle = folder_ / "bundle";
+  const fs::path victim = folder_ / "victim";
+  fs::create_directories(victim / "tiled");
+  write_bytes(victim / "tiled" / "precious.txt", "keep me");
+  fs::rename(bundle / "cubins", folder_ / "cubins.old");
+  fs::create_directory_symlink(victim, bundle / "cubins");
+  try {
+    write_bundle_folder(contents_->files, bundle);
+    FAIL() << "exported through a linked folder";
+  } catch (const ExportInputError& e) {
+    EXPECT_EQ(std::string(e.what()), (bundle / "cubins").string() +
+                                         ": a symbolic link or not a folder; export writes into real folders only");
+  }
+  EXPECT_EQ(testing_support::sorted_names(victim / "tiled"), std::vector<std::string>{"precious.txt"});
+}
+
+// Re-exporting over a live bundle: every concurrent open sees the old bundle or the new one, whole.
+TEST_F(ExportedBundle, ConcurrentReadersSeeOneBundleWhole) {
+  const fs::path bundle = folder_ / "bundle";
+  const RecordSet a100 = select_for_export(load_database_records(root_ / "tiletune.db"), {{"tiled"}, {kA100}, 4});
+  const BundleContents smaller = build_bundle(a100, "tiletune.db", CubinCache(root_ / "cache"));
+  const std::set<std::string> expected = {describe(*selected_), describe(a100)};
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int i = 0; i < 40; ++i) write_bundle_folder(i % 2 ? contents_->files : smaller.files, bundle);
+    done = true;
+  });
+  int reads = 0, failures = 0;
+  std::string failure;
+  while (!done || reads == 0) {
+    try {
+      const std::string records = describe(read_bundle(bundle).records);
+      failures += expected.count(records) == 0;
+    } catch (const BundleError& e) {
+      ++failures;
+      failure = e.what();
+    }
+    ++reads;
+  }
+  writer.join();
+  EXPECT_EQ(failures, 0) << "of " << reads << " reads; the last: " << failure;
 }
 
 TEST_F(ExportedBundle, RefusesAFolderThatHoldsSomethingElse) {
