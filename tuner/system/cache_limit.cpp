@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <stdexcept>
 #include <vector>
 
@@ -42,7 +43,43 @@ std::vector<Entry> entries_of(const fs::path& folder, const EntryFilter& is_entr
   return entries;
 }
 
+constexpr std::string_view kCacheTagSignature = "Signature: 8a477f597d28d172789f06886806bc55\n";
+constexpr std::string_view kCacheTagText =
+    "# This file is a cache directory tag created by tiletune.\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n";
+
 }  // namespace
+
+bool is_tiletune_cache(const fs::path& folder) {
+  std::error_code error;
+  const fs::path tag = folder / kCacheTagFile;
+  if (!fs::is_regular_file(fs::symlink_status(tag, error))) return false;
+  std::ifstream in(tag, std::ios::binary);
+  std::string text(kCacheTagSignature.size() + kCacheTagText.size(), '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  return in.gcount() == std::streamsize(text.size()) &&
+         text == std::string(kCacheTagSignature) + std::string(kCacheTagText);
+}
+
+bool claim_cache_folder(const fs::path& folder, const EntryFilter& is_own) {
+  if (is_tiletune_cache(folder)) return true;
+  std::error_code error;
+  if (!fs::is_directory(fs::symlink_status(folder, error))) return false;
+  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
+    const fs::path& path = it->path();
+    const std::string name = path.filename().string();
+    std::error_code status_error;
+    const bool own_file = it->is_regular_file(status_error) && !it->is_symlink(status_error) && is_own(path);
+    if (!own_file && !temporary_name(name) && name != kCacheTagFile) return false;
+  }
+  if (error) return false;
+  try {
+    write_new_file(folder / kCacheTagFile, std::string(kCacheTagSignature) + std::string(kCacheTagText));
+  } catch (const std::exception&) {
+    // Another process tagged it first, or the folder is not writable: as the tag now says.
+  }
+  return is_tiletune_cache(folder);
+}
 
 std::uint64_t parse_size(std::string_view text) {
   const std::string whole(text);
@@ -141,10 +178,23 @@ Eviction evict_to_cap(const fs::path& folder, const EntryFilter& is_entry, std::
     if (fs::remove(entry.path, error)) {
       ++evicted.entries;
       evicted.bytes += entry.bytes;
+    } else if (error) {
+      ++evicted.failed;
+      continue;  // still there: the next ones must make up for it
     }
     total -= entry.bytes;  // removed by another process, if not by this one
   }
   return evicted;
+}
+
+std::uint64_t remove_damaged(const fs::path& folder, const EntryFilter& is_entry,
+                             const EntryFilter& intact) {
+  std::uint64_t removed = 0;
+  for (const Entry& entry : entries_of(folder, is_entry)) {
+    std::error_code error;
+    if (!intact(entry.path) && fs::remove(entry.path, error)) ++removed;
+  }
+  return removed;
 }
 
 std::uint64_t remove_stale_temporaries(const fs::path& folder, std::chrono::seconds max_age) {
@@ -170,11 +220,17 @@ void CacheCap::wrote(const fs::path& entry, std::uint64_t bytes) {
   try {
     const std::lock_guard lock(mutex_);
     if (!estimate_) {
+      claimed_ = claim_cache_folder(folder_, is_own_ ? is_own_ : is_entry_);
+      if (!claimed_) {
+        estimate_ = 0;
+        return;
+      }
       remove_stale_temporaries(folder_);
       estimate_ = measure_cache(folder_, is_entry_).bytes;
     } else {
       *estimate_ += bytes;
     }
+    if (!claimed_) return;  // not a folder of tiletune's: nothing in it is removed
     if (*estimate_ <= cap_) return;
     // A tenth below the cap, so that the next writes do not each scan the folder again.
     evict_to_cap(folder_, is_entry_, cap_ - cap_ / 10, entry);

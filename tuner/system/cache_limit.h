@@ -4,6 +4,10 @@
 // the modification time orders entries by their last use. The cap is
 // $TILETUNE_CACHE_MAX_SIZE (a size such as 500M or 2G), else kDefaultCacheCap (2 GiB), per cache.
 //
+// A cache folder is marked by a CACHEDIR.TAG (the Cache Directory Tagging Specification, which
+// backup tools honour) that tiletune writes. Nothing is ever evicted or removed from a folder
+// without it: a cache variable pointed at the wrong folder costs no user file.
+//
 // A writer does not scan the folder after every write: it measures it once, then adds what it
 // writes, and scans (and evicts) again only when that sum passes the cap, so a write costs one
 // addition. Other processes' writes are seen at the next scan.
@@ -40,6 +44,16 @@ std::uint64_t cache_cap_or_default();
 // Which files of a cache folder are its entries (what is counted and evicted).
 using EntryFilter = std::function<bool(const std::filesystem::path&)>;
 
+inline constexpr const char* kCacheTagFile = "CACHEDIR.TAG";
+
+// Whether the folder holds a CACHEDIR.TAG that tiletune wrote (a regular file, not a link).
+bool is_tiletune_cache(const std::filesystem::path& folder);
+
+// Marks the folder as tiletune's cache when it may be: it is marked already, or it holds nothing
+// but `is_own` files, temporaries and the tag (an empty folder, or a cache of a tiletune from
+// before the tag). Returns whether it is marked now; a folder with anything else is never marked.
+bool claim_cache_folder(const std::filesystem::path& folder, const EntryFilter& is_own);
+
 struct CacheUsage {
   std::uint64_t entries = 0, bytes = 0;  // the entries'
   std::uint64_t temporaries = 0;         // temporary files and folders, stale or not
@@ -51,12 +65,17 @@ CacheUsage measure_cache(const std::filesystem::path& folder, const EntryFilter&
 
 struct Eviction {
   std::uint64_t entries = 0, bytes = 0;  // removed
+  std::uint64_t failed = 0;              // entries that could not be removed (no permission)
 };
 // Removes the least recently modified entries until the rest take at most `cap` bytes, never
 // `keep` (an entry just written, about to be used, even when it alone is larger than the cap).
-// Errors (an entry another process removed first) are skipped.
+// An entry another process removed first counts as gone; one that cannot be removed as failed.
 Eviction evict_to_cap(const std::filesystem::path& folder, const EntryFilter& is_entry,
                       std::uint64_t cap, const std::filesystem::path& keep = {});
+
+// Removes the entries `intact` says are damaged; returns how many.
+std::uint64_t remove_damaged(const std::filesystem::path& folder, const EntryFilter& is_entry,
+                             const EntryFilter& intact);
 
 // Removes the folder's stale temporary files and folders; returns how many.
 std::uint64_t remove_stale_temporaries(const std::filesystem::path& folder,
@@ -66,13 +85,14 @@ std::uint64_t remove_stale_temporaries(const std::filesystem::path& folder,
 void touch_entry(const std::filesystem::path& entry);
 
 // A writer's view of one cache folder's size: wrote() after each entry written, which evicts when
-// the folder passes its cap. Its first call also removes the folder's stale temporaries, so that
-// what killed processes left behind goes away without `tiletune cache --prune`. Thread-safe;
-// never throws (a cache never fails its user).
+// the folder passes its cap. Its first call also claims the folder (claim_cache_folder, with
+// `is_own`, else `is_entry`) and removes its stale temporaries, so that what killed processes
+// left behind goes away without `tiletune cache --prune`. In a folder that cannot be claimed it
+// evicts and removes nothing. Thread-safe; never throws (a cache never fails its user).
 class CacheCap {
  public:
-  CacheCap(std::filesystem::path folder, EntryFilter is_entry, std::uint64_t cap)
-      : folder_(std::move(folder)), is_entry_(std::move(is_entry)), cap_(cap) {}
+  CacheCap(std::filesystem::path folder, EntryFilter is_entry, std::uint64_t cap, EntryFilter is_own = {})
+      : folder_(std::move(folder)), is_entry_(std::move(is_entry)), is_own_(std::move(is_own)), cap_(cap) {}
 
   // After `entry` (of `bytes`) was written; it is not evicted now.
   void wrote(const std::filesystem::path& entry, std::uint64_t bytes);
@@ -80,8 +100,9 @@ class CacheCap {
 
  private:
   std::filesystem::path folder_;
-  EntryFilter is_entry_;
+  EntryFilter is_entry_, is_own_;
   std::uint64_t cap_;
+  bool claimed_ = false;
   std::mutex mutex_;
   std::optional<std::uint64_t> estimate_;  // the entries' bytes, measured once, then summed
 };

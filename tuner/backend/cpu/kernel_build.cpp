@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -98,8 +99,18 @@ CacheCap& cache_cap(const fs::path& cache) {
   static std::map<fs::path, std::unique_ptr<CacheCap>> caps;
   const std::lock_guard lock(mutex);
   auto& cap = caps[cache];
-  if (!cap) cap = std::make_unique<CacheCap>(cache, &cpu_cache_entry, cache_cap_or_default());
+  if (!cap) cap = std::make_unique<CacheCap>(cache, &cpu_cache_entry, cache_cap_or_default(), &cpu_cache_file);
   return *cap;
+}
+
+// A built object ends with this line: its size and hash without the line, so that a truncated or
+// changed object is found before it is loaded (the dynamic loader ignores bytes after the ELF
+// image's segments).
+constexpr std::string_view kObjectTrailerTag = "\ntiletune-cpu-object ";
+constexpr std::size_t kObjectTrailerSize = kObjectTrailerTag.size() + 20 + 1 + 16 + 1;
+
+std::string object_trailer(std::string_view object) {
+  return fmt::format("{}{:020} {}\n", kObjectTrailerTag, object.size(), fnv1a_hex(object));
 }
 
 std::string joined(const std::vector<std::string>& words) {
@@ -118,6 +129,19 @@ std::string kernel_source_origin(const KernelTemplate& tmpl) {
 
 bool cpu_cache_entry(const fs::path& file) { return file.extension() == ".so"; }
 
+bool cpu_cache_file(const fs::path& file) {
+  const std::string name = file.filename().string();
+  return cpu_cache_entry(file) || (name.starts_with("cuda_on_cpu-") && file.extension() == ".h");
+}
+
+bool cpu_cache_object_intact(const fs::path& object) {
+  std::ifstream in(object, std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad() || bytes.size() < kObjectTrailerSize) return false;
+  const std::string_view image = std::string_view(bytes).substr(0, bytes.size() - kObjectTrailerSize);
+  return std::string_view(bytes).substr(image.size()) == object_trailer(image);
+}
+
 fs::path default_cpu_cache_dir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && fs::path(xdg).is_absolute()) return fs::path(xdg) / "tiletune" / "cpu";
@@ -132,6 +156,7 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
   const HostCompiler compiler(options.compiler);
   const fs::path cache = options.cache_dir.empty() ? default_cpu_cache_dir() : options.cache_dir;
   fs::create_directories(cache);
+  claim_cache_folder(cache, &cpu_cache_file);
 
   const std::string_view header = cuda_on_cpu_header_text();
   const fs::path header_path = cache / fmt::format("cuda_on_cpu-{}.h", fnv1a_hex(header));
@@ -167,8 +192,12 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
                 dynamic_shared_definitions({{"float", "example", {}}, {"float", "example", {"n"}}}));
   const fs::path object_path = cache / fmt::format("{}-{}.so", tmpl.name, key);
   if (fs::exists(object_path)) {
-    touch_entry(object_path);  // used now: the last to be evicted
-    return {object_path, true};
+    if (cpu_cache_object_intact(object_path)) {
+      touch_entry(object_path);  // used now: the last to be evicted
+      return {object_path, true};
+    }
+    std::error_code ignored;
+    fs::remove(object_path, ignored);  // damaged (truncated, changed): built again
   }
 
   std::vector<std::string> common = flags;
@@ -203,6 +232,12 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
   const HostCompiler::Result compiled = compiler.run(compile);
   if (compiled.exit_code != 0) {
     throw CompileError(what + " does not compile for the CPU backend", compiled.output);
+  }
+  {
+    const std::string image = object.read();
+    std::ofstream out(object.path(), std::ios::binary | std::ios::app);
+    out << object_trailer(image);
+    if (!out.flush()) throw std::runtime_error("cannot write " + object.path().string());
   }
   object.publish(object_path);
   std::error_code error;

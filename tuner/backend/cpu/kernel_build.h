@@ -41,6 +41,11 @@ std::filesystem::path default_cpu_cache_dir();
 // counts and evicts, least recently used first (a hit marks an object used). The shared header
 // beside them is tiny and is never evicted, so that no build loses it midway.
 bool cpu_cache_entry(const std::filesystem::path& file);
+// Whether a file is one the CPU cache writes: an entry or the shared header.
+bool cpu_cache_file(const std::filesystem::path& file);
+// Whether a built object is whole: its last line gives the size and hash of the rest. A damaged
+// one is built again, and `cache --prune` removes it.
+bool cpu_cache_object_intact(const std::filesystem::path& object);
 
 // The text of cuda_on_cpu.h, embedded in the binary at build time.
 std::string_view cuda_on_cpu_header_text();

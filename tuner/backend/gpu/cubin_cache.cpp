@@ -117,14 +117,22 @@ std::string serialize(const std::string& key_text, const CompileOutcome& outcome
   return out;
 }
 
-std::optional<CompileOutcome> parse(std::string_view text, const std::string& key_text) {
-  // The checksum line first: it covers everything else, so a damaged entry stops here.
+// The entry without its checksum line when that line covers it; none for a damaged entry.
+std::optional<std::string_view> checked_body(std::string_view text) {
   constexpr std::size_t kEndLine = 4 + 16 + 1;  // "end " + 16 hex digits + "\n"
   if (text.size() < kEndLine || !text.ends_with('\n')) return std::nullopt;
   const std::string_view body = text.substr(0, text.size() - kEndLine);
   if (text.substr(body.size()) != fmt::format("end {:016x}\n", fnv1a(body, kFnvOffsetBasis))) {
     return std::nullopt;
   }
+  return body;
+}
+
+std::optional<CompileOutcome> parse(std::string_view text, const std::string& key_text) {
+  // The checksum line first: it covers everything else, so a damaged entry stops here.
+  const std::optional<std::string_view> checked = checked_body(text);
+  if (!checked) return std::nullopt;
+  const std::string_view body = *checked;
 
   EntryReader reader(body);
   if (!reader.literal(kEntryHeader)) return std::nullopt;
@@ -266,6 +274,12 @@ std::filesystem::path CubinCache::entry_path(const CubinKey& key) const {
 }
 
 bool CubinCache::is_entry(const std::filesystem::path& file) { return file.extension() == ".entry"; }
+
+bool CubinCache::intact(const std::filesystem::path& entry) {
+  std::ifstream file(entry, std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  return !file.bad() && checked_body(text).has_value();
+}
 
 std::optional<CompileOutcome> CubinCache::load(const CubinKey& key) const {
   if (directory_.empty()) return std::nullopt;

@@ -88,6 +88,8 @@ class CubinCache {
 
   // Whether a file of a cache directory is an entry (what the cap counts and evicts).
   static bool is_entry(const std::filesystem::path& file);
+  // Whether an entry's checksum covers it (a damaged one is a miss, and `cache --prune` removes it).
+  static bool intact(const std::filesystem::path& entry);
 
  private:
   void stop(const std::string& reason);
