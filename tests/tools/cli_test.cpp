@@ -232,7 +232,7 @@ TEST_F(Cli, AnOutputThatIsTheDatabaseIsRefusedAndTheDatabaseKept) {
   const std::string bytes = read_file(db);
   fs::create_directories(dir_ / "sub");
   fs::create_symlink(db, dir_ / "link.db");
-  for (const std::string out : {db.string(), (dir_ / "sub" / ".." / "same.db").string(),
+  for (const std::string& out : {db.string(), (dir_ / "sub" / ".." / "same.db").string(),
                                 (dir_ / "link.db").string(), db.string() + "-wal"}) {
     const Outcome report = tiletune({"report", "--db", db.string(), "--out", out});
     expect_one_line_failure(report, 2);

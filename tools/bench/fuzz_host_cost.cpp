@@ -22,6 +22,7 @@
 #include "fuzz/case_generator.h"
 #include "fuzz/gemm_operands.h"
 #include "fuzz/gemm_oracle.h"
+#include "tools/cli/number_checks.h"
 
 namespace {
 
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
   CLI::App app("what a fuzz case costs the host, apart from running the kernel");
   app.add_option("--config", config_text, "the configuration whose tile sizes shape the cases")
       ->capture_default_str();
-  app.add_option("--cases", cases, "cases to draw")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--cases", cases, "cases to draw")->capture_default_str()->check(tiletune::cli::kPositive);
   app.add_option("--seed", seed, "seed of the cases")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "tools/bench/bench_suite.h"
+#include "tools/cli/number_checks.h"
 
 namespace tiletune {
 
@@ -28,9 +29,9 @@ LibraryBenchOptions parse_library_bench_options(int argc, const char* const* arg
   app.add_option("--shape", shape_texts, "problem sizes MxNxK (default: tiletune bench's suite)");
   app.add_option("--out", options.out, "write every number as JSON to this file");
   app.add_option("--batches", options.batches, "overhead: timed batches of each kind")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(cli::kPositive);
   app.add_option("--calls-per-batch", options.calls_per_batch, "overhead: calls per batch")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(cli::kPositive);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success&) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "tools/cli/command_line.h"
+#include "tools/cli/number_checks.h"
 #include "tuner/backend/gpu/cuda_driver.h"
 #include "tuner/pipeline/device_list.h"
 
@@ -47,7 +48,7 @@ void add_session_options(CLI::App& command, SessionOptions& options) {
                                  "device: half the {} cores, at most 8 in all, shared by the devices, "
                                  "at least 1 each)",
                                  default_fuzz_workers(), machine_cores()))
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   command.add_option("--devices", options.devices,
                      "GPUs to tune on side by side: all, or numbers (0,2); default one: "
                      "$TILETUNE_DEVICE, else 0. With --backend cpu, a list of CPU evaluation workers");

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "tools/cli/command_line.h"
+#include "tools/cli/number_checks.h"
 #include "tools/commands/commands.h"
 #include "tuner/runtime/bundle_export.h"
 
@@ -84,7 +85,7 @@ void add_export_command(CLI::App& app, int& exit_code) {
   command->add_option("--kernel", options->kernels, "only these templates (by name)");
   command->add_option("--gpu", options->gpus, "only these GPUs (by name)");
   command->add_option("--per-shape", options->per_shape, "configurations kept per GPU, template and shape")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   command->add_option("--format", options->format,
                       "folder, or cpp: one source file embedding the bundle (OUT/NAME.cpp)")
       ->capture_default_str()->check(CLI::IsMember({"folder", "cpp"}));

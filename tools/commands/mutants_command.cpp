@@ -20,6 +20,7 @@
 
 #include "fuzz/mutant_suite.h"
 #include "tools/cli/command_line.h"
+#include "tools/cli/number_checks.h"
 #include "tools/cli/shell_command.h"
 #include "tools/commands/commands.h"
 #include "tools/fuzzing/configuration_fuzzer.h"
@@ -313,7 +314,7 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
   command->add_option("--backend", options->backend, "gpu, or cpu")
       ->capture_default_str()->check(CLI::IsMember({"gpu", "cpu"}));
   command->add_option("--cases", options->cases, "cases per configuration")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   command->add_option("--seed", options->seed, "RapidCheck seed")->capture_default_str();
   command->add_option("--mutant", options->mutant, "only this mutant of the suite");
   command->add_option("--config", options->config, "only this configuration");
@@ -321,7 +322,7 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
                       "seconds one configuration may run before it counts as hung (caught)")
       ->capture_default_str()
       ->check(CLI::Range(1e-3, kMaxWatchdogSeconds));
-  command->add_option("--sample", options->sample, "only a random sample of this many of each mutant's configurations, drawn with --seed")->check(CLI::PositiveNumber);
+  command->add_option("--sample", options->sample, "only a random sample of this many of each mutant's configurations, drawn with --seed")->check(kPositive);
   command->add_option("--case", options->replay_case, "replay one case as a report printed it");
   command->add_flag("--isolated-child", options->isolated_child)->group("");  // internal
   command->callback([options, &exit_code] { exit_code = run(*options); });

@@ -36,7 +36,11 @@ int run(const ReportOptions& options) {
   const std::string text = options.format == "md" ? report::markdown_report(data, options.db)
                                                   : report::html_report(data, options.db);
   if (options.out.empty()) {
-    std::cout << text;
+    std::cout << text << std::flush;
+    if (!std::cout) {  // a full disk or a closed pipe: the report is not where the caller looks
+      fmt::print(stderr, "tiletune: cannot write the report to standard output\n");
+      return kEnvironment;
+    }
     return kSuccess;
   }
   std::ofstream out(options.out, std::ios::binary | std::ios::trunc);

@@ -18,6 +18,7 @@
 
 #include "db/result_store.h"
 #include "tools/cli/command_line.h"
+#include "tools/cli/number_checks.h"
 #include "tools/commands/commands.h"
 #include "tuner/core/configurations.h"
 #include "tuner/pipeline/recorded_warm_start.h"
@@ -180,9 +181,9 @@ void add_strategies_command(CLI::App& app, int& exit_code) {
   command->add_option("--kernel", options->kernel, "template name")->required();
   command->add_option("--shape", options->shape, "problem size MxNxK")->required();
   command->add_option("--gpu", options->gpu, "GPU name (default: the only one recorded)");
-  command->add_option("--seeds", options->seeds, "seeds per strategy and budget")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--seeds", options->seeds, "seeds per strategy and budget")->capture_default_str()->check(kPositive);
   command->add_option("--budget", options->budgets, "evaluations: N, or N% of the space (repeatable)")->capture_default_str();
-  command->add_option("--batch", options->batch, "configurations proposed at a time")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--batch", options->batch, "configurations proposed at a time")->capture_default_str()->check(kPositive);
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

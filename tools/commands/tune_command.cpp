@@ -23,6 +23,7 @@
 #include <fmt/ranges.h>
 
 #include "tools/cli/command_line.h"
+#include "tools/cli/number_checks.h"
 #include "tools/cli/progress_bar.h"
 #include "tools/cli/session_options.h"
 #include "tools/commands/commands.h"
@@ -447,10 +448,10 @@ void add_tune_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()->check(CLI::IsMember(search_strategy_names()));
   command->add_option("--budget", options->budget,
                       "per template and shape: N evaluations, N% of the space, or a time (90s, 5m, 1h)");
-  command->add_option("--cases", options->cases, "property cases per configuration")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--cases", options->cases, "property cases per configuration")->capture_default_str()->check(kPositive);
   command->add_option("--seed", options->seed, "seed of the property cases, the timing inputs and the strategy")->capture_default_str();
   command->add_option("--confirm", options->confirm_top, "re-measure the best N together before the winner stands (0: never)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(kNonNegative);
   command->add_flag("--keep-spilling", options->keep_spilling, "evaluate configurations whose registers spill");
   command->add_flag("--cold-start", options->cold_start,
                     "a guided strategy starts from a spread-out sample only, not from the winners of the nearest recorded shapes");

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "fuzz/gemm_oracle.h"  // set_reference_threads
+#include "tools/cli/number_checks.h"
 #include "tools/commands/commands.h"
 #include "tuner/pipeline/evaluation_worker.h"
 #include "tuner/pipeline/tuning_session.h"
@@ -28,7 +29,7 @@ void add_worker_command(CLI::App& app, int& exit_code) {
   CLI::App* command = app.add_subcommand("worker", "evaluates configurations for a tuner (internal)");
   command->group("");  // not listed: only the tuner starts it
   command->add_option("--backend", options->backend)->check(CLI::IsMember({"gpu", "cpu"}));
-  command->add_option("--device", options->device)->check(CLI::NonNegativeNumber);
+  command->add_option("--device", options->device)->check(kNonNegative);
   command->add_option("--cache-dir", options->cache_dir);
   command->add_option("--parent", options->parent)->required();
   command->add_option("--shared-dir", options->shared_dir);

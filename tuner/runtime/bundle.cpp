@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -160,6 +161,13 @@ void read_manifest(Bundle& bundle) {
       choice.max_ms = c.at("max_ms").get<double>();
       choice.runs = c.at("runs").get<int>();
       choice.tflops = c.at("tflops").get<double>();
+      // The library picks the fastest by these: a negative or infinite time would always win.
+      for (const double time : {choice.median_ms, choice.min_ms, choice.max_ms, choice.tflops}) {
+        if (!std::isfinite(time) || time < 0) {
+          fail(bundle, kBundleManifest, fmt::format("a choice of template {} has a time or rate of {}: "
+                                                    "not a measurement", template_name, time));
+        }
+      }
       choice.registers = c.at("registers").get<int>();
       choice.static_shared_bytes = c.at("static_shared_bytes").get<int>();
       choice.dynamic_shared_bytes = c.at("dynamic_shared_bytes").get<int>();

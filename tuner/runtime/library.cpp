@@ -310,6 +310,7 @@ Library Library::open(const std::string& path, const Options& options) {
   return translated([&] {
     auto state = std::make_shared<detail::LibraryState>();
     state->options = options;
+    if (path.empty()) throw Error("an empty path names no tiletune database or bundle");
     if (runtime::is_bundle(path)) {
       state->source = "bundle " + path;
       state->bundle = runtime::read_bundle(path);

@@ -3,8 +3,10 @@
 // line's answers to bad input.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "tests/support/result_records.h"
@@ -359,6 +361,15 @@ TEST_F(ReportModel, CommandWritesTheFileAndRefusesBadInputInOneLine) {
   EXPECT_EQ(run.exit_code, 2) << run;
   EXPECT_THAT(run.err, ::testing::StartsWith("tiletune: cannot write the report to "));
   EXPECT_EQ(count(run.err, "\n"), 1);
+
+  // Standard output that cannot take it (a full disk) is a failure, not a report delivered.
+  if (std::filesystem::exists("/dev/full")) {
+    const std::string command = testing_tools::kTiletune.string() + " report --db " + db().string() +
+                                " --format md > /dev/full 2> " + (dir_ / "full.err").string();
+    const int status = std::system(command.c_str());
+    EXPECT_EQ(WEXITSTATUS(status), 3) << command;
+    EXPECT_EQ(testing_tools::read_text(dir_ / "full.err"), "tiletune: cannot write the report to standard output\n");
+  }
 }
 
 // On a GPU: bench records the row it measured (ours and cuBLAS), and the report plots it.

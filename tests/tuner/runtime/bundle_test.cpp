@@ -354,6 +354,10 @@ TEST_F(ExportedBundle, ADamagedManifestIsOneLineNamingIt) {
   EXPECT_THAT(refusal(bundle, [](std::string& m) { replace_once(m, "TILE=8,PAD=0", "TILE=9,PAD=0"); }),
               StartsWith(manifest + ": a choice of template tiled has configuration 'TILE=9,PAD=0,SWIZZLE=0': "));
   write_bytes(manifest, original);
+  // A negative time would make a choice the fastest of every group.
+  EXPECT_THAT(refusal(bundle, [](std::string& m) { replace_once(m, "\"median_ms\": ", "\"median_ms\": -"); }),
+              HasSubstr(" has a time or rate of -"));
+  write_bytes(manifest, original);
   EXPECT_THAT(refusal(bundle, [](std::string& m) { replace_once(m, "\"cubins\": [", "\"cubins\": 3, \"x\": ["); }),
               StartsWith(manifest + ": malformed: "));
   write_bytes(manifest, original);

@@ -314,6 +314,12 @@ TEST_F(LibraryTest, AnUnknownTemplateOrPathIsOneLineNamingIt) {
   }
   std::ofstream(folder_ / "not-a.db") << "hello";
   EXPECT_THROW(Library::open((folder_ / "not-a.db").string()), Error);
+  try {
+    Library::open("");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "an empty path names no tiletune database or bundle");
+  }
 }
 
 TEST_F(LibraryTest, TheSameRecordsAndProblemAlwaysGiveTheSamePlan) {
