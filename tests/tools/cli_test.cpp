@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -1348,6 +1349,36 @@ TEST_F(CpuTune, TheReplayLineQuotesEveryArgumentAndReplaysTheSameFailureThroughT
   EXPECT_EQ(WEXITSTATUS(status), 1) << replay << "\n" << replayed;
   EXPECT_THAT(replayed, HasSubstr(failure + "\n")) << replay;
   EXPECT_FALSE(fs::exists(dir_ / "pwned")) << "the shell ran what the file name holds";
+}
+
+// fuzz --shard I/N: the shares fuzz each configuration once between them; --cover takes every
+// value of every parameter; a share that does not exist is bad input.
+TEST_F(CpuTune, FuzzSharesAndCoveringSamples) {
+  const std::string tiled = (kTemplates / "tiled.cu").string();
+  std::set<std::string> fuzzed;
+  for (const char* share : {"0/2", "1/2"}) {
+    const Outcome run = tiletune({"fuzz", tiled, "--backend", "cpu", "--cases", "3", "--shard", share});
+    ASSERT_EQ(run.exit_code, 0) << run;
+    std::istringstream lines(run.err);  // the progress lines
+    for (std::string line; std::getline(lines, line);) {
+      if (line.starts_with("pass tiled [")) {
+        EXPECT_TRUE(fuzzed.insert(line.substr(0, line.find(']'))).second) << line << " fuzzed twice";
+      }
+    }
+  }
+  EXPECT_EQ(fuzzed.size(), 9u) << "tiled's nine configurations, each in one share";
+  expect_one_line_failure(tiletune({"fuzz", tiled, "--backend", "cpu", "--shard", "2/2"}), 2);
+
+  const Outcome covered = tiletune({"fuzz", tiled, "--backend", "cpu", "--cases", "3", "--cover", "--seed", "4"});
+  ASSERT_EQ(covered.exit_code, 0) << covered;
+  for (const char* value : {"TILE=8,", "TILE=16,", "TILE=32,", "PAD=0", "PAD=1", "SWIZZLE=0", "SWIZZLE=1"}) {
+    EXPECT_THAT(covered.err, HasSubstr(value)) << covered;
+  }
+  const Outcome compiled = tiletune({"compile", tiled, "--arch", "sm_90", "--cover", "--seed", "4"});
+  if (compiled.exit_code != 3) {  // 3: no NVRTC here
+    ASSERT_EQ(compiled.exit_code, 0) << compiled;
+    EXPECT_THAT(compiled.out, HasSubstr("\n3 configurations compiled for sm_90, 0 failed")) << compiled;
+  }
 }
 
 // 12 parameters of 10 values: a space of 10^12 configurations. A sample is drawn without listing

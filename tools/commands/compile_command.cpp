@@ -1,6 +1,7 @@
-// tiletune compile KERNEL.cu... [--arch sm_90] [--config C] [--cubin-dir DIR]: every configuration
-// through NVRTC on all cores, no GPU needed; prints ptxas's registers, shared memory and spills,
-// and exits 1 if any configuration fails. --cubin-dir keeps the cubins, for cuobjdump -sass.
+// tiletune compile KERNEL.cu... [--arch sm_90] [--config C | --cover [--seed S]] [--cubin-dir DIR]:
+// every configuration (or one, or a sample taking every parameter value) through NVRTC on all
+// cores, no GPU needed; prints ptxas's registers, shared memory and spills, and exits 1 if any
+// configuration fails. --cubin-dir keeps the cubins, for cuobjdump -sass.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -25,6 +26,8 @@ struct CompileOptions {
   std::vector<std::string> kernels;
   std::string arch;
   std::string config;     // only this configuration
+  bool cover = false;     // a covering sample drawn with `seed` (covering_sample)
+  std::uint64_t seed = 0;
   std::string cubin_dir;  // where to write each configuration's cubin
   bool verbose = false;
 };
@@ -85,7 +88,7 @@ int run(const CompileOptions& options) {
   for (const KernelTemplate& tmpl : templates) {
     std::vector<Configuration> configs;
     if (options.config.empty()) {
-      configs = enumerate_configurations(tmpl);
+      configs = options.cover ? covering_sample(tmpl, options.seed) : enumerate_configurations(tmpl);
       check_not_empty(tmpl, configs);
     } else {
       configs.push_back(tmpl.parse_configuration(options.config));
@@ -134,7 +137,12 @@ void add_compile_command(CLI::App& app, int& exit_code) {
   CLI::App* command = app.add_subcommand("compile", "compile every configuration with NVRTC (no GPU needed)");
   command->add_option("kernels", options->kernels, "kernel template files (.cu)")->required()->check(CLI::ExistingFile);
   command->add_option("--arch", options->arch, "target, e.g. sm_90 (default: this GPU's, else sm_90)");
-  command->add_option("--config", options->config, "only this configuration, e.g. TILE=16,PAD=0,SWIZZLE=1");
+  CLI::Option* config =
+      command->add_option("--config", options->config, "only this configuration, e.g. TILE=16,PAD=0,SWIZZLE=1");
+  command->add_flag("--cover", options->cover,
+                    "a random sample, drawn with --seed, that takes every value of every parameter at least once")
+      ->excludes(config);
+  command->add_option("--seed", options->seed, "the seed of --cover's sample")->capture_default_str();
   command->add_option("--cubin-dir", options->cubin_dir, "write each configuration's cubin into this folder");
   command->add_flag("-v,--verbose", options->verbose, "print NVRTC's whole log");
   command->callback([options, &exit_code] { exit_code = run(*options); });

@@ -21,6 +21,7 @@
 
 #include "fuzz/compute_sanitizer.h"
 #include "tools/cli/command_line.h"
+#include "tools/cli/number_checks.h"
 #include "tools/cli/shell_command.h"
 #include "tools/commands/commands.h"
 #include "tools/fuzzing/configuration_fuzzer.h"
@@ -28,6 +29,7 @@
 #include "tools/fuzzing/isolated_fuzz.h"
 #include "tuner/backend/cpu/sanitizer_runtime.h"
 #include "tuner/core/configurations.h"
+#include "tuner/search/tune_shard.h"
 
 namespace tiletune::cli {
 namespace {
@@ -38,6 +40,8 @@ struct FuzzOptions {
   std::uint64_t seed = 0;
   std::vector<std::string> configs;  // only these configurations
   int sample = 0;  // a seeded random sample of this many configurations per template (0: all)
+  bool cover = false;  // a seeded sample that takes every value of every parameter (covering_sample)
+  std::string shard;   // "I/N": only the configurations this share owns (tune_shard.h); empty: all
   std::vector<std::string> replay_cases;
   bool no_shrink = false;
   std::string backend = "gpu";
@@ -82,10 +86,17 @@ std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const F
     return chosen;
   }
   // A sample is drawn without listing the space, which may be too large to list.
-  std::vector<Configuration> configs = options.sample > 0
-                                           ? sample_configurations(tmpl, options.sample, options.seed)
-                                           : enumerate_configurations(tmpl);
+  std::vector<Configuration> configs = options.cover        ? covering_sample(tmpl, options.seed)
+                                       : options.sample > 0 ? sample_configurations(tmpl, options.sample, options.seed)
+                                                            : enumerate_configurations(tmpl);
   check_not_empty(tmpl, configs);  // nothing fuzzed is never a pass
+  if (!options.shard.empty()) {
+    // As `tune --shard` shares out configurations, so that N processes fuzz each one once.
+    const TuneShard shard = TuneShard::parse(options.shard);
+    std::erase_if(configs, [&](const Configuration& config) {
+      return !shard.owns_configuration(tmpl.source_hash, config.to_string());
+    });
+  }
   return configs;
 }
 
@@ -94,6 +105,13 @@ std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const F
 constexpr int kMaxSanitizeCases = 1000;
 
 int run(const FuzzOptions& options) {
+  if (!options.shard.empty()) {
+    try {
+      TuneShard::parse(options.shard);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
   int sanitize_cases = options.sanitize_cases;
   if (options.sanitize && options.backend == "gpu" && sanitize_cases > kMaxSanitizeCases) {
     fmt::print(stderr, "tiletune: --sanitize-cases {} capped to {}: each is replayed under four "
@@ -238,6 +256,7 @@ int run(const FuzzOptions& options) {
     sanitize.seed = options.seed;
     sanitize.configs = options.configs;
     sanitize.sample = options.sample;
+    sanitize.cover = options.cover;
     failed += sanitize_on_gpu(templates, sanitize);
   }
   // Throughput counts every case judged, shrink attempts that failed excluded; the time includes
@@ -261,10 +280,16 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<FuzzOptions>();
   CLI::App* command = app.add_subcommand("fuzz", "property-test every configuration on random awkward shapes");
   command->add_option("kernels", options->kernels, "kernel template files (.cu)")->required()->check(CLI::ExistingFile);
-  command->add_option("--cases", options->cases, "cases per configuration")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--cases", options->cases, "cases per configuration")->capture_default_str()->check(kPositive);
   command->add_option("--seed", options->seed, "RapidCheck seed")->capture_default_str();
   command->add_option("--config", options->configs, "only this configuration, e.g. TILE=16,PAD=0,SWIZZLE=1 (repeatable)");
-  command->add_option("--sample", options->sample, "a random sample of this many configurations per template, drawn with --seed")->check(CLI::PositiveNumber);
+  CLI::Option* sample = command->add_option("--sample", options->sample, "a random sample of this many configurations per template, drawn with --seed")->check(kPositive);
+  command->add_flag("--cover", options->cover,
+                    "a random sample, drawn with --seed, that takes every value of every parameter at least once")
+      ->excludes(sample);
+  command->add_option("--shard", options->shard,
+                      "I/N: only this share of the configurations (as tune --shard shares them), so "
+                      "that N runs fuzz each configuration once");
   command->add_option("--case", options->replay_cases, "replay a case as a failure report printed it (repeatable)");
   command->add_option("--backend", options->backend, "gpu, or cpu: the same source on the host compiler, threads as fibers")
       ->capture_default_str()->check(CLI::IsMember({"gpu", "cpu"}));
@@ -275,7 +300,7 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
                     "(memcheck, racecheck, initcheck, synccheck)");
   command->add_option("--sanitize-cases", options->sanitize_cases,
                       "gpu --sanitize: cases replayed per configuration and tool")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   command->add_option("--watchdog", options->watchdog_seconds,
                       "cpu: seconds a configuration may go without finishing a case before it is "
                       "killed and failed (each runs in a child process); gpu: seconds a case's "

@@ -21,6 +21,7 @@ struct SanitizeSettings {
   std::uint64_t seed = 0;  // the sample is drawn from it, so a run can be repeated
   std::vector<std::string> configs;  // only these configurations (none: all)
   int sample = 0;          // or a sample of this many, drawn with `seed` (0 = all)
+  bool cover = false;      // or a covering sample drawn with `seed` (covering_sample)
 };
 
 // The cases a template is sanitized on: drawn like property cases against the remainders of

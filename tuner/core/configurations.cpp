@@ -145,4 +145,33 @@ std::vector<Configuration> sample_configurations(const KernelTemplate& tmpl, std
   return sample;
 }
 
+std::vector<Configuration> covering_sample(const KernelTemplate& tmpl, std::uint64_t seed) {
+  std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  std::vector<std::size_t> order(configs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 random(seed);
+  std::shuffle(order.begin(), order.end(), random);
+  std::set<std::pair<std::string, std::int64_t>> untaken;  // (parameter, value) no pick takes yet
+  for (const Configuration& config : configs) {
+    for (const auto& [name, value] : config.values) untaken.emplace(name, value);
+  }
+  const auto gain = [&](const Configuration& config) {
+    return std::count_if(config.values.begin(), config.values.end(),
+                         [&](const auto& value) { return untaken.contains(value); });
+  };
+  std::vector<std::size_t> picks;
+  while (!untaken.empty()) {
+    // The first of the shuffled order among those adding the most.
+    const std::size_t best = *std::max_element(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return gain(configs[a]) < gain(configs[b]);
+    });
+    picks.push_back(best);
+    for (const auto& value : configs[best].values) untaken.erase(value);
+  }
+  std::sort(picks.begin(), picks.end());
+  std::vector<Configuration> sample;
+  for (std::size_t i : picks) sample.push_back(configs[i]);
+  return sample;
+}
+
 }  // namespace tiletune

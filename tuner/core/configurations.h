@@ -60,4 +60,11 @@ std::vector<Configuration> sample_configurations(
     const KernelTemplate& tmpl, std::size_t count, std::uint64_t seed,
     const std::function<bool(const Configuration&)>& keep = {});
 
+// A small random sample of the template's valid configurations that together take every value of
+// every parameter at least once (each value some valid configuration takes), in the space's
+// order: the configuration that adds the most values not yet taken is chosen next, ties broken by
+// the seed, so different seeds cover the space with different configurations. For a quick check
+// that touches each choice a template offers. Throws SpaceTooLarge when the space cannot be listed.
+std::vector<Configuration> covering_sample(const KernelTemplate& tmpl, std::uint64_t seed);
+
 }  // namespace tiletune

@@ -3,7 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <set>
 #include <string>
+#include <utility>
 
 namespace tiletune {
 namespace {
@@ -49,6 +55,40 @@ TEST(SearchSpace, SampleIsSeededOrderedAndBounded) {
     ASSERT_LT(position++, all.size()) << picked.to_string() << " is out of order or not in the space";
   }
   EXPECT_EQ(strings(sample_configurations(all, all.size() + 3, 1)), strings(all));
+}
+
+// Every value of every parameter that a valid configuration takes, as (name, value) pairs.
+std::set<std::pair<std::string, std::int64_t>> values_taken(const std::vector<Configuration>& configs) {
+  std::set<std::pair<std::string, std::int64_t>> taken;
+  for (const Configuration& config : configs) taken.insert(config.values.begin(), config.values.end());
+  return taken;
+}
+
+TEST(SearchSpace, ACoveringSampleTakesEveryValueOfEveryShippedTemplate) {
+  for (const auto& file : std::filesystem::directory_iterator(kTemplates)) {
+    if (file.path().extension() != ".cu") continue;
+    const KernelTemplate tmpl = load_template(file.path());
+    SCOPED_TRACE(tmpl.name);
+    const std::vector<Configuration> all = enumerate_configurations(tmpl);
+    const std::vector<Configuration> sample = covering_sample(tmpl, 7);
+    EXPECT_EQ(values_taken(sample), values_taken(all));
+    std::map<std::string, std::size_t> taken_per_parameter;
+    for (const auto& [name, value] : values_taken(all)) ++taken_per_parameter[name];
+    std::size_t most_values = 0;
+    for (const auto& [name, count] : taken_per_parameter) most_values = std::max(most_values, count);
+    // Greedy: each pick adds a value; at most every value once, at least the widest parameter's.
+    EXPECT_GE(sample.size(), most_values);
+    EXPECT_LE(sample.size(), values_taken(all).size());
+    std::size_t position = 0;  // a subsequence of the space, in its order
+    for (const Configuration& picked : sample) {
+      while (position < all.size() && !(all[position] == picked)) ++position;
+      ASSERT_LT(position++, all.size()) << picked.to_string() << " is out of order or not in the space";
+    }
+    EXPECT_EQ(strings(covering_sample(tmpl, 7)), strings(sample)) << "same seed, same sample";
+  }
+  // Different seeds cover warp_tiled with different configurations.
+  const KernelTemplate warp_tiled = load_template(kTemplates / "warp_tiled.cu");
+  EXPECT_NE(strings(covering_sample(warp_tiled, 1)), strings(covering_sample(warp_tiled, 2)));
 }
 
 TEST(SearchSpace, NaiveCountMatchesItsDeclarations) {
