@@ -223,5 +223,19 @@ TEST_F(CacheCommand, ADamagedCpuObjectIsBuiltAgain) {
   EXPECT_EQ(fs::file_size(objects[0]), size);
 }
 
+// A CPU kernel cache that cannot be written (here: under a file) slows a fuzz down, never fails
+// it: the kernels are built in a folder of the run's own (with one warning line from the process
+// that builds them: here the configuration's child, whose output the fuzz keeps to itself).
+TEST_F(CacheCommand, AnUnwritableCpuCacheIsAWarningNotAFailure) {
+  put(dir_ / "a-file", 10, 0);
+  std::map<std::string, std::string> environment = this->environment();
+  environment["XDG_CACHE_HOME"] = (dir_ / "a-file").string();
+  const std::string naive = (fs::path(TILETUNE_SOURCE_DIR) / "kernels_src" / "naive.cu").string();
+  const TiletuneRun run = run_tiletune(
+      dir_, {"fuzz", naive, "--backend", "cpu", "--cases", "2", "--config", "BLOCK_X=16,BLOCK_Y=16"}, environment);
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.err, HasSubstr("pass naive [BLOCK_X=16,BLOCK_Y=16]: 2 cases")) << run;
+}
+
 }  // namespace
 }  // namespace tiletune

@@ -247,18 +247,31 @@ TEST_F(Cli, AnOutputThatIsTheDatabaseIsRefusedAndTheDatabaseKept) {
   EXPECT_EQ(tiletune({"list", "--db", db.string()}).exit_code, 0);
 }
 
-// A template whose requirements leave no configuration: nothing fuzzed or compiled is no pass.
-TEST_F(Cli, FuzzAndCompileOfATemplateWithAnEmptySpaceAreBadInput) {
+// A template whose requirements leave no configuration: nothing fuzzed, compiled or tuned is no
+// pass, and a tune of it makes no database.
+TEST_F(Cli, FuzzCompileAndTuneOfATemplateWithAnEmptySpaceAreBadInput) {
   const fs::path empty = dir_ / "empty.cu";
   write_file(empty, "// tiletune: require TILE > 1000\n" + read_file(kTemplates / "tiled.cu"));
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"fuzz", empty.string(), "--backend", "cpu", "--cases", "3"},
-        std::vector<std::string>{"compile", empty.string()}}) {
+        std::vector<std::string>{"compile", empty.string()},
+        std::vector<std::string>{"tune", empty.string(), "--backend", "cpu", "--shape", "64x48x80", "--db",
+                                 (dir_ / "empty.db").string()}}) {
     const Outcome run = tiletune(args);
     expect_one_line_failure(run, 2);
     EXPECT_THAT(run.err, HasSubstr(empty.string() + ": no configuration of tiled meets its requirements"))
         << run;
   }
+  EXPECT_FALSE(fs::exists(dir_ / "empty.db"));
+}
+
+// The same shape given twice is tuned once, not a database error.
+TEST_F(Cli, AShapeGivenTwiceIsTunedOnce) {
+  const Outcome run = tiletune({"tune", (kTemplates / "tiled.cu").string(), "--backend", "cpu", "--shape", "40x36x20",
+                                "--shape", "40x36x20", "--strategy", "random", "--budget", "1", "--db",
+                                (dir_ / "twice.db").string()});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, HasSubstr("settled: 1 ok")) << run;
 }
 
 // A watchdog past a week would overflow into a negative timeout: refused before anything runs.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
@@ -18,7 +19,11 @@ std::vector<KernelTemplate> load_templates(const std::vector<std::string>& paths
 
 std::vector<GemmShape> parse_shapes(const std::vector<std::string>& texts) {
   std::vector<GemmShape> shapes;
-  for (const std::string& text : texts) shapes.push_back(GemmShape::parse(text));
+  for (const std::string& text : texts) {
+    const GemmShape shape = GemmShape::parse(text);
+    // A shape given twice is tuned once (a second search of it would be recorded as the first).
+    if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end()) shapes.push_back(shape);
+  }
   return shapes;
 }
 

@@ -27,7 +27,7 @@ constexpr double kMaxWatchdogSeconds = 7 * 24 * 3600;
 // Loads every template file named; a bad one is a TemplateError (exit 2).
 std::vector<KernelTemplate> load_templates(const std::vector<std::string>& paths);
 
-// Parses every --shape; throws ShapeError.
+// Parses every --shape, each once in the order first given; throws ShapeError.
 std::vector<GemmShape> parse_shapes(const std::vector<std::string>& texts);
 
 // Reads --precision; throws UsageError naming the precisions there are.

@@ -10,6 +10,7 @@
 // Only templates at least as accurate as --precision (fp32 > tf32x3 > tf32; default fp32) answer.
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <tuple>
 
@@ -60,8 +61,9 @@ GemmProblem problem_of(const QueryOptions& options) {
   if (options.ldc) problem.ldc = *options.ldc;
   if (!problem.valid()) {
     throw UsageError(fmt::format("invalid leading dimensions for {}: {} (lda >= K, ldb >= N and "
-                                 "ldc >= N are needed)",
-                                 problem.shape.to_string(), problem.to_string()));
+                                 "ldc >= N are needed, each at most {})",
+                                 problem.shape.to_string(), problem.to_string(),
+                                 std::numeric_limits<int>::max()));
   }
   return problem;
 }

@@ -220,7 +220,10 @@ TunePlan plan_tune(const TuneOptions& options, const std::vector<KernelTemplate>
   if (!options.missed && options.kernels.empty()) {
     throw UsageError("tune needs kernel template files (KERNEL.cu ...), or --missed");
   }
-  for (const KernelTemplate& tmpl : given) check_enumerable(tmpl);
+  for (const KernelTemplate& tmpl : given) {
+    check_enumerable(tmpl);
+    check_not_empty(tmpl, enumerate_configurations(tmpl));  // nothing to tune is no tune
+  }
   TunePlan plan;
   if (!options.missed) {
     const std::vector<GemmShape> shapes = parse_shapes(options.shapes);

@@ -21,13 +21,13 @@ floors=(
   "4 tuner/profiling"
   "5 tuner/pipeline"
   "5 tuner/runtime"
-  "6 tools/cli"
-  "6 tools/labs"
-  "6 tools/bench"
-  "7 tools/report"
-  "7 tools/fuzzing"
-  "8 tools/commands"
-  "9 tools"
+  "6 tools/cli"     # the command line's helpers, which the bench programs use too
+  "7 tools/labs"
+  "7 tools/bench"
+  "8 tools/report"
+  "8 tools/fuzzing"
+  "9 tools/commands"
+  "10 tools"
 )
 
 room_of() {  # the listed folder a path lies in

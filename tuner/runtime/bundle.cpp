@@ -219,7 +219,10 @@ bool is_inside_bundle(const std::string& file) {
 std::optional<std::pair<int, int>> parse_arch(const std::string& arch) {
   if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0) return std::nullopt;
   const std::string digits = arch.substr(3);
-  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  // At most four digits (sm_1000 and below): a longer number is no architecture, and would not fit
+  // std::stoi.
+  if (digits.size() > 4 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
   return std::pair{std::stoi(digits.substr(0, digits.size() - 1)), digits.back() - '0'};

@@ -222,6 +222,7 @@ TEST(BundleCubins, ParsesArchitectures) {
   EXPECT_EQ(parse_arch("sm_120"), (std::pair{12, 0}));
   EXPECT_EQ(parse_arch("sm_90a"), std::nullopt);
   EXPECT_EQ(parse_arch("compute_90"), std::nullopt);
+  EXPECT_EQ(parse_arch("sm_99999999999999999999"), std::nullopt) << "no stoi overflow";
 }
 
 // What the generated C++ holds of a file's path is a literal whose every byte outside
@@ -469,6 +470,21 @@ TEST_F(ExportedBundle, AListedFileIsRemovedOnlyIfExportWroteIt) {
   EXPECT_EQ(read_bytes(bundle / "sources" / "mine.txt"), "the user's own\n");
   EXPECT_TRUE(fs::exists(bundle / "sources" / "kept.cu"));
   EXPECT_NO_THROW(read_bundle(bundle));
+}
+
+// A bundle written before content-addressed names (sources/<name>.cu): its files go at the first
+// export over it, as the previous manifest lists them with their content's hash.
+TEST_F(ExportedBundle, ReplacesABundleOfTheOlderLayout) {
+  const fs::path bundle = folder_ / "bundle";
+  const std::string hashed = source_file(bundle, "tiled");
+  std::string manifest = read_bytes(bundle / "manifest.json");
+  replace_once(manifest, "\"" + hashed + "\"", "\"sources/tiled.cu\"");
+  fs::rename(bundle / hashed, bundle / "sources" / "tiled.cu");
+  write_bytes(bundle / "manifest.json", manifest);
+  ASSERT_NO_THROW(read_bundle(bundle));
+  write_bundle_folder(contents_->files, bundle);
+  EXPECT_FALSE(fs::exists(bundle / "sources" / "tiled.cu"));
+  EXPECT_TRUE(fs::exists(bundle / hashed));
 }
 
 TEST_F(ExportedBundle, NeverWritesThroughALinkedFolder) {

@@ -42,7 +42,12 @@ class CacheLimit : public ::testing::Test {
     testing_support::write_aged_file(dir_ / name, bytes, age_s);
     return dir_ / name;
   }
-  std::vector<std::string> names() const { return testing_support::sorted_names(dir_); }
+  // The folder's files but the tag that marks it as a cache.
+  std::vector<std::string> names() const {
+    std::vector<std::string> found = testing_support::sorted_names(dir_);
+    std::erase(found, std::string(kCacheTagFile));
+    return found;
+  }
   fs::path dir_;
 };
 
@@ -119,6 +124,28 @@ TEST_F(CacheLimit, AWriterEvictsOncePastTheCapAndClearsStaleTemporariesFirst) {
   cap.wrote(dir_ / "3.entry", 400);
   // 1200 > 1000: evicted down to 900, oldest first.
   EXPECT_THAT(names(), UnorderedElementsAre("2.entry", "3.entry", "b.entry.tmp-" + live + "-qwerty"));
+}
+
+// A writer claims the folder it writes (a CACHEDIR.TAG) only when it holds nothing but the cache's
+// files; in any other folder it evicts and removes nothing, however far past the cap.
+TEST_F(CacheLimit, AWriterRemovesNothingFromAFolderThatIsNoCache) {
+  const std::string dead = std::to_string(dead_pid());
+  put("thesis.tex", 5000, 1000);
+  put("old.entry", 5000, 1000);
+  fs::create_directories(dir_ / ("project.tmp-" + dead + "-abc"));
+  CacheCap cap(dir_, is_entry, 100);
+  put("new.entry", 400, 0);
+  cap.wrote(dir_ / "new.entry", 400);
+  EXPECT_THAT(names(), ElementsAre("new.entry", "old.entry", "project.tmp-" + dead + "-abc", "thesis.tex"));
+  EXPECT_FALSE(is_tiletune_cache(dir_));
+
+  // An empty folder, or one of the cache's files alone, is claimed.
+  const fs::path cache = dir_ / "cache";
+  fs::create_directories(cache);
+  testing_support::write_aged_file(cache / "a.entry", 10, 0);
+  EXPECT_TRUE(claim_cache_folder(cache, is_entry));
+  EXPECT_TRUE(is_tiletune_cache(cache));
+  EXPECT_TRUE(claim_cache_folder(cache, is_entry)) << "claimed once, claimed for good";
 }
 
 TEST_F(CacheLimit, StaleTemporariesAreRemovedAndALiveWritersStay) {

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -113,6 +115,29 @@ std::string object_trailer(std::string_view object) {
   return fmt::format("{}{:020} {}\n", kObjectTrailerTag, object.size(), fnv1a_hex(object));
 }
 
+// The cache folder to build in: `wanted`, created if missing, when this process can write it;
+// else (one warning line per folder) a private folder of this process's, removed at its exit, so
+// that an unwritable cache slows a run down but never fails it. A cache never fails its user.
+fs::path writable_cache(const fs::path& wanted) {
+  static std::mutex mutex;
+  static std::map<fs::path, fs::path> chosen;
+  static std::unique_ptr<PrivateDirectory> fallback;
+  const std::lock_guard lock(mutex);
+  if (const auto known = chosen.find(wanted); known != chosen.end()) return known->second;
+  std::string why;
+  try {
+    fs::create_directories(wanted);
+    if (::access(wanted.c_str(), W_OK | X_OK) == 0) return chosen[wanted] = wanted;
+    why = std::strerror(errno);
+  } catch (const fs::filesystem_error& e) {
+    why = e.code().message();
+  }
+  if (!fallback) fallback = std::make_unique<PrivateDirectory>(fs::temp_directory_path(), "tiletune-cpu-");
+  fmt::print(stderr, "tiletune: warning: the CPU kernel cache {} cannot be written ({}); building "
+             "kernels in {} for this run instead\n", wanted.string(), why, fallback->path().string());
+  return chosen[wanted] = fallback->path();
+}
+
 std::string joined(const std::vector<std::string>& words) {
   std::string text;
   for (const std::string& word : words) text += word + '\n';
@@ -154,8 +179,7 @@ fs::path default_cpu_cache_dir() {
 KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration& config,
                                  const CpuBackendOptions& options) {
   const HostCompiler compiler(options.compiler);
-  const fs::path cache = options.cache_dir.empty() ? default_cpu_cache_dir() : options.cache_dir;
-  fs::create_directories(cache);
+  const fs::path cache = writable_cache(options.cache_dir.empty() ? default_cpu_cache_dir() : options.cache_dir);
   claim_cache_folder(cache, &cpu_cache_file);
 
   const std::string_view header = cuda_on_cpu_header_text();

@@ -91,10 +91,11 @@ void write_file(const fs::path& path, const std::string& bytes) {
 }
 
 // Files in the directory (the cache's entries and anything left beside them).
+// The folder's files but the tag that marks it as a cache (tuner/system/cache_limit.h).
 std::vector<std::string> files_in(const fs::path& dir) {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    names.push_back(entry.path().filename().string());
+    if (entry.path().filename() != kCacheTagFile) names.push_back(entry.path().filename().string());
   }
   return names;
 }
@@ -154,6 +155,7 @@ TEST_F(CubinCacheTest, ImageRoundTrip) {
   EXPECT_THAT(cache.entry_path(sample_key()).filename().string(),
               ::testing::MatchesRegex("[0-9a-f]{32}\\.entry"));
   EXPECT_EQ(files_in(cache_dir()).size(), 1u) << "no temporary file is left behind";
+  EXPECT_TRUE(is_tiletune_cache(cache_dir())) << "the folder it made is marked as a cache";
 }
 
 TEST_F(CubinCacheTest, CompileErrorRoundTrip) {
