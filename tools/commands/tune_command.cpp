@@ -332,6 +332,27 @@ std::size_t print_header(const TuneOptions& options, const TuningSettings& setti
   return devices;
 }
 
+// A whole exhaustive tune on the GPU compiles each template's configurations in the background
+// while the templates before it are fuzzed and timed (TuningSession::compile_ahead): those of
+// the templates the database has no version of, so that resuming a tune compiles nothing extra.
+void compile_ahead(TuningSession& session, const TuneOptions& options, const TuningSettings& settings,
+                   const std::vector<std::vector<TuningPlan>>& model_plans, const ResultStore& store) {
+  if (options.session.backend != "gpu" || settings.strategy != "exhaustive" || settings.budget ||
+      !settings.shard.whole()) {
+    return;
+  }
+  std::set<std::string> recorded;
+  for (const TemplateRecord& version : store.templates(false)) recorded.insert(version.source_hash);
+  for (std::size_t m = 0; m < model_plans.size(); ++m) {
+    std::vector<std::pair<KernelTemplate, std::vector<GemmShape>>> later;
+    for (std::size_t i = 1; i < model_plans[m].size(); ++i) {  // the first compiles at once anyway
+      const TuningPlan& plan = model_plans[m][i];
+      if (!recorded.contains(plan.tmpl.source_hash)) later.emplace_back(plan.tmpl, plan.shapes);
+    }
+    session.compile_ahead(m, std::move(later));
+  }
+}
+
 // Runs every model's searches, then re-measures across templates, with the progress bar; with
 // --missed, forgets the misses of each shape tuned.
 TuneOutcome run_searches(const TuneOptions& options, const TuningSettings& settings,
@@ -422,6 +443,7 @@ int run(const TuneOptions& options) {
   for (const auto& [tmpl, shapes] : plan.plans) {
     if (options.missed) fmt::print(stderr, "{}\n", describe_misses(tmpl.name, misses.at(tmpl.name)));
   }
+  compile_ahead(session, options, plan.settings, model_plans, store);
   const TuneOutcome outcome = run_searches(options, plan.settings, runs, model_plans, devices, store);
 
   TuneReport report{store, session, runs, model_plans, outcome};

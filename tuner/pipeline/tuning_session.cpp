@@ -4,15 +4,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
 
 #include "tuner/backend/gpu/cubin_cache.h"
+#include "tuner/core/configurations.h"
 #include "tuner/pipeline/backend_factory.h"
 #include "tuner/pipeline/device_list.h"
 #include "tuner/pipeline/evaluation_worker.h"
+#include "tuner/pipeline/pruning.h"
 
 namespace tiletune {
 namespace {
@@ -80,7 +83,8 @@ std::vector<std::vector<int>> group_by_model(const std::vector<int>& ordinals, c
 
 }  // namespace
 
-TuningSession::TuningSession(const SessionOptions& options, const std::vector<int>& ordinals) {
+TuningSession::TuningSession(const SessionOptions& options, const std::vector<int>& ordinals)
+    : cache_dir_(options.cache_dir) {
   std::vector<std::string> argv = {options.worker_program, "worker", "--backend", options.backend,
                                    "--parent", std::to_string(getpid())};
   if (options.backend == "cpu") {
@@ -123,6 +127,34 @@ const std::vector<TuningRun*>& TuningSession::runs(ResultStore& store, const Tun
     }
   }
   return runs_;
+}
+
+void TuningSession::compile_ahead(std::size_t model,
+                                  std::vector<std::pair<KernelTemplate, std::vector<GemmShape>>> later) {
+  if (later.empty() || (cache_dir_.empty() && default_cubin_cache_dir().empty())) return;
+  Model& m = models_.at(model);
+  const DeviceProperties device = m.devices->lane(0).device;
+  m.ahead = std::jthread([later = std::move(later), device, cache = cache_dir_](std::stop_token stop) {
+    try {
+      // Half the cores: the searches' own compiles and the fuzz workers' references need the rest
+      // (with every core the main job took 120 s on an H200, with half 106 s).
+      CompiledKernels compiled(device.arch(), std::max(1u, machine_cores() / 2), open_cache(cache));
+      for (const auto& [tmpl, shapes] : later) {
+        std::vector<Configuration> configs;
+        std::set<std::string> taken;
+        for (const GemmShape& shape : shapes) {
+          for (Configuration& config : enumerate_configurations(tmpl, &shape)) {
+            if (prune_before_compile(tmpl, config, shape, device)) continue;
+            if (taken.insert(config.to_string()).second) configs.push_back(std::move(config));
+          }
+        }
+        if (stop.stop_requested()) return;
+        compiled.prepare(tmpl, configs, {}, stop);
+      }
+    } catch (const std::exception&) {
+      // NVRTC failing, say: the search that reaches the configuration meets it and says so.
+    }
+  });
 }
 
 CompileStatistics TuningSession::compile_statistics() const {

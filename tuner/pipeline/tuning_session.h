@@ -7,6 +7,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "db/result_store.h"
@@ -57,6 +59,15 @@ class TuningSession {
   TuningRun& run(ResultStore& store, const TuningSettings& settings) { return *runs(store, settings)[0]; }
   // Each model's devices (their lanes, with what each settled and its busy time).
   const DevicePool& devices(std::size_t model) const { return *models_[model].devices; }
+  // Compiles, in the background and into the disk cache, what the model's searches of `later`
+  // (templates and their shapes, in the order they will be searched) are going to compile: the
+  // configurations their requirements and tuning limits allow at one of the shapes and that the
+  // geometry does not rule out there. So one template compiles while the templates before it are
+  // fuzzed and timed; a search that reaches a configuration first compiles it itself. For whole
+  // exhaustive searches on the GPU (the caller's choice); nothing without a disk cache. Stops when
+  // the session ends.
+  void compile_ahead(std::size_t model,
+                     std::vector<std::pair<KernelTemplate, std::vector<GemmShape>>> later);
   // What was compiled, over every model.
   CompileStatistics compile_statistics() const;
   int workers_started() const;
@@ -71,7 +82,9 @@ class TuningSession {
     std::unique_ptr<DevicePool> devices;
     std::unique_ptr<CompiledKernels> compiled;
     std::unique_ptr<TuningRun> run;
+    std::jthread ahead;  // compile_ahead's; last, so that it stops first
   };
+  std::string cache_dir_;  // the cubin cache's folder; empty: the default
   std::vector<Model> models_;
   std::vector<TuningRun*> runs_;
 };

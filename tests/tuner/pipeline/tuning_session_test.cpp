@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "db/result_store.h"
+#include "tests/support/skip_without_nvrtc.h"
 #include "tests/support/test_folder.h"
 #include "tuner/core/kernel_template.h"
 #include "tuner/pipeline/tuning_session.h"
@@ -101,6 +104,29 @@ TEST_F(TuningSessionTest, ATuneRunAgainReplaysWhatIsRecorded) {
   EXPECT_EQ(again.recorded_earlier, again.settled) << "nothing is evaluated twice";
   EXPECT_EQ(again.evaluated, 0);
   EXPECT_FALSE(again.measured_new);
+}
+
+// compile_ahead fills the disk cache with what the later searches are going to compile: every
+// configuration the requirements allow at one of the shapes, and nothing more. NVRTC only, no GPU.
+TEST_F(TuningSessionTest, CompileAheadFillsTheCubinCacheWithWhatTheSearchesWillCompile) {
+  SKIP_WITHOUT_NVRTC();
+  const KernelTemplate tiled = load_template(fs::path(TILETUNE_SOURCE_DIR) / "kernels_src" / "tiled.cu");
+  SessionOptions options = cpu_session();
+  options.cache_dir = (dir_ / "cubins").string();
+  std::size_t entries = 0;
+  {
+    TuningSession session(options, {});
+    session.compile_ahead(0, {{tiled, {GemmShape{64, 64, 64}}}});
+    // It runs in the background: wait for it (tiled's nine compile in seconds).
+    for (int wait = 0; wait < 600 && entries < 9; ++wait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      entries = 0;
+      if (fs::exists(options.cache_dir)) {
+        for (const auto& e : fs::directory_iterator(options.cache_dir)) entries += e.path().extension() == ".entry";
+      }
+    }
+  }  // the session ends: compile_ahead stops and is joined
+  EXPECT_EQ(entries, 9u) << "tiled's nine configurations, each once";
 }
 
 }  // namespace
