@@ -323,11 +323,14 @@ Bundle read_bundle(const std::filesystem::path& folder) {
   for (int attempt = 1;; ++attempt) {
     std::optional<std::vector<char>> manifest_read;
     try {
-      return read(folder.string(), [folder, &manifest_read](const std::string& relative) {
+      Bundle bundle = read(folder.string(), [folder, &manifest_read](const std::string& relative) {
         std::optional<std::vector<char>> bytes = read_bundle_file(folder, relative);
         if (relative == kBundleManifest) manifest_read = bytes;
         return bytes;
       });
+      // The bundle keeps reading cubins later: with a reader that refers to nothing of this call.
+      bundle.read_file = [folder](const std::string& relative) { return read_bundle_file(folder, relative); };
+      return bundle;
     } catch (const BundleError&) {
       if (attempt == kAttempts || !manifest_read) throw;
       std::optional<std::vector<char>> now;

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <cerrno>
 #include <chrono>
 #include <ctime>
 #include <exception>
@@ -14,8 +13,6 @@
 #include <sstream>
 #include <string_view>
 #include <thread>
-
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -204,25 +201,11 @@ void refuse_linked_folders(const BundleFiles& files, const std::filesystem::path
   }
 }
 
-// Writes beside the final path (a fresh exclusive name) and renames into place: a reader sees the
-// old file or the new one, whole.
+// Written beside the final path and renamed into place (replace_file): a reader sees the old file
+// or the new one, whole. Readable by all, as an application running as another user reads it.
 void write_file(const std::filesystem::path& path, const std::string& content) {
   std::filesystem::create_directories(path.parent_path());
-  const TemporaryBeside temporary = create_temporary_beside(path);
-  std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t wrote = ::write(temporary.fd, content.data() + done, content.size() - done);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) break;
-    done += std::size_t(wrote);
-  }
-  const bool closed = ::close(temporary.fd) == 0;
-  if (done != content.size() || !closed) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary.path, ignored);
-    throw std::runtime_error(path.string() + ": cannot write");
-  }
-  std::filesystem::rename(temporary.path, path);
+  replace_file(path, content, 0644);
 }
 
 // Removes what earlier exports wrote and neither `keep` nor its name's hash still vouches for:

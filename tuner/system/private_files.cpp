@@ -83,6 +83,23 @@ void write_new_file(const fs::path& path, std::string_view content, bool executa
   }
 }
 
+void replace_file(const fs::path& path, std::string_view content, mode_t mode) {
+  const TemporaryBeside temporary = create_temporary_beside(path);
+  try {
+    write_all(temporary.fd, content, temporary.path);
+    if (::fchmod(temporary.fd, mode) != 0) fail(errno, "cannot set the mode of " + temporary.path.string());
+  } catch (...) {
+    ::close(temporary.fd);
+    ::unlink(temporary.path.c_str());
+    throw;
+  }
+  if (::close(temporary.fd) != 0 || ::rename(temporary.path.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temporary.path.c_str());
+    fail(error, "cannot write " + path.string());
+  }
+}
+
 void copy_to_new_file(const fs::path& from, const fs::path& to) {
   const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) fail(errno, "cannot read " + from.string());

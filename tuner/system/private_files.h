@@ -50,6 +50,11 @@ class PrivateDirectory {
 void write_new_file(const std::filesystem::path& path, std::string_view content,
                     bool executable = false);
 
+// Writes `content` into a new temporary beside `path` (create_temporary_beside), gives it `mode`
+// and renames it over `path`: a reader sees the old file or the new one, whole. Throws
+// std::system_error naming the path; the temporary is removed.
+void replace_file(const std::filesystem::path& path, std::string_view content, mode_t mode = 0600);
+
 // Copies `from` into a new file `to`, created as write_new_file creates it.
 void copy_to_new_file(const std::filesystem::path& from, const std::filesystem::path& to);
 

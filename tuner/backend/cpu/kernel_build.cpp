@@ -115,7 +115,8 @@ std::string object_trailer(std::string_view object) {
   return fmt::format("{}{:020} {}\n", kObjectTrailerTag, object.size(), fnv1a_hex(object));
 }
 
-// The cache folder to build in: `wanted`, created if missing, when this process can write it;
+// The cache folder to build in: `wanted`, created if missing and claimed as a cache, when this
+// process can write it;
 // else (one warning line per folder) a private folder of this process's, removed at its exit, so
 // that an unwritable cache slows a run down but never fails it. A cache never fails its user.
 fs::path writable_cache(const fs::path& wanted) {
@@ -127,7 +128,10 @@ fs::path writable_cache(const fs::path& wanted) {
   std::string why;
   try {
     fs::create_directories(wanted);
-    if (::access(wanted.c_str(), W_OK | X_OK) == 0) return chosen[wanted] = wanted;
+    if (::access(wanted.c_str(), W_OK | X_OK) == 0) {
+      claim_cache_folder(wanted, &cpu_cache_file);  // once per folder, not per build
+      return chosen[wanted] = wanted;
+    }
     why = std::strerror(errno);
   } catch (const fs::filesystem_error& e) {
     why = e.code().message();
@@ -180,7 +184,6 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
                                  const CpuBackendOptions& options) {
   const HostCompiler compiler(options.compiler);
   const fs::path cache = writable_cache(options.cache_dir.empty() ? default_cpu_cache_dir() : options.cache_dir);
-  claim_cache_folder(cache, &cpu_cache_file);
 
   const std::string_view header = cuda_on_cpu_header_text();
   const fs::path header_path = cache / fmt::format("cuda_on_cpu-{}.h", fnv1a_hex(header));
