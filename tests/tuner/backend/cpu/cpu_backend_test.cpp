@@ -22,6 +22,7 @@
 #include "fuzz/cpu_executor.h"
 #include "fuzz/gemm_executor.h"
 #include "tuner/backend/cpu/cpu_kernel.h"
+#include "tuner/backend/cpu/host_compiler.h"
 #include "tuner/backend/cpu/sanitizer_runtime.h"
 #include "tuner/backend/entry_contract.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
@@ -480,6 +481,40 @@ TEST(CpuBackend, ADamagedCacheEntryIsBuiltAgain) {
   EXPECT_GT(fs::file_size(object), 100u);
   const CpuKernel again(naive, config, options);
   EXPECT_TRUE(again.from_cache());
+}
+
+// With GCC, cuda_on_cpu.h is precompiled once per cache folder and flag set, and later builds use
+// it; a damaged one (here truncated, which GCC cannot read) fails no build: it is removed, the
+// kernel is compiled from the header's text, and the next build makes it again.
+std::vector<fs::path> precompiled_headers(const fs::path& cache) {
+  std::vector<fs::path> found;
+  for (const fs::directory_entry& entry : fs::directory_iterator(cache)) {
+    if (entry.path().extension() == ".gch") found.push_back(entry.path());
+  }
+  return found;
+}
+
+TEST(CpuBackend, TheHeaderIsPrecompiledOnceAndADamagedOneIsMadeAgain) {
+  if (HostCompiler("").identity().find("Free Software Foundation") == std::string::npos) {
+    GTEST_SKIP() << "the host compiler is not GCC: kernels include the header's text";
+  }
+  const KernelTemplate naive = shipped("naive");
+  const ScratchCache cache("precompiled-header-test");
+  CpuBackendOptions options = test_options();
+  options.cache_dir = cache.path();
+  const CpuKernel first(naive, naive.parse_configuration("BLOCK_X=16,BLOCK_Y=16"), options);
+  const std::vector<fs::path> made = precompiled_headers(cache.path());
+  ASSERT_EQ(made.size(), 1u);
+  const CpuKernel second(naive, naive.parse_configuration("BLOCK_X=16,BLOCK_Y=8"), options);
+  EXPECT_EQ(precompiled_headers(cache.path()), made) << "one for both configurations";
+
+  fs::resize_file(made[0], 100);
+  const CpuKernel third(naive, naive.parse_configuration("BLOCK_X=8,BLOCK_Y=8"), options);
+  EXPECT_FALSE(third.from_cache());
+  EXPECT_TRUE(precompiled_headers(cache.path()).empty()) << "the damaged header was kept";
+  const CpuKernel fourth(naive, naive.parse_configuration("BLOCK_X=32,BLOCK_Y=4"), options);
+  ASSERT_EQ(precompiled_headers(cache.path()), made);
+  EXPECT_GT(fs::file_size(made[0]), 100u);
 }
 
 TEST(CpuBackend, TrapIsALaunchError) {
