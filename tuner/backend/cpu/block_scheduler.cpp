@@ -212,9 +212,12 @@ namespace {
 // Fills the kernel object's thread-local block on this OS thread (its __shared__ arrays) with 0xff.
 void poison_shared_memory(const KernelModule& kernel) {
   if (kernel.thread_local_bytes == 0) return;
-  kernel.enter(nullptr);  // touching a thread-local variable allocates the block on this thread
+  // Looking up the object's thread-local symbol allocates the block on this thread and registers
+  // it where dlinfo finds it. An access alone may not: a sanitized build's TLS descriptors can
+  // place the block in static TLS, which glibc registers on a thread's first __tls_get_addr.
   void* block = nullptr;
-  if (dlinfo(kernel.handle, RTLD_DI_TLS_DATA, &block) != 0 || block == nullptr) {
+  if (dlsym(kernel.handle, "tt_cpu_current") == nullptr ||
+      dlinfo(kernel.handle, RTLD_DI_TLS_DATA, &block) != 0 || block == nullptr) {
     throw LaunchError("cannot find the kernel's shared memory on this thread");
   }
   std::memset(block, 0xff, kernel.thread_local_bytes);

@@ -122,7 +122,7 @@ struct tt_cpu_host {
 }  // extern "C"
 
 // Bumped whenever the structures above or the exported functions below change.
-#define TT_CPU_ABI_VERSION 7
+#define TT_CPU_ABI_VERSION 8
 
 #ifndef TT_CPU_BACKEND_HOST
 
@@ -138,14 +138,14 @@ struct tt_cpu_host {
 // The running fiber's CUDA thread. Every fiber of a block runs on the same OS thread, so the
 // scheduler sets this before each resume (tt_cpu_enter). It lives in the same thread-local block
 // as the __shared__ arrays, which tiletune poisons at the start of every block: the scheduler sets
-// it again afterwards.
-static thread_local const tt_cpu_thread* tt_cpu_current;
+// it again afterwards. Exported, the object's one thread-local symbol: tiletune looks it up to
+// find that block on a thread, whatever TLS model the object was built with.
+extern "C" thread_local const tt_cpu_thread* tt_cpu_current = nullptr;
 static tt_cpu_host tt_cpu_host_functions;
 
 extern "C" unsigned int tt_cpu_abi_version(void) { return TT_CPU_ABI_VERSION; }
 extern "C" void tt_cpu_bind(const tt_cpu_host* host) { tt_cpu_host_functions = *host; }
-// A volatile store: in a kernel that never reads a built-in variable, a plain one would be dead,
-// and the thread-local block would not exist yet when tiletune poisons it.
+// A volatile store, so that the store is made even in a kernel that never reads a built-in variable.
 extern "C" void tt_cpu_enter(const tt_cpu_thread* thread) {
   *(const tt_cpu_thread* volatile*)&tt_cpu_current = thread;
 }
