@@ -519,4 +519,14 @@ inline unsigned int __brev(unsigned int a) {
 inline int __mul24(int a, int b) { return a * b; }
 inline unsigned int __umul24(unsigned int a, unsigned int b) { return a * b; }
 
+
+// ---- uninstrumented emulation ------------------------------------------------------------------
+
+// The arithmetic of tiletune's tensor-core emulation (<tiletune/tensor_core.h>, which defines it),
+// declared here so that a sanitized build does not instrument it: it reads and writes only its
+// argument and its locals, and instrumented it took most of a sanitized tensor-core case. The
+// operands' loads from shared memory, in its callers, stay checked.
+__attribute__((no_sanitize("address", "undefined"))) inline float tt_cpu_fused_dot8(
+    const double (&products)[8], float c);
+
 #endif  // TT_CPU_BACKEND_HOST
