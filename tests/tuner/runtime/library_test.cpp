@@ -529,14 +529,14 @@ TEST_F(LibraryGpuTest, ConcurrentFirstCallsShareOneBuild) {
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(correct, std::vector<int>(8, 1));
-  // One compile for the one configuration: one entry in the fresh cubin cache (beside the tag
-  // that marks the folder as a cache).
+  // One compile for the one configuration: one entry in the fresh cubin cache, the cache
+  // folder's cubins/ (beside the tag that marks that folder as a cache).
   int entries = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(folder_ / "cache")) {
     entries += e.is_regular_file() && e.path().filename() != "CACHEDIR.TAG";
   }
   EXPECT_EQ(entries, 1);
-  EXPECT_TRUE(std::filesystem::is_regular_file(folder_ / "cache" / "CACHEDIR.TAG"));
+  EXPECT_TRUE(std::filesystem::is_regular_file(folder_ / "cache" / "cubins" / "CACHEDIR.TAG"));
 }
 
 TEST_F(LibraryGpuTest, AMissedProblemTunedWithTuneMissedIsExactAfterwards) {
