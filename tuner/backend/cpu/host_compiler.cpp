@@ -57,4 +57,8 @@ const std::string& HostCompiler::identity() const {
   return found->second;
 }
 
+bool HostCompiler::is_gcc() const {
+  return identity().find("Free Software Foundation") != std::string::npos;
+}
+
 }  // namespace tiletune

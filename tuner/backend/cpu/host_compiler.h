@@ -22,6 +22,8 @@ class HostCompiler {
   // The compiler's --version text, asked once per process: part of every cache key, so that an
   // upgraded compiler builds anew.
   const std::string& identity() const;
+  // Whether it is GCC (by its --version text): GCC's precompiled headers and flags are used then.
+  bool is_gcc() const;
 
   std::string command() const;  // for messages
 

@@ -161,8 +161,12 @@ std::vector<std::string> arithmetic_flags() {
   return flags;
 }
 
-bool is_gcc(const HostCompiler& compiler) {
-  return compiler.identity().find("Free Software Foundation") != std::string::npos;
+// Writes `text` to `path` unless it is there: whole or not at all, whoever writes it at the same time.
+void write_once(const fs::path& path, std::string_view text) {
+  if (fs::exists(path)) return;
+  TemporaryFile file(path);
+  file.write(text);
+  file.publish(path);
 }
 
 // GCC's precompiled cuda_on_cpu.h for one set of flags, or nothing where the compiler is not GCC
@@ -173,16 +177,12 @@ bool is_gcc(const HostCompiler& compiler) {
 // header it includes in its own format, never meets one.
 std::optional<fs::path> precompiled_header(const HostCompiler& compiler, const fs::path& cache,
                                            std::string_view header, const std::vector<std::string>& flags) {
-  if (!is_gcc(compiler)) return std::nullopt;
+  if (!compiler.is_gcc()) return std::nullopt;
   const fs::path path = cache / fmt::format("cuda_on_cpu-{}.gcc-{}.h", fnv1a_hex(header),
                                             fnv1a_hex(compiler.identity() + '\0' + joined(flags)));
   fs::path precompiled = path;
   precompiled += ".gch";
-  if (!fs::exists(path)) {
-    TemporaryFile file(path);
-    file.write(header);
-    file.publish(path);
-  }
+  write_once(path, header);
   if (fs::exists(precompiled)) {
     touch_entry(precompiled);  // used now: the last to be evicted
     return path;
@@ -243,11 +243,7 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
 
   const std::string_view header = cuda_on_cpu_header_text();
   const fs::path header_path = cache / fmt::format("cuda_on_cpu-{}.h", fnv1a_hex(header));
-  if (!fs::exists(header_path)) {
-    TemporaryFile file(header_path);
-    file.write(header);
-    file.publish(header_path);
-  }
+  write_once(header_path, header);
 
   // -fno-strict-aliasing: CUDA code reinterprets float arrays as float4 and the like. -O1, the
   // level AddressSanitizer's authors advise for a sanitized build: a kernel is built for a few
@@ -268,7 +264,7 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
     // descriptors: the default model calls __tls_get_addr on each access, which AddressSanitizer
     // intercepts, and that took four fifths of a sanitized tiled case's time. (AArch64 uses
     // descriptors anyway; Clang before 19 does not know the flag.)
-    if (is_gcc(compiler)) flags.push_back("-mtls-dialect=gnu2");
+    if (compiler.is_gcc()) flags.push_back("-mtls-dialect=gnu2");
 #endif
   }
   const std::vector<std::string> header_flags = flags;  // what a precompiled header must match
@@ -297,17 +293,20 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
     fs::remove(object_path, ignored);  // damaged (truncated, changed): built again
   }
 
-  std::vector<std::string> common = flags;
-  common.insert(common.end(), {"-x", "c++", "-include", header_path.string()});
+  // The compiler on the unit, with the emulation header (or its precompiled form) included first.
+  const auto run_on_unit = [&](const fs::path& included_header, std::vector<std::string> arguments) {
+    std::vector<std::string> command = flags;
+    command.insert(command.end(), {"-x", "c++", "-include", included_header.string()});
+    command.insert(command.end(), arguments.begin(), arguments.end());
+    return compiler.run(command);
+  };
   const std::string what = fmt::format("{} ({})", tmpl.name, config.to_string());
   const TemporaryFile source_file(cache / fmt::format("{}-{}.cpp", tmpl.name, key));
   source_file.write(unit);
 
   const TemporaryFile preprocessed(cache / fmt::format("{}-{}.ii", tmpl.name, key));
-  std::vector<std::string> preprocess = common;
-  preprocess.insert(preprocess.end(),
-                    {"-E", "-o", preprocessed.path().string(), source_file.path().string()});
-  const HostCompiler::Result expanded = compiler.run(preprocess);
+  const HostCompiler::Result expanded =
+      run_on_unit(header_path, {"-E", "-o", preprocessed.path().string(), source_file.path().string()});
   if (expanded.exit_code != 0) {
     if (auto missing = unsupported_in_compiler_log(expanded.output)) {
       throw UnsupportedOnBackend("not supported on the CPU backend: " + *missing);
@@ -325,10 +324,7 @@ KernelObject build_kernel_object(const KernelTemplate& tmpl, const Configuration
 
   const TemporaryFile object(object_path);
   const auto compile_with = [&](const fs::path& included_header) {
-    std::vector<std::string> compile = flags;
-    compile.insert(compile.end(), {"-x", "c++", "-include", included_header.string(), "-o",
-                                   object.path().string(), source_file.path().string()});
-    return compiler.run(compile);
+    return run_on_unit(included_header, {"-o", object.path().string(), source_file.path().string()});
   };
   const std::optional<fs::path> precompiled = precompiled_header(compiler, cache, header, header_flags);
   HostCompiler::Result compiled = compile_with(precompiled.value_or(header_path));
