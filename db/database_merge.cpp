@@ -2,7 +2,6 @@
 
 #include <sqlite3.h>
 
-#include <cctype>
 #include <memory>
 #include <string_view>
 #include <system_error>
@@ -21,10 +20,11 @@ namespace fs = std::filesystem;
 // The schema versions an input may have (db/schema.sql and its migrations).
 constexpr int kOldestVersion = 1, kNewestVersion = 6;
 
-using Connection = std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)>;
+using sqlite::Connection;
 using sqlite::exec;
 using sqlite::fail;
 using sqlite::kBusyTimeoutMs;
+using sqlite::open_read_only;
 using sqlite::Statement;
 
 std::int64_t single_number(sqlite3* db, const fs::path& path, const std::string& sql, std::string_view doing) {
@@ -32,32 +32,6 @@ std::int64_t single_number(sqlite3* db, const fs::path& path, const std::string&
   query.step();
   return query.int64(0);
 }
-
-// A path as an SQLite URI's path: every byte but the unreserved ones and '/' percent-encoded.
-std::string uri_path(const fs::path& path) {
-  constexpr std::string_view kUnreserved = "-._~/";
-  std::string encoded;
-  for (const unsigned char c : fs::absolute(path).string()) {
-    if (std::isalnum(c) || kUnreserved.find(char(c)) != std::string_view::npos) {
-      encoded += char(c);
-    } else {
-      encoded += fmt::format("%{:02X}", c);
-    }
-  }
-  return encoded;
-}
-
-Connection open_read_only(const fs::path& path, bool immutable) {
-  sqlite3* raw = nullptr;
-  const std::string name =
-      fmt::format("file:{}?mode=ro{}", uri_path(path), immutable ? "&immutable=1" : "");
-  const int rc = sqlite3_open_v2(name.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
-  Connection db(raw, &sqlite3_close_v2);
-  if (rc != SQLITE_OK) fail(db.get(), path, "opening to read");
-  if (sqlite3_busy_timeout(db.get(), kBusyTimeoutMs) != SQLITE_OK) fail(db.get(), path, "opening to read");
-  return db;
-}
-
 
 // An input opened to be read as it is: `version` is set to its schema version, refused unless it
 // is one this tiletune reads. A WAL database in a folder this process cannot write (no -shm file

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -102,34 +101,8 @@ void enable_wal(sqlite3* db, const std::filesystem::path& path) {
   }
 }
 
-// A path as an SQLite URI's path: every byte but the unreserved ones and '/' percent-encoded.
-std::string uri_path(const std::filesystem::path& path) {
-  constexpr std::string_view kUnreserved = "-._~/";
-  std::string encoded;
-  for (const unsigned char c : std::filesystem::absolute(path).string()) {
-    if (std::isalnum(c) || kUnreserved.find(char(c)) != std::string_view::npos) {
-      encoded += char(c);
-    } else {
-      constexpr std::string_view kHex = "0123456789ABCDEF";
-      encoded += {'%', kHex[c >> 4], kHex[c & 15]};
-    }
-  }
-  return encoded;
-}
-
-using Connection = std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)>;
-
-Connection open_read_only(const std::filesystem::path& path, bool immutable) {
-  sqlite3* raw = nullptr;
-  const std::string name = immutable ? "file:" + uri_path(path) + "?immutable=1" : path.string();
-  const int rc = sqlite3_open_v2(name.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
-  Connection db(raw, &sqlite3_close_v2);
-  if (rc != SQLITE_OK) fail(db.get(), path, "opening to read");
-  if (sqlite3_busy_timeout(db.get(), kBusyTimeoutMs) != SQLITE_OK) {
-    fail(db.get(), path, "setting the busy timeout");
-  }
-  return db;
-}
+using sqlite::Connection;
+using sqlite::open_read_only;
 
 // Opens a database to read it, changing nothing (ResultStore::Access::read_only); `version` is
 // set to its schema version.

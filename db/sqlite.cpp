@@ -1,5 +1,7 @@
 #include "db/sqlite.h"
 
+#include <cctype>
+#include <string_view>
 #include <utility>
 
 #include "db/result_store.h"  // DatabaseError
@@ -9,6 +11,37 @@ namespace tiletune::sqlite {
 void fail(sqlite3* db, const std::filesystem::path& path, std::string_view doing) {
   throw DatabaseError(path.string() + ": " + std::string(doing) + ": " +
                       (db ? sqlite3_errmsg(db) : "out of memory"));
+}
+
+namespace {
+
+// A path as an SQLite URI's path: every byte but the unreserved ones and '/' percent-encoded.
+std::string uri_path(const std::filesystem::path& path) {
+  constexpr std::string_view kUnreserved = "-._~/";
+  constexpr std::string_view kHex = "0123456789ABCDEF";
+  std::string encoded;
+  for (const unsigned char c : std::filesystem::absolute(path).string()) {
+    if (std::isalnum(c) || kUnreserved.find(char(c)) != std::string_view::npos) {
+      encoded += char(c);
+    } else {
+      encoded += {'%', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return encoded;
+}
+
+}  // namespace
+
+Connection open_read_only(const std::filesystem::path& path, bool immutable) {
+  sqlite3* raw = nullptr;
+  const std::string name = "file:" + uri_path(path) + (immutable ? "?mode=ro&immutable=1" : "?mode=ro");
+  const int rc = sqlite3_open_v2(name.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  Connection db(raw, &sqlite3_close_v2);
+  if (rc != SQLITE_OK) fail(db.get(), path, "opening to read");
+  if (sqlite3_busy_timeout(db.get(), kBusyTimeoutMs) != SQLITE_OK) {
+    fail(db.get(), path, "setting the busy timeout");
+  }
+  return db;
 }
 
 void exec(sqlite3* db, const std::filesystem::path& path, const std::string& sql,

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,14 @@ inline constexpr int kBusyTimeoutMs = 10'000;
 
 // Throws DatabaseError: "PATH: DOING: SQLite's message".
 [[noreturn]] void fail(sqlite3* db, const std::filesystem::path& path, std::string_view doing);
+
+// A connection, closed on scope exit.
+using Connection = std::unique_ptr<sqlite3, decltype(&sqlite3_close_v2)>;
+
+// Opens `path` to read it, changing nothing, the busy timeout set. `immutable`: as a file that
+// nothing writes (no locks, no -shm file), for a WAL database in a folder this process cannot
+// write when no -wal file says that a writer is at work.
+Connection open_read_only(const std::filesystem::path& path, bool immutable);
 
 // Runs SQL that returns no rows (one statement or several).
 void exec(sqlite3* db, const std::filesystem::path& path, const std::string& sql,

@@ -15,6 +15,7 @@
 #include "fuzz/perturbed_launch.h"
 #include "fuzz/property_runner.h"
 #include "tests/support/gpu_test.h"
+#include "tests/support/source_tree.h"
 #include "tuner/backend/entry_contract.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
 #include "tuner/core/configurations.h"
@@ -26,7 +27,7 @@ using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 
 // One GpuDevice for the whole process (ctest runs each test in a process of its own).
 class GpuFuzz : public testing_support::GpuTest {

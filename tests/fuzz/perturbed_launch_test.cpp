@@ -10,6 +10,7 @@
 
 #include "fuzz/perturbed_launch.h"
 #include "tests/support/skip_without_nvrtc.h"
+#include "tests/support/source_tree.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
 #include "tuner/core/configurations.h"
 
@@ -20,7 +21,7 @@ using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 
 TEST(PerturbedLaunch, OddScheduleSeedsRunPerturbed) {
   GemmCase gemm_case;

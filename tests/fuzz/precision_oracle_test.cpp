@@ -102,7 +102,7 @@ class EmulatedGemm : public GemmExecutor {
 
 const Configuration kTile32{{{"TILE", 32}}};
 
-FuzzSettings settings(int cases, std::uint64_t seed) {
+FuzzSettings settings_of(int cases, std::uint64_t seed) {
   FuzzSettings s;
   s.cases = cases;
   s.seed = seed;
@@ -242,7 +242,7 @@ TEST(PrecisionOracle, CorrectEmulationsPassTheirOwnBoundOverManyFuzzCases) {
     for (const bool backwards : {false, true}) {
       EmulatedGemm executor(e.arithmetic, backwards);
       const FuzzReport report = fuzz_configuration(executor, kTile32, e.precision,
-                                                   settings(300, 3));
+                                                   settings_of(300, 3));
       EXPECT_EQ(report.verdict, FuzzVerdict::passed)
           << e.name << (backwards ? " backwards: " : ": ") << report.finding << " in "
           << (report.counterexample ? report.counterexample->to_string() : "");
@@ -293,7 +293,7 @@ TEST(PrecisionOracle, Tf32InputsFailTheFp32Bound) {
   }
   EmulatedGemm executor(Arithmetic::tf32);
   const FuzzReport report = fuzz_configuration(executor, kTile32, Precision::fp32,
-                                               settings(100, 1));
+                                               settings_of(100, 1));
   EXPECT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
 }
 
@@ -306,7 +306,7 @@ TEST(PrecisionOracle, Tf32x3MissingACrossTermFailsTheTf32x3Bound) {
     }
     EmulatedGemm executor(missing);
     const FuzzReport report = fuzz_configuration(executor, kTile32, Precision::tf32x3,
-                                                 settings(100, 1));
+                                                 settings_of(100, 1));
     EXPECT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
   }
 }
@@ -318,7 +318,7 @@ TEST(PrecisionOracle, TruncatedTf32InputsFailTheTf32BoundAtSmallK) {
   }
   EmulatedGemm executor(Arithmetic::tf32_truncated);
   const FuzzReport report = fuzz_configuration(executor, kTile32, Precision::tf32,
-                                               settings(100, 1));
+                                               settings_of(100, 1));
   EXPECT_EQ(report.verdict, FuzzVerdict::wrong_result) << report.finding;
 }
 

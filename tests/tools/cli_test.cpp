@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "db/result_store.h"
+#include "tests/support/source_tree.h"
 #include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/core/kernel_template.h"
 
@@ -39,7 +40,7 @@ using ::testing::StartsWith;
 namespace fs = std::filesystem;
 
 const fs::path kBinary = fs::path(TILETUNE_BINARY_DIR) / "tools" / "tiletune";
-const fs::path kTemplates = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 // Templates that are not shipped: test fixtures.
 const fs::path kFixtureTemplates = fs::path(TILETUNE_SOURCE_DIR) / "tests" / "fixtures" / "kernels";
 

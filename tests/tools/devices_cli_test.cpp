@@ -17,6 +17,7 @@
 
 #include "db/result_store.h"
 #include "tests/support/run_tiletune.h"
+#include "tests/support/source_tree.h"
 #include "tuner/backend/gpu/cuda_driver.h"
 #include "tuner/core/kernel_template.h"
 
@@ -31,7 +32,7 @@ using testing_tools::TiletuneRun;
 
 namespace fs = std::filesystem;
 
-const fs::path kTemplates = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 const fs::path kFixtureTemplates = fs::path(TILETUNE_SOURCE_DIR) / "tests" / "fixtures" / "kernels";
 const GemmShape kShape{40, 36, 20};
 

@@ -17,6 +17,7 @@
 #include "tests/support/gpu_test.h"
 #include "tests/support/result_records.h"
 #include "tests/support/run_tiletune.h"
+#include "tests/support/source_tree.h"
 #include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/core/kernel_template.h"
 
@@ -33,7 +34,7 @@ using testing_tools::TiletuneRun;
 
 namespace fs = std::filesystem;
 
-const fs::path kTemplates = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 const GemmProblem kPacked = GemmProblem::packed({40, 36, 20});
 const GemmProblem kPadded{{40, 36, 20}, 24, 40, 36};
 const GemmProblem kOddK = GemmProblem::packed({40, 36, 22});

@@ -18,6 +18,7 @@
 
 #include "db/result_store.h"
 #include "tests/support/run_tiletune.h"
+#include "tests/support/source_tree.h"
 #include "tuner/backend/gpu/gpu_device.h"
 
 namespace tiletune {
@@ -32,7 +33,7 @@ using testing_tools::TiletuneRun;
 
 namespace fs = std::filesystem;
 
-const fs::path kTemplates = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 const fs::path kTf32Naive =
     fs::path(TILETUNE_SOURCE_DIR) / "tests" / "fixtures" / "kernels" / "tf32_naive.cu";
 const std::string kGpu = "NVIDIA H200";

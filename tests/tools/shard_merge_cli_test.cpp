@@ -21,6 +21,7 @@
 #include "db/result_store.h"
 #include "tests/support/database_rows.h"
 #include "tests/support/run_tiletune.h"
+#include "tests/support/source_tree.h"
 #include "tuner/core/configurations.h"
 #include "tuner/core/kernel_template.h"
 #include "tuner/search/tune_shard.h"
@@ -38,7 +39,7 @@ namespace fs = std::filesystem;
 using testing_support::DatabaseDump;
 using testing_support::rows;
 
-const fs::path kTemplates = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 
 // Every table of a tune's file, rows read by what identifies them, without what a measurement on
 // the CPU backend makes differ from run to run: results' times, runs, TFLOP/s and the detail of an

@@ -30,7 +30,7 @@ constexpr unsigned kThreads = 256;
 constexpr int kRepeats = 64;
 
 // The counters the lab reads (tuner/profiling/counter_metrics.h).
-const std::vector<std::string> kCounters = {
+const std::vector<std::string> kSharedAccessCounters = {
     "shared_ld_wavefronts", "shared_st_wavefronts", "shared_ld_ideal_wavefronts",
     "shared_st_ideal_wavefronts", "shared_ld_excessive_wavefronts", "shared_st_excessive_wavefronts",
     "shared_ld_bank_conflicts", "shared_st_bank_conflicts"};
@@ -119,15 +119,11 @@ const SharedAccessMeasurement* row_named(const std::vector<SharedAccessMeasureme
   return nullptr;
 }
 
-std::string count(std::optional<double> value) {
-  return value ? fmt::format("{:.0f}", *value) : "-";
-}
-
 }  // namespace
 
 std::vector<std::string> shared_access_metrics() {
   std::vector<CounterMetric> counters;
-  for (const std::string& name : kCounters) counters.push_back(*find_counter_metric(name));
+  for (const std::string& name : kSharedAccessCounters) counters.push_back(*find_counter_metric(name));
   return ncu_metrics_of(counters);
 }
 
@@ -250,8 +246,8 @@ std::string format_bank_conflict_lab(const BankConflictLab& lab) {
   for (const SharedAccessMeasurement& row : lab.rows) {
     text += fmt::format("{:<9} {:<33} {:>10.1f} {:>10.1f} {:>12} {:>12} {:>12} {:>12}\n",
                         row.variant, variant_named(row.variant).layout, row.timing.median_ms * 1e3,
-                        row.timing.min_ms * 1e3, count(row.requests), count(row.wavefronts),
-                        count(row.excessive), count(row.hardware_conflicts));
+                        row.timing.min_ms * 1e3, counter_cell(row.requests), counter_cell(row.wavefronts),
+                        counter_cell(row.excessive), counter_cell(row.hardware_conflicts));
   }
   if (!lab.why_no_counters.empty()) text += "counters not measured: " + lab.why_no_counters + "\n";
   text +=

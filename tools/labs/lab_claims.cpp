@@ -34,6 +34,10 @@ std::string verdict_text(const Claim& claim) {
   return "?";
 }
 
+std::string counter_cell(std::optional<double> value) {
+  return value ? fmt::format("{:.0f}", *value) : "-";
+}
+
 std::string format_claims_table(const std::vector<Claim>& claims) {
   std::size_t statement_width = std::string("claim").size();
   std::size_t verdict_width = std::string("verdict").size();

@@ -5,6 +5,7 @@
 // make no firm claim about (sectors, DRAM bytes): "reported", judged by nobody.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ Claim reported(std::string statement, std::string measured);
 
 // "confirmed", "REFUTED", "not measured: <why>", "reported".
 std::string verdict_text(const Claim& claim);
+
+// A counter's value in a lab's table: a whole number, "-" where it was not read.
+std::string counter_cell(std::optional<double> value);
 
 // The claims as an aligned text table: claim, verdict, measured; ends with a newline.
 std::string format_claims_table(const std::vector<Claim>& claims);

@@ -29,7 +29,7 @@ const std::vector<int> kTilingSizes = {256, 512, 1024};
 namespace {
 
 // The counters the lab reads (tuner/profiling/counter_metrics.h).
-const std::vector<std::string> kCounters = {"global_ld_requests", "global_ld_sectors",
+const std::vector<std::string> kTilingCounters = {"global_ld_requests", "global_ld_sectors",
                                             "dram_read_bytes", "dram_write_bytes"};
 
 // Within this share of TILE the requests ratio counts as "TILE times fewer": the kernels' loads
@@ -92,15 +92,11 @@ const TilingMeasurement* row_of(const std::vector<TilingMeasurement>& rows,
   return nullptr;
 }
 
-std::string count(std::optional<double> value) {
-  return value ? fmt::format("{:.0f}", *value) : "-";
-}
-
 }  // namespace
 
 std::vector<std::string> tiling_metrics() {
   std::vector<CounterMetric> counters;
-  for (const std::string& name : kCounters) counters.push_back(*find_counter_metric(name));
+  for (const std::string& name : kTilingCounters) counters.push_back(*find_counter_metric(name));
   return ncu_metrics_of(counters);
 }
 
@@ -271,8 +267,8 @@ std::string format_tiling_lab(const TilingLab& lab) {
           "{:>5} {:<16} {:>11.1f} {:>9.1f} {:>8.2f} {:>8.1f} {:>12} {:>12} {:>12}\n", n, k.label,
           row.timing.median_ms * 1e3, flops / (row.timing.median_ms * 1e-3) / 1e9,
           naive ? naive->timing.median_ms / row.timing.median_ms : 0.0,
-          cpu_ms / row.timing.median_ms, count(row.load_requests), count(row.load_sectors),
-          count(row.dram_bytes));
+          cpu_ms / row.timing.median_ms, counter_cell(row.load_requests), counter_cell(row.load_sectors),
+          counter_cell(row.dram_bytes));
     }
   }
   if (!lab.why_no_counters.empty()) text += "counters not measured: " + lab.why_no_counters + "\n";

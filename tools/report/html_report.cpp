@@ -67,8 +67,6 @@ std::string winners_section(const ReportData& report) {
   return html + kTableEnd;
 }
 
-double tflops(const GemmShape& shape, double ms) { return ms > 0 ? shape.flops() / (ms * 1e-3) / 1e12 : 0; }
-
 std::string bench_section(const ReportData& report) {
   std::string html = "<h2 id=\"bench\">Winner against cuBLAS</h2>\n"
       "<p class=\"note\">From the bench rows (<code>tiletune bench</code> times the best recorded "

@@ -42,8 +42,6 @@ std::string table(const std::vector<std::string>& headers, const std::vector<std
   return md + "\n";
 }
 
-double tflops(const GemmShape& shape, double ms) { return ms > 0 ? shape.flops() / (ms * 1e-3) / 1e12 : 0; }
-
 }  // namespace
 
 std::string markdown_report(const ReportData& report, const std::string& source) {

@@ -11,13 +11,15 @@
 #include <string>
 #include <utility>
 
+#include "tests/support/source_tree.h"
+
 namespace tiletune {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 
 KernelTemplate with_declarations(const std::string& declarations) {
   return parse_template(

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "tests/support/source_tree.h"
 #include "tuner/core/configurations.h"
 
 namespace tiletune {
@@ -18,7 +19,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 
 // A valid template: each test adds lines to it or replaces some.
 constexpr const char* kEntry = "// tiletune: entry k\n";

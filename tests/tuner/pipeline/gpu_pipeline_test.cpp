@@ -16,6 +16,7 @@
 
 #include "db/result_store.h"
 #include "tests/support/gpu_test.h"
+#include "tests/support/source_tree.h"
 #include "tuner/backend/gpu/cuda_driver.h"
 #include "tuner/backend/gpu/gpu_kernel.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
@@ -32,7 +33,7 @@ using ::testing::StartsWith;
 
 namespace fs = std::filesystem;
 
-const fs::path kTemplates = fs::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 
 class GpuPipeline : public testing_support::GpuTest {
  protected:

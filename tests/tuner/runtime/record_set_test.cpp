@@ -30,8 +30,7 @@ constexpr const char* kTiledSource =
     "// tiletune: grid ceil_div(N, TILE), ceil_div(M, TILE)\n"
     "extern \"C\" __global__ void k() {}\n";
 
-const GemmShape kCube{1024, 1024, 1024};
-const GemmShape kFlat{4096, 4096, 64};
+const GemmShape kShallow{4096, 4096, 64};  // kSquare: tests/support/result_records.h
 
 GpuRecord gpu_record(const std::string& name, std::uint64_t memory_bytes, int sm_count) {
   GpuRecord gpu;
@@ -92,15 +91,15 @@ class RecordSetTest : public ::testing::Test {
     store.register_template({"tiled", "00000000000000h1", "kernels_src/tiled.cu", "// tiled h1\n"});
     store.register_template(
         {"old", "00000000000000o1", "kernels_src/old.cu", "// old declarations\n"});
-    store.record_result(h100_id, h100, result("tiled", "00000000000000h1", "TILE=8", kCube, 0.1));
+    store.record_result(h100_id, h100, result("tiled", "00000000000000h1", "TILE=8", kSquare, 0.1));
     store.register_template({"tiled", current, "kernels_src/tiled.cu", kTiledSource});
-    store.record_result(h200_id, h200, result("tiled", current, "TILE=32", kFlat, 3.0));
-    store.record_result(h100_id, h100, result("tiled", current, "TILE=16", kCube, 2.0));
-    store.record_result(h100_id, h100, result("tiled", current, "TILE=32", kCube, 1.5));
+    store.record_result(h200_id, h200, result("tiled", current, "TILE=32", kShallow, 3.0));
+    store.record_result(h100_id, h100, result("tiled", current, "TILE=16", kSquare, 2.0));
+    store.record_result(h100_id, h100, result("tiled", current, "TILE=32", kSquare, 1.5));
     store.record_result(
-        h100_id, h100, result("tiled", current, "TILE=32", kFlat, 0.5, ResultStatus::wrong_result));
-    store.record_result(h100_94_id, h100_94, result("tiled", current, "TILE=16", kCube, 1.9));
-    store.record_result(h100_id, h100, result("old", "00000000000000o1", "X=1", kCube, 4.0));
+        h100_id, h100, result("tiled", current, "TILE=32", kShallow, 0.5, ResultStatus::wrong_result));
+    store.record_result(h100_94_id, h100_94, result("tiled", current, "TILE=16", kSquare, 1.9));
+    store.record_result(h100_id, h100, result("old", "00000000000000o1", "X=1", kSquare, 4.0));
     store.record_fuzz_pass(h100_id, "tiled", current, "TILE=32", 500);
     store.record_fuzz_pass(h100_id, "tiled", current, "TILE=32", 200);  // the most is kept
     store.record_fuzz_pass(h200_id, "tiled", current, "TILE=16", 300);  // no result of it there
@@ -157,7 +156,7 @@ TEST_F(RecordSetTest, ReadsTheOkResultsOfTheCurrentVersionsWithTheirFuzzCases) {
   EXPECT_DOUBLE_EQ(fast.min_ms, 1.5 * 0.9);
   EXPECT_DOUBLE_EQ(fast.max_ms, 1.5 * 1.2);
   EXPECT_EQ(fast.runs, 20);
-  EXPECT_NEAR(fast.tflops, kCube.flops() / 1.5e-3 / 1e12, 1e-9);
+  EXPECT_NEAR(fast.tflops, kSquare.flops() / 1.5e-3 / 1e12, 1e-9);
   EXPECT_EQ(fast.registers, 40);
   EXPECT_EQ(fast.static_shared_bytes, 2048);
   EXPECT_EQ(fast.dynamic_shared_bytes, 512);

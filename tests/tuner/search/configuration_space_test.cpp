@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/support/source_tree.h"
 #include "tuner/core/configurations.h"
 
 namespace tiletune {
@@ -16,7 +17,7 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 
 // The configurations at some positions, as text, to compare with what the test expects.
 std::vector<std::string> configs_at(const std::vector<Configuration>& space,

@@ -15,13 +15,14 @@
 
 #include <fmt/format.h>
 
+#include "tests/support/source_tree.h"
 #include "tuner/core/configurations.h"
 #include "tuner/search/search_strategy.h"
 
 namespace tiletune {
 namespace {
 
-const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 
 // splitmix64's finaliser: a well-mixed key for noise and failures.
 std::uint64_t mixed(std::uint64_t key) {

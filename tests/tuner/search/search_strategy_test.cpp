@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/support/source_tree.h"
 #include "tuner/core/configurations.h"
 #include "tuner/search/configuration_space.h"
 
@@ -21,7 +22,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 
 // An outcome for every index that depends on nothing but the index: a bumpy time, and a failure
 // for one in seven (or all of them).

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "tests/support/source_tree.h"
 #include "tuner/core/configurations.h"
 #include "tuner/core/kernel_template.h"
 
@@ -26,7 +27,7 @@ namespace {
 
 using ::testing::StartsWith;
 
-const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 
 std::vector<TuneShard> all_shards(unsigned count) {
   std::vector<TuneShard> shards;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tests/support/skip_without_nvrtc.h"
+#include "tests/support/source_tree.h"
 #include "tuner/core/configurations.h"
 
 namespace tiletune {
@@ -20,7 +21,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 
 // T = 4 compiles; T = 8 names something that does not exist.
 KernelTemplate half_broken_template() {

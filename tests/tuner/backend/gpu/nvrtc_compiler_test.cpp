@@ -18,6 +18,7 @@
 #include <string>
 
 #include "tests/support/skip_without_nvrtc.h"
+#include "tests/support/source_tree.h"
 #include "tuner/core/configurations.h"
 
 namespace tiletune {
@@ -29,7 +30,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-const std::filesystem::path kTemplates = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_src";
+using testing_support::kTemplates;
 
 TEST(Nvrtc, VersionIsMajorDotMinor) {
   SKIP_WITHOUT_NVRTC();
