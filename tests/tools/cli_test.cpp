@@ -1729,6 +1729,25 @@ TEST_F(CpuTune, MutantsCountAMutantFuzzedOnTooFewCasesAsBrokenNotCaught) {
   EXPECT_THAT(run.out, HasSubstr("0 mutants caught in every configuration, 1 survived")) << run;
 }
 
+// --no-shrink (CI's mutant suites): the catch is the same, its case is the first that failed.
+TEST_F(CpuTune, MutantsNoShrinkReportsTheFirstFailingCaseOfTheSameCatch) {
+  const std::vector<std::string> mutant = {
+      "mutants", (fs::path(TILETUNE_SOURCE_DIR) / "fuzz" / "mutants" / "naive.json").string(),
+      "--backend", "cpu", "--mutant", "missing_column_mask", "--config", "BLOCK_X=16,BLOCK_Y=4",
+      "--cases", "50"};
+  const Outcome shrunk = tiletune(mutant);
+  std::vector<std::string> first_case = mutant;
+  first_case.push_back("--no-shrink");
+  const Outcome found = tiletune(first_case);
+  for (const Outcome* run : {&shrunk, &found}) {
+    EXPECT_EQ(run->exit_code, 0) << *run;
+    EXPECT_THAT(run->out, HasSubstr("1 mutants caught in every configuration, 0 survived")) << *run;
+  }
+  EXPECT_THAT(shrunk.err, HasSubstr("minimal case: ")) << shrunk;
+  EXPECT_THAT(found.err, HasSubstr("first failing case: ")) << found;
+  EXPECT_THAT(found.out, HasSubstr("smallest first counterexample")) << found;
+}
+
 TEST_F(CpuTune, ANearestShapeAnswerIsAConfigurationWhoseRequirementsAdmitTheShapeAsked) {
   const fs::path aligned = write_aligned_template(dir_);
   for (const fs::path& kernel : {aligned, kTemplates / "naive.cu"}) {

@@ -1,5 +1,5 @@
 // tiletune mutants SUITE.json... [--backend gpu|cpu] [--cases N] [--seed S] [--mutant NAME]
-//                  [--config A=1,B=2] [--case '...'] [--watchdog SECONDS]
+//                  [--config A=1,B=2] [--case '...'] [--watchdog SECONDS] [--no-shrink]
 //
 // Mutation testing of the fuzzer (fuzz/mutant_suite.h): plants each mutant's bug into its template
 // and fuzzes every configuration the bug is live in. A mutant is caught when every one of them
@@ -40,6 +40,9 @@ struct MutantsOptions {
   std::string replay_case;
   std::string backend = "gpu";
   double watchdog_seconds = 120;  // the longest one configuration's child may run
+  // A catch needs one failing case: shrinking it to a minimal one is for the reader, and on the CPU
+  // it took most of a tensor-core suite's time.
+  bool no_shrink = false;
   bool isolated_child = false;  // hidden: one mutant and configuration, the result as JSON
 };
 
@@ -58,6 +61,7 @@ FuzzSettings fuzz_settings(const MutantsOptions& options, const FuzzBackend& bac
   settings.cases = options.cases;
   settings.seed = options.seed;
   settings.limits = backend.case_limits();
+  settings.shrink = !options.no_shrink;
   return settings;
 }
 
@@ -107,6 +111,7 @@ ConfigVerdict evaluate_in_child(const MutantsOptions& options, const MutantSuite
                                    "--cases", std::to_string(options.cases),
                                    "--seed", std::to_string(options.seed), "--isolated-child"};
   if (!options.replay_case.empty()) argv.insert(argv.end(), {"--case", options.replay_case});
+  if (options.no_shrink) argv.push_back("--no-shrink");
   ChildProcessOptions child_options;
   child_options.timeout = std::chrono::milliseconds(std::int64_t(options.watchdog_seconds * 1000));
   const ChildProcessResult child = run_child_process(argv, child_options);
@@ -216,7 +221,8 @@ void run_mutant(const MutantsOptions& options, FuzzBackend& backend, const Mutan
     ++tally.caught;
     std::string text = fmt::format("caught {} in {:.1f} s: {}", label, verdict.seconds, verdict.finding);
     if (verdict.minimal) {
-      text += fmt::format("\n  minimal case: {}\n  replay: {}", verdict.minimal->problem.to_string(),
+      text += fmt::format("\n  {} case: {}\n  replay: {}", options.no_shrink ? "first failing" : "minimal",
+                          verdict.minimal->problem.to_string(),
                           replay_command(options, suite, mutant.name, config, *verdict.minimal));
       if (!tally.smallest || volume(*verdict.minimal) < volume(*tally.smallest)) {
         tally.smallest = verdict.minimal;
@@ -284,7 +290,8 @@ int run(const MutantsOptions& options) {
   int caught = 0, survived = 0, skipped = 0;
   std::size_t width = 6;
   for (const MutantTally& t : tallies) width = std::max(width, t.name.size());
-  fmt::print("{:<{}}  {:>7}  {}\n", "mutant", width, "caught", "smallest counterexample");
+  fmt::print("{:<{}}  {:>7}  {}\n", "mutant", width, "caught",
+             options.no_shrink ? "smallest first counterexample" : "smallest counterexample");
   for (const MutantTally& t : tallies) {
     if (!t.skipped.empty()) {
       ++skipped;
@@ -324,6 +331,8 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1e-3, kMaxWatchdogSeconds));
   command->add_option("--sample", options->sample, "only a random sample of this many of each mutant's configurations, drawn with --seed")->check(kPositive);
   command->add_option("--case", options->replay_case, "replay one case as a report printed it");
+  command->add_flag("--no-shrink", options->no_shrink,
+                    "report the first failing case of each configuration as found, not shrunk");
   command->add_flag("--isolated-child", options->isolated_child)->group("");  // internal
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
