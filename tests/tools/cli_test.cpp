@@ -1395,6 +1395,29 @@ TEST_F(CpuTune, FuzzSharesAndCoveringSamples) {
   }
 }
 
+// CI's plain fuzz and its sanitized samples: --except-sample N fuzzes exactly the configurations
+// that --sample N (the same seed) does not.
+TEST_F(CpuTune, AnExceptSampleFuzzesEveryConfigurationTheSampleDoesNot) {
+  const std::string tiled = (kTemplates / "tiled.cu").string();
+  std::map<std::string, int> fuzzed;  // configuration: runs that fuzzed it
+  for (const char* selection : {"--sample", "--except-sample"}) {
+    const Outcome run = tiletune({"fuzz", tiled, "--backend", "cpu", "--cases", "2", "--seed", "7",
+                                  selection, "3"});
+    ASSERT_EQ(run.exit_code, 0) << run;
+    EXPECT_THAT(run.out, StartsWith(std::string(selection) == "--sample" ? "3 configurations passed"
+                                                                        : "6 configurations passed"))
+        << run;
+    std::istringstream lines(run.err);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.starts_with("pass tiled [")) ++fuzzed[line.substr(0, line.find(']'))];
+    }
+  }
+  EXPECT_EQ(fuzzed.size(), 9u) << "tiled's nine configurations";
+  for (const auto& [config, runs] : fuzzed) EXPECT_EQ(runs, 1) << config;
+  expect_one_line_failure(tiletune({"fuzz", tiled, "--backend", "cpu", "--sample", "3",
+                                    "--except-sample", "3"}), 2);
+}
+
 // 12 parameters of 10 values: a space of 10^12 configurations. A sample is drawn without listing
 // it; what must list it is refused at once, naming the size and the limit, before any file is made.
 TEST_F(CpuTune, ASpaceTooLargeToListIsSampledOrRefusedInOneLine) {

@@ -1,4 +1,5 @@
-// tiletune fuzz KERNEL.cu... [--backend gpu|cpu] [--cases N] [--seed S] [--config A=1,B=2 ... | --sample N]
+// tiletune fuzz KERNEL.cu... [--backend gpu|cpu] [--cases N] [--seed S]
+//               [--config A=1,B=2 ... | --sample N | --cover | --except-sample N] [--shard I/N]
 //               [--case '...']... [--sanitize] [--sanitize-cases N]
 //
 // Runs the GEMM property on every configuration (or the one given), prints each failure with its
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -42,6 +44,9 @@ struct FuzzOptions {
   int sample = 0;  // a seeded random sample of this many configurations per template (0: all)
   bool cover = false;  // a seeded sample that takes every value of every parameter (covering_sample)
   std::string shard;   // "I/N": only the configurations this share owns (tune_shard.h); empty: all
+  // Every configuration but the `except_sample` that --sample would draw with this seed: those
+  // another run fuzzes (CI's sanitized fuzz), so that the two together fuzz each once.
+  int except_sample = 0;
   std::vector<std::string> replay_cases;
   bool no_shrink = false;
   std::string backend = "gpu";
@@ -90,6 +95,13 @@ std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const F
                                        : options.sample > 0 ? sample_configurations(tmpl, options.sample, options.seed)
                                                             : enumerate_configurations(tmpl);
   check_not_empty(tmpl, configs);  // nothing fuzzed is never a pass
+  if (options.except_sample > 0) {
+    std::set<std::string> elsewhere;
+    for (const Configuration& config : sample_configurations(tmpl, options.except_sample, options.seed)) {
+      elsewhere.insert(config.to_string());
+    }
+    std::erase_if(configs, [&](const Configuration& config) { return elsewhere.contains(config.to_string()); });
+  }
   if (!options.shard.empty()) {
     // As `tune --shard` shares out configurations, so that N processes fuzz each one once.
     const TuneShard shard = TuneShard::parse(options.shard);
@@ -287,6 +299,13 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
   command->add_flag("--cover", options->cover,
                     "a random sample, drawn with --seed, that takes every value of every parameter at least once")
       ->excludes(sample);
+  command->add_option("--except-sample", options->except_sample,
+                      "every configuration but the N that --sample N draws with --seed (those "
+                      "another run fuzzes)")
+      ->check(kPositive)
+      ->excludes(sample)
+      ->excludes("--cover")
+      ->excludes("--config");
   command->add_option("--shard", options->shard,
                       "I/N: only this share of the configurations (as tune --shard shares them), so "
                       "that N runs fuzz each configuration once");
