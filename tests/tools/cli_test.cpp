@@ -1395,6 +1395,29 @@ TEST_F(CpuTune, FuzzSharesAndCoveringSamples) {
   }
 }
 
+// `tiletune compile` fills the cubin cache a tune reads: a second compile takes its outcome from
+// there, and --no-cache compiles again.
+TEST_F(CpuTune, CompileStoresInTheCubinCacheThatASecondCompileReads) {
+  setenv("TILETUNE_CACHE_DIR", (dir_ / "cubins").c_str(), 1);  // empty: the first compile is real
+  const std::vector<std::string> compile = {"compile", (kTemplates / "tiled.cu").string(), "--arch",
+                                            "sm_90", "--config", "TILE=16,PAD=1,SWIZZLE=0"};
+  const Outcome first = tiletune(compile);
+  if (first.exit_code == 3) GTEST_SKIP() << "no NVRTC here: " << first.err;
+  ASSERT_EQ(first.exit_code, 0) << first;
+  EXPECT_THAT(first.out, Not(HasSubstr("cached"))) << first;
+  const Outcome second = tiletune(compile);
+  ASSERT_EQ(second.exit_code, 0) << second;
+  EXPECT_THAT(second.out, HasSubstr(" cached\n1 configurations compiled for sm_90, 0 failed")) << second;
+  std::vector<std::string> fresh = compile;
+  fresh.push_back("--no-cache");
+  const Outcome again = tiletune(fresh);
+  ASSERT_EQ(again.exit_code, 0) << again;
+  EXPECT_THAT(again.out, Not(HasSubstr("cached"))) << again;
+  // What the report of each says is the same compile's.
+  const auto row = [](const std::string& out) { return out.substr(out.find("tiled "), 70); };
+  EXPECT_EQ(row(second.out), row(first.out));
+}
+
 // CI's plain fuzz and its sanitized samples: --except-sample N fuzzes exactly the configurations
 // that --sample N (the same seed) does not.
 TEST_F(CpuTune, AnExceptSampleFuzzesEveryConfigurationTheSampleDoesNot) {

@@ -1,20 +1,20 @@
-// tiletune compile KERNEL.cu... [--arch sm_90] [--config C | --cover [--seed S]] [--cubin-dir DIR]:
+// tiletune compile KERNEL.cu... [--arch sm_90] [--config C | --cover [--seed S]] [--cubin-dir DIR]
+//                  [--no-cache]:
 // every configuration (or one, or a sample taking every parameter value) through NVRTC on all
 // cores, no GPU needed; prints ptxas's registers, shared memory and spills, and exits 1 if any
-// configuration fails. --cubin-dir keeps the cubins, for cuobjdump -sass.
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <exception>
+// configuration fails. --cubin-dir keeps the cubins, for cuobjdump -sass. The outcomes go into
+// (and come from) the user's cubin cache, which a tune reads: a later tune for that architecture
+// with this NVRTC compiles none of them again.
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
+#include "tuner/backend/gpu/compiled_kernels.h"
 #include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
 #include "tuner/core/configurations.h"
@@ -29,6 +29,7 @@ struct CompileOptions {
   bool cover = false;     // a covering sample drawn with `seed` (covering_sample)
   std::uint64_t seed = 0;
   std::string cubin_dir;  // where to write each configuration's cubin
+  bool no_cache = false;  // compile even what the cubin cache holds, and store nothing there
   bool verbose = false;
 };
 
@@ -52,36 +53,14 @@ void write_cubin(const std::filesystem::path& dir, const KernelTemplate& tmpl,
   if (!file) throw std::runtime_error(fmt::format("cannot write {}", (dir / name).string()));
 }
 
-struct CompileResult {
-  std::optional<CompiledKernelImage> image;
-  std::string log;  // NVRTC's, when it did not compile
-  double milliseconds = 0;
-  std::exception_ptr failure;  // NVRTC itself failed (NvrtcError): rethrown on the main thread
-};
-
-// One configuration's compile and how long it took.
-CompileResult compile_timed(const KernelTemplate& tmpl, const Configuration& config,
-                            const std::string& arch) {
-  CompileResult result;
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    result.image = compile_configuration(tmpl, config, arch);
-  } catch (const CompileError& e) {
-    result.log = e.log();
-  } catch (...) {
-    result.failure = std::current_exception();
-  }
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  result.milliseconds = std::chrono::duration<double, std::milli>(elapsed).count();
-  return result;
-}
-
 int run(const CompileOptions& options) {
   const std::vector<KernelTemplate> templates = load_templates(options.kernels);
   if (options.config.empty()) {
     for (const KernelTemplate& tmpl : templates) check_enumerable(tmpl);  // before any output
   }
   const std::string arch = options.arch.empty() ? default_arch() : options.arch;
+  // The cubin cache a tune reads: what is compiled here a later tune (a GPU host's, say) takes.
+  CompiledKernels compiled_kernels(arch, 0, options.no_cache ? std::nullopt : default_cubin_cache());
   fmt::print("NVRTC {} for {}\n{:<12} {:<40} {:>5} {:>10} {:>7} {:>8}\n", nvrtc_version(), arch,
              "template", "configuration", "regs", "smem B", "spill B", "ms");
   int failures = 0, compiled = 0;
@@ -93,34 +72,27 @@ int run(const CompileOptions& options) {
     } else {
       configs.push_back(tmpl.parse_configuration(options.config));
     }
-    // Compiled on all cores; reported in the space's order.
-    std::vector<CompileResult> results(configs.size());
-    std::atomic<std::size_t> next{0};
-    {
-      std::vector<std::jthread> threads;
-      const std::size_t count =
-          std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), configs.size());
-      for (std::size_t t = 0; t < count; ++t) {
-        threads.emplace_back([&] {
-          for (std::size_t i = next++; i < configs.size(); i = next++) {
-            results[i] = compile_timed(tmpl, configs[i], arch);
-          }
-        });
-      }
-    }
+    // Compiled on all cores, or taken from the cache; reported in the space's order.
+    std::vector<CompileOutcome> outcomes(configs.size());
+    std::mutex told;
+    compiled_kernels.prepare(tmpl, configs, [&](std::size_t i, const CompileOutcome& outcome) {
+      std::lock_guard lock(told);
+      outcomes[i] = outcome;
+    });
     for (std::size_t i = 0; i < configs.size(); ++i) {
       const Configuration& config = configs[i];
-      const CompileResult& result = results[i];
-      if (result.failure) std::rethrow_exception(result.failure);
-      if (!result.image) {
+      const CompileOutcome& outcome = outcomes[i];
+      if (!outcome.image) {
         ++failures;
-        fmt::print("{:<12} {:<40} compile error\n{}\n", tmpl.name, config.to_string(), result.log);
+        fmt::print("{:<12} {:<40} compile error\n{}\n", tmpl.name, config.to_string(), outcome.log);
         continue;
       }
-      const CompiledKernelImage& image = *result.image;
-      fmt::print("{:<12} {:<40} {:>5} {:>10} {:>7} {:>8.1f}\n", tmpl.name, config.to_string(),
+      const CompiledKernelImage& image = *outcome.image;
+      const std::string took =
+          outcome.compile_seconds > 0 ? fmt::format("{:.1f}", outcome.compile_seconds * 1e3) : "cached";
+      fmt::print("{:<12} {:<40} {:>5} {:>10} {:>7} {:>8}\n", tmpl.name, config.to_string(),
                  image.report.registers, image.report.static_shared_bytes, image.report.spill_bytes(),
-                 result.milliseconds);
+                 took);
       if (options.verbose) fmt::print("{}\n", image.log);
       if (!options.cubin_dir.empty()) write_cubin(options.cubin_dir, tmpl, config, image);
       ++compiled;
@@ -144,6 +116,8 @@ void add_compile_command(CLI::App& app, int& exit_code) {
       ->excludes(config);
   command->add_option("--seed", options->seed, "the seed of --cover's sample")->capture_default_str();
   command->add_option("--cubin-dir", options->cubin_dir, "write each configuration's cubin into this folder");
+  command->add_flag("--no-cache", options->no_cache,
+                    "compile even what the cubin cache holds (to time NVRTC), and store nothing there");
   command->add_flag("-v,--verbose", options->verbose, "print NVRTC's whole log");
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }

@@ -27,12 +27,14 @@ std::string CompiledKernels::memory_key(const KernelTemplate& tmpl, const Config
 CompileOutcome CompiledKernels::compile(const KernelTemplate& tmpl,
                                         const Configuration& config) const {
   CompileOutcome outcome;
+  const auto start = std::chrono::steady_clock::now();
   try {
     outcome.image = compile_configuration(tmpl, config, arch_);
   } catch (const CompileError& e) {
     outcome.error = e.what();
     outcome.log = e.log();
   }
+  outcome.compile_seconds = seconds_since(start);
   return outcome;
 }
 

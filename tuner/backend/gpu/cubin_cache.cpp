@@ -316,4 +316,10 @@ void CubinCache::stop(const std::string& reason) {
   fmt::print(stderr, "tiletune: warning: not caching compiled kernels: {}\n", reason);
 }
 
+std::optional<CubinCache> default_cubin_cache() {
+  const std::filesystem::path dir = default_cubin_cache_dir();
+  if (dir.empty()) return std::nullopt;
+  return CubinCache(dir);
+}
+
 }  // namespace tiletune

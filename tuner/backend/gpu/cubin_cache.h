@@ -35,6 +35,7 @@ namespace tiletune {
 struct CompileOutcome {
   std::optional<CompiledKernelImage> image;
   std::string error, log;  // when it did not compile: CompileError's message and NVRTC's log
+  double compile_seconds = 0;  // NVRTC's time for it in this process; 0 when a cache served it
 };
 
 // Everything a compile's outcome depends on.
@@ -98,5 +99,9 @@ class CubinCache {
   std::shared_ptr<std::atomic<bool>> stopped_;
   std::shared_ptr<CacheCap> cap_;
 };
+
+// The cache at default_cubin_cache_dir(): the one tunes and `tiletune compile` share. None where
+// that is empty (no HOME).
+std::optional<CubinCache> default_cubin_cache();
 
 }  // namespace tiletune
