@@ -1213,6 +1213,15 @@ TEST_F(CpuTune, TheBestOfEachTemplateOfAPrecisionAreReMeasuredTogether) {
                                    "in 5 rounds"))
       << first;
   EXPECT_THAT(first.out, ::testing::Not(HasSubstr(" tf32    "))) << "tf32 has one template\n" << first;
+  // The fp32 searches leave their re-measurement to the one across templates, which repeats it
+  // with more beside them; tf32_naive, alone in its precision, re-measures its own.
+  const auto count = [&](const std::string& text) {
+    int n = 0;
+    for (std::size_t at = first.out.find(text); at != std::string::npos; at = first.out.find(text, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("its best re-measured with the other templates' (below)"), 2) << first;
+  EXPECT_EQ(count("re-measured together in 5 rounds"), 2) << "tf32_naive's and the one across\n" << first;
   const GemmShape shape{40, 36, 20};
   const auto remeasured_together = [&](const std::string& name) {
     int count = 0;

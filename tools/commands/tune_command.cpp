@@ -51,12 +51,11 @@ struct TuneOptions {
   SessionOptions session;
 };
 
-// The plans' searches grouped by shape and precision, in the order of their first search; the
-// plans' summaries start at summaries[first], in the plans' order.
-std::vector<AcrossTemplates> across_templates(const std::vector<TuningPlan>& plans,
-                                              const std::vector<TuningSummary>& summaries,
-                                              std::size_t first) {
+// The plans' searches grouped by shape and precision, in the order of their first search: those of
+// two templates or more, which are re-measured together once all are searched.
+std::vector<AcrossTemplates> across_templates(const std::vector<TuningPlan>& plans) {
   std::vector<AcrossTemplates> groups;
+  std::size_t search = 0;
   for (const TuningPlan& plan : plans) {
     for (const GemmShape& shape : plan.shapes) {
       auto group = std::find_if(groups.begin(), groups.end(), [&](const AcrossTemplates& g) {
@@ -69,7 +68,7 @@ std::vector<AcrossTemplates> across_templates(const std::vector<TuningPlan>& pla
         group = groups.insert(groups.end(), std::move(fresh));
       }
       group->templates.push_back(&plan.tmpl);
-      group->measured_new = group->measured_new || summaries.at(first++).measured_new;
+      group->searches.push_back(search++);
     }
   }
   std::erase_if(groups, [](const AcrossTemplates& g) { return g.templates.size() < 2; });
@@ -369,6 +368,8 @@ TuneOutcome run_searches(const TuneOptions& options, const TuningSettings& setti
   for (std::size_t m = 0; m < runs.size(); ++m) {  // each model tunes its templates at every shape
     TuningRun* const run = runs[m];
     const std::size_t first_summary = outcome.summaries.size();  // this model's, in its plans' order
+    std::vector<AcrossTemplates> across_groups = across_templates(model_plans[m]);
+    for (const AcrossTemplates& across : across_groups) run->confirm_across_later(across.precision, across.shape);
     for (const auto& [tmpl, shapes] : model_plans[m]) {
       const auto on_event = [&](const TuningEvent& event) {
         if (event.stage == "tuned" && options.missed) {
@@ -403,7 +404,10 @@ TuneOutcome run_searches(const TuneOptions& options, const TuningSettings& setti
     // Every template searched: at each shape, the best of each template of one precision are
     // re-measured together, so that the fastest of the precision is chosen among times taken
     // together and not minutes apart.
-    for (AcrossTemplates& across : across_templates(model_plans[m], outcome.summaries, first_summary)) {
+    for (AcrossTemplates& across : across_groups) {
+      for (const std::size_t search : across.searches) {
+        across.measured_new = across.measured_new || outcome.summaries.at(first_summary + search).measured_new;
+      }
       bar.update(outcome.settled, fmt::format("{} {}: re-measuring the best of {} templates together",
                                               across.shape.to_string(), to_string(across.precision),
                                               across.templates.size()), false);

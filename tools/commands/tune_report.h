@@ -26,6 +26,7 @@ struct AcrossTemplates {
   GemmShape shape;
   Precision precision = Precision::fp32;
   std::vector<const KernelTemplate*> templates;
+  std::vector<std::size_t> searches;  // theirs at the shape: positions in the model's summaries
   bool measured_new = false;  // any of their searches at the shape timed something
   std::string note;           // how the re-measurement went
 };

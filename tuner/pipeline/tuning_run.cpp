@@ -160,6 +160,11 @@ bool is_pruned(ResultStatus status) {
   return status == ResultStatus::device_limit || status == ResultStatus::pruned;
 }
 
+// confirm_across_later's key of a shape and precision.
+std::string across_key(Precision precision, const GemmShape& shape) {
+  return fmt::format("{} {}", to_string(precision), shape.to_string());
+}
+
 }  // namespace
 
 GpuRecord make_gpu_record(const DeviceProperties& device) {
@@ -460,8 +465,16 @@ RemeasureRequest TuningRun::remeasure_request(const GemmShape& shape) const {
   return request;
 }
 
+void TuningRun::confirm_across_later(Precision precision, const GemmShape& shape) {
+  confirmed_across_.insert(across_key(precision, shape));
+}
+
 bool TuningRun::confirm(Search& search) {
   if (settings_.confirm_top < 2 || settings_.confirm_rounds < 1) return false;
+  if (confirmed_across_.contains(across_key(search.tmpl.precision, search.shape))) {
+    search.summary.confirm_note = "its best re-measured with the other templates' (below)";
+    return false;
+  }
   std::vector<ResultRecord> top;
   int ok = 0, confirmed = 0;  // results of this version and shape: ok, and of those re-measured
   for (const ResultRecord& r : store_.ranking(gpu_.name, search.shape, search.tmpl.name)) {
@@ -546,7 +559,9 @@ std::string TuningRun::confirm_across(const std::vector<const KernelTemplate*>& 
     }
     completed_earlier = completed_earlier && remeasured >= std::min(ok, settings_.confirm_top);
   }
-  if (request.templates.size() < 2) return "";
+  const bool alone_deferred = request.templates.size() == 1 && top.size() >= 2 &&
+                              confirmed_across_.contains(across_key(templates.front()->precision, shape));
+  if (request.templates.size() < 2 && !alone_deferred) return "";
   if (!measured_new && completed_earlier) return "";
   std::optional<std::vector<Timing>> timings;
   std::string why_not;

@@ -147,11 +147,17 @@ class TuningRun {
   std::vector<TuningSummary> tune(const KernelTemplate& tmpl, const std::vector<GemmShape>& shapes,
                                   const std::function<void(const TuningEvent&)>& on_event);
 
+  // The tune will re-measure the best of the templates of `precision` at `shape` together
+  // (confirm_across): their searches there skip their own re-measurement, which that one repeats
+  // with more configurations beside them.
+  void confirm_across_later(Precision precision, const GemmShape& shape);
+
   // After every template of one precision has been searched at `shape` (by tune()): the best
   // confirm_top of each, re-measured together in confirm_rounds interleaved rounds on one device,
   // and recorded, so that the fastest of the precision at the shape is chosen among times taken
-  // together. Nothing to do (""), unless two templates or more have an ok result and any search
-  // measured something new (`measured_new`) or an earlier re-measurement did not finish.
+  // together. Nothing to do (""), unless two templates or more have an ok result (or one, whose
+  // search left its re-measurement to this: confirm_across_later) and any search measured
+  // something new (`measured_new`) or an earlier re-measurement did not finish.
   // Returns how it went, for the summary.
   std::string confirm_across(const std::vector<const KernelTemplate*>& templates, const GemmShape& shape,
                              bool measured_new);
@@ -204,6 +210,9 @@ class TuningRun {
   std::set<std::string> fuzz_passed_;
   std::map<std::string, ResultRecord> fuzz_failed_;
   std::set<std::string> remembered_;  // template versions whose earlier fuzz verdicts are read
+  // "PRECISION MxNxK" of confirm_across_later: shapes whose searches leave their re-measurement
+  // to confirm_across.
+  std::set<std::string> confirmed_across_;
 };
 
 // The device as the database keys it, with the NVRTC found.

@@ -68,7 +68,12 @@ GpuMatch to_gpu_match(runtime::GpuStep step) {
   return GpuMatch::none;
 }
 
-// What a problem runs: its plan, geometry and loaded kernel, prepared once per context.
+}  // namespace
+
+namespace detail {
+
+// What a problem runs: its plan, geometry and loaded kernel, prepared once per context. (In
+// detail, not the unnamed namespace: GemmState, which keeps them, has external linkage.)
 struct Prepared {
   Plan plan;
   GemmProblem problem;
@@ -76,10 +81,6 @@ struct Prepared {
   std::shared_ptr<const GpuKernel> gpu;
   std::shared_ptr<const CpuKernel> cpu;
 };
-
-}  // namespace
-
-namespace detail {
 
 class LibraryState {
  public:
@@ -291,14 +292,14 @@ void Gemm::run(const Problem& problem, const float* A, const float* B, float* C,
     }
     detail::LibraryState& library = state_->library();
     if (library.options.backend == Backend::cpu) {
-      const std::shared_ptr<const Prepared> prepared = state_->prepared(nullptr, problem);
+      const std::shared_ptr<const detail::Prepared> prepared = state_->prepared(nullptr, problem);
       const GemmProblem& p = prepared->problem;
       prepared->cpu->launch(prepared->geometry, A, B, C, int(p.shape.m), int(p.shape.n),
                             int(p.shape.k), int(p.lda), int(p.ldb), int(p.ldc), 0);
       return;
     }
     const CUcontext context = library.gpu().current_context();
-    const std::shared_ptr<const Prepared> prepared = state_->prepared(context, problem);
+    const std::shared_ptr<const detail::Prepared> prepared = state_->prepared(context, problem);
     prepared->gpu->launch(prepared->geometry, CUdeviceptr(A), CUdeviceptr(B), CUdeviceptr(C),
                           prepared->problem, static_cast<CUstream>(stream));
   });

@@ -211,7 +211,9 @@ TEST(SearchSpace, SamplingASpaceTooLargeToListDrawsValidConfigurations) {
   ASSERT_EQ(sample.size(), 20u);
   for (std::size_t i = 0; i < sample.size(); ++i) {
     EXPECT_TRUE(big.satisfies_requirements(sample[i])) << sample[i].to_string();
-    if (i > 0) EXPECT_LT(sample[i - 1].values, sample[i].values) << "distinct, in the space's order";
+    if (i > 0) {
+      EXPECT_LT(sample[i - 1].values, sample[i].values) << "distinct, in the space's order";
+    }
   }
   EXPECT_EQ(strings(sample_configurations(big, 20, 7)), strings(sample)) << "same seed, same sample";
   EXPECT_NE(strings(sample_configurations(big, 20, 8)), strings(sample));

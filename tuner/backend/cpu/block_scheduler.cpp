@@ -207,6 +207,22 @@ CopyLanding copy_landing(std::uint64_t seed, std::uint64_t block) {
   }
 }
 
+BlockOrder block_order(std::uint64_t seed, std::uint64_t count) {
+  if (count < 2) return {};
+  std::uint64_t state = seed ^ 0x626c6f636b6f7264ull;
+  switch (splitmix64_next(state) % 3) {
+    case 0:
+      return {count, 1, 0};
+    case 1:
+      return {count, count - 1, count - 1};  // (n - 1) i + n - 1 = n - 1 - i (mod n)
+    default: {
+      std::uint64_t stride = 1 + splitmix64_next(state) % (count - 1);
+      while (std::gcd(stride, count) != 1) stride = stride + 1 == count ? 1 : stride + 1;
+      return {count, stride, splitmix64_next(state) % count};
+    }
+  }
+}
+
 namespace {
 
 // Fills the kernel object's thread-local block on this OS thread (its __shared__ arrays) with 0xff.

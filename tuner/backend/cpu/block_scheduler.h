@@ -105,6 +105,19 @@ enum class CopyLanding { at_wait, at_copy, mixed };
 // at_copy and mixed a quarter each.
 CopyLanding copy_landing(std::uint64_t seed, std::uint64_t block);
 
+// The order in which a launch's blocks start under schedule seed `seed`: position i of `count`
+// starts block (i * stride + offset) mod count. A GPU promises no order, and a kernel whose result
+// depends on which of two blocks runs first (a stream-K share stored where it must be added) must
+// fail under some seeds rather than pass by the index order: a third of the seeds keep the index
+// order, a third run from the last block, a third stride through the blocks from a drawn start.
+struct BlockOrder {
+  std::uint64_t count = 1, stride = 1, offset = 0;
+  std::uint64_t operator()(std::uint64_t position) const {
+    return std::uint64_t((unsigned __int128)position * stride % count + offset) % count;
+  }
+};
+BlockOrder block_order(std::uint64_t seed, std::uint64_t count);
+
 // tiletune's side of the kernel interface, handed to every kernel object when it is loaded.
 const tt_cpu_host& cpu_host_functions();
 

@@ -278,8 +278,10 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
                            schedule_seed, sanitizer_report_count()};
   const std::uint64_t blocks =
       std::uint64_t(geometry.grid[0]) * geometry.grid[1] * geometry.grid[2];
-  pool_->run(blocks,
-             [&launch](BlockRunner& runner, std::uint64_t block) { runner.run(launch, block); });
+  const BlockOrder order = block_order(schedule_seed, blocks);
+  pool_->run(blocks, [&launch, order](BlockRunner& runner, std::uint64_t position) {
+    runner.run(launch, order(position));
+  });
 }
 
 }  // namespace tiletune

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -21,6 +22,7 @@
 
 #include "fuzz/cpu_executor.h"
 #include "fuzz/gemm_executor.h"
+#include "tuner/backend/cpu/block_scheduler.h"
 #include "tuner/backend/cpu/cpu_kernel.h"
 #include "tuner/backend/cpu/host_compiler.h"
 #include "tuner/backend/cpu/sanitizer_runtime.h"
@@ -515,6 +517,28 @@ TEST(CpuBackend, TheHeaderIsPrecompiledOnceAndADamagedOneIsMadeAgain) {
   const CpuKernel fourth(naive, naive.parse_configuration("BLOCK_X=32,BLOCK_Y=4"), options);
   ASSERT_EQ(precompiled_headers(cache.path()), made);
   EXPECT_GT(fs::file_size(made[0]), 100u);
+}
+
+// Blocks start in an order drawn from the schedule seed: always a permutation of the launch's
+// blocks, and over seeds by index, from the last and strided, so that a result that depends on
+// which block runs first fails under some seeds.
+TEST(CpuBackend, BlocksStartInAnOrderDrawnFromTheScheduleSeed) {
+  std::set<std::string> kinds;
+  for (std::uint64_t count : {1u, 2u, 3u, 7u, 12u, 64u, 97u}) {
+    for (std::uint64_t seed = 0; seed < 40; ++seed) {
+      const BlockOrder order = block_order(seed, count);
+      std::vector<std::uint64_t> started;
+      for (std::uint64_t i = 0; i < count; ++i) started.push_back(order(i));
+      std::vector<std::uint64_t> sorted = started;
+      std::sort(sorted.begin(), sorted.end());
+      for (std::uint64_t i = 0; i < count; ++i) ASSERT_EQ(sorted[i], i) << "seed " << seed << " of " << count;
+      if (count < 3) continue;
+      kinds.insert(started[0] == 0 && started[1] == 1           ? "by index"
+                   : started[0] == count - 1 && started[1] == count - 2 ? "from the last"
+                                                                       : "strided");
+    }
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"by index", "from the last", "strided"}));
 }
 
 TEST(CpuBackend, TrapIsALaunchError) {
