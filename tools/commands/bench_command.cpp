@@ -149,8 +149,8 @@ int run(const BenchOptions& options) {
     const ResultError their_error = verifier.error(their_launch);
     const Timing ours = time_launches(our_launch, nullptr, timing);
     const Timing theirs = time_launches(their_launch, nullptr, timing);
-    const double our_tflops = shape.flops() / (ours.median_ms * 1e-3) / 1e12;
-    const double cublas_tflops = shape.flops() / (theirs.median_ms * 1e-3) / 1e12;
+    const double our_tflops = shape.tflops(ours.median_ms);
+    const double cublas_tflops = shape.tflops(theirs.median_ms);
     const double ratio = our_tflops / cublas_tflops;
     store.record_bench(gpu_id, BenchRecord{gpu.name, best->template_name, best->template_hash, best->config,
                                            shape, ours.median_ms, theirs.median_ms, ""});

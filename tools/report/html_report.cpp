@@ -86,12 +86,12 @@ std::string bench_section(const ReportData& report) {
     Axis x = Axis::categorical("shape (MxNxK)"), y = Axis::linear("TFLOP/s", 0, 0);
     for (const BenchRow* row : rows) {
       x.categories.push_back(row->shape.to_string());
-      y.max = std::max({y.max, tflops(row->shape, row->ours_ms), tflops(row->shape, row->cublas_ms)});
+      y.max = std::max({y.max, row->shape.tflops(row->ours_ms), row->shape.tflops(row->cublas_ms)});
     }
     SvgPlot plot("bench", gpu + ": our winner and cuBLAS in its precision", x, y);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const BenchRow& row = *rows[i];
-      const double ours = tflops(row.shape, row.ours_ms), theirs = tflops(row.shape, row.cublas_ms);
+      const double ours = row.shape.tflops(row.ours_ms), theirs = row.shape.tflops(row.cublas_ms);
       plot.add_point(double(i), ours, "ours", fmt::format("{} {} [{}] {}: {} TFLOP/s", row.shape.to_string(),
                                                           row.template_name, row.config,
                                                           to_string(row.precision), format_number(ours)));
@@ -143,7 +143,7 @@ std::string roofline_section(const ReportData& report) {
     }
     Axis x = Axis::logarithmic("FLOP / DRAM byte", 1e300, 0), y = Axis::logarithmic("TFLOP/s", 1e300, 0);
     for (const Winner* w : winners) {
-      const double intensity = w->result.shape.flops() / w->bytes, achieved = tflops(w->result.shape, w->result.median_ms);
+      const double intensity = w->result.shape.flops() / w->bytes, achieved = w->result.shape.tflops(w->result.median_ms);
       x.min = std::min(x.min, intensity); x.max = std::max(x.max, intensity);
       y.min = std::min(y.min, achieved);  y.max = std::max(y.max, achieved);
     }
@@ -166,7 +166,7 @@ std::string roofline_section(const ReportData& report) {
       plot.add_legend("roof", "roof: FP32 peak (no DRAM bandwidth known)");
     }
     for (const Winner* w : winners) {
-      const double intensity = w->result.shape.flops() / w->bytes, achieved = tflops(w->result.shape, w->result.median_ms);
+      const double intensity = w->result.shape.flops() / w->bytes, achieved = w->result.shape.tflops(w->result.median_ms);
       plot.add_point(intensity, achieved, w->bytes_measured ? "measured" : "compulsory",
                      fmt::format("{} {} [{}]: {} FLOP/byte ({} bytes), {} TFLOP/s", w->result.shape.to_string(),
                                  w->result.template_name, w->result.config, format_number(intensity),

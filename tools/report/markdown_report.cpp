@@ -97,7 +97,7 @@ std::string markdown_report(const ReportData& report, const std::string& source)
       if (w.gpu.name != roofs.gpu.name || w.precision != Precision::fp32) continue;  // FP32 roof
       rows.push_back({w.result.shape.to_string(), w.result.template_name, format_number(w.bytes),
                       w.bytes_measured ? "measured" : "compulsory", format_number(w.result.shape.flops() / w.bytes),
-                      format_number(tflops(w.result.shape, w.result.median_ms))});
+                      format_number(w.result.shape.tflops(w.result.median_ms))});
     }
     if (!rows.empty()) md += table({"shape", "template", "bytes", "bytes are", "FLOP/byte", "TFLOP/s"}, rows);
   }

@@ -72,8 +72,6 @@ std::optional<double> datasheet_bandwidth_gb_s(const std::string& gpu_name) {
   return std::nullopt;
 }
 
-double tflops(const GemmShape& shape, double ms) { return ms > 0 ? shape.flops() / (ms * 1e-3) / 1e12 : 0; }
-
 double compulsory_bytes(const GemmShape& shape) {
   const double m = double(shape.m), n = double(shape.n), k = double(shape.k);
   return 4.0 * (m * k + k * n + m * n);

@@ -79,9 +79,6 @@ std::optional<double> dram_bytes(const CounterRecord& counters);
 // DRAM bandwidth in GB/s of GPUs by name (their data sheets), for the roofline.
 std::optional<double> datasheet_bandwidth_gb_s(const std::string& gpu_name);
 
-// The throughput of a multiplication of `shape` done in `ms` milliseconds; 0 for no time.
-double tflops(const GemmShape& shape, double ms);
-
 // The compulsory traffic of an SGEMM: A, B and C once each, 4 bytes an element.
 double compulsory_bytes(const GemmShape& shape);
 

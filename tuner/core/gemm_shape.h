@@ -22,6 +22,8 @@ struct GemmShape {
   static GemmShape parse(std::string_view text);
   std::string to_string() const;  // "MxNxK"
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+  // TFLOP/s of this multiplication done in `ms` milliseconds; 0 for no time.
+  double tflops(double ms) const { return ms > 0 ? flops() / (ms * 1e-3) / 1e12 : 0; }
 
   friend bool operator==(const GemmShape&, const GemmShape&) = default;
   friend auto operator<=>(const GemmShape&, const GemmShape&) = default;

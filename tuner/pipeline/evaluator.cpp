@@ -97,7 +97,7 @@ void set_timing(ResultRecord& result, const Timing& timing, const GemmShape& sha
   result.min_ms = timing.min_ms;
   result.max_ms = timing.max_ms;
   result.runs = timing.runs;
-  result.tflops = shape.flops() / (timing.median_ms * 1e-3) / 1e12;
+  result.tflops = shape.tflops(timing.median_ms);
 }
 
 Evaluator::Evaluator(std::unique_ptr<Backend> backend, std::unique_ptr<FullShapeCheck> full_shape)
