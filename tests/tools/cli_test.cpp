@@ -1427,6 +1427,27 @@ TEST_F(CpuTune, CompileStoresInTheCubinCacheThatASecondCompileReads) {
   EXPECT_EQ(row(second.out), row(first.out));
 }
 
+// `tiletune compile --shape` compiles what a tune of those shapes would time: the configurations
+// the tuning limits admit at one of them, each once.
+TEST_F(CpuTune, CompileOfShapesTakesWhatTheirTuningLimitsAdmit) {
+  setenv("TILETUNE_CACHE_DIR", (dir_ / "cubins").c_str(), 1);
+  const fs::path limited = dir_ / "limited.cu";
+  write_file(limited, "// tiletune: tune_if TILE < M\n" + read_file(kTemplates / "tiled.cu"));
+  const Outcome both = tiletune({"compile", limited.string(), "--arch", "sm_90", "--shape", "12x64x64",
+                                 "--shape", "20x64x64", "--shape", "12x64x64"});
+  if (both.exit_code == 3) GTEST_SKIP() << "no NVRTC here: " << both.err;
+  ASSERT_EQ(both.exit_code, 0) << both;
+  // TILE 8 at M = 12, TILE 8 and 16 at M = 20: three configurations of each TILE.
+  EXPECT_THAT(both.out, HasSubstr("\n6 configurations compiled for sm_90, 0 failed")) << both;
+  EXPECT_THAT(both.out, Not(HasSubstr("TILE=32"))) << both;
+  const Outcome none = tiletune({"compile", limited.string(), "--arch", "sm_90", "--shape", "8x64x64"});
+  ASSERT_EQ(none.exit_code, 0) << none;
+  EXPECT_THAT(none.out, HasSubstr("tiled        no configuration is tuned at 8x64x64\n0 configurations"))
+      << none;
+  expect_one_line_failure(tiletune({"compile", limited.string(), "--shape", "8x64"}), 2);
+  expect_one_line_failure(tiletune({"compile", limited.string(), "--shape", "8x8x8", "--cover"}), 2);
+}
+
 // CI's plain fuzz and its sanitized samples: --except-sample N fuzzes exactly the configurations
 // that --sample N (the same seed) does not.
 TEST_F(CpuTune, AnExceptSampleFuzzesEveryConfigurationTheSampleDoesNot) {

@@ -1,18 +1,21 @@
-// tiletune compile KERNEL.cu... [--arch sm_90] [--config C | --cover [--seed S]] [--cubin-dir DIR]
-//                  [--no-cache]:
-// every configuration (or one, or a sample taking every parameter value) through NVRTC on all
-// cores, no GPU needed; prints ptxas's registers, shared memory and spills, and exits 1 if any
-// configuration fails. --cubin-dir keeps the cubins, for cuobjdump -sass. The outcomes go into
+// tiletune compile KERNEL.cu... [--arch sm_90] [--config C | --cover [--seed S] | --shape MxNxK...]
+//                  [--cubin-dir DIR] [--no-cache]:
+// every configuration (or one, or a sample taking every parameter value, or those a tune of the
+// shapes would time) through NVRTC on all cores, no GPU needed; prints ptxas's registers, shared
+// memory and spills, and exits 1 if any configuration fails. --cubin-dir keeps the cubins, for cuobjdump -sass. The outcomes go into
 // (and come from) the user's cubin cache, which a tune reads: a later tune for that architecture
 // with this NVRTC compiles none of them again.
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tools/cli/command_line.h"
+#include "tuner/pipeline/pruning.h"
 #include "tools/commands/commands.h"
 #include "tuner/backend/gpu/compiled_kernels.h"
 #include "tuner/backend/gpu/gpu_device.h"
@@ -27,18 +30,36 @@ struct CompileOptions {
   std::string arch;
   std::string config;     // only this configuration
   bool cover = false;     // a covering sample drawn with `seed` (covering_sample)
+  std::vector<std::string> shapes;  // only what a tune of these shapes would time
   std::uint64_t seed = 0;
   std::string cubin_dir;  // where to write each configuration's cubin
   bool no_cache = false;  // compile even what the cubin cache holds, and store nothing there
   bool verbose = false;
 };
 
-std::string default_arch() {
+// This machine's GPU, if it has one.
+std::optional<DeviceProperties> this_gpu() {
   try {
-    return GpuDevice().properties().arch();
+    return GpuDevice().properties();
   } catch (const GpuUnavailable&) {
-    return "sm_90";
+    return std::nullopt;
   }
+}
+
+// What a tune of `shapes` would compile, in the space's order: the configurations its tuning
+// limits (`tune_if`) admit at one of the shapes, less those whose launch geometry `gpu` (when
+// known, and the target's) cannot run. A tune's compile ahead chooses the same way.
+std::vector<Configuration> tuned_at(const KernelTemplate& tmpl, const std::vector<GemmShape>& shapes,
+                                    const std::optional<DeviceProperties>& gpu) {
+  std::set<std::string> tuned;
+  for (const GemmShape& shape : shapes) {
+    for (const Configuration& config : enumerate_configurations(tmpl, &shape)) {
+      if (!gpu || !prune_before_compile(tmpl, config, shape, *gpu)) tuned.insert(config.to_string());
+    }
+  }
+  std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  std::erase_if(configs, [&](const Configuration& c) { return !tuned.contains(c.to_string()); });
+  return configs;
 }
 
 void write_cubin(const std::filesystem::path& dir, const KernelTemplate& tmpl,
@@ -58,7 +79,10 @@ int run(const CompileOptions& options) {
   if (options.config.empty()) {
     for (const KernelTemplate& tmpl : templates) check_enumerable(tmpl);  // before any output
   }
-  const std::string arch = options.arch.empty() ? default_arch() : options.arch;
+  const std::vector<GemmShape> shapes = parse_shapes(options.shapes);
+  std::optional<DeviceProperties> gpu = this_gpu();
+  const std::string arch = options.arch.empty() ? (gpu ? gpu->arch() : "sm_90") : options.arch;
+  if (gpu && gpu->arch() != arch) gpu.reset();  // another target's limits are not this GPU's
   // The cubin cache a tune reads: what is compiled here a later tune (a GPU host's, say) takes.
   CompiledKernels compiled_kernels(arch, 0, options.no_cache ? std::nullopt : default_cubin_cache());
   fmt::print("NVRTC {} for {}\n{:<12} {:<40} {:>5} {:>10} {:>7} {:>8}\n", nvrtc_version(), arch,
@@ -66,11 +90,17 @@ int run(const CompileOptions& options) {
   int failures = 0, compiled = 0;
   for (const KernelTemplate& tmpl : templates) {
     std::vector<Configuration> configs;
-    if (options.config.empty()) {
+    if (!options.config.empty()) {
+      configs.push_back(tmpl.parse_configuration(options.config));
+    } else if (!shapes.empty()) {
+      configs = tuned_at(tmpl, shapes, gpu);
+      if (configs.empty()) {
+        fmt::print("{:<12} no configuration is tuned at {}\n", tmpl.name, fmt::join(options.shapes, ", "));
+        continue;
+      }
+    } else {
       configs = options.cover ? covering_sample(tmpl, options.seed) : enumerate_configurations(tmpl);
       check_not_empty(tmpl, configs);
-    } else {
-      configs.push_back(tmpl.parse_configuration(options.config));
     }
     // Compiled on all cores, or taken from the cache; reported in the space's order.
     std::vector<CompileOutcome> outcomes(configs.size());
@@ -115,6 +145,11 @@ void add_compile_command(CLI::App& app, int& exit_code) {
                     "a random sample, drawn with --seed, that takes every value of every parameter at least once")
       ->excludes(config);
   command->add_option("--seed", options->seed, "the seed of --cover's sample")->capture_default_str();
+  command
+      ->add_option("--shape", options->shapes,
+                   "only the configurations a tune of this problem size MxNxK would time (repeatable)")
+      ->excludes(config)
+      ->excludes("--cover");
   command->add_option("--cubin-dir", options->cubin_dir, "write each configuration's cubin into this folder");
   command->add_flag("--no-cache", options->no_cache,
                     "compile even what the cubin cache holds (to time NVRTC), and store nothing there");
