@@ -119,7 +119,7 @@ void print_totals(const TuneReport& r) {
   for (const auto& [stage, seconds] : r.outcome.stage_seconds) split += fmt::format("{} {:.1f} s, ", stage, seconds);
   if (!split.empty()) split.resize(split.size() - 2);
   const CompileStatistics compiles = r.session.compile_statistics();
-  fmt::print("wall {:.1f} s, {:.1f} configurations/s; compiled {} ({:.1f} s on all cores), {} from the "
+  fmt::print("wall {:.1f} s, {:.1f} configurations/s; compiled {} (NVRTC busy {:.1f} s), {} from the "
              "cache; workers started {} ({} fuzz workers)\n",
              r.outcome.wall_seconds, r.outcome.settled / std::max(r.outcome.wall_seconds, 1e-9), compiles.compiled, compiles.compile_seconds,
              compiles.from_cache, r.session.workers_started(), r.session.fuzz_workers());

@@ -134,11 +134,10 @@ void TuningSession::compile_ahead(std::size_t model,
   if (later.empty() || (cache_dir_.empty() && default_cubin_cache_dir().empty())) return;
   Model& m = models_.at(model);
   const DeviceProperties device = m.devices->lane(0).device;
-  m.ahead = std::jthread([later = std::move(later), device, cache = cache_dir_](std::stop_token stop) {
+  // Into the searches' own CompiledKernels: a search that reaches a template still compiling
+  // here waits for what is under way and compiles the rest itself, nothing twice.
+  m.ahead = std::jthread([later = std::move(later), device, &compiled = *m.compiled](std::stop_token stop) {
     try {
-      // Half the cores: the searches' own compiles and the fuzz workers' references need the rest
-      // (with every core the main job took 120 s on an H200, with half 106 s).
-      CompiledKernels compiled(device.arch(), std::max(1u, machine_cores() / 2), open_cache(cache));
       for (const auto& [tmpl, shapes] : later) {
         std::vector<Configuration> configs;
         std::set<std::string> taken;
@@ -149,7 +148,9 @@ void TuningSession::compile_ahead(std::size_t model,
           }
         }
         if (stop.stop_requested()) return;
-        compiled.prepare(tmpl, configs, {}, stop);
+        // Half the cores: the searches' own compiles and the fuzz workers' references need the
+        // rest (with every core the main job took 120 s on an H200, with half 106 s).
+        compiled.prepare(tmpl, configs, {}, stop, std::max(1u, machine_cores() / 2));
       }
     } catch (const std::exception&) {
       // NVRTC failing, say: the search that reaches the configuration meets it and says so.

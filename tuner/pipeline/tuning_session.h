@@ -59,13 +59,14 @@ class TuningSession {
   TuningRun& run(ResultStore& store, const TuningSettings& settings) { return *runs(store, settings)[0]; }
   // Each model's devices (their lanes, with what each settled and its busy time).
   const DevicePool& devices(std::size_t model) const { return *models_[model].devices; }
-  // Compiles, in the background and into the disk cache, what the model's searches of `later`
-  // (templates and their shapes, in the order they will be searched) are going to compile: the
-  // configurations their requirements and tuning limits allow at one of the shapes and that the
-  // geometry does not rule out there. So one template compiles while the templates before it are
-  // fuzzed and timed; a search that reaches a configuration first compiles it itself. For whole
-  // exhaustive searches on the GPU (the caller's choice); nothing without a disk cache. Stops when
-  // the session ends.
+  // Compiles, in the background and into the searches' compiled kernels (and the disk cache), what
+  // the model's searches of `later` (templates and their shapes, in the order they will be
+  // searched) are going to compile: the configurations their requirements and tuning limits allow
+  // at one of the shapes and that the geometry does not rule out there. So one template compiles
+  // while the templates before it are fuzzed and timed; a search that reaches a configuration
+  // first compiles it itself, and one that reaches it while it compiles here waits for it. For
+  // whole exhaustive searches on the GPU (the caller's choice); nothing without a disk cache (the
+  // workers load cubins from there). Stops when the session ends.
   void compile_ahead(std::size_t model,
                      std::vector<std::pair<KernelTemplate, std::vector<GemmShape>>> later);
   // What was compiled, over every model.

@@ -24,8 +24,11 @@ std::string CompiledKernels::memory_key(const KernelTemplate& tmpl, const Config
   return tmpl.source_hash + ' ' + config.to_string();
 }
 
-CompileOutcome CompiledKernels::compile(const KernelTemplate& tmpl,
-                                        const Configuration& config) const {
+CompileOutcome CompiledKernels::compile(const KernelTemplate& tmpl, const Configuration& config) {
+  {
+    std::lock_guard lock(mutex_);
+    if (compiling_++ == 0) compiling_since_ = std::chrono::steady_clock::now();
+  }
   CompileOutcome outcome;
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -33,8 +36,15 @@ CompileOutcome CompiledKernels::compile(const KernelTemplate& tmpl,
   } catch (const CompileError& e) {
     outcome.error = e.what();
     outcome.log = e.log();
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    if (--compiling_ == 0) statistics_.compile_seconds += seconds_since(compiling_since_);
+    throw;
   }
   outcome.compile_seconds = seconds_since(start);
+  std::lock_guard lock(mutex_);
+  ++statistics_.compiled;
+  if (--compiling_ == 0) statistics_.compile_seconds += seconds_since(compiling_since_);
   return outcome;
 }
 
@@ -50,101 +60,126 @@ void CompiledKernels::store(const KernelTemplate& tmpl, const CubinKey& key,
   cache_->store(key, outcome);
 }
 
-void CompiledKernels::prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs,
-                              const OutcomeCallback& on_outcome, std::stop_token stop) {
-  // What is neither in memory nor on disk, each once; a repeated configuration is told with the
-  // first when that is known.
-  std::vector<std::size_t> missing;  // positions in configs
-  std::vector<std::optional<CubinKey>> missing_keys;
-  std::map<std::string, std::size_t> first_position;
-  std::vector<std::size_t> repeats;
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    std::string key = memory_key(tmpl, configs[i]);
-    if (!first_position.emplace(key, i).second) {
-      repeats.push_back(i);
-      continue;
-    }
-    if (auto known = outcomes_.find(key); known != outcomes_.end()) {
-      if (on_outcome) on_outcome(i, known->second);
-      continue;
-    }
-    std::optional<CubinKey> disk_key;
-    if (cache_) {
-      disk_key = CubinKey::of(tmpl, configs[i], arch_);
-      if (std::optional<CompileOutcome> cached = cache_->load(*disk_key)) {
-        const CompileOutcome& kept = outcomes_.emplace(std::move(key), std::move(*cached)).first->second;
-        ++statistics_.from_cache;
-        if (on_outcome) on_outcome(i, kept);
-        continue;
-      }
-    }
-    missing.push_back(i);
-    missing_keys.push_back(std::move(disk_key));
-  }
-
-  // Each outcome goes to the disk cache as soon as it is known, so that an interrupted prepare
-  // keeps what it compiled; threads take the configurations in order, so the first are first done.
-  std::vector<std::optional<CompileOutcome>> compiled(missing.size());
-  std::vector<std::exception_ptr> failures(missing.size());
-  std::atomic<std::size_t> next{0};
-  const auto work = [&] {
-    for (std::size_t i = next++; i < missing.size() && !stop.stop_requested(); i = next++) {
-      try {
-        compiled[i] = compile(tmpl, configs[missing[i]]);
-        if (missing_keys[i]) store(tmpl, *missing_keys[i], *compiled[i]);
-        if (on_outcome) on_outcome(missing[i], *compiled[i]);
-      } catch (...) {
-        failures[i] = std::current_exception();
-      }
-    }
-  };
-  if (!missing.empty()) {
-    const auto start = std::chrono::steady_clock::now();
-    {
-      std::vector<std::jthread> workers;
-      const std::size_t count = std::min<std::size_t>(threads_, missing.size());
-      for (std::size_t t = 0; t < count; ++t) workers.emplace_back(work);
-    }
-    statistics_.compile_seconds += seconds_since(start);
-  }
-  for (const std::exception_ptr& failure : failures) {
-    if (failure) std::rethrow_exception(failure);
-  }
-  for (std::size_t i = 0; i < missing.size(); ++i) {
-    if (!compiled[i]) continue;  // stopped before its turn
-    ++statistics_.compiled;
-    outcomes_.emplace(memory_key(tmpl, configs[missing[i]]), std::move(*compiled[i]));
-  }
-  for (const std::size_t i : repeats) {
-    auto known = outcomes_.find(memory_key(tmpl, configs[i]));
-    if (on_outcome && known != outcomes_.end()) on_outcome(i, known->second);
-  }
-}
-
-const CompiledKernelImage& CompiledKernels::get(const KernelTemplate& tmpl,
-                                                const Configuration& config) {
+const CompileOutcome* CompiledKernels::settle(const KernelTemplate& tmpl, const Configuration& config,
+                                              bool wait) {
   const std::string key = memory_key(tmpl, config);
-  auto found = outcomes_.find(key);
-  if (found == outcomes_.end()) {
+  {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      if (auto known = outcomes_.find(key); known != outcomes_.end()) return &known->second;
+      if (!in_flight_.contains(key)) break;
+      if (!wait) return nullptr;
+      settled_.wait(lock);
+    }
+    in_flight_.insert(key);
+  }
+  try {
     std::optional<CubinKey> disk_key;
     std::optional<CompileOutcome> outcome;
     if (cache_) {
       disk_key = CubinKey::of(tmpl, config, arch_);
       outcome = cache_->load(*disk_key);
-      if (outcome) ++statistics_.from_cache;
     }
+    const bool from_disk = outcome.has_value();
     if (!outcome) {
-      const auto start = std::chrono::steady_clock::now();
       outcome = compile(tmpl, config);
-      statistics_.compile_seconds += seconds_since(start);
-      ++statistics_.compiled;
-      if (disk_key) store(tmpl, *disk_key, *outcome);
+      if (disk_key) store(tmpl, *disk_key, *outcome);  // at once: an interrupted run keeps it
     }
-    found = outcomes_.emplace(key, std::move(*outcome)).first;
+    std::lock_guard lock(mutex_);
+    if (from_disk) ++statistics_.from_cache;
+    const CompileOutcome& kept = outcomes_.emplace(key, std::move(*outcome)).first->second;
+    in_flight_.erase(key);
+    settled_.notify_all();
+    return &kept;
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    in_flight_.erase(key);  // a waiter takes it over
+    settled_.notify_all();
+    throw;
   }
-  const CompileOutcome& outcome = found->second;
+}
+
+void CompiledKernels::prepare(const KernelTemplate& tmpl, const std::vector<Configuration>& configs,
+                              const OutcomeCallback& on_outcome, std::stop_token stop,
+                              unsigned threads) {
+  // Each configuration once; a repeated one is told with the first once that is known.
+  std::vector<std::size_t> unique;  // positions in configs
+  std::map<std::string, std::size_t> first_position;
+  std::vector<std::pair<std::size_t, std::size_t>> repeats;  // (position, its first's)
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const auto [first, added] = first_position.emplace(configs[i].to_string(), i);
+    if (added) unique.push_back(i);
+    else repeats.emplace_back(i, first->second);
+  }
+  std::vector<const CompileOutcome*> settled(configs.size(), nullptr);
+  const auto tell = [&](std::size_t i, const CompileOutcome* outcome) {
+    settled[i] = outcome;
+    if (on_outcome) on_outcome(i, *outcome);
+  };
+
+  // Threads take the configurations in order, so the first are first done. One that another
+  // prepare is compiling when it is reached is put aside: told once that prepare has settled it
+  // (each thread looks after each of its own), waited for once nothing else is left, and
+  // compiled here if that prepare gave it up.
+  std::atomic<std::size_t> next{0};
+  std::mutex aside_mutex;  // guards aside and failures
+  std::vector<std::size_t> aside;
+  std::vector<std::exception_ptr> failures;
+  const auto settle_aside = [&](bool wait) {
+    std::vector<std::size_t> mine, still;
+    {
+      std::lock_guard lock(aside_mutex);
+      mine.swap(aside);
+    }
+    for (const std::size_t i : mine) {
+      const CompileOutcome* outcome = stop.stop_requested() ? nullptr : settle(tmpl, configs[i], wait);
+      if (outcome) tell(i, outcome);
+      else still.push_back(i);
+    }
+    std::lock_guard lock(aside_mutex);
+    aside.insert(aside.end(), still.begin(), still.end());
+  };
+  const auto work = [&] {
+    try {
+      for (std::size_t n = next++; n < unique.size() && !stop.stop_requested(); n = next++) {
+        const std::size_t i = unique[n];
+        if (const CompileOutcome* outcome = settle(tmpl, configs[i], false)) {
+          tell(i, outcome);
+        } else {
+          std::lock_guard lock(aside_mutex);
+          aside.push_back(i);
+        }
+        settle_aside(false);
+      }
+      settle_aside(true);
+    } catch (...) {
+      std::lock_guard lock(aside_mutex);
+      failures.push_back(std::current_exception());
+    }
+  };
+  {
+    std::vector<std::jthread> workers;
+    const std::size_t count = std::min<std::size_t>(threads ? threads : threads_, unique.size());
+    for (std::size_t t = 0; t < count; ++t) workers.emplace_back(work);
+  }
+  if (!failures.empty()) std::rethrow_exception(failures.front());
+  for (const auto& [i, first] : repeats) {
+    if (settled[first]) tell(i, settled[first]);
+  }
+}
+
+const CompiledKernelImage& CompiledKernels::get(const KernelTemplate& tmpl,
+                                                const Configuration& config) {
+  const CompileOutcome& outcome = *settle(tmpl, config, true);
   if (!outcome.image) throw CompileError(outcome.error, outcome.log);
   return *outcome.image;
+}
+
+CompileStatistics CompiledKernels::statistics() const {
+  std::lock_guard lock(mutex_);
+  CompileStatistics now = statistics_;
+  if (compiling_ > 0) now.compile_seconds += seconds_since(compiling_since_);
+  return now;
 }
 
 }  // namespace tiletune

@@ -7,10 +7,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <latch>
 #include <map>
 #include <mutex>
 #include <stop_token>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/support/skip_without_nvrtc.h"
 #include "tests/support/source_tree.h"
@@ -94,6 +97,43 @@ TEST(CompiledKernels, PrepareTellsEachOutcomeWithItsPositionAndStops) {
   EXPECT_THAT(compiles, ::testing::ElementsAre(std::pair(0u, false), std::pair(1u, true), std::pair(2u, false)))
       << "remembered outcomes, a repeated configuration too";
   EXPECT_EQ(compiled.statistics().compiled, 2) << "nothing compiled again";
+}
+
+// A search and the compile ahead of the next templates prepare into one CompiledKernels at once:
+// what one of them is compiling the other waits for, so each configuration is compiled once and
+// both are told every outcome.
+TEST(CompiledKernels, PreparesAtOnceCompileEachConfigurationOnce) {
+  SKIP_WITHOUT_NVRTC();
+  const KernelTemplate tmpl = parse_template(
+      "// tiletune: name eight\n// tiletune: entry eight_gemm\n// tiletune: param T 1 2 3 4 5 6 7 8\n"
+      "// tiletune: block 32\n// tiletune: grid 1\n"
+      "extern \"C\" __global__ void eight_gemm(const float* A, const float* B, float* C, int M, int N,"
+      " int K, int lda, int ldb, int ldc) {\n  C[threadIdx.x] = TT_T * A[threadIdx.x];\n}\n",
+      "eight.cu");
+  const std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  ASSERT_EQ(configs.size(), 8u);
+  CompiledKernels compiled("sm_90", 2);
+  std::mutex mutex;
+  std::map<std::size_t, int> told[2];  // per prepare: position -> times told
+  std::latch start(2);
+  {
+    std::vector<std::jthread> preparers;
+    for (int p = 0; p < 2; ++p) {
+      preparers.emplace_back([&, p] {
+        start.arrive_and_wait();
+        compiled.prepare(tmpl, configs, [&](std::size_t i, const CompileOutcome& outcome) {
+          std::lock_guard lock(mutex);
+          EXPECT_TRUE(outcome.image.has_value()) << outcome.log;
+          ++told[p][i];
+        }, {}, p == 0 ? 3 : 1);
+      });
+    }
+  }
+  EXPECT_EQ(compiled.statistics().compiled, 8) << "a configuration compiled by both";
+  for (const auto& one : told) {
+    EXPECT_EQ(one.size(), 8u);
+    for (const auto& [i, times] : one) EXPECT_EQ(times, 1) << "position " << i;
+  }
 }
 
 // warp_tiled's space is large (hundreds of configurations): compiled in parallel, as a tune does.
