@@ -1,11 +1,12 @@
 // tiletune query --shape MxNxK [--lda N --ldb N --ldc N] [--kernel NAME] [--gpu NAME] [--db PATH]
-//                [--precision fp32|tf32x3|tf32] [--json] [--exact]
+//                [--precision fp32|tf32x3|tf32] [--json] [--exact | --nearest]
 //
 // The best correct configuration recorded for a GPU and problem, chosen by the runtime library's
 // rule (tuner/runtime/selection.h): this GPU's records, else another GPU's of the same compute
-// capability, then architecture; the exact shape, else the nearest recorded shape among the
-// configurations whose requirements admit the problem (leading dimensions included); --exact
-// refuses all but the exact shape on this GPU. Without --kernel every template recorded is asked
+// capability, then architecture; the exact shape, else the configuration the GPU's performance
+// model predicts fastest among those whose requirements admit the problem (leading dimensions
+// included) and whose tuning limits admit the shape; --nearest takes the nearest recorded shape's
+// fastest instead, as before the model; --exact refuses all but the exact shape on this GPU. Without --kernel every template recorded is asked
 // and the best answer wins: the nearer GPU step, then the exact shape, the nearer shape, the faster.
 // Only templates at least as accurate as --precision (fp32 > tf32x3 > tf32; default fp32) answer.
 #include <algorithm>
@@ -42,6 +43,7 @@ struct QueryOptions {
   std::string precision = "fp32";
   bool json = false;
   bool exact = false;
+  bool nearest = false;  // the nearest recorded shape's choice, not the model's
 };
 
 const char* to_string(GpuStep step) {
@@ -88,11 +90,13 @@ std::string choose_gpu(const QueryOptions& options, const RecordSet& records,
                                names.size(), fmt::join(names, ", ")));
 }
 
-// Which of two templates' answers query gives: the nearer GPU step, the exact shape, the nearer
-// recorded shape, the faster, then the template's name.
+// Which of two templates' answers query gives: the nearer GPU step, the exact shape (the faster
+// there), else a prediction (the faster predicted), else the nearer recorded shape (its faster),
+// then the template's name.
 auto preference(const Selection& s, const GemmShape& asked) {
-  return std::make_tuple(s.step, !s.exact_shape, log_distance(s.choice->shape, asked),
-                         s.choice->median_ms, s.templ->name);
+  const double distance = s.exact_shape || s.predicted ? 0.0 : log_distance(s.choice->shape, asked);
+  const double ms = s.predicted ? s.predicted->ms : s.choice->median_ms;
+  return std::make_tuple(s.step, !s.exact_shape, !s.predicted, distance, ms, s.templ->name);
 }
 
 int run(const QueryOptions& options) {
@@ -106,6 +110,7 @@ int run(const QueryOptions& options) {
   SelectionRequest request;
   request.problem = problem;
   request.exact_only = options.exact;
+  request.predict = !options.nearest;
   request.lowest_precision = lowest;
   const std::string gpu = choose_gpu(options, records, request);
 
@@ -168,6 +173,8 @@ int run(const QueryOptions& options) {
         {"ldc", problem.ldc},
         {"recorded_shape", answered.to_string()},
         {"exact", best->exact_shape},
+        {"chosen_by", best->exact_shape ? "exact_shape" : best->predicted ? "performance_model" : "nearest_shape"},
+        {"predicted_ms", best->predicted ? nlohmann::json(best->predicted->ms) : nlohmann::json()},
         {"excluded_by_requirements", best->excluded},
         {"template", best->templ->name},
         {"template_hash", best->templ->source_hash},
@@ -196,7 +203,7 @@ int run(const QueryOptions& options) {
     }
     fmt::print("{}\n", out.dump(2));
   } else {
-    if (best->step != GpuStep::this_gpu) {
+    if (best->step != GpuStep::this_gpu || best->predicted) {
       fmt::print("{}\n", best->why);
     } else if (!best->exact_shape) {
       fmt::print("{} was not tuned on {}; nearest recorded shape: {}{}\n", requested.to_string(),
@@ -209,11 +216,20 @@ int run(const QueryOptions& options) {
                                                       : problem.to_string())
                                     : "");
     }
-    fmt::print("{} {}: {} [{}] {:.4f} ms, {:.2f} TFLOP/s, precision {} (median of {} runs, "
-               "recorded {})\n",
-               recorded_gpu, answered.to_string(), best->templ->name, best->config,
-               choice.median_ms, choice.tflops, tiletune::to_string(best->templ->precision),
-               choice.runs, choice.recorded_at);
+    if (best->predicted) {
+      fmt::print("{} {}: {} [{}] predicted {:.4f} ms, {:.2f} TFLOP/s, precision {} (recorded at "
+                 "{}: {:.4f} ms, {})\n",
+                 recorded_gpu, requested.to_string(), best->templ->name, best->config,
+                 best->predicted->ms, requested.tflops(best->predicted->ms),
+                 tiletune::to_string(best->templ->precision), answered.to_string(), choice.median_ms,
+                 choice.recorded_at);
+    } else {
+      fmt::print("{} {}: {} [{}] {:.4f} ms, {:.2f} TFLOP/s, precision {} (median of {} runs, "
+                 "recorded {})\n",
+                 recorded_gpu, answered.to_string(), best->templ->name, best->config,
+                 choice.median_ms, choice.tflops, tiletune::to_string(best->templ->precision),
+                 choice.runs, choice.recorded_at);
+    }
   }
   return kSuccess;
 }
@@ -234,7 +250,10 @@ void add_query_command(CLI::App& app, int& exit_code) {
   command->add_option("--precision", options->precision,
                       "the least accurate precision accepted: fp32 > tf32x3 > tf32")
       ->capture_default_str();
-  command->add_flag("--exact", options->exact, "no nearest-shape answer");
+  CLI::Option* exact = command->add_flag("--exact", options->exact, "only the exact shape's records answer");
+  command->add_flag("--nearest", options->nearest,
+                    "at a shape not recorded, the nearest recorded shape's fastest, not the performance model's choice")
+      ->excludes(exact);
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 

@@ -99,6 +99,7 @@ class LibraryState {
       return options.cache_dir.empty() ? std::filesystem::path()
                                        : std::filesystem::path(options.cache_dir) / kind;
     };
+    models_ = std::make_unique<runtime::PerformanceModels>(records());
     if (options.backend == Backend::gpu) {
       gpu_ = std::make_unique<runtime::GpuRunner>(bundle ? &*bundle : nullptr, cache("cubins"));
     } else {
@@ -106,6 +107,8 @@ class LibraryState {
     }
   }
   runtime::GpuRunner& gpu() const { return *gpu_; }
+  // The records' performance models, fitted when a plan first needs one.
+  runtime::PerformanceModels& models() const { return *models_; }
   runtime::CpuRunner& cpu() const { return *cpu_; }
 
   // The state of a template's Gemm handles, made on first use and kept with the library.
@@ -115,6 +118,7 @@ class LibraryState {
   std::mutex mutex_;
   std::unique_ptr<runtime::GpuRunner> gpu_;
   std::unique_ptr<runtime::CpuRunner> cpu_;
+  std::unique_ptr<runtime::PerformanceModels> models_;
   std::map<std::string, std::unique_ptr<GemmState>> gemms_;
 };
 
@@ -187,7 +191,8 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
   if (auto found = options.defaults.find(templ_.name); found != options.defaults.end()) {
     request.default_config = found->second;
   }
-  const runtime::Selection chosen = runtime::select_configuration(library.records(), request);
+  const runtime::Selection chosen =
+      runtime::select_configuration(library.records(), request, &library.models());
 
   const KernelTemplate& parsed = *templ_.parsed;
   const Configuration config = parsed.parse_configuration(chosen.config);
@@ -210,7 +215,9 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
     plan.recorded_N = choice->shape.n;
     plan.recorded_K = choice->shape.k;
     plan.exact = chosen.step == runtime::GpuStep::this_gpu && chosen.exact_shape;
-    plan.expected_ms = choice->median_ms * prepared->problem.shape.flops() / choice->shape.flops();
+    plan.expected_ms = chosen.predicted
+                           ? chosen.predicted->ms
+                           : choice->median_ms * prepared->problem.shape.flops() / choice->shape.flops();
     plan.fuzz_cases = choice->fuzz_cases;
   }
   plan.grid = prepared->geometry.grid;

@@ -54,12 +54,19 @@ struct GpuOutcome {
   std::string first_violation;   // the requirement the fastest of those does not meet
   int candidates = 0;            // records of the template looked at
   bool had_exact_shape = false;  // some were at the problem's shape
+  // Where the performance model chose: its prediction, how many configurations it weighed, and
+  // what the nearest recorded shape would have given.
+  std::optional<Prediction> predicted;
+  int weighed = 0;
+  const RecordedChoice* nearest = nullptr;
 };
 
 class Selector {
  public:
-  Selector(const RecordSet& records, const SelectionRequest& request)
-      : records_(records), request_(request) {}
+  Selector(const RecordSet& records, const SelectionRequest& request, PerformanceModels* models)
+      : records_(records), request_(request), models_(models) {
+    if (!models_) models_ = &own_models_.emplace(records);
+  }
 
   Selection select() {
     templ_ = records_.find_template(request_.template_name);
@@ -212,11 +219,50 @@ class Selector {
       }
       if (!violated) {
         outcome.choice = c;
-        return outcome;
+        break;
       }
       if (outcome.excluded++ == 0) outcome.first_violation = violated->text();
     }
+    if (request_.predict && (!outcome.choice || outcome.choice->shape != shape)) predict(gpu, outcome);
     return outcome;
+  }
+
+  // Where no record at the problem's shape fits: the configuration the GPU's model predicts
+  // fastest there, of those that may run the problem, in place of the nearest shape's choice.
+  void predict(std::size_t gpu, GpuOutcome& outcome) const {
+    const PerformanceModel& model = models_->of(gpu, templ_index_);
+    const KernelTemplate& tmpl = *templ_->parsed;
+    const GemmShape& shape = request_.problem.shape;
+    std::optional<Prediction> best;
+    const std::string* best_config = nullptr;
+    for (const auto& [config, fitted] : model.configurations()) {
+      const Configuration& parsed = *model.configuration(config);
+      if (tmpl.violated_requirement(parsed, &request_.problem)) continue;
+      if (!tmpl.worth_tuning(parsed, shape) && !measured_beyond_limits(model, config)) continue;
+      const std::optional<Prediction> predicted = model.predict(config, shape);
+      if (!predicted) continue;
+      ++outcome.weighed;
+      if (!best || predicted->ms < best->ms) best = predicted, best_config = &config;
+    }
+    if (!best) return;
+    const std::vector<const RecordedChoice*>& records = *model.records_of(*best_config);
+    outcome.nearest = outcome.choice;
+    outcome.choice = *std::min_element(records.begin(), records.end(),
+                                       [&](const RecordedChoice* a, const RecordedChoice* b) {
+                                         return std::pair(log_distance(a->shape, shape), a->shape) <
+                                                std::pair(log_distance(b->shape, shape), b->shape);
+                                       });
+    outcome.predicted = best;
+  }
+
+  // Whether the configuration was measured at a shape its tuning limits leave out: evidence that
+  // lets the model choose it where they leave it out too.
+  bool measured_beyond_limits(const PerformanceModel& model, const std::string& config) const {
+    const Configuration& parsed = *model.configuration(config);
+    const std::vector<const RecordedChoice*>& records = *model.records_of(config);
+    return std::any_of(records.begin(), records.end(), [&](const RecordedChoice* c) {
+      return !templ_->parsed->worth_tuning(parsed, c->shape);
+    });
   }
 
   std::string nothing_because(const GpuOutcome& outcome) const {
@@ -243,7 +289,8 @@ class Selector {
     selection.choice = &c;
     selection.step = step;
     selection.exact_shape = c.shape == request_.problem.shape;
-    selection.excluded = outcome.excluded;
+    selection.excluded = outcome.predicted ? 0 : outcome.excluded;
+    selection.predicted = outcome.predicted;
 
     std::string why = chosen_as_most_;
     if (step == GpuStep::same_compute_capability) {
@@ -260,11 +307,28 @@ class Selector {
     const std::string asked = request_.problem.shape.to_string();
     if (selection.exact_shape) {
       why += fmt::format("{} has a record of {}", gpu_name, asked);
+    } else if (outcome.predicted) {
+      const Prediction& p = *outcome.predicted;
+      why += fmt::format("{} has no record of {}{}; the performance model predicts {:.4g} ms, the "
+                         "fastest of {} configurations that may run it ({} its times at {} recorded "
+                         "shape{})",
+                         gpu_name, asked, outcome.had_exact_shape ? " that fits" : "", p.ms,
+                         outcome.weighed, p.own_fit ? "fitted to" : "the template's typical model scaled to",
+                         p.shapes, p.shapes == 1 ? "" : "s");
+      if (outcome.nearest && outcome.nearest->config != c.config) {
+        const std::optional<Prediction> other =
+            models_->of(gpu, templ_index_).predict(outcome.nearest->config, request_.problem.shape);
+        why += fmt::format("; the nearest recorded shape {} would have chosen [{}]{}",
+                           outcome.nearest->shape.to_string(), outcome.nearest->config,
+                           other ? fmt::format(", predicted {:.4g} ms", other->ms) : std::string());
+      } else if (outcome.nearest) {
+        why += fmt::format("; the nearest recorded shape {} chooses it too", outcome.nearest->shape.to_string());
+      }
     } else {
       why += fmt::format("{} has no record of {}{}; nearest recorded shape {}", gpu_name, asked,
                          outcome.had_exact_shape ? " that fits" : "", c.shape.to_string());
     }
-    if (outcome.excluded > 0) {
+    if (outcome.excluded > 0 && !outcome.predicted) {
       why +=
           fmt::format("; {} faster configuration{} left out: their requirements exclude {} ('{}')",
                       outcome.excluded, outcome.excluded == 1 ? "" : "s",
@@ -312,6 +376,8 @@ class Selector {
 
   const RecordSet& records_;
   const SelectionRequest& request_;
+  PerformanceModels* models_;
+  std::optional<PerformanceModels> own_models_;  // where the caller keeps none
   const RecordedTemplate* templ_ = nullptr;
   std::size_t templ_index_ = 0;
   std::string first_name_;      // step 1's GPUs are those of this name
@@ -322,8 +388,9 @@ class Selector {
 
 }  // namespace
 
-Selection select_configuration(const RecordSet& records, const SelectionRequest& request) {
-  return Selector(records, request).select();
+Selection select_configuration(const RecordSet& records, const SelectionRequest& request,
+                               PerformanceModels* models) {
+  return Selector(records, request, models).select();
 }
 
 }  // namespace tiletune::runtime

@@ -5,9 +5,12 @@
 // another GPU of the same compute capability, then of the same architecture (major compute
 // capability); a step whose records have nothing that fits goes on to the next. Within a GPU's
 // records, the exact shape's configurations are tried fastest first, then those of the other
-// recorded shapes, nearest first (log_distance, gemm_shape.h); the first configuration whose
-// template requirements hold for the problem, leading dimensions included, is chosen. Nothing
-// fits: the declared default, else NoSelection. Every tie is broken by names and texts, so the
+// recorded shapes: the configuration the GPU's performance model (performance_model.h) predicts
+// fastest at the problem's shape, of those whose requirements hold for the problem (leading
+// dimensions included) and whose tuning limits (`tune_if`) admit the shape, unless the
+// configuration was measured outside them too; where the model predicts nothing, those of the
+// nearest recorded shape (log_distance, gemm_shape.h), fastest first, the first whose
+// requirements hold. Nothing fits: the declared default, else NoSelection. Every tie is broken by names and texts, so the
 // same records and problem always give the same answer.
 #pragma once
 
@@ -16,6 +19,7 @@
 #include <string>
 
 #include "tuner/core/precision.h"
+#include "tuner/runtime/performance_model.h"
 #include "tuner/runtime/record_set.h"
 
 namespace tiletune::runtime {
@@ -48,6 +52,9 @@ struct SelectionRequest {
   bool exact_only = false;
   // A template declaring a less accurate precision is never selected (precision.h's order).
   Precision lowest_precision = Precision::fp32;
+  // At a shape with no record on a GPU, the performance model chooses; false: the nearest
+  // recorded shape's fastest that fits, as before the model (`query --nearest`).
+  bool predict = true;
 };
 
 struct Selection {
@@ -57,6 +64,9 @@ struct Selection {
   const RecordedChoice* choice = nullptr;
   GpuStep step = GpuStep::default_config;
   bool exact_shape = false;  // choice->shape is the problem's shape
+  // The model's prediction for the configuration at the problem's shape, where it chose; choice
+  // is then the configuration's record nearest to the shape.
+  std::optional<Prediction> predicted;
   // Faster configurations passed over because their requirements exclude the problem.
   int excluded = 0;
   std::string why;  // one line, e.g. "NVIDIA H100 80GB HBM3 has no record of 1000x1000x1000; the
@@ -67,6 +77,9 @@ struct Selection {
 // Throws NoSelection; NoSelection also when the template is not recorded, declares a precision
 // below the request's lowest, or its recorded version cannot be parsed and the request needs its
 // requirements.
-Selection select_configuration(const RecordSet& records, const SelectionRequest& request);
+// `models` keeps the fitted performance models between calls (the library's); without it they
+// are fitted for this call.
+Selection select_configuration(const RecordSet& records, const SelectionRequest& request,
+                               PerformanceModels* models = nullptr);
 
 }  // namespace tiletune::runtime

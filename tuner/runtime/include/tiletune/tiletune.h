@@ -86,7 +86,8 @@ struct TILETUNE_API Plan {
   GpuMatch gpu_match = GpuMatch::none;
   std::int64_t recorded_M = 0, recorded_N = 0, recorded_K = 0;  // the shape it was recorded at
   bool exact = false;         // recorded at this very shape on this very GPU
-  double expected_ms = 0;     // the recorded median, scaled by flops for another shape; 0: unknown
+  double expected_ms = 0;     // the recorded median; at a shape not recorded, the performance
+                              // model's prediction (else the median scaled by flops); 0: unknown
   int fuzz_cases = 0;         // random cases it passed when tuned (0: unknown)
   std::array<std::uint32_t, 3> grid{1, 1, 1};
   std::array<std::uint32_t, 3> block{1, 1, 1};

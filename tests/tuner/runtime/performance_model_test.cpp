@@ -1,0 +1,202 @@
+// The performance model (tuner/runtime/performance_model.h) on records built in memory: what a
+// launch does at a shape, worked out by hand; a configuration's own fit recovering times that
+// follow its features; the template's typical model lent, scaled, to one recorded at too few
+// shapes; and the selection taking the model's choice at a shape not recorded, within the tuning
+// limits unless a configuration was measured beyond them.
+#include "tuner/runtime/performance_model.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tuner/runtime/selection.h"
+
+namespace tiletune::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Tiles of BM x BN, K split SPLIT ways (only where C's tiles are few); PERSISTENT schedules a
+// fixed grid of 2 x SM_COUNT blocks instead of one per tile.
+constexpr const char* kTiles =
+    "// tiletune: name tiles\n"
+    "// tiletune: entry k\n"
+    "// tiletune: param BM 32 64 128\n"
+    "// tiletune: param BN 32 64 128\n"
+    "// tiletune: param SPLIT 1 4\n"
+    "// tiletune: param PERSISTENT 0 1\n"
+    "// tiletune: require !(SPLIT > 1 && PERSISTENT)\n"
+    "// tiletune: tune_if SPLIT == 1 || ceil_div(M, BM) * ceil_div(N, BN) < 64\n"
+    "// tiletune: block 128\n"
+    "// tiletune: grid PERSISTENT ? 2 * SM_COUNT : ceil_div(N, BN), PERSISTENT ? 1 : ceil_div(M, BM), SPLIT\n"
+    "// tiletune: shared 16384\n"
+    "extern \"C\" __global__ void k() {}\n";
+
+constexpr const char* kGpu = "NVIDIA H200";
+
+struct Records {
+  RecordSet records;
+  Records() {
+    RecordedTemplate t{"tiles", "", "tiles.cu", kTiles, std::nullopt};
+    t.parsed = parse_template(kTiles, "tiles.cu");
+    t.source_hash = t.parsed->source_hash;
+    records.templates.push_back(std::move(t));
+    records.gpus.push_back({kGpu, 9, 0, 132, 141'000'000'000ULL});
+  }
+  void add(const std::string& config, const GemmShape& shape, double ms) {
+    RecordedChoice c;
+    c.config = config;
+    c.shape = shape;
+    c.median_ms = ms;
+    c.registers = 64;
+    c.runs = 20;
+    records.choices.push_back(c);
+  }
+};
+
+const std::string kBig = "BM=128,BN=128,SPLIT=1,PERSISTENT=0";
+const std::string kSmall = "BM=32,BN=32,SPLIT=1,PERSISTENT=0";
+const std::string kSplit = "BM=32,BN=32,SPLIT=4,PERSISTENT=0";
+const std::string kPersistent = "BM=64,BN=64,SPLIT=1,PERSISTENT=1";
+const GemmShape kTraining[] = {{1024, 1024, 1024}, {2048, 2048, 512}, {512, 4096, 2048},
+                               {4096, 512, 256},   {3000, 1000, 700}, {8192, 8192, 64}};
+
+// Times that follow the features exactly: ms = c . features.
+double follows(const PerformanceModel& model, const std::string& config, const GemmShape& shape,
+               const LaunchFeatures& c) {
+  const LaunchFeatures x = *model.launch_features(config, shape);
+  double ms = 0;
+  for (std::size_t j = 0; j < kLaunchFeatures; ++j) ms += c[j] * x[j];
+  return ms;
+}
+
+TEST(PerformanceModel, LaunchFeaturesAreWhatTheLaunchDoesAtTheShape) {
+  Records r;
+  r.add(kBig, {1024, 1024, 1024}, 1.0);
+  r.add(kSmall, {1024, 1024, 1024}, 1.0);
+  r.add(kPersistent, {1024, 1024, 1024}, 1.0);
+  const PerformanceModel model(r.records, 0, 0);
+  // 1000 x 1000 in 128 x 128 tiles: 8 x 8 = 64 blocks, one per SM, one wave; a block's work is
+  // its whole tile times K, padded (128 x 128 x 512).
+  const LaunchFeatures big = *model.launch_features(kBig, {1000, 1000, 512});
+  EXPECT_DOUBLE_EQ(big[0], 128.0 * 128 * 512 * 1e-9);
+  EXPECT_DOUBLE_EQ(big[1], 128.0 * 128 * 512 * 1e-9);
+  EXPECT_DOUBLE_EQ(big[2], 1);
+  EXPECT_DOUBLE_EQ(big[3], 1);
+  EXPECT_DOUBLE_EQ(big[4], 128.0 * 128 * 1e-6);
+  // 4096 x 4096 in 32 x 32 tiles: 16384 blocks, 125 on the busiest of 132 SMs; 8 resident at
+  // once (64 registers x 128 threads: 65536 / 8192), so 16 waves of 1056.
+  const LaunchFeatures small = *model.launch_features(kSmall, {4096, 4096, 1024});
+  EXPECT_DOUBLE_EQ(small[0], 125.0 * 32 * 32 * 1024 * 1e-9);
+  EXPECT_DOUBLE_EQ(small[1], 16.0 * 32 * 32 * 1024 * 1e-9);
+  EXPECT_DOUBLE_EQ(small[2], 16);
+  EXPECT_DOUBLE_EQ(small[4], 125.0 * 32 * 32 * 1e-6);
+  // A persistent grid (264 blocks whatever N) counts no tiles: the work is spread evenly.
+  const LaunchFeatures spread = *model.launch_features(kPersistent, {4096, 4096, 1024});
+  EXPECT_DOUBLE_EQ(spread[0], 2.0 * 4096.0 * 4096 * 1024 / 264 * 1e-9);
+  EXPECT_DOUBLE_EQ(spread[2], 1);
+  EXPECT_FALSE(model.launch_features("BM=32,BN=32,SPLIT=2,PERSISTENT=0", {64, 64, 64}))
+      << "not recorded";
+}
+
+TEST(PerformanceModel, SmLimitsFollowTheComputeCapability) {
+  EXPECT_EQ(sm_limits(9, 0).shared_bytes, 228 * 1024);
+  EXPECT_EQ(sm_limits(9, 0).threads, 2048);
+  EXPECT_EQ(sm_limits(8, 6).threads, 1536);
+  EXPECT_EQ(sm_limits(8, 6).shared_bytes, 100 * 1024);
+  EXPECT_EQ(sm_limits(8, 0).shared_bytes, 164 * 1024);
+}
+
+TEST(PerformanceModel, AnOwnFitRecoversTimesThatFollowTheFeatures) {
+  Records seed;
+  for (const std::string& config : {kBig, kSmall}) seed.add(config, kTraining[0], 1.0);
+  const PerformanceModel features(seed.records, 0, 0);
+  const LaunchFeatures big{0.05, 0.01, 0.002, 0.004, 0.0}, small{0.08, 0.0, 0.001, 0.003, 0.02};
+  Records r;
+  for (const GemmShape& shape : kTraining) {
+    r.add(kBig, shape, follows(features, kBig, shape, big));
+    r.add(kSmall, shape, follows(features, kSmall, shape, small));
+  }
+  const PerformanceModel model(r.records, 0, 0);
+  for (const GemmShape shape : {GemmShape{333, 777, 2049}, GemmShape{6000, 128, 4096}}) {
+    const std::optional<Prediction> p = model.predict(kBig, shape);
+    ASSERT_TRUE(p);
+    EXPECT_NEAR(p->ms, follows(features, kBig, shape, big), 1e-9 * p->ms);
+    EXPECT_TRUE(p->own_fit);
+    EXPECT_EQ(p->shapes, 6);
+    EXPECT_NEAR(model.predict(kSmall, shape)->ms, follows(features, kSmall, shape, small), 1e-9);
+  }
+}
+
+TEST(PerformanceModel, AConfigurationAtFewShapesTakesTheTypicalModelScaledToItsTimes) {
+  Records seed;
+  for (const std::string& config : {kBig, kSmall, kSplit, kPersistent}) seed.add(config, kTraining[0], 1.0);
+  const PerformanceModel features(seed.records, 0, 0);
+  const LaunchFeatures typical{0.06, 0.01, 0.002, 0.004, 0.01};
+  Records r;
+  for (const GemmShape& shape : kTraining) {
+    for (const std::string& config : {kBig, kSmall, kPersistent}) {
+      r.add(config, shape, follows(features, config, shape, typical));
+    }
+  }
+  // Split K recorded at two thin shapes only, its times twice the typical model's.
+  for (const GemmShape shape : {GemmShape{64, 64, 8192}, GemmShape{32, 128, 4096}}) {
+    r.add(kSplit, shape, 2 * follows(features, kSplit, shape, typical));
+  }
+  const PerformanceModel model(r.records, 0, 0);
+  const GemmShape thin{96, 64, 16384};
+  const std::optional<Prediction> p = model.predict(kSplit, thin);
+  ASSERT_TRUE(p);
+  EXPECT_FALSE(p->own_fit);
+  EXPECT_EQ(p->shapes, 2);
+  EXPECT_NEAR(p->ms, 2 * follows(features, kSplit, thin, typical), 1e-9 * p->ms);
+}
+
+TEST(PerformanceModel, TheSelectionTakesTheModelsChoiceWithinTheTuningLimits) {
+  Records seed;
+  for (const std::string& config : {kBig, kSmall, kSplit}) seed.add(config, kTraining[0], 1.0);
+  const PerformanceModel features(seed.records, 0, 0);
+  // Big tiles do more work per unit of time; each wave costs small tiles more.
+  const LaunchFeatures big{0.02, 0.0, 0.001, 0.004, 0.0}, small{0.08, 0.0, 0.002, 0.003, 0.0};
+  Records r;
+  for (const GemmShape& shape : kTraining) {
+    r.add(kBig, shape, follows(features, kBig, shape, big));
+    r.add(kSmall, shape, follows(features, kSmall, shape, small));
+    r.add(kSplit, shape, follows(features, kSplit, shape, small) / 40);  // the fastest of all
+  }
+  sort_choices(r.records);
+  SelectionRequest request;
+  request.template_name = "tiles";
+  request.gpu_name = kGpu;
+  request.problem = GemmProblem::packed({8000, 8000, 1024});  // 63 x 63 big tiles: no split K
+  const PerformanceModel model(r.records, 0, 0);
+  ASSERT_LT(model.predict(kBig, request.problem.shape)->ms, model.predict(kSmall, request.problem.shape)->ms);
+
+  // kSplit was measured beyond its tuning limits (every training shape has 64 tiles or more of
+  // 32 x 32): the evidence lets the model choose it there.
+  Selection chosen = select_configuration(r.records, request);
+  EXPECT_EQ(chosen.config, kSplit);
+  ASSERT_TRUE(chosen.predicted);
+  EXPECT_THAT(chosen.why, HasSubstr("NVIDIA H200 has no record of 8000x8000x1024; the performance model predicts"));
+
+  // Without that evidence the tuning limits leave it out, and the model's next choice runs.
+  std::erase_if(r.records.choices, [](const RecordedChoice& c) { return c.config == kSplit; });
+  for (const GemmShape shape : {GemmShape{64, 64, 8192}, GemmShape{32, 128, 4096}}) {
+    r.add(kSplit, shape, follows(features, kSplit, shape, small) / 40);
+  }
+  sort_choices(r.records);
+  chosen = select_configuration(r.records, request);
+  EXPECT_EQ(chosen.config, kBig);
+  EXPECT_TRUE(chosen.predicted);
+
+  // Without the model, the nearest recorded shape's fastest that fits.
+  request.predict = false;
+  const Selection nearest = select_configuration(r.records, request);
+  EXPECT_FALSE(nearest.predicted);
+  EXPECT_EQ(nearest.choice->shape, (GemmShape{2048, 2048, 512}));
+  EXPECT_THAT(nearest.why, HasSubstr("nearest recorded shape 2048x2048x512"));
+}
+
+}  // namespace
+}  // namespace tiletune::runtime

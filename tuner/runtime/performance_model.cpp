@@ -1,0 +1,228 @@
+#include "tuner/runtime/performance_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <Eigen/Core>
+#include <Eigen/QR>
+
+namespace tiletune::runtime {
+namespace {
+
+// Where the grid counts tiles, the probes (N or M of 2^15 and 2^16) give twice the blocks along
+// that dimension; a persistent schedule's grid does not grow so.
+constexpr std::uint32_t kProbe = 1u << 15;
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+// Least squares of `rows` x = 1 with no coefficient negative: a coefficient the unconstrained
+// solution makes negative is dropped (the most negative first) and the rest solved again.
+LaunchFeatures fit_relative(const Eigen::MatrixXd& rows) {
+  std::vector<int> active(kLaunchFeatures);
+  for (std::size_t j = 0; j < kLaunchFeatures; ++j) active[j] = int(j);
+  const Eigen::VectorXd ones = Eigen::VectorXd::Ones(rows.rows());
+  while (!active.empty()) {
+    Eigen::MatrixXd a(rows.rows(), Eigen::Index(active.size()));
+    for (std::size_t j = 0; j < active.size(); ++j) a.col(Eigen::Index(j)) = rows.col(active[j]);
+    const Eigen::VectorXd x = a.colPivHouseholderQr().solve(ones);
+    Eigen::Index most_negative = 0;
+    if (x.minCoeff(&most_negative) >= 0) {
+      LaunchFeatures coefficients{};
+      for (std::size_t j = 0; j < active.size(); ++j) coefficients[active[j]] = x(Eigen::Index(j));
+      return coefficients;
+    }
+    active.erase(active.begin() + most_negative);
+  }
+  return {};
+}
+
+double dot(const LaunchFeatures& a, const LaunchFeatures& b) {
+  double sum = 0;
+  for (std::size_t j = 0; j < kLaunchFeatures; ++j) sum += a[j] * b[j];
+  return sum;
+}
+
+}  // namespace
+
+SmLimits sm_limits(int cc_major, int cc_minor) {
+  SmLimits limits;
+  const int cc = cc_major * 10 + cc_minor;
+  switch (cc) {
+    case 70: limits.shared_bytes = 96 * 1024; break;
+    case 75: limits.threads = 1024, limits.blocks = 16, limits.shared_bytes = 64 * 1024; break;
+    case 80: limits.shared_bytes = 164 * 1024; break;
+    case 86: limits.threads = 1536, limits.blocks = 16, limits.shared_bytes = 100 * 1024; break;
+    case 87: limits.threads = 1536, limits.blocks = 16, limits.shared_bytes = 164 * 1024; break;
+    case 89: limits.threads = 1536, limits.blocks = 24, limits.shared_bytes = 100 * 1024; break;
+    case 90: case 100: case 101: case 103: break;  // the defaults: Hopper's and Blackwell's
+    default:
+      if (cc_major >= 11) limits.threads = 1536, limits.shared_bytes = 100 * 1024;
+      break;
+  }
+  return limits;
+}
+
+PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, std::size_t templ)
+    : gpu_(records.gpus.at(gpu)),
+      templ_(records.templates.at(templ)),
+      limits_(sm_limits(gpu_.cc_major, gpu_.cc_minor)) {
+  if (!templ_.parsed) return;
+  std::map<std::string, std::vector<const RecordedChoice*>> recorded;
+  for (const RecordedChoice& c : records.choices) {
+    if (c.gpu != gpu || c.templ != templ || c.median_ms <= 0) continue;
+    recorded[c.config].push_back(&c);
+  }
+  for (const auto& [config, choices] : recorded) {
+    try {
+      Known& known = known_[config];
+      known.config = templ_.parsed->parse_configuration(config);
+      known.records = choices;
+      known.registers = choices.front()->registers;
+      known.static_shared_bytes = choices.front()->static_shared_bytes;
+      known.tile_m = tile_along(known.config, 1);
+      known.tile_n = tile_along(known.config, 0);
+    } catch (const std::exception&) {
+      known_.erase(config);  // not a configuration of this version: nothing to predict
+    }
+  }
+
+  // Each configuration's rows, scaled by its times: a row x / t against 1 weighs relative error.
+  std::map<std::string, Eigen::MatrixXd> rows;
+  for (const auto& [config, choices] : recorded) {
+    if (!known_.contains(config)) continue;
+    Eigen::MatrixXd a(Eigen::Index(choices.size()), Eigen::Index(kLaunchFeatures));
+    Eigen::Index used = 0;
+    for (const RecordedChoice* c : choices) {
+      const std::optional<LaunchFeatures> x = launch_features(config, c->shape);
+      if (!x) continue;
+      for (std::size_t j = 0; j < kLaunchFeatures; ++j) a(used, Eigen::Index(j)) = (*x)[j] / c->median_ms;
+      ++used;
+    }
+    if (used > 0) rows.emplace(config, a.topRows(used));
+  }
+
+  std::vector<LaunchFeatures> own;
+  for (const auto& [config, a] : rows) {
+    ConfigurationModel model;
+    model.shapes = int(a.rows());
+    if (a.rows() >= kOwnFitShapes) {
+      model.coefficients = fit_relative(a);
+      model.own_fit = true;
+      own.push_back(model.coefficients);
+    }
+    models_.emplace(config, model);
+  }
+  if (own.empty()) {
+    std::erase_if(models_, [](const auto& entry) { return !entry.second.own_fit; });
+    return;
+  }
+  LaunchFeatures typical{};
+  for (std::size_t j = 0; j < kLaunchFeatures; ++j) {
+    std::vector<double> values;
+    for (const LaunchFeatures& c : own) values.push_back(c[j]);
+    std::nth_element(values.begin(), values.begin() + std::ptrdiff_t(values.size() / 2), values.end());
+    typical[j] = values[values.size() / 2];
+  }
+  for (auto& [config, model] : models_) {
+    if (model.own_fit) continue;
+    // The scale s minimising the relative error of s * typical . x over the recorded times.
+    const Eigen::MatrixXd& a = rows.at(config);
+    double sum = 0, sum_squares = 0;
+    for (Eigen::Index r = 0; r < a.rows(); ++r) {
+      LaunchFeatures x{};
+      for (std::size_t j = 0; j < kLaunchFeatures; ++j) x[j] = a(r, Eigen::Index(j));
+      const double predicted = dot(typical, x);  // over the recorded time
+      sum += predicted;
+      sum_squares += predicted * predicted;
+    }
+    const double scale = sum_squares > 0 ? sum / sum_squares : 0;
+    for (std::size_t j = 0; j < kLaunchFeatures; ++j) model.coefficients[j] = scale * typical[j];
+  }
+  // A configuration whose times the typical coefficients cannot scale to predicts nothing.
+  std::erase_if(models_, [](const auto& entry) {
+    const LaunchFeatures& c = entry.second.coefficients;
+    return std::none_of(c.begin(), c.end(), [](double v) { return v > 0; });
+  });
+}
+
+double PerformanceModel::tile_along(const Configuration& config, int dimension) const {
+  try {
+    GemmShape small{4096, 4096, 4096}, large = small;
+    std::int64_t GemmShape::*side = dimension == 0 ? &GemmShape::n : &GemmShape::m;
+    small.*side = kProbe;
+    large.*side = 2 * kProbe;
+    const std::uint32_t blocks = templ_.parsed->launch_geometry(config, small, gpu_.sm_count).grid[dimension];
+    const std::uint32_t twice = templ_.parsed->launch_geometry(config, large, gpu_.sm_count).grid[dimension];
+    if (blocks > 0 && twice == 2 * blocks) return double(kProbe) / blocks;
+  } catch (const std::exception&) {
+  }
+  return 0;  // not a count of tiles
+}
+
+std::optional<LaunchFeatures> PerformanceModel::launch_features(const std::string& config,
+                                                                const GemmShape& shape) const {
+  const auto known = known_.find(config);
+  if (known == known_.end()) return std::nullopt;
+  const Known& c = known->second;
+  LaunchGeometry geometry;
+  try {
+    geometry = templ_.parsed->launch_geometry(c.config, shape, gpu_.sm_count);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const double blocks = double(geometry.grid[0]) * geometry.grid[1] * geometry.grid[2];
+  const double mnk = double(shape.m) * double(shape.n) * double(shape.k);
+  double work = 0, tile = 0;  // a block's multiply-adds, and its elements of C
+  if (c.tile_m > 0 && c.tile_n > 0) {
+    tile = c.tile_m * c.tile_n;
+    work = tile * double(ceil_div(std::uint64_t(shape.k), geometry.grid[2]));
+  } else {
+    tile = double(shape.m) * double(shape.n) / blocks;
+    work = mnk / blocks;
+  }
+  const std::uint64_t warps = ceil_div(geometry.threads_per_block(), 32);
+  const std::uint64_t registers_per_warp = ceil_div(std::uint64_t(c.registers) * 32, 256) * 256;
+  std::uint64_t resident = std::min<std::uint64_t>(limits_.blocks, limits_.threads / (warps * 32));
+  if (registers_per_warp > 0) {
+    resident = std::min<std::uint64_t>(resident, limits_.registers / (warps * registers_per_warp));
+  }
+  const std::uint64_t shared = std::uint64_t(c.static_shared_bytes) + geometry.dynamic_shared_bytes;
+  if (shared > 0) {
+    resident = std::min<std::uint64_t>(resident, limits_.shared_bytes / (shared + limits_.reserved_shared_bytes));
+  }
+  resident = std::max<std::uint64_t>(resident, 1);
+  const double sms = std::max(gpu_.sm_count, 1);
+  const double busiest = std::ceil(blocks / sms);          // blocks of the busiest SM
+  const double waves = std::ceil(blocks / (sms * double(resident)));
+  return LaunchFeatures{busiest * work * 1e-9, waves * work * 1e-9, waves, 1.0, busiest * tile * 1e-6};
+}
+
+const Configuration* PerformanceModel::configuration(const std::string& config) const {
+  const auto known = known_.find(config);
+  return known == known_.end() ? nullptr : &known->second.config;
+}
+
+const std::vector<const RecordedChoice*>* PerformanceModel::records_of(const std::string& config) const {
+  const auto known = known_.find(config);
+  return known == known_.end() ? nullptr : &known->second.records;
+}
+
+std::optional<Prediction> PerformanceModel::predict(const std::string& config, const GemmShape& shape) const {
+  const auto model = models_.find(config);
+  if (model == models_.end()) return std::nullopt;
+  const std::optional<LaunchFeatures> x = launch_features(config, shape);
+  if (!x) return std::nullopt;
+  const double ms = dot(model->second.coefficients, *x);
+  if (!(ms > 0)) return std::nullopt;
+  return Prediction{ms, model->second.shapes, model->second.own_fit};
+}
+
+const PerformanceModel& PerformanceModels::of(std::size_t gpu, std::size_t templ) {
+  std::lock_guard lock(mutex_);
+  std::unique_ptr<PerformanceModel>& model = models_[{gpu, templ}];
+  if (!model) model = std::make_unique<PerformanceModel>(records_, gpu, templ);
+  return *model;
+}
+
+}  // namespace tiletune::runtime

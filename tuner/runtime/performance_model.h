@@ -1,0 +1,113 @@
+// A performance model of one template's configurations on one GPU, learned from the times recorded
+// there: it predicts a configuration's time at a shape nobody tuned, so that the library chooses
+// there by prediction instead of taking the nearest recorded shape's winner.
+//
+// A configuration's time at a shape is modelled as a sum over what its launch does there
+// (launch_features): the busiest SM's work (ceil(blocks / SMs) blocks' multiply-adds: the
+// throughput limit), the waves' work (the blocks that fit on the SMs at once, each wave as long as
+// one block's work: the latency of blocks that do not fill an SM), the waves themselves (each
+// block's prologue and epilogue), the launch, and the busiest SM's share of C (its stores, and the
+// atomics of split K). A block's work is its tile of C times its share of K; the tile is read from
+// the template's grid (blocks across N and down M: grid.x = ceil(N / tile), grid.y = ceil(M / tile)),
+// and where the grid does not count tiles (a persistent schedule) the work is spread evenly.
+//
+// The coefficients, none negative, are fitted per configuration by least squares on the relative
+// error of its recorded times. One recorded at fewer than kOwnFitShapes shapes takes the template's
+// typical coefficients (the median of those fitted on their own), scaled to its times.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tuner/core/kernel_template.h"
+#include "tuner/core/gemm_shape.h"
+#include "tuner/runtime/record_set.h"
+
+namespace tiletune::runtime {
+
+inline constexpr int kOwnFitShapes = 5;  // recorded shapes a configuration needs for its own fit
+inline constexpr std::size_t kLaunchFeatures = 5;
+using LaunchFeatures = std::array<double, kLaunchFeatures>;
+
+// What one SM holds at most, by compute capability (the CUDA programming guide's table): blocks
+// resident on an SM are limited by these, by the block's registers and by its shared memory.
+struct SmLimits {
+  int threads = 2048, registers = 65536, blocks = 32;
+  int shared_bytes = 228 * 1024;        // per SM
+  int reserved_shared_bytes = 1024;     // the system's share of each block's
+};
+SmLimits sm_limits(int cc_major, int cc_minor);
+
+// One configuration's model: its coefficients and what they were fitted to.
+struct ConfigurationModel {
+  LaunchFeatures coefficients{};  // ms per unit of each feature
+  int shapes = 0;                 // recorded shapes of the configuration
+  bool own_fit = false;           // fitted to its own times (else the template's, scaled)
+};
+
+struct Prediction {
+  double ms = 0;
+  int shapes = 0;         // recorded shapes of the configuration behind it
+  bool own_fit = false;
+};
+
+class PerformanceModel {
+ public:
+  // The model of records.templates[templ] on records.gpus[gpu], from their records; an empty one
+  // when the template's recorded version cannot be parsed.
+  PerformanceModel(const RecordSet& records, std::size_t gpu, std::size_t templ);
+
+  // The configuration's predicted time at the shape; none when it is not recorded on this GPU,
+  // its launch at the shape cannot be computed, or the template has no typical coefficients to
+  // lend a configuration recorded at too few shapes.
+  std::optional<Prediction> predict(const std::string& config, const GemmShape& shape) const;
+
+  // The configurations it predicts for, in text order.
+  const std::map<std::string, ConfigurationModel>& configurations() const { return models_; }
+  // A configuration recorded on this GPU, parsed, and its records; nullptr when it is not.
+  const Configuration* configuration(const std::string& config) const;
+  const std::vector<const RecordedChoice*>* records_of(const std::string& config) const;
+
+  // What the launch of the configuration does at the shape, in the units the coefficients
+  // multiply; none when the geometry cannot be computed there.
+  std::optional<LaunchFeatures> launch_features(const std::string& config, const GemmShape& shape) const;
+
+ private:
+  // What launch_features needs of a recorded configuration.
+  struct Known {
+    Configuration config;
+    std::vector<const RecordedChoice*> records;
+    int registers = 0, static_shared_bytes = 0;  // as ptxas reported them
+    double tile_m = 0, tile_n = 0;  // C's rows and columns a block computes; 0: not read from the grid
+  };
+  // The tile along grid dimension 0 (N) or 1 (M), where the grid counts tiles; else 0.
+  double tile_along(const Configuration& config, int dimension) const;
+
+  const RecordedGpu& gpu_;
+  const RecordedTemplate& templ_;
+  SmLimits limits_;
+  std::map<std::string, Known> known_;
+  std::map<std::string, ConfigurationModel> models_;
+};
+
+// The models of a RecordSet's (GPU, template) pairs, each fitted when first asked for and kept
+// while the records live; thread-safe.
+class PerformanceModels {
+ public:
+  explicit PerformanceModels(const RecordSet& records) : records_(records) {}
+  const PerformanceModel& of(std::size_t gpu, std::size_t templ);
+
+ private:
+  const RecordSet& records_;
+  std::mutex mutex_;
+  std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<PerformanceModel>> models_;
+};
+
+}  // namespace tiletune::runtime
