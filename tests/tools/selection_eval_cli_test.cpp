@@ -1,0 +1,105 @@
+// The choice at shapes nobody tuned, measured as a user measures it: `tiletune selection-eval`
+// on the selection fixture (tests/fixtures/selection: exhaustive H200 tunes at bench's suite and
+// at 23 held-out workload shapes). The performance model must keep within the targets of the
+// library's choice there (geometric mean 1.05x the best, worst 1.25x) for warp_tiled and the TF32
+// templates, and beat the nearest recorded shape's choice; `query` says which chose and why.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <string>
+
+#include "tests/support/run_tiletune.h"
+#include "tests/support/tuned_fixture.h"
+
+namespace tiletune {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_tools::expect_one_line_failure;
+using testing_tools::lines_of;
+
+// Per template: the model's geometric mean and worst, and the nearest shape's geometric mean.
+struct Summary {
+  double model_mean = 0, model_worst = 0, nearest_mean = 0;
+};
+
+std::map<std::string, Summary> summaries(const std::string& out) {
+  static const std::regex line(
+      R"(^(\w+): model geomean ([0-9.]+), worst ([0-9.]+) .*; nearest shape geomean ([0-9.]+),.*)");
+  std::map<std::string, Summary> result;
+  for (const std::string& text : lines_of(out)) {
+    std::smatch m;
+    if (std::regex_match(text, m, line)) {
+      result[m[1]] = {std::stod(m[2]), std::stod(m[3]), std::stod(m[4])};
+    }
+  }
+  return result;
+}
+
+class SelectionEvalCli : public testing_tools::TiletuneFolderTest {
+ protected:
+  SelectionEvalCli() : TiletuneFolderTest("tiletune_selection_eval_") {}
+  void SetUp() override {
+    TiletuneFolderTest::SetUp();
+    suite_ = dir_ / "suite.db";
+    truth_ = dir_ / "heldout.db";
+    testing_support::load_selection_fixture("suite", suite_);
+    testing_support::load_selection_fixture("heldout", truth_);
+  }
+  std::filesystem::path suite_, truth_;
+};
+
+TEST_F(SelectionEvalCli, TheModelsChoiceAtHeldOutShapesKeepsWithinTheTargets) {
+  const auto run = tiletune({"selection-eval", "--db", suite_.string(), "--truth", truth_.string()});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, HasSubstr("249 held-out shapes of 11 templates evaluated")) << run;
+  const std::map<std::string, Summary> found = summaries(run.out);
+  for (const char* name : {"warp_tiled", "tf32_mma", "tf32_wgmma", "tf32_wgmma_rounded_loads",
+                           "tf32_wgmma_specialized", "tf32_wgmma_tma", "tf32_wgmma_transposed_b",
+                           "tf32x3_mma", "tf32x3_wgmma"}) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(found.contains(name)) << run;
+    const Summary& s = found.at(name);
+    EXPECT_LE(s.model_mean, 1.05);
+    EXPECT_LE(s.model_worst, 1.25);
+    EXPECT_LE(s.model_mean, s.nearest_mean);
+  }
+  EXPECT_LT(found.at("warp_tiled").model_mean, found.at("warp_tiled").nearest_mean - 0.1)
+      << "the nearest shape's choice is 1.3x the best for warp_tiled";
+}
+
+TEST_F(SelectionEvalCli, QuerySaysThatTheModelChoseAndWhatTheNearestShapeWouldHave) {
+  const auto model = tiletune({"query", "--db", suite_.string(), "--shape", "333x777x2049", "--kernel",
+                               "warp_tiled"});
+  ASSERT_EQ(model.exit_code, 0) << model;
+  EXPECT_THAT(model.out, HasSubstr("NVIDIA H200 has no record of 333x777x2049; the performance model "
+                                   "predicts ")) << model;
+  EXPECT_THAT(model.out, HasSubstr("; the nearest recorded shape 1000x1000x1000 would have chosen [")) << model;
+  EXPECT_THAT(model.out, HasSubstr("NVIDIA H200 333x777x2049: warp_tiled [")) << model;
+  const auto nearest = tiletune({"query", "--db", suite_.string(), "--shape", "333x777x2049",
+                                 "--kernel", "warp_tiled", "--nearest"});
+  ASSERT_EQ(nearest.exit_code, 0) << nearest;
+  EXPECT_THAT(nearest.out, HasSubstr("nearest recorded shape: 1000x1000x1000")) << nearest;
+  const auto json = tiletune({"query", "--db", suite_.string(), "--shape", "333x777x2049", "--kernel",
+                              "warp_tiled", "--json"});
+  EXPECT_THAT(json.out, HasSubstr("\"chosen_by\": \"performance_model\"")) << json;
+  const auto exact = tiletune({"query", "--db", suite_.string(), "--shape", "1000x1000x1000",
+                               "--kernel", "warp_tiled", "--json"});
+  EXPECT_THAT(exact.out, HasSubstr("\"chosen_by\": \"exact_shape\"")) << exact;
+  EXPECT_THAT(exact.out, HasSubstr("\"predicted_ms\": null")) << exact;
+}
+
+TEST_F(SelectionEvalCli, BadInputIsOneLine) {
+  expect_one_line_failure(tiletune({"selection-eval", "--db", suite_.string(), "--truth",
+                                    (dir_ / "absent.db").string()}), 2);
+  // The suite holds no held-out shape of itself.
+  expect_one_line_failure(tiletune({"selection-eval", "--db", suite_.string(), "--truth",
+                                    suite_.string()}), 2);
+  expect_one_line_failure(tiletune({"query", "--db", suite_.string(), "--shape", "64x64x64",
+                                    "--exact", "--nearest"}), 2);
+}
+
+}  // namespace
+}  // namespace tiletune
