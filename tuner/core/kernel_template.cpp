@@ -476,26 +476,29 @@ LaunchGeometry KernelTemplate::launch_geometry(const Configuration& config, cons
   const auto evaluate = [&](const Expression& expression, std::string_view what,
                             std::int64_t low) -> std::uint32_t {
     constexpr std::int64_t kHigh = std::numeric_limits<std::uint32_t>::max();
-    const std::string context =
-        fmt::format("{}: {} for {} at {}", name, what, config.to_string(), shape.to_string());
+    // Formatted only for an error: a plan evaluates geometries by the hundred.
+    const auto context = [&] {
+      return fmt::format("{}: {} for {} at {}", name, what, config.to_string(), shape.to_string());
+    };
     std::int64_t value = 0;
     try {
       value = expression.evaluate(values);
     } catch (const ExpressionError& error) {
-      throw TemplateError(fmt::format("{}: {}", context, error.what()));
+      throw TemplateError(fmt::format("{}: {}", context(), error.what()));
     }
     if (value < low || value > kHigh) {
-      throw TemplateError(fmt::format("{}: '{}' is {}, outside [{}, {}]", context,
+      throw TemplateError(fmt::format("{}: '{}' is {}, outside [{}, {}]", context(),
                                       expression.text(), value, low, kHigh));
     }
     return static_cast<std::uint32_t>(value);
   };
 
-  constexpr std::string_view kAxes[] = {"x", "y", "z"};
+  constexpr std::string_view kGridAxes[] = {"grid x", "grid y", "grid z"};
+  constexpr std::string_view kBlockAxes[] = {"block x", "block y", "block z"};
   LaunchGeometry geometry;
   for (std::size_t i = 0; i < 3; ++i) {
-    geometry.grid[i] = evaluate(grid[i], fmt::format("grid {}", kAxes[i]), 1);
-    geometry.block[i] = evaluate(block[i], fmt::format("block {}", kAxes[i]), 1);
+    geometry.grid[i] = evaluate(grid[i], kGridAxes[i], 1);
+    geometry.block[i] = evaluate(block[i], kBlockAxes[i], 1);
   }
   geometry.dynamic_shared_bytes = evaluate(dynamic_shared_bytes, "shared", 0);
   geometry.zero_output = evaluate(zero_output, "zero_output", 0) != 0;

@@ -1,6 +1,7 @@
 #include "tuner/runtime/selection.h"
 
 #include <algorithm>
+#include <map>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -188,19 +189,25 @@ class Selector {
   // then the other shapes nearest first, each fastest first; the first that fits.
   GpuOutcome look_at(std::size_t gpu) const {
     const GemmShape& shape = request_.problem.shape;
-    std::vector<const RecordedChoice*> order;
+    // Each record's distance once (a few shapes, many records of each), then sorted by it.
+    std::map<GemmShape, double> distances;
+    std::vector<std::pair<double, const RecordedChoice*>> keyed;
     for (const RecordedChoice& c : records_.choices) {
       if (c.gpu != gpu || c.templ != templ_index_) continue;
       if (request_.exact_only && c.shape != shape) continue;
-      order.push_back(&c);
+      const auto [known, added] = distances.try_emplace(c.shape, 0.0);
+      if (added && c.shape != shape) known->second = log_distance(c.shape, shape);
+      keyed.emplace_back(known->second, &c);
     }
-    const auto key = [&](const RecordedChoice* c) {
+    const auto key = [&](const std::pair<double, const RecordedChoice*>& k) {
+      const RecordedChoice* c = k.second;
       return std::tuple<bool, double, const GemmShape&, double, const std::string&>(
-          c->shape != shape, c->shape == shape ? 0.0 : log_distance(c->shape, shape), c->shape,
-          c->median_ms, c->config);
+          c->shape != shape, k.first, c->shape, c->median_ms, c->config);
     };
-    std::sort(order.begin(), order.end(),
-              [&](const RecordedChoice* a, const RecordedChoice* b) { return key(a) < key(b); });
+    std::sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+    std::vector<const RecordedChoice*> order;
+    order.reserve(keyed.size());
+    for (const auto& k : keyed) order.push_back(k.second);
 
     GpuOutcome outcome;
     outcome.candidates = int(order.size());
