@@ -414,6 +414,10 @@ Bindings KernelTemplate::bindings(const Configuration& config, const GemmProblem
   return result;
 }
 
+bool KernelTemplate::requirements_read_problem() const {
+  return std::any_of(requirements.begin(), requirements.end(), reads_problem);
+}
+
 const Expression* KernelTemplate::violated_requirement(const Configuration& config,
                                                        const GemmProblem* problem) const {
   const Bindings values = problem ? bindings(config, *problem) : bindings(config);

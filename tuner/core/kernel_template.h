@@ -168,6 +168,9 @@ struct KernelTemplate {
   // a division by zero, does not hold), or nullptr.
   const Expression* violated_requirement(const Configuration& config,
                                          const GemmProblem* problem = nullptr) const;
+  // Whether some requirement reads M, N, K, lda, ldb or ldc (else a valid configuration meets
+  // every problem's).
+  bool requirements_read_problem() const;
   // Whether every tuning limit holds at the shape (one that cannot be evaluated does not).
   bool worth_tuning(const Configuration& config, const GemmShape& shape) const;
   // Throws RequirementNotMet naming the first requirement the problem does not meet.

@@ -82,6 +82,10 @@ PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, st
       known.static_shared_bytes = choices.front()->static_shared_bytes;
       known.tile_m = tile_along(known.config, 1);
       known.tile_n = tile_along(known.config, 0);
+      find_closed_form(known);
+      known.measured_beyond_limits = std::any_of(choices.begin(), choices.end(), [&](const RecordedChoice* c) {
+        return !templ_.parsed->worth_tuning(known.config, c->shape);
+      });
     } catch (const std::exception&) {
       known_.erase(config);  // not a configuration of this version: nothing to predict
     }
@@ -160,11 +164,67 @@ double PerformanceModel::tile_along(const Configuration& config, int dimension) 
   return 0;  // not a count of tiles
 }
 
+void PerformanceModel::find_closed_form(Known& known) const {
+  if (known.tile_m <= 0 || known.tile_n <= 0 || known.tile_m != std::floor(known.tile_m) ||
+      known.tile_n != std::floor(known.tile_n)) {
+    return;
+  }
+  const auto tile_m = std::uint64_t(known.tile_m), tile_n = std::uint64_t(known.tile_n);
+  try {
+    std::optional<LaunchGeometry> first;
+    for (const GemmShape probe : {GemmShape{1000, 3000, 500}, GemmShape{3001, 999, 2047},
+                                  GemmShape{17, 65, 8191}}) {
+      const LaunchGeometry g = templ_.parsed->launch_geometry(known.config, probe, gpu_.sm_count);
+      if (g.grid[0] != ceil_div(std::uint64_t(probe.n), tile_n) ||
+          g.grid[1] != ceil_div(std::uint64_t(probe.m), tile_m)) {
+        return;
+      }
+      if (first && (g.grid[2] != first->grid[2] || g.block != first->block ||
+                    g.dynamic_shared_bytes != first->dynamic_shared_bytes)) {
+        return;
+      }
+      if (!first) first = g;
+    }
+    known.closed_form = true;
+    known.split = first->grid[2];
+    known.threads = first->threads_per_block();
+    known.dynamic_shared_bytes = first->dynamic_shared_bytes;
+  } catch (const std::exception&) {
+  }
+}
+
+LaunchFeatures PerformanceModel::features_of(const Known& c, double blocks, double work, double tile,
+                                             std::uint64_t threads,
+                                             std::uint64_t dynamic_shared_bytes) const {
+  const std::uint64_t warps = ceil_div(threads, 32);
+  const std::uint64_t registers_per_warp = ceil_div(std::uint64_t(c.registers) * 32, 256) * 256;
+  std::uint64_t resident = std::min<std::uint64_t>(limits_.blocks, limits_.threads / (warps * 32));
+  if (registers_per_warp > 0) {
+    resident = std::min<std::uint64_t>(resident, limits_.registers / (warps * registers_per_warp));
+  }
+  const std::uint64_t shared = std::uint64_t(c.static_shared_bytes) + dynamic_shared_bytes;
+  if (shared > 0) {
+    resident = std::min<std::uint64_t>(resident, limits_.shared_bytes / (shared + limits_.reserved_shared_bytes));
+  }
+  resident = std::max<std::uint64_t>(resident, 1);
+  const double sms = std::max(gpu_.sm_count, 1);
+  const double busiest = std::ceil(blocks / sms);  // blocks of the busiest SM
+  const double waves = std::ceil(blocks / (sms * double(resident)));
+  return LaunchFeatures{busiest * work * 1e-9, waves * work * 1e-9, waves, 1.0, busiest * tile * 1e-6};
+}
+
 std::optional<LaunchFeatures> PerformanceModel::launch_features(const std::string& config,
                                                                 const GemmShape& shape) const {
   const auto known = known_.find(config);
   if (known == known_.end()) return std::nullopt;
   const Known& c = known->second;
+  const double tile = c.tile_m * c.tile_n;  // a block's elements of C, where the grid counts tiles
+  if (c.closed_form) {
+    const double blocks = double(ceil_div(std::uint64_t(shape.n), std::uint64_t(c.tile_n))) *
+                          double(ceil_div(std::uint64_t(shape.m), std::uint64_t(c.tile_m))) * c.split;
+    const double work = tile * double(ceil_div(std::uint64_t(shape.k), c.split));
+    return features_of(c, blocks, work, tile, c.threads, c.dynamic_shared_bytes);
+  }
   LaunchGeometry geometry;
   try {
     geometry = templ_.parsed->launch_geometry(c.config, shape, gpu_.sm_count);
@@ -172,30 +232,14 @@ std::optional<LaunchFeatures> PerformanceModel::launch_features(const std::strin
     return std::nullopt;
   }
   const double blocks = double(geometry.grid[0]) * geometry.grid[1] * geometry.grid[2];
+  if (tile > 0) {
+    return features_of(c, blocks, tile * double(ceil_div(std::uint64_t(shape.k), geometry.grid[2])),
+                       tile, geometry.threads_per_block(), geometry.dynamic_shared_bytes);
+  }
+  // A persistent schedule: the work spread evenly over its blocks.
   const double mnk = double(shape.m) * double(shape.n) * double(shape.k);
-  double work = 0, tile = 0;  // a block's multiply-adds, and its elements of C
-  if (c.tile_m > 0 && c.tile_n > 0) {
-    tile = c.tile_m * c.tile_n;
-    work = tile * double(ceil_div(std::uint64_t(shape.k), geometry.grid[2]));
-  } else {
-    tile = double(shape.m) * double(shape.n) / blocks;
-    work = mnk / blocks;
-  }
-  const std::uint64_t warps = ceil_div(geometry.threads_per_block(), 32);
-  const std::uint64_t registers_per_warp = ceil_div(std::uint64_t(c.registers) * 32, 256) * 256;
-  std::uint64_t resident = std::min<std::uint64_t>(limits_.blocks, limits_.threads / (warps * 32));
-  if (registers_per_warp > 0) {
-    resident = std::min<std::uint64_t>(resident, limits_.registers / (warps * registers_per_warp));
-  }
-  const std::uint64_t shared = std::uint64_t(c.static_shared_bytes) + geometry.dynamic_shared_bytes;
-  if (shared > 0) {
-    resident = std::min<std::uint64_t>(resident, limits_.shared_bytes / (shared + limits_.reserved_shared_bytes));
-  }
-  resident = std::max<std::uint64_t>(resident, 1);
-  const double sms = std::max(gpu_.sm_count, 1);
-  const double busiest = std::ceil(blocks / sms);          // blocks of the busiest SM
-  const double waves = std::ceil(blocks / (sms * double(resident)));
-  return LaunchFeatures{busiest * work * 1e-9, waves * work * 1e-9, waves, 1.0, busiest * tile * 1e-6};
+  return features_of(c, blocks, mnk / blocks, double(shape.m) * double(shape.n) / blocks,
+                     geometry.threads_per_block(), geometry.dynamic_shared_bytes);
 }
 
 const Configuration* PerformanceModel::configuration(const std::string& config) const {
@@ -206,6 +250,11 @@ const Configuration* PerformanceModel::configuration(const std::string& config) 
 const std::vector<const RecordedChoice*>* PerformanceModel::records_of(const std::string& config) const {
   const auto known = known_.find(config);
   return known == known_.end() ? nullptr : &known->second.records;
+}
+
+bool PerformanceModel::measured_beyond_limits(const std::string& config) const {
+  const auto known = known_.find(config);
+  return known != known_.end() && known->second.measured_beyond_limits;
 }
 
 std::optional<Prediction> PerformanceModel::predict(const std::string& config, const GemmShape& shape) const {

@@ -74,6 +74,9 @@ class PerformanceModel {
   // A configuration recorded on this GPU, parsed, and its records; nullptr when it is not.
   const Configuration* configuration(const std::string& config) const;
   const std::vector<const RecordedChoice*>* records_of(const std::string& config) const;
+  // Whether the configuration was measured at a shape its tuning limits (`tune_if`) leave out:
+  // evidence for choosing it where they leave it out too.
+  bool measured_beyond_limits(const std::string& config) const;
 
   // What the launch of the configuration does at the shape, in the units the coefficients
   // multiply; none when the geometry cannot be computed there.
@@ -86,7 +89,19 @@ class PerformanceModel {
     std::vector<const RecordedChoice*> records;
     int registers = 0, static_shared_bytes = 0;  // as ptxas reported them
     double tile_m = 0, tile_n = 0;  // C's rows and columns a block computes; 0: not read from the grid
+    // Where the grid is ceil(N / tile_n) x ceil(M / tile_m) x split at every shape, with threads and
+    // dynamic shared memory that do not depend on it: the launch without evaluating expressions.
+    bool closed_form = false;
+    std::uint32_t split = 1;
+    std::uint64_t threads = 0, dynamic_shared_bytes = 0;
+    bool measured_beyond_limits = false;
   };
+  // The features of a launch of `blocks` blocks of `threads`, each `work` multiply-adds and `tile`
+  // elements of C.
+  LaunchFeatures features_of(const Known& c, double blocks, double work, double tile,
+                             std::uint64_t threads, std::uint64_t dynamic_shared_bytes) const;
+  // Whether the configuration's launch has the closed form (Known::closed_form), checked at probes.
+  void find_closed_form(Known& known) const;
   // The tile along grid dimension 0 (N) or 1 (M), where the grid counts tiles; else 0.
   double tile_along(const Configuration& config, int dimension) const;
 

@@ -189,47 +189,43 @@ class Selector {
   // then the other shapes nearest first, each fastest first; the first that fits.
   GpuOutcome look_at(std::size_t gpu) const {
     const GemmShape& shape = request_.problem.shape;
-    // Each record's distance once (a few shapes, many records of each), then sorted by it.
+    // The records by shape, the problem's own first, then nearest first; a shape's records are
+    // sorted fastest first only when it is reached.
     std::map<GemmShape, double> distances;
-    std::vector<std::pair<double, const RecordedChoice*>> keyed;
+    std::map<std::tuple<bool, double, GemmShape>, std::vector<const RecordedChoice*>> by_shape;
+    GpuOutcome outcome;
     for (const RecordedChoice& c : records_.choices) {
       if (c.gpu != gpu || c.templ != templ_index_) continue;
       if (request_.exact_only && c.shape != shape) continue;
       const auto [known, added] = distances.try_emplace(c.shape, 0.0);
       if (added && c.shape != shape) known->second = log_distance(c.shape, shape);
-      keyed.emplace_back(known->second, &c);
+      by_shape[{c.shape != shape, known->second, c.shape}].push_back(&c);
+      ++outcome.candidates;
     }
-    const auto key = [&](const std::pair<double, const RecordedChoice*>& k) {
-      const RecordedChoice* c = k.second;
-      return std::tuple<bool, double, const GemmShape&, double, const std::string&>(
-          c->shape != shape, k.first, c->shape, c->median_ms, c->config);
-    };
-    std::sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
-    std::vector<const RecordedChoice*> order;
-    order.reserve(keyed.size());
-    for (const auto& k : keyed) order.push_back(k.second);
-
-    GpuOutcome outcome;
-    outcome.candidates = int(order.size());
-    for (const RecordedChoice* c : order) {
+    const auto fits = [&](const RecordedChoice* c) {
       if (c->shape == shape) outcome.had_exact_shape = true;
-      if (!templ_->parsed) {  // requirements cannot be read: served unchecked, as query did
-        outcome.choice = c;
-        return outcome;
-      }
+      if (!templ_->parsed) return true;  // requirements cannot be read: served unchecked, as query did
       const Expression* violated = nullptr;
       try {
         violated = templ_->parsed->violated_requirement(
             templ_->parsed->parse_configuration(c->config), &request_.problem);
       } catch (const TemplateError&) {
-        continue;  // a configuration this version does not declare: nothing to run
+        return false;  // a configuration this version does not declare: nothing to run
       }
-      if (!violated) {
-        outcome.choice = c;
+      if (violated && outcome.excluded++ == 0) outcome.first_violation = violated->text();
+      return violated == nullptr;
+    };
+    for (auto& [where, records] : by_shape) {
+      std::sort(records.begin(), records.end(), [](const RecordedChoice* a, const RecordedChoice* b) {
+        return std::tie(a->median_ms, a->config) < std::tie(b->median_ms, b->config);
+      });
+      const auto found = std::find_if(records.begin(), records.end(), fits);
+      if (found != records.end()) {
+        outcome.choice = *found;
         break;
       }
-      if (outcome.excluded++ == 0) outcome.first_violation = violated->text();
     }
+    if (!templ_->parsed) return outcome;
     if (request_.predict && (!outcome.choice || outcome.choice->shape != shape)) predict(gpu, outcome);
     return outcome;
   }
@@ -240,12 +236,15 @@ class Selector {
     const PerformanceModel& model = models_->of(gpu, templ_index_);
     const KernelTemplate& tmpl = *templ_->parsed;
     const GemmShape& shape = request_.problem.shape;
+    // A recorded configuration meets its template's requirements; only those that read the
+    // problem can exclude it.
+    const bool reads_problem = tmpl.requirements_read_problem();
     std::optional<Prediction> best;
     const std::string* best_config = nullptr;
     for (const auto& [config, fitted] : model.configurations()) {
       const Configuration& parsed = *model.configuration(config);
-      if (tmpl.violated_requirement(parsed, &request_.problem)) continue;
-      if (!tmpl.worth_tuning(parsed, shape) && !measured_beyond_limits(model, config)) continue;
+      if (reads_problem && tmpl.violated_requirement(parsed, &request_.problem)) continue;
+      if (!model.measured_beyond_limits(config) && !tmpl.worth_tuning(parsed, shape)) continue;
       const std::optional<Prediction> predicted = model.predict(config, shape);
       if (!predicted) continue;
       ++outcome.weighed;
@@ -260,16 +259,6 @@ class Selector {
                                                 std::pair(log_distance(b->shape, shape), b->shape);
                                        });
     outcome.predicted = best;
-  }
-
-  // Whether the configuration was measured at a shape its tuning limits leave out: evidence that
-  // lets the model choose it where they leave it out too.
-  bool measured_beyond_limits(const PerformanceModel& model, const std::string& config) const {
-    const Configuration& parsed = *model.configuration(config);
-    const std::vector<const RecordedChoice*>& records = *model.records_of(config);
-    return std::any_of(records.begin(), records.end(), [&](const RecordedChoice* c) {
-      return !templ_->parsed->worth_tuning(parsed, c->shape);
-    });
   }
 
   std::string nothing_because(const GpuOutcome& outcome) const {
