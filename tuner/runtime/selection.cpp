@@ -226,7 +226,9 @@ class Selector {
       }
     }
     if (!templ_->parsed) return outcome;
-    if (request_.predict && (!outcome.choice || outcome.choice->shape != shape)) predict(gpu, outcome);
+    if (request_.predict && !request_.exact_only && (!outcome.choice || outcome.choice->shape != shape)) {
+      predict(gpu, outcome);
+    }
     return outcome;
   }
 

@@ -190,6 +190,11 @@ TEST(PerformanceModel, TheSelectionTakesTheModelsChoiceWithinTheTuningLimits) {
   EXPECT_EQ(chosen.config, kBig);
   EXPECT_TRUE(chosen.predicted);
 
+  // --exact: the model does not answer for a shape not recorded either.
+  request.exact_only = true;
+  EXPECT_THROW(select_configuration(r.records, request), NoSelection);
+  request.exact_only = false;
+
   // Without the model, the nearest recorded shape's fastest that fits.
   request.predict = false;
   const Selection nearest = select_configuration(r.records, request);
