@@ -9,7 +9,6 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
-#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -46,22 +45,6 @@ std::optional<DeviceProperties> this_gpu() {
   }
 }
 
-// What a tune of `shapes` would compile, in the space's order: the configurations its tuning
-// limits (`tune_if`) admit at one of the shapes, less those whose launch geometry `gpu` (when
-// known, and the target's) cannot run. A tune's compile ahead chooses the same way.
-std::vector<Configuration> tuned_at(const KernelTemplate& tmpl, const std::vector<GemmShape>& shapes,
-                                    const std::optional<DeviceProperties>& gpu) {
-  std::set<std::string> tuned;
-  for (const GemmShape& shape : shapes) {
-    for (const Configuration& config : enumerate_configurations(tmpl, &shape)) {
-      if (!gpu || !prune_before_compile(tmpl, config, shape, *gpu)) tuned.insert(config.to_string());
-    }
-  }
-  std::vector<Configuration> configs = enumerate_configurations(tmpl);
-  std::erase_if(configs, [&](const Configuration& c) { return !tuned.contains(c.to_string()); });
-  return configs;
-}
-
 void write_cubin(const std::filesystem::path& dir, const KernelTemplate& tmpl,
                  const Configuration& config, const CompiledKernelImage& image) {
   std::filesystem::create_directories(dir);
@@ -93,7 +76,7 @@ int run(const CompileOptions& options) {
     if (!options.config.empty()) {
       configs.push_back(tmpl.parse_configuration(options.config));
     } else if (!shapes.empty()) {
-      configs = tuned_at(tmpl, shapes, gpu);
+      configs = configurations_to_compile(tmpl, shapes, gpu ? &*gpu : nullptr);
       if (configs.empty()) {
         fmt::print("{:<12} no configuration is tuned at {}\n", tmpl.name, fmt::join(options.shapes, ", "));
         continue;

@@ -35,12 +35,11 @@ struct SelectionEvalOptions {
 // Ratios of one way of choosing over the held-out shapes of a template.
 struct Ratios {
   std::vector<double> values;
+  double worst = 0;
   std::string worst_shape;
   int unmeasured = 0;
   void add(double ratio, const GemmShape& shape) {
-    if (values.empty() || ratio > *std::max_element(values.begin(), values.end())) {
-      worst_shape = shape.to_string();
-    }
+    if (ratio > worst) worst = ratio, worst_shape = shape.to_string();
     values.push_back(ratio);
   }
   double geometric_mean() const {
@@ -48,10 +47,9 @@ struct Ratios {
     for (const double v : values) sum += std::log(v);
     return values.empty() ? 0 : std::exp(sum / double(values.size()));
   }
-  double worst() const { return values.empty() ? 0 : *std::max_element(values.begin(), values.end()); }
   std::string summary() const {
     if (values.empty()) return "none measured";
-    return fmt::format("geomean {:.3f}, worst {:.3f} ({}){}", geometric_mean(), worst(), worst_shape,
+    return fmt::format("geomean {:.3f}, worst {:.3f} ({}){}", geometric_mean(), worst, worst_shape,
                        unmeasured ? fmt::format(", {} unmeasured", unmeasured) : "");
   }
 };

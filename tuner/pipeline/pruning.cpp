@@ -1,10 +1,12 @@
 #include "tuner/pipeline/pruning.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "tuner/backend/gpu/gpu_kernel.h"
+#include "tuner/core/configurations.h"
 
 namespace tiletune {
 
@@ -21,6 +23,22 @@ std::optional<PruneVerdict> prune_before_compile(const KernelTemplate& tmpl, con
     return PruneVerdict{ResultStatus::device_limit, *limit};
   }
   return std::nullopt;
+}
+
+std::vector<Configuration> configurations_to_compile(const KernelTemplate& tmpl,
+                                                     const std::vector<GemmShape>& shapes,
+                                                     const DeviceProperties* device) {
+  std::set<std::string> admitted;
+  for (const GemmShape& shape : shapes) {
+    for (const Configuration& config : enumerate_configurations(tmpl, &shape)) {
+      if (!device || !prune_before_compile(tmpl, config, shape, *device)) {
+        admitted.insert(config.to_string());
+      }
+    }
+  }
+  std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  std::erase_if(configs, [&](const Configuration& c) { return !admitted.contains(c.to_string()); });
+  return configs;
 }
 
 int resident_blocks_per_sm(const LaunchGeometry& geometry, const PtxasReport& report,

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
@@ -27,6 +28,13 @@ struct PruningPolicy {
 // even compute for the shape (a dimension beyond 32 bits) is ruled out too.
 std::optional<PruneVerdict> prune_before_compile(const KernelTemplate& tmpl, const Configuration& config,
                                                  const GemmShape& shape, const DeviceProperties& device);
+
+// What a tune of `shapes` would compile of the template, in the space's order: the configurations
+// its requirements and tuning limits (`tune_if`) admit at one of the shapes, less those whose
+// geometry `device` (when given) rules out there.
+std::vector<Configuration> configurations_to_compile(const KernelTemplate& tmpl,
+                                                     const std::vector<GemmShape>& shapes,
+                                                     const DeviceProperties* device);
 
 // What ptxas's report rules out: beyond the device's limits (device_limit), or spilling, or no
 // block fitting on an SM (pruned).

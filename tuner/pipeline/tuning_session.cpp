@@ -139,14 +139,7 @@ void TuningSession::compile_ahead(std::size_t model,
   m.ahead = std::jthread([later = std::move(later), device, &compiled = *m.compiled](std::stop_token stop) {
     try {
       for (const auto& [tmpl, shapes] : later) {
-        std::vector<Configuration> configs;
-        std::set<std::string> taken;
-        for (const GemmShape& shape : shapes) {
-          for (Configuration& config : enumerate_configurations(tmpl, &shape)) {
-            if (prune_before_compile(tmpl, config, shape, device)) continue;
-            if (taken.insert(config.to_string()).second) configs.push_back(std::move(config));
-          }
-        }
+        const std::vector<Configuration> configs = configurations_to_compile(tmpl, shapes, &device);
         if (stop.stop_requested()) return;
         // Half the cores: the searches' own compiles and the fuzz workers need the rest (on an
         // H200 every core gained nothing clear: the main job 94.0 s against 97.8 from empty).
