@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   cli::add_tune_command(app, exit_code);
   cli::add_query_command(app, exit_code);
   cli::add_selection_eval_command(app, exit_code);
+  cli::add_plan_command(app, exit_code);
   cli::add_fuzz_command(app, exit_code);
   cli::add_compile_command(app, exit_code);
   cli::add_list_command(app, exit_code);

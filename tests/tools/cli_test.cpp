@@ -868,6 +868,40 @@ TEST_F(CpuTune, AFuzzPassIsTrustedAtOtherShapesUpToItsNumberOfCases) {
 
 // A time budget ends the search on time: compiling, which streams ahead through the whole batch
 // (here all of warp_tiled's space), stops with it instead of going on through the space.
+// tune --workload: the shapes `plan` names, the heaviest first (weighed by 2MNK until the database
+// can predict); a second tune with a larger budget goes on to the next, the first one recorded.
+TEST_F(CpuTune, AWorkloadTunesTheShapesPlanNamesAndTheNextBudgetGoesOn) {
+  std::ofstream(dir_ / "workload.txt") << "# rows_of_eight needs M % 8 == 0 and K % 4 == 0\n"
+                                          "16x20x8 5\n64x64x64\n24x16x12\n";
+  const auto tune_workload = [&](const std::string& budget) {
+    return tiletune({"tune", (kFixtureTemplates / "rows_of_eight.cu").string(), "--backend", "cpu",
+                     "--workload", "workload.txt", "--budget", budget, "--cases", "5", "--db", db().string()});
+  };
+  const auto shapes_recorded = [&] {
+    std::set<std::string> shapes;
+    for (const ResultSummary& row : ResultStore(db()).summary()) shapes.insert(row.shape.to_string());
+    return shapes;
+  };
+  const Outcome first = tune_workload("1");
+  ASSERT_EQ(first.exit_code, 0) << first;
+  EXPECT_THAT(first.err, HasSubstr("tune 1 shape (budget 1), the most useful first:\n    1  64x64x64")) << first;
+  EXPECT_EQ(shapes_recorded(), std::set<std::string>{"64x64x64"});
+  const Outcome second = tune_workload("2");
+  ASSERT_EQ(second.exit_code, 0) << second;
+  EXPECT_THAT(second.err, HasSubstr("already tuned: 64x64x64")) << second;
+  EXPECT_EQ(shapes_recorded(), (std::set<std::string>{"64x64x64", "16x20x8", "24x16x12"}))
+      << "the two left, each the plan's next\n" << second;
+  const Outcome nothing = tune_workload("2");
+  ASSERT_EQ(nothing.exit_code, 0) << nothing;
+  EXPECT_THAT(nothing.out, HasSubstr("nothing of workload.txt to tune on CPU backend")) << nothing;
+
+  const Outcome time_budget = tune_workload("5m");
+  expect_one_line_failure(time_budget, 2);
+  EXPECT_THAT(time_budget.err, HasSubstr("--workload needs --budget N, the number of shapes to tune (not '5m')"));
+  expect_one_line_failure(tiletune({"tune", (kFixtureTemplates / "rows_of_eight.cu").string(), "--workload",
+                                    "workload.txt", "--budget", "1", "--shape", "64x64x64"}), 2);
+}
+
 TEST_F(CpuTune, ATimeBudgetAlsoStopsTheCompilingAhead) {
   const auto start = std::chrono::steady_clock::now();
   const Outcome run = tiletune({"tune", (kTemplates / "warp_tiled.cu").string(), "--backend", "cpu",

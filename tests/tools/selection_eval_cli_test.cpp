@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <string>
@@ -99,6 +101,33 @@ TEST_F(SelectionEvalCli, BadInputIsOneLine) {
                                     suite_.string()}), 2);
   expect_one_line_failure(tiletune({"query", "--db", suite_.string(), "--shape", "64x64x64",
                                     "--exact", "--nearest"}), 2);
+}
+
+// `plan` over the held-out shapes as a workload, from the suite: the shapes to tune, the heaviest
+// part of the workload's predicted time first; --list gives them alone, for scripts.
+TEST_F(SelectionEvalCli, PlanNamesTheWorkloadShapesToTuneByTheModelsPredictedTime) {
+  const std::string workload = std::string(TILETUNE_SOURCE_DIR) + "/tests/fixtures/selection/heldout_shapes.txt";
+  const auto run = tiletune({"plan", "--workload", workload, "--budget", "3", "--db", suite_.string(),
+                             "--kernel", "warp_tiled"});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, HasSubstr("23 shapes, 23 calls; weighed by the performance model's predicted time")) << run;
+  EXPECT_THAT(run.out, HasSubstr("tuned in " + suite_.string() + " on NVIDIA H200: warp_tiled")) << run;
+  EXPECT_THAT(run.out, HasSubstr("tune 3 shapes (budget 3), the most useful first:")) << run;
+  // The 7B decoder's fused QKV at 1024 tokens is the workload's longest product.
+  EXPECT_THAT(run.out, HasSubstr("    1  1024x12288x4096")) << run;
+  const auto list = tiletune({"plan", "--workload", workload, "--budget", "3", "--db", suite_.string(),
+                              "--kernel", "warp_tiled", "--list"});
+  ASSERT_EQ(list.exit_code, 0) << list;
+  EXPECT_EQ(lines_of(list.out).size(), 3u) << list;
+  EXPECT_EQ(lines_of(list.out)[0], "1024x12288x4096") << list;
+
+  const std::filesystem::path bad = dir_ / "bad.txt";
+  std::ofstream(bad) << "4096x768x768\n4096x768 3\n";
+  const auto refused = tiletune({"plan", "--workload", bad.string(), "--budget", "3", "--db", suite_.string()});
+  expect_one_line_failure(refused, 2);
+  EXPECT_THAT(refused.err, HasSubstr("bad.txt:2: invalid shape '4096x768'")) << refused;
+  expect_one_line_failure(tiletune({"plan", "--workload", workload, "--db", suite_.string()}), 2);
+  expect_one_line_failure(tiletune({"plan", "--workload", workload, "--budget", "-1", "--db", suite_.string()}), 2);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ namespace tiletune::cli {
 void add_tune_command(CLI::App& app, int& exit_code);
 void add_query_command(CLI::App& app, int& exit_code);
 void add_selection_eval_command(CLI::App& app, int& exit_code);
+void add_plan_command(CLI::App& app, int& exit_code);
 void add_fuzz_command(CLI::App& app, int& exit_code);
 void add_compile_command(CLI::App& app, int& exit_code);
 void add_list_command(CLI::App& app, int& exit_code);

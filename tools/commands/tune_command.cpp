@@ -1,6 +1,8 @@
 // tiletune tune KERNEL.cu... --shape MxNxK [--shape ...] [--strategy NAME --budget B] [--db PATH]
 // tiletune tune --missed [KERNEL.cu...] [--db PATH]: the shapes the runtime library missed on this
 // GPU (Options::record_misses), per template; a shape's misses are forgotten once it has a winner.
+// tiletune tune KERNEL.cu... --workload SHAPES.txt --budget N [--search-budget B]: the N shapes of
+// the workload that `tiletune plan` names for this GPU (tuner/runtime/workload_plan.h).
 // tiletune tune ... --shard I/N: this process's share of the tune (tuner/search/tune_shard.h), into
 // its own database, for `tiletune merge` to join.
 //
@@ -13,6 +15,7 @@
 // configuration (none of those it settled was correct, or none admits the shape and no other
 // template of its precision has a winner there).
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -26,6 +29,7 @@
 #include "tools/cli/number_checks.h"
 #include "tools/cli/progress_bar.h"
 #include "tools/cli/session_options.h"
+#include "tools/cli/workload_planning.h"
 #include "tools/commands/commands.h"
 #include "tools/commands/tune_report.h"
 #include "tuner/core/configurations.h"
@@ -47,6 +51,8 @@ struct TuneOptions {
   bool cold_start = false;
   int confirm_top = 5;
   bool missed = false;
+  std::string workload;       // a workload file: tune the --budget shapes `plan` names
+  std::string search_budget;  // with --workload, what --budget is without it
   std::string shard;  // "I/N"; empty: the whole tune
   SessionOptions session;
 };
@@ -205,12 +211,43 @@ TuningSettings settings_of(const TuneOptions& options) {
   settings.warm_start = !options.cold_start;
   settings.confirm_top = options.confirm_top;
   try {
-    if (!options.budget.empty()) settings.budget = SearchBudget::parse(options.budget);
+    const std::string& budget = options.workload.empty() ? options.budget : options.search_budget;
+    if (!budget.empty()) settings.budget = SearchBudget::parse(budget);
     if (!options.shard.empty()) settings.shard = TuneShard::parse(options.shard);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
   return settings;
+}
+
+// With --workload, --budget is the number of shapes to tune.
+std::size_t workload_budget(const TuneOptions& options) {
+  std::size_t shapes = 0;
+  const char* end = options.budget.data() + options.budget.size();
+  const auto [rest, error] = std::from_chars(options.budget.data(), end, shapes);
+  if (options.budget.empty() || error != std::errc() || rest != end) {
+    throw UsageError(fmt::format("--workload needs --budget N, the number of shapes to tune{}",
+                                 options.budget.empty() ? "" : fmt::format(" (not '{}')", options.budget)));
+  }
+  return shapes;
+}
+
+// With --workload: each template's shapes are those `plan` names for the GPU, said first. False,
+// said in one line, when there is nothing to tune.
+bool plan_workload_shapes(const TuneOptions& options, const std::string& gpu_name, std::vector<TuningPlan>& plans) {
+  WorkloadPlanning planning;
+  planning.workload_path = options.workload;
+  planning.db = options.db;
+  planning.gpu_name = gpu_name;
+  for (const TuningPlan& plan : plans) planning.templates.push_back(plan.tmpl.name);
+  planning.budget = workload_budget(options);
+  const PlannedWorkload planned = plan_workload(planning);
+  fmt::print(stderr, "{}", describe(planned, planning));
+  std::vector<GemmShape> shapes;
+  for (const runtime::PlannedShape& p : planned.plan.to_tune) shapes.push_back(p.shape);
+  for (TuningPlan& plan : plans) plan.shapes = shapes;
+  if (shapes.empty()) fmt::print("nothing of {} to tune on {}\n", options.workload, gpu_name);
+  return !shapes.empty();
 }
 
 // The templates given at the shapes given (none yet with --missed: those come from the database),
@@ -224,7 +261,10 @@ TunePlan plan_tune(const TuneOptions& options, const std::vector<KernelTemplate>
     check_not_empty(tmpl, enumerate_configurations(tmpl));  // nothing to tune is no tune
   }
   TunePlan plan;
-  if (!options.missed) {
+  if (!options.workload.empty()) {
+    workload_budget(options);  // checked now; the shapes are planned once the GPU is known
+    for (const KernelTemplate& tmpl : given) plan.plans.push_back({tmpl, {}});
+  } else if (!options.missed) {
     const std::vector<GemmShape> shapes = parse_shapes(options.shapes);
     for (const KernelTemplate& tmpl : given) plan.plans.push_back({tmpl, shapes});
   } else if (!std::filesystem::exists(options.db)) {
@@ -438,6 +478,12 @@ int run(const TuneOptions& options) {
       return kSuccess;
     }
   }
+  if (!options.workload.empty()) {
+    if (runs.size() > 1) {
+      throw UsageError("--workload plans for one GPU model's records: give --devices of one model");
+    }
+    if (!plan_workload_shapes(options, runs[0]->gpu_record().name, plan.plans)) return kSuccess;
+  }
   const std::vector<std::vector<TuningPlan>> model_plans = plans_per_model(plan.plans, runs);
   if (plan.plans.empty()) {
     fmt::print("no template given runs on this tune's GPUs: nothing tuned\n");
@@ -476,7 +522,16 @@ void add_tune_command(CLI::App& app, int& exit_code) {
   command->add_option("--strategy", options->strategy, "how to search the space")
       ->capture_default_str()->check(CLI::IsMember(search_strategy_names()));
   command->add_option("--budget", options->budget,
-                      "per template and shape: N evaluations, N% of the space, or a time (90s, 5m, 1h)");
+                      "per template and shape: N evaluations, N% of the space, or a time (90s, 5m, 1h); "
+                      "with --workload: the number of shapes to tune");
+  CLI::Option* workload =
+      command->add_option("--workload", options->workload,
+                          "tune the --budget shapes of this workload file that 'tiletune plan' names "
+                          "(a shape a line, 'MxNxK' or 'MxNxK CALLS')")
+          ->check(CLI::ExistingFile)->excludes(shape)->excludes("--missed");
+  command->add_option("--search-budget", options->search_budget,
+                      "with --workload: what --budget is without it, per template and shape")
+      ->needs(workload);
   command->add_option("--cases", options->cases, "property cases per configuration")->capture_default_str()->check(kPositive);
   command->add_option("--seed", options->seed, "seed of the property cases, the timing inputs and the strategy")->capture_default_str();
   command->add_option("--confirm", options->confirm_top, "re-measure the best N together before the winner stands (0: never)")
@@ -489,7 +544,7 @@ void add_tune_command(CLI::App& app, int& exit_code) {
                       "I/N: do shard I (0 to N-1) of N of this tune, into its own --db, for 'tiletune "
                       "merge' (exhaustive, random: the configurations; guided: the template and shape "
                       "pairs; an evaluation or share --budget is the whole tune's)")
-      ->excludes("--missed");
+      ->excludes("--missed")->excludes(workload);
   add_session_options(*command, options->session);
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
