@@ -436,6 +436,28 @@ const Expression* KernelTemplate::violated_requirement(const Configuration& conf
   return nullptr;
 }
 
+const Expression* KernelTemplate::violated_requirement(const Bindings& values, const Configuration& config,
+                                                       const GemmProblem& problem) const {
+  for (const Expression& requirement : requirements) {
+    try {
+      if (requirement.evaluate(values) == 0) return &requirement;
+    } catch (const ExpressionError& error) {
+      throw TemplateError(fmt::format("{} [{}]: requirement '{}' cannot be evaluated for the problem {}: {}",
+                                      name, config.to_string(), requirement.text(), problem.to_string(),
+                                      error.what()));
+    }
+  }
+  return nullptr;
+}
+
+void KernelTemplate::rebind(Bindings& values, const Configuration& config) {
+  for (const auto& [parameter, value] : config.values) {
+    const auto bound = values.find(parameter);
+    if (bound != values.end()) bound->second = value;
+    else values.emplace(parameter, value);
+  }
+}
+
 void KernelTemplate::check_requirements(const Configuration& config,
                                         const GemmProblem& problem) const {
   if (const Expression* unmet = violated_requirement(config, &problem)) {
@@ -451,7 +473,10 @@ bool KernelTemplate::satisfies_requirements(const Configuration& config,
 }
 
 bool KernelTemplate::worth_tuning(const Configuration& config, const GemmShape& shape) const {
-  const Bindings values = bindings(config, &shape);
+  return worth_tuning(bindings(config, &shape));
+}
+
+bool KernelTemplate::worth_tuning(const Bindings& values) const {
   return std::all_of(tuning_limits.begin(), tuning_limits.end(), [&](const Expression& limit) {
     try {
       return limit.evaluate(values) != 0;
@@ -477,6 +502,11 @@ LaunchGeometry KernelTemplate::launch_geometry(const Configuration& config, cons
                                     "count, and this launch has no GPU to take it from",
                                     name, kSmCountName));
   }
+  return launch_geometry(values, config, shape);
+}
+
+LaunchGeometry KernelTemplate::launch_geometry(const Bindings& values, const Configuration& config,
+                                               const GemmShape& shape) const {
   const auto evaluate = [&](const Expression& expression, std::string_view what,
                             std::int64_t low) -> std::uint32_t {
     constexpr std::int64_t kHigh = std::numeric_limits<std::uint32_t>::max();

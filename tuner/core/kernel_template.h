@@ -173,6 +173,12 @@ struct KernelTemplate {
   bool requirements_read_problem() const;
   // Whether every tuning limit holds at the shape (one that cannot be evaluated does not).
   bool worth_tuning(const Configuration& config, const GemmShape& shape) const;
+  // The same two on bindings the caller made (bindings(config, problem)) and keeps: a plan weighs
+  // hundreds of configurations at one problem, rebinding only the parameters (rebind) each time.
+  const Expression* violated_requirement(const Bindings& values, const Configuration& config,
+                                         const GemmProblem& problem) const;
+  bool worth_tuning(const Bindings& values) const;
+  static void rebind(Bindings& values, const Configuration& config);
   // Throws RequirementNotMet naming the first requirement the problem does not meet.
   void check_requirements(const Configuration& config, const GemmProblem& problem) const;
 
@@ -184,6 +190,10 @@ struct KernelTemplate {
   // GPU to ask, which a template that reads SM_COUNT refuses (TemplateError).
   LaunchGeometry launch_geometry(const Configuration& config, const GemmShape& shape,
                                  int sm_count = 0) const;
+  // The same on bindings the caller keeps (bindings(config, &shape) with SM_COUNT where read): a
+  // plan predicts hundreds of launches at one shape.
+  LaunchGeometry launch_geometry(const Bindings& values, const Configuration& config,
+                                 const GemmShape& shape) const;
   // Whether grid or zero_output reads SM_COUNT.
   bool reads_sm_count() const;
 

@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <filesystem>
+#include <future>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -105,9 +106,25 @@ class LibraryState {
     } else {
       cpu_ = std::make_unique<runtime::CpuRunner>(cache("cpu"));
     }
+    // The models are fitted in the background from the start (tens of milliseconds for a
+    // template of hundreds of configurations), so that the first plan at a shape not recorded
+    // finds its model ready; a plan that comes sooner waits for its own template's alone. A fit
+    // that fails here is tried again by the plan that needs it, which reports the failure.
+    try {
+      fitting_ = std::async(std::launch::async, [this] {
+        try {
+          models_->fit_all([&](const runtime::RecordedTemplate& t) {
+            return t.parsed && at_least_as_accurate(t.precision, options.lowest_precision);
+          });
+        } catch (const std::exception&) {
+        }
+      });
+    } catch (const std::system_error&) {
+      // no thread to spare: each model is fitted by its first plan instead
+    }
   }
   runtime::GpuRunner& gpu() const { return *gpu_; }
-  // The records' performance models, fitted when a plan first needs one.
+  // The records' performance models: fitted in the background once opened, or by the first plan that needs one.
   runtime::PerformanceModels& models() const { return *models_; }
   runtime::CpuRunner& cpu() const { return *cpu_; }
 
@@ -120,6 +137,7 @@ class LibraryState {
   std::unique_ptr<runtime::CpuRunner> cpu_;
   std::unique_ptr<runtime::PerformanceModels> models_;
   std::map<std::string, std::unique_ptr<GemmState>> gemms_;
+  std::future<void> fitting_;  // last: destroyed first, waiting for the fits that read the rest
 };
 
 class GemmState {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include <Eigen/Core>
@@ -83,8 +84,13 @@ PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, st
       known.tile_m = tile_along(known.config, 1);
       known.tile_n = tile_along(known.config, 0);
       find_closed_form(known);
+      // One set of bindings for all its shapes: only M, N and K change.
+      Bindings values = templ_.parsed->bindings(known.config, &choices.front()->shape);
       known.measured_beyond_limits = std::any_of(choices.begin(), choices.end(), [&](const RecordedChoice* c) {
-        return !templ_.parsed->worth_tuning(known.config, c->shape);
+        values.find("M")->second = c->shape.m;
+        values.find("N")->second = c->shape.n;
+        values.find("K")->second = c->shape.k;
+        return !templ_.parsed->worth_tuning(values);
       });
     } catch (const std::exception&) {
       known_.erase(config);  // not a configuration of this version: nothing to predict
@@ -97,8 +103,10 @@ PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, st
     if (!known_.contains(config)) continue;
     Eigen::MatrixXd a(Eigen::Index(choices.size()), Eigen::Index(kLaunchFeatures));
     Eigen::Index used = 0;
+    const Known& known = known_.at(config);
+    Bindings scratch = shape_bindings(choices.front()->shape);
     for (const RecordedChoice* c : choices) {
-      const std::optional<LaunchFeatures> x = launch_features(config, c->shape);
+      const std::optional<LaunchFeatures> x = launch_features(known, c->shape, &scratch);
       if (!x) continue;
       for (std::size_t j = 0; j < kLaunchFeatures; ++j) a(used, Eigen::Index(j)) = (*x)[j] / c->median_ms;
       ++used;
@@ -119,6 +127,7 @@ PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, st
   }
   if (own.empty()) {
     std::erase_if(models_, [](const auto& entry) { return !entry.second.own_fit; });
+    link_models();
     return;
   }
   LaunchFeatures typical{};
@@ -148,6 +157,14 @@ PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, st
     const LaunchFeatures& c = entry.second.coefficients;
     return std::none_of(c.begin(), c.end(), [](double v) { return v > 0; });
   });
+  link_models();
+}
+
+void PerformanceModel::link_models() {
+  for (auto& [config, known] : known_) {
+    const auto model = models_.find(config);
+    known.model = model == models_.end() ? nullptr : &model->second;
+  }
 }
 
 double PerformanceModel::tile_along(const Configuration& config, int dimension) const {
@@ -156,8 +173,9 @@ double PerformanceModel::tile_along(const Configuration& config, int dimension) 
     std::int64_t GemmShape::*side = dimension == 0 ? &GemmShape::n : &GemmShape::m;
     small.*side = kProbe;
     large.*side = 2 * kProbe;
-    const std::uint32_t blocks = templ_.parsed->launch_geometry(config, small, gpu_.sm_count).grid[dimension];
-    const std::uint32_t twice = templ_.parsed->launch_geometry(config, large, gpu_.sm_count).grid[dimension];
+    Bindings scratch = shape_bindings(small);
+    const std::uint32_t blocks = geometry_at(config, small, scratch).grid[dimension];
+    const std::uint32_t twice = geometry_at(config, large, scratch).grid[dimension];
     if (blocks > 0 && twice == 2 * blocks) return double(kProbe) / blocks;
   } catch (const std::exception&) {
   }
@@ -172,9 +190,10 @@ void PerformanceModel::find_closed_form(Known& known) const {
   const auto tile_m = std::uint64_t(known.tile_m), tile_n = std::uint64_t(known.tile_n);
   try {
     std::optional<LaunchGeometry> first;
+    Bindings scratch = shape_bindings(GemmShape{1, 1, 1});
     for (const GemmShape probe : {GemmShape{1000, 3000, 500}, GemmShape{3001, 999, 2047},
                                   GemmShape{17, 65, 8191}}) {
-      const LaunchGeometry g = templ_.parsed->launch_geometry(known.config, probe, gpu_.sm_count);
+      const LaunchGeometry g = geometry_at(known.config, probe, scratch);
       if (g.grid[0] != ceil_div(std::uint64_t(probe.n), tile_n) ||
           g.grid[1] != ceil_div(std::uint64_t(probe.m), tile_m)) {
         return;
@@ -217,7 +236,29 @@ std::optional<LaunchFeatures> PerformanceModel::launch_features(const std::strin
                                                                 const GemmShape& shape) const {
   const auto known = known_.find(config);
   if (known == known_.end()) return std::nullopt;
-  const Known& c = known->second;
+  return launch_features(known->second, shape);
+}
+
+LaunchGeometry PerformanceModel::geometry_at(const Configuration& config, const GemmShape& shape,
+                                             Bindings& scratch) const {
+  if (gpu_.sm_count <= 0 && templ_.parsed->reads_sm_count()) {
+    return templ_.parsed->launch_geometry(config, shape, gpu_.sm_count);  // refuses, saying why
+  }
+  scratch["M"] = shape.m;
+  scratch["N"] = shape.n;
+  scratch["K"] = shape.k;
+  KernelTemplate::rebind(scratch, config);
+  return templ_.parsed->launch_geometry(scratch, config, shape);
+}
+
+Bindings PerformanceModel::shape_bindings(const GemmShape& shape) const {
+  Bindings values = templ_.parsed->bindings(Configuration{}, &shape);
+  if (gpu_.sm_count > 0) values[kSmCountName] = gpu_.sm_count;
+  return values;
+}
+
+std::optional<LaunchFeatures> PerformanceModel::launch_features(const Known& c, const GemmShape& shape,
+                                                                Bindings* scratch) const {
   const double tile = c.tile_m * c.tile_n;  // a block's elements of C, where the grid counts tiles
   if (c.closed_form) {
     const double blocks = double(ceil_div(std::uint64_t(shape.n), std::uint64_t(c.tile_n))) *
@@ -227,7 +268,9 @@ std::optional<LaunchFeatures> PerformanceModel::launch_features(const std::strin
   }
   LaunchGeometry geometry;
   try {
-    geometry = templ_.parsed->launch_geometry(c.config, shape, gpu_.sm_count);
+    Bindings own;
+    if (!scratch) own = shape_bindings(shape);
+    geometry = geometry_at(c.config, shape, scratch ? *scratch : own);
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -258,20 +301,89 @@ bool PerformanceModel::measured_beyond_limits(const std::string& config) const {
 }
 
 std::optional<Prediction> PerformanceModel::predict(const std::string& config, const GemmShape& shape) const {
-  const auto model = models_.find(config);
-  if (model == models_.end()) return std::nullopt;
-  const std::optional<LaunchFeatures> x = launch_features(config, shape);
+  const auto known = known_.find(config);
+  if (known == known_.end()) return std::nullopt;
+  return predict(known->second, shape);
+}
+
+std::optional<Prediction> PerformanceModel::predict(const Known& known, const GemmShape& shape,
+                                                    Bindings* scratch) const {
+  if (!known.model) return std::nullopt;
+  const std::optional<LaunchFeatures> x = launch_features(known, shape, scratch);
   if (!x) return std::nullopt;
-  const double ms = dot(model->second.coefficients, *x);
+  const double ms = dot(known.model->coefficients, *x);
   if (!(ms > 0)) return std::nullopt;
-  return Prediction{ms, model->second.shapes, model->second.own_fit};
+  return Prediction{ms, known.model->shapes, known.model->own_fit};
+}
+
+PerformanceModel::Ranking PerformanceModel::rank(const GemmProblem& problem, std::size_t count) const {
+  Ranking ranking;
+  if (!templ_.parsed || count == 0) return ranking;
+  std::vector<std::pair<Ranked, const Known*>> predicted;
+  predicted.reserve(known_.size());
+  Bindings scratch = shape_bindings(problem.shape);
+  for (const auto& [config, known] : known_) {
+    if (const std::optional<Prediction> p = predict(known, problem.shape, &scratch)) {
+      predicted.push_back({Ranked{&config, *p}, &known});
+    }
+  }
+  ranking.predicted = int(predicted.size());
+  std::sort(predicted.begin(), predicted.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.prediction.ms, *a.first.config) < std::tie(b.first.prediction.ms, *b.first.config);
+  });
+  // A recorded configuration meets its template's requirements; only those that read the problem
+  // can exclude it. One set of bindings serves every configuration: only the parameters change.
+  const KernelTemplate& tmpl = *templ_.parsed;
+  const bool reads_problem = tmpl.requirements_read_problem();
+  Bindings values = tmpl.bindings(Configuration{}, problem);
+  for (const auto& [candidate, known] : predicted) {
+    if (ranking.fastest.size() == count) break;
+    KernelTemplate::rebind(values, known->config);
+    const bool may_run = (!reads_problem || !tmpl.violated_requirement(values, known->config, problem)) &&
+                         (known->measured_beyond_limits || tmpl.worth_tuning(values));
+    if (may_run) ranking.fastest.push_back(candidate);
+    else ++ranking.passed_over;
+  }
+  return ranking;
 }
 
 const PerformanceModel& PerformanceModels::of(std::size_t gpu, std::size_t templ) {
-  std::lock_guard lock(mutex_);
-  std::unique_ptr<PerformanceModel>& model = models_[{gpu, templ}];
-  if (!model) model = std::make_unique<PerformanceModel>(records_, gpu, templ);
-  return *model;
+  Fitted* fitted = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    std::unique_ptr<Fitted>& entry = models_[{gpu, templ}];
+    if (!entry) entry = std::make_unique<Fitted>();
+    fitted = entry.get();
+  }
+  std::call_once(fitted->once, [&] { fitted->model = std::make_unique<PerformanceModel>(records_, gpu, templ); });
+  return *fitted->model;
+}
+
+const RecordedShapes& PerformanceModels::recorded(std::size_t gpu, std::size_t templ) {
+  std::call_once(indexed_, [&] {
+    std::map<std::pair<std::size_t, std::size_t>, std::map<GemmShape, std::vector<const RecordedChoice*>>> by_shape;
+    for (const RecordedChoice& c : records_.choices) by_shape[{c.gpu, c.templ}][c.shape].push_back(&c);
+    for (auto& [pair, shapes] : by_shape) {
+      RecordedShapes& into = recorded_[pair];
+      for (auto& [shape, choices] : shapes) {
+        std::sort(choices.begin(), choices.end(), [](const RecordedChoice* a, const RecordedChoice* b) {
+          return std::tie(a->median_ms, a->config) < std::tie(b->median_ms, b->config);
+        });
+        into.records += int(choices.size());
+        into.shapes.emplace_back(shape, std::move(choices));
+      }
+    }
+  });
+  static const RecordedShapes kNone;
+  const auto found = recorded_.find({gpu, templ});
+  return found == recorded_.end() ? kNone : found->second;
+}
+
+void PerformanceModels::fit_all(const std::function<bool(const RecordedTemplate&)>& wanted) {
+  recorded(0, 0);  // the index, built once
+  for (const auto& [pair, shapes] : recorded_) {
+    if (wanted(records_.templates[pair.second])) of(pair.first, pair.second);
+  }
 }
 
 }  // namespace tiletune::runtime

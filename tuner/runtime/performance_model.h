@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -63,11 +64,29 @@ class PerformanceModel {
   // The model of records.templates[templ] on records.gpus[gpu], from their records; an empty one
   // when the template's recorded version cannot be parsed.
   PerformanceModel(const RecordSet& records, std::size_t gpu, std::size_t templ);
+  PerformanceModel(const PerformanceModel&) = delete;  // its entries point into each other
+  PerformanceModel& operator=(const PerformanceModel&) = delete;
 
   // The configuration's predicted time at the shape; none when it is not recorded on this GPU,
   // its launch at the shape cannot be computed, or the template has no typical coefficients to
   // lend a configuration recorded at too few shapes.
   std::optional<Prediction> predict(const std::string& config, const GemmShape& shape) const;
+
+  // The `count` configurations predicted fastest at the problem's shape, fastest first (ties: by
+  // text), of those that may run it there: their requirements admit the problem (checked only
+  // where they read it) and their tuning limits (`tune_if`) admit the shape, unless they were
+  // measured beyond them too. Only the fastest predictions are checked, until `count` pass: the
+  // checks, not the predictions, are what a plan's time goes to.
+  struct Ranked {
+    const std::string* config = nullptr;
+    Prediction prediction;
+  };
+  struct Ranking {
+    std::vector<Ranked> fastest;
+    int predicted = 0;    // configurations with a prediction at the shape
+    int passed_over = 0;  // predicted faster than the last of `fastest`, but may not run it
+  };
+  Ranking rank(const GemmProblem& problem, std::size_t count) const;
 
   // The configurations it predicts for, in text order.
   const std::map<std::string, ConfigurationModel>& configurations() const { return models_; }
@@ -95,11 +114,23 @@ class PerformanceModel {
     std::uint32_t split = 1;
     std::uint64_t threads = 0, dynamic_shared_bytes = 0;
     bool measured_beyond_limits = false;
+    const ConfigurationModel* model = nullptr;  // in models_; nullptr: it predicts nothing
   };
+  // `scratch`: bindings of the shape (and SM_COUNT) that a launch not in closed form rebinds to
+  // its parameters, kept by a caller predicting many; nullptr: made here.
+  std::optional<LaunchFeatures> launch_features(const Known& known, const GemmShape& shape,
+                                                Bindings* scratch = nullptr) const;
+  std::optional<Prediction> predict(const Known& known, const GemmShape& shape, Bindings* scratch = nullptr) const;
+  // Bindings of the shape and the GPU's SM count, for launch_features' scratch.
+  Bindings shape_bindings(const GemmShape& shape) const;
+  // The configuration's launch at the shape, on scratch bindings (shape_bindings) it rebinds.
+  LaunchGeometry geometry_at(const Configuration& config, const GemmShape& shape, Bindings& scratch) const;
   // The features of a launch of `blocks` blocks of `threads`, each `work` multiply-adds and `tile`
   // elements of C.
   LaunchFeatures features_of(const Known& c, double blocks, double work, double tile,
                              std::uint64_t threads, std::uint64_t dynamic_shared_bytes) const;
+  // Points each Known at its ConfigurationModel, once models_ is final.
+  void link_models();
   // Whether the configuration's launch has the closed form (Known::closed_form), checked at probes.
   void find_closed_form(Known& known) const;
   // The tile along grid dimension 0 (N) or 1 (M), where the grid counts tiles; else 0.
@@ -112,17 +143,36 @@ class PerformanceModel {
   std::map<std::string, ConfigurationModel> models_;
 };
 
-// The models of a RecordSet's (GPU, template) pairs, each fitted when first asked for and kept
-// while the records live; thread-safe.
+// A (GPU, template) pair's records by shape, in shape order, each shape's fastest first (ties: by
+// configuration text): what the selection walks.
+struct RecordedShapes {
+  std::vector<std::pair<GemmShape, std::vector<const RecordedChoice*>>> shapes;
+  int records = 0;
+};
+
+// The models of a RecordSet's (GPU, template) pairs, each fitted when first asked for, and their
+// records by shape, indexed in one pass when first asked for; kept while the records live, so that
+// a plan reads neither every record nor fits again. Thread-safe.
 class PerformanceModels {
  public:
   explicit PerformanceModels(const RecordSet& records) : records_(records) {}
+  // Another pair's model is never waited for: each is fitted under its own once-flag.
   const PerformanceModel& of(std::size_t gpu, std::size_t templ);
+  const RecordedShapes& recorded(std::size_t gpu, std::size_t templ);
+  // Fits the model of every pair whose template `wanted` accepts, ahead of the plans that need
+  // them (the library does it in the background once opened).
+  void fit_all(const std::function<bool(const RecordedTemplate&)>& wanted);
 
  private:
+  struct Fitted {
+    std::once_flag once;
+    std::unique_ptr<PerformanceModel> model;
+  };
   const RecordSet& records_;
-  std::mutex mutex_;
-  std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<PerformanceModel>> models_;
+  std::mutex mutex_;  // guards the maps, not the fits
+  std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<Fitted>> models_;
+  std::once_flag indexed_;
+  std::map<std::pair<std::size_t, std::size_t>, RecordedShapes> recorded_;
 };
 
 }  // namespace tiletune::runtime

@@ -55,10 +55,11 @@ struct GpuOutcome {
   std::string first_violation;   // the requirement the fastest of those does not meet
   int candidates = 0;            // records of the template looked at
   bool had_exact_shape = false;  // some were at the problem's shape
-  // Where the performance model chose: its prediction, how many configurations it weighed, and
-  // what the nearest recorded shape would have given.
+  // Where the performance model chose: its prediction, how many configurations it predicted for
+  // and passed over (faster, but they may not run the problem), and what the nearest recorded
+  // shape would have given.
   std::optional<Prediction> predicted;
-  int weighed = 0;
+  int weighed = 0, passed_over = 0;
   const RecordedChoice* nearest = nullptr;
 };
 
@@ -122,11 +123,7 @@ class Selector {
   }
 
  private:
-  int records_of_template(std::size_t gpu) const {
-    return int(std::count_if(
-        records_.choices.begin(), records_.choices.end(),
-        [&](const RecordedChoice& c) { return c.gpu == gpu && c.templ == templ_index_; }));
-  }
+  int records_of_template(std::size_t gpu) const { return models_->recorded(gpu, templ_index_).records; }
 
   // Step 1's GPU name and the compute capability steps 2 and 3 compare with.
   void choose_first_gpu() {
@@ -189,19 +186,19 @@ class Selector {
   // then the other shapes nearest first, each fastest first; the first that fits.
   GpuOutcome look_at(std::size_t gpu) const {
     const GemmShape& shape = request_.problem.shape;
-    // The records by shape, the problem's own first, then nearest first; a shape's records are
-    // sorted fastest first only when it is reached.
-    std::map<GemmShape, double> distances;
-    std::map<std::tuple<bool, double, GemmShape>, std::vector<const RecordedChoice*>> by_shape;
+    // The shapes recorded, the problem's own first, then nearest first.
+    std::vector<std::tuple<bool, double, const std::pair<GemmShape, std::vector<const RecordedChoice*>>*>> order;
     GpuOutcome outcome;
-    for (const RecordedChoice& c : records_.choices) {
-      if (c.gpu != gpu || c.templ != templ_index_) continue;
-      if (request_.exact_only && c.shape != shape) continue;
-      const auto [known, added] = distances.try_emplace(c.shape, 0.0);
-      if (added && c.shape != shape) known->second = log_distance(c.shape, shape);
-      by_shape[{c.shape != shape, known->second, c.shape}].push_back(&c);
-      ++outcome.candidates;
+    for (const auto& entry : models_->recorded(gpu, templ_index_).shapes) {
+      const bool other = entry.first != shape;
+      if (request_.exact_only && other) continue;
+      order.emplace_back(other, other ? log_distance(entry.first, shape) : 0.0, &entry);
+      outcome.candidates += int(entry.second.size());
     }
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return std::tie(std::get<0>(a), std::get<1>(a), std::get<2>(a)->first) <
+             std::tie(std::get<0>(b), std::get<1>(b), std::get<2>(b)->first);
+    });
     const auto fits = [&](const RecordedChoice* c) {
       if (c->shape == shape) outcome.had_exact_shape = true;
       if (!templ_->parsed) return true;  // requirements cannot be read: served unchecked, as query did
@@ -215,10 +212,8 @@ class Selector {
       if (violated && outcome.excluded++ == 0) outcome.first_violation = violated->text();
       return violated == nullptr;
     };
-    for (auto& [where, records] : by_shape) {
-      std::sort(records.begin(), records.end(), [](const RecordedChoice* a, const RecordedChoice* b) {
-        return std::tie(a->median_ms, a->config) < std::tie(b->median_ms, b->config);
-      });
+    for (const auto& [other, distance, entry] : order) {
+      const std::vector<const RecordedChoice*>& records = entry->second;
       const auto found = std::find_if(records.begin(), records.end(), fits);
       if (found != records.end()) {
         outcome.choice = *found;
@@ -236,23 +231,13 @@ class Selector {
   // fastest there, of those that may run the problem, in place of the nearest shape's choice.
   void predict(std::size_t gpu, GpuOutcome& outcome) const {
     const PerformanceModel& model = models_->of(gpu, templ_index_);
-    const KernelTemplate& tmpl = *templ_->parsed;
     const GemmShape& shape = request_.problem.shape;
-    // A recorded configuration meets its template's requirements; only those that read the
-    // problem can exclude it.
-    const bool reads_problem = tmpl.requirements_read_problem();
-    std::optional<Prediction> best;
-    const std::string* best_config = nullptr;
-    for (const auto& [config, fitted] : model.configurations()) {
-      const Configuration& parsed = *model.configuration(config);
-      if (reads_problem && tmpl.violated_requirement(parsed, &request_.problem)) continue;
-      if (!model.measured_beyond_limits(config) && !tmpl.worth_tuning(parsed, shape)) continue;
-      const std::optional<Prediction> predicted = model.predict(config, shape);
-      if (!predicted) continue;
-      ++outcome.weighed;
-      if (!best || predicted->ms < best->ms) best = predicted, best_config = &config;
-    }
-    if (!best) return;
+    const PerformanceModel::Ranking ranking = model.rank(request_.problem, 1);
+    outcome.weighed = ranking.predicted;
+    outcome.passed_over = ranking.passed_over;
+    if (ranking.fastest.empty()) return;
+    const std::string* best_config = ranking.fastest.front().config;
+    const Prediction best = ranking.fastest.front().prediction;
     const std::vector<const RecordedChoice*>& records = *model.records_of(*best_config);
     outcome.nearest = outcome.choice;
     outcome.choice = *std::min_element(records.begin(), records.end(),
@@ -308,11 +293,15 @@ class Selector {
     } else if (outcome.predicted) {
       const Prediction& p = *outcome.predicted;
       why += fmt::format("{} has no record of {}{}; the performance model predicts {:.4g} ms, the "
-                         "fastest of {} configurations that may run it ({} its times at {} recorded "
-                         "shape{})",
-                         gpu_name, asked, outcome.had_exact_shape ? " that fits" : "", p.ms,
-                         outcome.weighed, p.own_fit ? "fitted to" : "the template's typical model scaled to",
-                         p.shapes, p.shapes == 1 ? "" : "s");
+                         "fastest of the {} configurations it predicts for{} ({} its times at {} "
+                         "recorded shape{})",
+                         gpu_name, asked, outcome.had_exact_shape ? " that fits" : "", p.ms, outcome.weighed,
+                         outcome.passed_over == 0
+                             ? std::string()
+                             : fmt::format(" that may run it, {} faster left out by requirements or tune_if",
+                                           outcome.passed_over),
+                         p.own_fit ? "fitted to" : "the template's typical model scaled to", p.shapes,
+                         p.shapes == 1 ? "" : "s");
       if (outcome.nearest && outcome.nearest->config != c.config) {
         const std::optional<Prediction> other =
             models_->of(gpu, templ_index_).predict(outcome.nearest->config, request_.problem.shape);
