@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -29,8 +30,11 @@ svg .axis, svg .tick { stroke: #333; } svg .grid { stroke: #eee; }
 svg .line { fill: none; stroke: #999; stroke-width: 1.5; }
 svg .line.roof { stroke: #b22; stroke-dasharray: 5 3; }
 svg .mark, svg .legend { fill: #1f6fb4; } svg .legend.roof { fill: #b22; }
-svg .cublas { fill: #d9822b; } svg .compulsory { fill: #fff; stroke: #1f6fb4; stroke-width: 1.5; }
+svg .compulsory { fill: #fff; stroke: #1f6fb4; stroke-width: 1.5; }
 svg .line.best { stroke: #1f6fb4; }
+svg .line.unity { stroke: #2a9d4b; stroke-dasharray: 6 3; } svg .legend.unity { fill: #2a9d4b; }
+svg .mark.beyond, svg .legend.beyond { fill: #fff; stroke: #1f6fb4; stroke-width: 1.5; }
+svg .legend.beyond { stroke: #555; }
 svg .line.exhaustive { stroke: #1f6fb4; } svg .mark.exhaustive, svg .legend.exhaustive { fill: #1f6fb4; }
 svg .line.random { stroke: #d9822b; } svg .mark.random, svg .legend.random { fill: #d9822b; }
 svg .line.annealing { stroke: #2a9d4b; } svg .mark.annealing, svg .legend.annealing { fill: #2a9d4b; }
@@ -67,41 +71,92 @@ std::string winners_section(const ReportData& report) {
   return html + kTableEnd;
 }
 
+// A chart of ratios over categories (shapes) with its 1.0 line. The axis holds 1.0 with a little
+// room on both sides, so that the line is drawn on neither edge, and stops at kRatioTop: a ratio
+// beyond it is drawn hollow at the top (its value in its tooltip and the table), so that one outlier
+// does not flatten the differences near 1.0 the chart is for.
+class RatioChart {
+ public:
+  static constexpr double kRatioTop = 2.0;
+
+  RatioChart(const std::string& kind, const std::string& title, const Axis& x, std::string y_label,
+             const std::vector<double>& ratios)
+      : plot_(kind, title, x, y_axis(std::move(y_label), ratios)), categories_(x.categories.size()) {}
+
+  void add(double x, double ratio, const std::string& series, const std::string& tooltip) {
+    const bool beyond = ratio > top_;
+    beyond_ = beyond_ || beyond;
+    plot_.add_point(x, beyond ? top_ : ratio, beyond ? series + " beyond" : series, tooltip);
+  }
+  void add_legend(const std::string& series, const std::string& text) { plot_.add_legend(series, text); }
+
+  std::string render(const std::string& unity_text) {
+    plot_.add_line({{-0.5, 1}, {double(categories_) - 0.5, 1}}, "unity");
+    plot_.add_legend("unity", unity_text);
+    if (beyond_) {
+      plot_.add_legend("beyond", fmt::format("hollow: above {} (its value in its tooltip and the table)",
+                                             format_number(top_)));
+    }
+    return plot_.render();
+  }
+
+ private:
+  Axis y_axis(std::string label, const std::vector<double>& ratios) {
+    double low = 1, high = 1;
+    for (const double r : ratios) low = std::min(low, r), high = std::max(high, std::min(r, kRatioTop));
+    const double room = 0.05 * std::max(high - low, 1.0);
+    Axis axis = Axis::linear(std::move(label), low - room, std::max(high, 1 + room));
+    top_ = Scale(axis, 0, 1).domain_max();  // the top tick: a ratio above it is drawn at it
+    return axis;
+  }
+
+  double top_ = kRatioTop;  // before plot_, whose axis sets it
+  SvgPlot plot_;
+  std::size_t categories_;
+  bool beyond_ = false;
+};
+
 std::string bench_section(const ReportData& report) {
   std::string html = "<h2 id=\"bench\">Winner against cuBLAS</h2>\n"
       "<p class=\"note\">From the bench rows (<code>tiletune bench</code> times the best recorded "
       "configuration and cuBLAS in the same run: TF32 for tf32 templates, SGEMM for fp32 and "
-      "tf32x3 ones); the latest row per GPU, shape and precision.</p>\n";
+      "tf32x3 ones); the latest row per GPU, shape and precision. A chart per precision: cuBLAS's "
+      "time over ours, above 1.0 where ours is faster.</p>\n";
   if (report.gpu_names.empty()) html += empty("no bench rows recorded");
   for (const std::string& gpu : report.gpu_names) {
     html += "<h3>" + escape_xml(gpu) + "</h3>\n";
     std::vector<const BenchRow*> rows;
+    std::map<Precision, std::vector<const BenchRow*>> by_precision;
     for (const BenchRow& row : report.bench) {
-      if (row.gpu_name == gpu) rows.push_back(&row);
+      if (row.gpu_name != gpu) continue;
+      rows.push_back(&row);
+      if (row.ours_ms > 0) by_precision[row.precision].push_back(&row);
     }
     if (rows.empty()) {
       html += empty("no bench rows recorded for this GPU (tiletune bench records them)");
       continue;
     }
-    Axis x = Axis::categorical("shape (MxNxK)"), y = Axis::linear("TFLOP/s", 0, 0);
-    for (const BenchRow* row : rows) {
-      x.categories.push_back(row->shape.to_string());
-      y.max = std::max({y.max, row->shape.tflops(row->ours_ms), row->shape.tflops(row->cublas_ms)});
+    html += "<div class=\"plots\">\n";
+    for (const auto& [precision, of_precision] : by_precision) {
+      Axis x = Axis::categorical("shape (MxNxK)");
+      std::vector<double> ratios;
+      for (const BenchRow* row : of_precision) {
+        x.categories.push_back(row->shape.to_string());
+        ratios.push_back(row->cublas_ms / row->ours_ms);
+      }
+      const std::string yardstick = cublas_yardstick(precision);
+      RatioChart plot("bench", fmt::format("{}, {}: speed over {}", gpu, to_string(precision), yardstick), x,
+                      yardstick + " ms / ours ms", ratios);
+      for (std::size_t i = 0; i < of_precision.size(); ++i) {
+        const BenchRow& row = *of_precision[i];
+        plot.add(double(i), ratios[i], "speed",
+                       fmt::format("{} {} [{}]: {} {:.4f} ms / ours {:.4f} ms = {:.3f}", row.shape.to_string(),
+                                   row.template_name, row.config, yardstick, row.cublas_ms, row.ours_ms, ratios[i]));
+      }
+      plot.add_legend("speed", "our winner's speed over " + yardstick);
+      html += plot.render("1.0: as fast as " + yardstick);
     }
-    SvgPlot plot("bench", gpu + ": our winner and cuBLAS in its precision", x, y);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const BenchRow& row = *rows[i];
-      const double ours = row.shape.tflops(row.ours_ms), theirs = row.shape.tflops(row.cublas_ms);
-      plot.add_point(double(i), ours, "ours", fmt::format("{} {} [{}] {}: {} TFLOP/s", row.shape.to_string(),
-                                                          row.template_name, row.config,
-                                                          to_string(row.precision), format_number(ours)));
-      plot.add_point(double(i), theirs, "cublas", fmt::format("{} {}: {} TFLOP/s", row.shape.to_string(),
-                                                              cublas_yardstick(row.precision),
-                                                              format_number(theirs)));
-    }
-    plot.add_legend("ours", "our winner");
-    plot.add_legend("cublas", "cuBLAS (TF32 for tf32, else SGEMM)");
-    html += plot.render();
+    html += "</div>\n";
     html += table_head({"shape", "precision", "template", "configuration", "ours ms", "against",
                         "cuBLAS ms", "ours / cuBLAS (speed)", "recorded at"});
     for (const BenchRow* row : rows) {

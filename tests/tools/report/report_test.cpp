@@ -61,6 +61,12 @@ TEST(ReportPrecision, WinnersAndBenchRowsOfEachPrecisionStandApart) {
   EXPECT_THAT(roofline, Not(HasSubstr("| tensor |")));
   const std::string html = html_report(report, "precision.db");
   EXPECT_THAT(html, HasSubstr("<td>cuBLAS TF32</td>"));
+  // A ratio chart per precision, each against its own yardstick, with its 1.0 line.
+  EXPECT_EQ(count(html, "<svg class=\"plot bench\""), 2);
+  EXPECT_THAT(html, HasSubstr("aria-label=\"NVIDIA H200, fp32: speed over cuBLAS SGEMM\""));
+  EXPECT_THAT(html, HasSubstr("aria-label=\"NVIDIA H200, tf32: speed over cuBLAS TF32\""));
+  EXPECT_EQ(count(html, "<polyline class=\"line unity\""), 2);
+  EXPECT_THAT(html, HasSubstr("cuBLAS TF32 0.5000 ms / ours 1.0000 ms = 0.500"));
 }
 
 TEST(SvgPlot, EscapesMarkupInText) {
@@ -314,8 +320,8 @@ TEST_F(ReportModel, HtmlHasEveryPlotWithMarksAndSaysWhereBenchRowsAreMissing) {
   EXPECT_EQ(count(html, "<circle class=\"mark exhaustive\""), 2);  // 4, then 3
   EXPECT_EQ(count(html, "<circle class=\"legend random\""), 1);
   EXPECT_EQ(count(html, "<svg class=\"plot sensitivity\""), 2 + 0 + 2 + 2);  // naive has no parameter
-  EXPECT_EQ(count(html, "<circle class=\"mark ours\""), 1);
-  EXPECT_EQ(count(html, "<circle class=\"mark cublas\""), 1);
+  EXPECT_EQ(count(html, "<circle class=\"mark speed\""), 1);  // cuBLAS's time over ours
+  EXPECT_EQ(count(html, "<polyline class=\"line unity\""), 1);  // its 1.0 line
   EXPECT_EQ(count(html, "<circle class=\"mark measured\""), 1);
   EXPECT_EQ(count(html, "<circle class=\"mark compulsory\""), 2);
   EXPECT_EQ(count(html, "<polyline class=\"line roof\""), 2);  // both GPUs' bandwidths are known
@@ -394,7 +400,7 @@ TEST(ReportOnAGpu, BenchRecordsEachMeasuredRowForTheReport) {
   EXPECT_GT(rows[0].ours_ms, 0);
   EXPECT_GT(rows[0].cublas_ms, 0);
   const std::string html = html_report(read_report(store), "bench.db");
-  EXPECT_EQ(count(html, "<circle class=\"mark cublas\""), 1);
+  EXPECT_EQ(count(html, "<circle class=\"mark speed\""), 1);
 }
 
 }  // namespace
