@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -33,8 +34,9 @@ svg .mark, svg .legend { fill: #1f6fb4; } svg .legend.roof { fill: #b22; }
 svg .compulsory { fill: #fff; stroke: #1f6fb4; stroke-width: 1.5; }
 svg .line.best { stroke: #1f6fb4; }
 svg .line.unity { stroke: #2a9d4b; stroke-dasharray: 6 3; } svg .legend.unity { fill: #2a9d4b; }
+svg .mark.nearest, svg .legend.nearest { fill: #d9822b; }
 svg .mark.beyond, svg .legend.beyond { fill: #fff; stroke: #1f6fb4; stroke-width: 1.5; }
-svg .legend.beyond { stroke: #555; }
+svg .mark.nearest.beyond { stroke: #d9822b; } svg .legend.beyond { stroke: #555; }
 svg .line.exhaustive { stroke: #1f6fb4; } svg .mark.exhaustive, svg .legend.exhaustive { fill: #1f6fb4; }
 svg .line.random { stroke: #d9822b; } svg .mark.random, svg .legend.random { fill: #d9822b; }
 svg .line.annealing { stroke: #2a9d4b; } svg .mark.annealing, svg .legend.annealing { fill: #2a9d4b; }
@@ -165,6 +167,85 @@ std::string bench_section(const ReportData& report) {
               td(cublas_yardstick(row->precision)) + td_num(fmt::format("{:.4f}", row->cublas_ms)) +
               td_num(row->ours_ms > 0 ? fmt::format("{:.3f}", row->cublas_ms / row->ours_ms) : "-") +
               td(row->recorded_at) + "</tr>\n";
+    }
+    html += kTableEnd;
+  }
+  return html;
+}
+
+std::string choice_section(const ReportData& report) {
+  std::string html = "<h2 id=\"choice\">Choice at untuned shapes</h2>\n"
+      "<p class=\"note\">Leave one shape out: for each GPU and template with ok results at " +
+      std::to_string(kMinChoiceShapes) + " or more shapes, each recorded shape in turn is hidden "
+      "(its records of the template on that GPU taken out) and the library asked what it would "
+      "run there (packed leading dimensions): the configuration its performance model predicts "
+      "fastest, and, as before the model, the nearest recorded shape's. Each point is the chosen "
+      "configuration's recorded time at the hidden shape over the best recorded there (1.0: the "
+      "best). An estimate of the choice at shapes nobody tuned: the other shapes stay known "
+      "(<code>tiletune selection-eval</code> measures held-out ones). Unmeasured: the chosen "
+      "configuration was not timed at the shape, so it has no ratio.</p>\n";
+  if (report.choices.empty()) {
+    return html + empty("no GPU and template has ok results at " + std::to_string(kMinChoiceShapes) +
+                        " or more shapes");
+  }
+  for (const std::string& gpu : report.gpu_names) {
+    std::vector<const TemplateChoices*> of_gpu;
+    for (const TemplateChoices& t : report.choices) {
+      if (t.gpu_name == gpu) of_gpu.push_back(&t);
+    }
+    if (of_gpu.empty()) continue;
+    html += "<h3>" + escape_xml(gpu) + "</h3>\n";
+    std::vector<GemmShape> shapes;
+    std::vector<double> ratios;
+    for (const TemplateChoices* t : of_gpu) {
+      for (const HeldOutShape& s : t->shapes) {
+        shapes.push_back(s.shape);
+        for (const auto& ratio : {s.model.ratio, s.nearest.ratio}) {
+          if (ratio) ratios.push_back(*ratio);
+        }
+      }
+    }
+    std::sort(shapes.begin(), shapes.end());
+    shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
+    Axis x = Axis::categorical("hidden shape (MxNxK)");
+    for (const GemmShape& shape : shapes) x.categories.push_back(shape.to_string());
+    RatioChart plot("choice", gpu + ": chosen time over the best at each hidden shape", x, "chosen ms / best ms",
+                    ratios);
+    for (const TemplateChoices* t : of_gpu) {
+      for (const HeldOutShape& s : t->shapes) {
+        const double at = double(std::lower_bound(shapes.begin(), shapes.end(), s.shape) - shapes.begin());
+        // Side by side within the shape's slot, so that equal ratios do not hide each other.
+        for (const auto& [pick, series, offset] : {std::tuple{&s.model, "model", -0.12},
+                                                   std::tuple{&s.nearest, "nearest", 0.12}}) {
+          if (!pick->ratio) continue;
+          plot.add(at + offset, *pick->ratio, series,
+                   fmt::format("{} {} ({}): [{}] {:.3f}x the best [{}] {:.4f} ms", t->template_name,
+                               s.shape.to_string(), series, pick->config, *pick->ratio, s.best_config, s.best_ms));
+        }
+      }
+    }
+    plot.add_legend("model", "the performance model's choice");
+    plot.add_legend("nearest", "the nearest recorded shape's choice");
+    html += plot.render("1.0: the shape's best");
+
+    html += table_head({"template", "shapes", "model: geometric mean", "model: worst", "nearest: geometric mean",
+                        "nearest: worst", "unmeasured (model, nearest)"});
+    for (const TemplateChoices* t : of_gpu) {
+      html += "<tr>" + td(t->template_name) + td_num(std::to_string(t->shapes.size())) +
+              td_num(mean_text(t->model)) + td(worst_text(t->model)) + td_num(mean_text(t->nearest)) +
+              td(worst_text(t->nearest)) +
+              td_num(fmt::format("{}, {}", t->model.unmeasured, t->nearest.unmeasured)) + "</tr>\n";
+    }
+    html += kTableEnd;
+    html += table_head({"template", "hidden shape", "best ms", "model's configuration", "model: over the best",
+                        "nearest's configuration", "nearest: over the best"});
+    for (const TemplateChoices* t : of_gpu) {
+      for (const HeldOutShape& s : t->shapes) {
+        html += "<tr>" + td(t->template_name) + td(s.shape.to_string()) +
+                td_num(fmt::format("{:.4f}", s.best_ms)) + td(s.model.config) +
+                td_num(ratio_text(s.model)) + td(s.nearest.config) +
+                td_num(ratio_text(s.nearest)) + "</tr>\n";
+      }
     }
     html += kTableEnd;
   }
@@ -338,9 +419,10 @@ std::string html_report(const ReportData& report, const std::string& source) {
                      "</style>\n</head>\n<body>\n<h1>tiletune report: " + escape_xml(source) + "</h1>\n";
   html += "<p class=\"note\">GPUs: " + escape_xml(report.gpu_names.empty() ? std::string("none recorded") : fmt::format("{}", fmt::join(report.gpu_names, ", "))) +
           ". Sections: <a href=\"#winners\">winners</a>, <a href=\"#bench\">against cuBLAS</a>, "
+          "<a href=\"#choice\">choice at untuned shapes</a>, "
           "<a href=\"#roofline\">roofline</a>, <a href=\"#sensitivity\">sensitivity</a>, "
           "<a href=\"#convergence\">convergence</a>, <a href=\"#counters\">counters</a>.</p>\n";
-  html += winners_section(report) + bench_section(report) + roofline_section(report) +
+  html += winners_section(report) + bench_section(report) + choice_section(report) + roofline_section(report) +
           sensitivity_section(report) + convergence_section(report) + counters_section(report);
   return html + "</body>\n</html>\n";
 }
