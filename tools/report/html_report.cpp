@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <tuple>
 
@@ -17,13 +18,13 @@ namespace {
 constexpr const char* kStyle = R"css(
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; max-width: 1200px; }
 h1 { font-size: 1.5em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; } h3 { font-size: 1.05em; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 0.9em; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 0.9em; max-width: 100%; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .scroll { overflow-x: auto; }
 .note, .empty { color: #555; } .empty { font-style: italic; }
 .plots { display: flex; flex-wrap: wrap; gap: 12px; }
-svg.plot { background: #fff; border: 1px solid #ddd; }
+svg.plot { background: #fff; border: 1px solid #ddd; max-width: 100%; height: auto; }
 svg .title { font-size: 13px; font-weight: 600; }
 svg .tick-label, svg .legend-label { font-size: 11px; fill: #333; }
 svg .axis-label { font-size: 12px; fill: #111; }
@@ -46,6 +47,13 @@ svg .line.bayes { stroke: #b22; } svg .mark.bayes, svg .legend.bayes { fill: #b2
 
 std::string td(const std::string& text) { return "<td>" + escape_xml(text) + "</td>"; }
 std::string td_num(const std::string& text) { return "<td class=\"num\">" + escape_xml(text) + "</td>"; }
+// A configuration's text, which may break after each comma: a long one would widen its table past
+// the page.
+std::string td_config(const std::string& text) {
+  std::string html = "<td class=\"config\">";
+  for (const char c : escape_xml(text)) html += c == ',' ? std::string(",<wbr>") : std::string(1, c);
+  return html + "</td>";
+}
 
 std::string table_head(const std::vector<std::string>& headers) {
   std::string html = "<div class=\"scroll\"><table><thead><tr>";
@@ -67,7 +75,7 @@ std::string winners_section(const ReportData& report) {
   for (const Winner& w : report.winners) {
     html += "<tr>" + td(w.gpu.name) + td(w.result.shape.to_string()) + td(to_string(w.precision)) +
             td(w.result.template_name) +
-            td(w.result.config) + td_num(fmt::format("{:.4f}", w.result.median_ms)) +
+            td_config(w.result.config) + td_num(fmt::format("{:.4f}", w.result.median_ms)) +
             td_num(format_number(w.result.tflops)) + td_num(std::to_string(w.fuzz_cases)) + "</tr>\n";
   }
   return html + kTableEnd;
@@ -163,7 +171,7 @@ std::string bench_section(const ReportData& report) {
                         "cuBLAS ms", "ours / cuBLAS (speed)", "recorded at"});
     for (const BenchRow* row : rows) {
       html += "<tr>" + td(row->shape.to_string()) + td(to_string(row->precision)) +
-              td(row->template_name) + td(row->config) + td_num(fmt::format("{:.4f}", row->ours_ms)) +
+              td(row->template_name) + td_config(row->config) + td_num(fmt::format("{:.4f}", row->ours_ms)) +
               td(cublas_yardstick(row->precision)) + td_num(fmt::format("{:.4f}", row->cublas_ms)) +
               td_num(row->ours_ms > 0 ? fmt::format("{:.3f}", row->cublas_ms / row->ours_ms) : "-") +
               td(row->recorded_at) + "</tr>\n";
@@ -242,8 +250,8 @@ std::string choice_section(const ReportData& report) {
     for (const TemplateChoices* t : of_gpu) {
       for (const HeldOutShape& s : t->shapes) {
         html += "<tr>" + td(t->template_name) + td(s.shape.to_string()) +
-                td_num(fmt::format("{:.4f}", s.best_ms)) + td(s.model.config) +
-                td_num(ratio_text(s.model)) + td(s.nearest.config) +
+                td_num(fmt::format("{:.4f}", s.best_ms)) + td_config(s.model.config) +
+                td_num(ratio_text(s.model)) + td_config(s.nearest.config) +
                 td_num(ratio_text(s.nearest)) + "</tr>\n";
       }
     }
@@ -389,24 +397,23 @@ std::string convergence_section(const ReportData& report) {
 
 std::string counters_section(const ReportData& report) {
   std::string html = "<h2 id=\"counters\">Hardware counters</h2>\n"
-      "<p class=\"note\">Recorded by <code>tiletune profile</code> (Nsight Compute), per configuration, GPU and shape.</p>\n";
+      "<p class=\"note\">Recorded by <code>tiletune profile</code> (Nsight Compute), per configuration, GPU and "
+      "shape: a row per counter, as profile records some twenty (a column each would widen the table "
+      "past the page).</p>\n";
   if (report.counters.empty()) return html + empty("no counters recorded (tiletune profile records them)");
-  std::vector<std::string> metrics;
+  html += table_head({"GPU", "template", "shape", "configuration", "ncu", "counter", "value"});
   for (const CounterRecord& c : report.counters) {
-    for (const auto& [name, value] : c.values) metrics.push_back(name);
-  }
-  std::sort(metrics.begin(), metrics.end());
-  metrics.erase(std::unique(metrics.begin(), metrics.end()), metrics.end());
-  std::vector<std::string> headers{"GPU", "template", "shape", "configuration", "ncu"};
-  headers.insert(headers.end(), metrics.begin(), metrics.end());
-  html += table_head(headers);
-  for (const CounterRecord& c : report.counters) {
-    html += "<tr>" + td(c.gpu_name) + td(c.template_name) + td(c.shape.to_string()) + td(c.config) + td(c.ncu_version);
-    for (const std::string& metric : metrics) {
-      auto it = c.values.find(metric);
-      html += td_num(it == c.values.end() ? "-" : format_number(it->second));
+    // The record's cells span its counters' rows: "<td ...>" becomes "<td rowspan="N" ...>".
+    const std::string span = fmt::format("<td rowspan=\"{}\"", std::max<std::size_t>(c.values.size(), 1));
+    const auto spanning = [&](const std::string& cell) { return span + cell.substr(std::strlen("<td")); };
+    html += "<tr>" + spanning(td(c.gpu_name)) + spanning(td(c.template_name)) + spanning(td(c.shape.to_string())) +
+            spanning(td_config(c.config)) + spanning(td(c.ncu_version));
+    if (c.values.empty()) html += td("-") + td_num("-") + "</tr>\n";
+    bool first = true;
+    for (const auto& [metric, value] : c.values) {
+      html += (first ? "" : "<tr>") + td(metric) + td_num(format_number(value)) + "</tr>\n";
+      first = false;
     }
-    html += "</tr>\n";
   }
   return html + kTableEnd;
 }

@@ -332,6 +332,11 @@ TEST_F(ReportModel, HtmlHasEveryPlotWithMarksAndSaysWhereBenchRowsAreMissing) {
   EXPECT_EQ(count(html, "<polyline class=\"line roof\""), 2);  // both GPUs' bandwidths are known
   EXPECT_EQ(count(html, "no bench rows recorded for this GPU"), 1);  // the A100's
   EXPECT_EQ(count(html, "the template has no parameters"), 1);      // naive
+  // A row per counter, the record's cells spanning them: twenty columns would not fit the page.
+  EXPECT_THAT(html, HasSubstr("<tr><td rowspan=\"2\">NVIDIA H200</td><td rowspan=\"2\">tiled</td>"));
+  EXPECT_THAT(html, HasSubstr("<td rowspan=\"2\" class=\"config\">PAD=1,<wbr>TILE=16</td>"));
+  EXPECT_THAT(html, HasSubstr("<td>dram_read_bytes</td><td class=\"num\">30000000</td></tr>\n"
+                              "<tr><td>dram_write_bytes</td><td class=\"num\">10000000</td></tr>"));
   EXPECT_THAT(html, Not(HasSubstr("<script")));
   EXPECT_THAT(html, Not(HasSubstr("http://www.w3.org/1999")));  // no link out but the SVG namespace
   EXPECT_EQ(html, html_report(read(), "report.db"));  // the same bytes again
