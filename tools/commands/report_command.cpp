@@ -1,8 +1,8 @@
 // tiletune report [--db PATH] [--out FILE] [--format html|md]
 //
-// What the database holds, shown: per GPU and shape the winner against cuBLAS (bench rows), a
-// roofline, parameter sensitivity, search convergence, the counters and the fuzz evidence per
-// winner (tools/report/). html: one self-contained page with plain SVG plots; md: the same
+// What the database holds, shown: per GPU and shape the winner against cuBLAS (bench rows), the
+// library's choice at shapes it holds out of its own records, a roofline, parameter sensitivity,
+// search convergence, the counters and the fuzz evidence per winner (tools/report/). html: one self-contained page with plain SVG plots; md: the same
 // content as Markdown tables for a terminal. The same database gives the same bytes.
 #include <filesystem>
 #include <fstream>
@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include "db/result_store.h"
 #include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
 #include "tools/report/html_report.h"
@@ -31,8 +30,7 @@ int run(const ReportOptions& options) {
     throw UsageError(fmt::format("no database at {}", options.db));
   }
   if (!options.out.empty()) refuse_output_over_database("--out", options.out, options.db);
-  const ResultStore store(options.db, ResultStore::Access::read_only);
-  const report::ReportData data = report::read_report(store);
+  const report::ReportData data = report::read_report(options.db);
   const std::string text = options.format == "md" ? report::markdown_report(data, options.db)
                                                   : report::html_report(data, options.db);
   if (options.out.empty()) {

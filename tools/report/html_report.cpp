@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,13 +18,13 @@ namespace {
 constexpr const char* kStyle = R"css(
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; max-width: 1200px; }
 h1 { font-size: 1.5em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; } h3 { font-size: 1.05em; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 0.9em; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 0.9em; max-width: 100%; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .scroll { overflow-x: auto; }
 .note, .empty { color: #555; } .empty { font-style: italic; }
 .plots { display: flex; flex-wrap: wrap; gap: 12px; }
-svg.plot { background: #fff; border: 1px solid #ddd; }
+svg.plot { background: #fff; border: 1px solid #ddd; max-width: 100%; height: auto; }
 svg .title { font-size: 13px; font-weight: 600; }
 svg .tick-label, svg .legend-label { font-size: 11px; fill: #333; }
 svg .axis-label { font-size: 12px; fill: #111; }
@@ -29,8 +32,12 @@ svg .axis, svg .tick { stroke: #333; } svg .grid { stroke: #eee; }
 svg .line { fill: none; stroke: #999; stroke-width: 1.5; }
 svg .line.roof { stroke: #b22; stroke-dasharray: 5 3; }
 svg .mark, svg .legend { fill: #1f6fb4; } svg .legend.roof { fill: #b22; }
-svg .cublas { fill: #d9822b; } svg .compulsory { fill: #fff; stroke: #1f6fb4; stroke-width: 1.5; }
+svg .compulsory { fill: #fff; stroke: #1f6fb4; stroke-width: 1.5; }
 svg .line.best { stroke: #1f6fb4; }
+svg .line.unity { stroke: #2a9d4b; stroke-dasharray: 6 3; } svg .legend.unity { fill: #2a9d4b; }
+svg .mark.nearest, svg .legend.nearest { fill: #d9822b; }
+svg .mark.beyond, svg .legend.beyond { fill: #fff; stroke: #1f6fb4; stroke-width: 1.5; }
+svg .mark.nearest.beyond { stroke: #d9822b; } svg .legend.beyond { stroke: #555; }
 svg .line.exhaustive { stroke: #1f6fb4; } svg .mark.exhaustive, svg .legend.exhaustive { fill: #1f6fb4; }
 svg .line.random { stroke: #d9822b; } svg .mark.random, svg .legend.random { fill: #d9822b; }
 svg .line.annealing { stroke: #2a9d4b; } svg .mark.annealing, svg .legend.annealing { fill: #2a9d4b; }
@@ -40,6 +47,13 @@ svg .line.bayes { stroke: #b22; } svg .mark.bayes, svg .legend.bayes { fill: #b2
 
 std::string td(const std::string& text) { return "<td>" + escape_xml(text) + "</td>"; }
 std::string td_num(const std::string& text) { return "<td class=\"num\">" + escape_xml(text) + "</td>"; }
+// A configuration's text, which may break after each comma: a long one would widen its table past
+// the page.
+std::string td_config(const std::string& text) {
+  std::string html = "<td class=\"config\">";
+  for (const char c : escape_xml(text)) html += c == ',' ? std::string(",<wbr>") : std::string(1, c);
+  return html + "</td>";
+}
 
 std::string table_head(const std::vector<std::string>& headers) {
   std::string html = "<div class=\"scroll\"><table><thead><tr>";
@@ -61,55 +75,185 @@ std::string winners_section(const ReportData& report) {
   for (const Winner& w : report.winners) {
     html += "<tr>" + td(w.gpu.name) + td(w.result.shape.to_string()) + td(to_string(w.precision)) +
             td(w.result.template_name) +
-            td(w.result.config) + td_num(fmt::format("{:.4f}", w.result.median_ms)) +
+            td_config(w.result.config) + td_num(fmt::format("{:.4f}", w.result.median_ms)) +
             td_num(format_number(w.result.tflops)) + td_num(std::to_string(w.fuzz_cases)) + "</tr>\n";
   }
   return html + kTableEnd;
 }
 
+// A chart of ratios over categories (shapes) with its 1.0 line. The axis holds 1.0 with a little
+// room on both sides, so that the line is drawn on neither edge, and stops at kRatioTop: a ratio
+// beyond it is drawn hollow at the top (its value in its tooltip and the table), so that one outlier
+// does not flatten the differences near 1.0 the chart is for.
+class RatioChart {
+ public:
+  static constexpr double kRatioTop = 2.0;
+
+  RatioChart(const std::string& kind, const std::string& title, const Axis& x, std::string y_label,
+             const std::vector<double>& ratios)
+      : plot_(kind, title, x, y_axis(std::move(y_label), ratios)), categories_(x.categories.size()) {}
+
+  void add(double x, double ratio, const std::string& series, const std::string& tooltip) {
+    const bool beyond = ratio > top_;
+    beyond_ = beyond_ || beyond;
+    plot_.add_point(x, beyond ? top_ : ratio, beyond ? series + " beyond" : series, tooltip);
+  }
+  void add_legend(const std::string& series, const std::string& text) { plot_.add_legend(series, text); }
+
+  std::string render(const std::string& unity_text) {
+    plot_.add_line({{-0.5, 1}, {double(categories_) - 0.5, 1}}, "unity");
+    plot_.add_legend("unity", unity_text);
+    if (beyond_) {
+      plot_.add_legend("beyond", fmt::format("hollow: above {} (its value in its tooltip and the table)",
+                                             format_number(top_)));
+    }
+    return plot_.render();
+  }
+
+ private:
+  Axis y_axis(std::string label, const std::vector<double>& ratios) {
+    double low = 1, high = 1;
+    for (const double r : ratios) low = std::min(low, r), high = std::max(high, std::min(r, kRatioTop));
+    const double room = 0.05 * std::max(high - low, 1.0);
+    Axis axis = Axis::linear(std::move(label), low - room, std::max(high, 1 + room));
+    top_ = Scale(axis, 0, 1).domain_max();  // the top tick: a ratio above it is drawn at it
+    return axis;
+  }
+
+  double top_ = kRatioTop;  // before plot_, whose axis sets it
+  SvgPlot plot_;
+  std::size_t categories_;
+  bool beyond_ = false;
+};
+
 std::string bench_section(const ReportData& report) {
   std::string html = "<h2 id=\"bench\">Winner against cuBLAS</h2>\n"
       "<p class=\"note\">From the bench rows (<code>tiletune bench</code> times the best recorded "
       "configuration and cuBLAS in the same run: TF32 for tf32 templates, SGEMM for fp32 and "
-      "tf32x3 ones); the latest row per GPU, shape and precision.</p>\n";
+      "tf32x3 ones); the latest row per GPU, shape and precision. A chart per precision: cuBLAS's "
+      "time over ours, above 1.0 where ours is faster.</p>\n";
   if (report.gpu_names.empty()) html += empty("no bench rows recorded");
   for (const std::string& gpu : report.gpu_names) {
     html += "<h3>" + escape_xml(gpu) + "</h3>\n";
     std::vector<const BenchRow*> rows;
+    std::map<Precision, std::vector<const BenchRow*>> by_precision;
     for (const BenchRow& row : report.bench) {
-      if (row.gpu_name == gpu) rows.push_back(&row);
+      if (row.gpu_name != gpu) continue;
+      rows.push_back(&row);
+      if (row.ours_ms > 0) by_precision[row.precision].push_back(&row);
     }
     if (rows.empty()) {
       html += empty("no bench rows recorded for this GPU (tiletune bench records them)");
       continue;
     }
-    Axis x = Axis::categorical("shape (MxNxK)"), y = Axis::linear("TFLOP/s", 0, 0);
-    for (const BenchRow* row : rows) {
-      x.categories.push_back(row->shape.to_string());
-      y.max = std::max({y.max, row->shape.tflops(row->ours_ms), row->shape.tflops(row->cublas_ms)});
+    html += "<div class=\"plots\">\n";
+    for (const auto& [precision, of_precision] : by_precision) {
+      Axis x = Axis::categorical("shape (MxNxK)");
+      std::vector<double> ratios;
+      for (const BenchRow* row : of_precision) {
+        x.categories.push_back(row->shape.to_string());
+        ratios.push_back(row->cublas_ms / row->ours_ms);
+      }
+      const std::string yardstick = cublas_yardstick(precision);
+      RatioChart plot("bench", fmt::format("{}, {}: speed over {}", gpu, to_string(precision), yardstick), x,
+                      yardstick + " ms / ours ms", ratios);
+      for (std::size_t i = 0; i < of_precision.size(); ++i) {
+        const BenchRow& row = *of_precision[i];
+        plot.add(double(i), ratios[i], "speed",
+                       fmt::format("{} {} [{}]: {} {:.4f} ms / ours {:.4f} ms = {:.3f}", row.shape.to_string(),
+                                   row.template_name, row.config, yardstick, row.cublas_ms, row.ours_ms, ratios[i]));
+      }
+      plot.add_legend("speed", "our winner's speed over " + yardstick);
+      html += plot.render("1.0: as fast as " + yardstick);
     }
-    SvgPlot plot("bench", gpu + ": our winner and cuBLAS in its precision", x, y);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const BenchRow& row = *rows[i];
-      const double ours = row.shape.tflops(row.ours_ms), theirs = row.shape.tflops(row.cublas_ms);
-      plot.add_point(double(i), ours, "ours", fmt::format("{} {} [{}] {}: {} TFLOP/s", row.shape.to_string(),
-                                                          row.template_name, row.config,
-                                                          to_string(row.precision), format_number(ours)));
-      plot.add_point(double(i), theirs, "cublas", fmt::format("{} {}: {} TFLOP/s", row.shape.to_string(),
-                                                              cublas_yardstick(row.precision),
-                                                              format_number(theirs)));
-    }
-    plot.add_legend("ours", "our winner");
-    plot.add_legend("cublas", "cuBLAS (TF32 for tf32, else SGEMM)");
-    html += plot.render();
+    html += "</div>\n";
     html += table_head({"shape", "precision", "template", "configuration", "ours ms", "against",
                         "cuBLAS ms", "ours / cuBLAS (speed)", "recorded at"});
     for (const BenchRow* row : rows) {
       html += "<tr>" + td(row->shape.to_string()) + td(to_string(row->precision)) +
-              td(row->template_name) + td(row->config) + td_num(fmt::format("{:.4f}", row->ours_ms)) +
+              td(row->template_name) + td_config(row->config) + td_num(fmt::format("{:.4f}", row->ours_ms)) +
               td(cublas_yardstick(row->precision)) + td_num(fmt::format("{:.4f}", row->cublas_ms)) +
               td_num(row->ours_ms > 0 ? fmt::format("{:.3f}", row->cublas_ms / row->ours_ms) : "-") +
               td(row->recorded_at) + "</tr>\n";
+    }
+    html += kTableEnd;
+  }
+  return html;
+}
+
+std::string choice_section(const ReportData& report) {
+  std::string html = "<h2 id=\"choice\">Choice at untuned shapes</h2>\n"
+      "<p class=\"note\">Leave one shape out: for each GPU and template with ok results at " +
+      std::to_string(kMinChoiceShapes) + " or more shapes, each recorded shape in turn is hidden "
+      "(its records of the template on that GPU taken out) and the library asked what it would "
+      "run there (packed leading dimensions): the configuration its performance model predicts "
+      "fastest, and, as before the model, the nearest recorded shape's. Each point is the chosen "
+      "configuration's recorded time at the hidden shape over the best recorded there (1.0: the "
+      "best). An estimate of the choice at shapes nobody tuned: the other shapes stay known "
+      "(<code>tiletune selection-eval</code> measures held-out ones). Unmeasured: the chosen "
+      "configuration was not timed at the shape, so it has no ratio.</p>\n";
+  if (report.choices.empty()) {
+    return html + empty("no GPU and template has ok results at " + std::to_string(kMinChoiceShapes) +
+                        " or more shapes");
+  }
+  for (const std::string& gpu : report.gpu_names) {
+    std::vector<const TemplateChoices*> of_gpu;
+    for (const TemplateChoices& t : report.choices) {
+      if (t.gpu_name == gpu) of_gpu.push_back(&t);
+    }
+    if (of_gpu.empty()) continue;
+    html += "<h3>" + escape_xml(gpu) + "</h3>\n";
+    std::vector<GemmShape> shapes;
+    std::vector<double> ratios;
+    for (const TemplateChoices* t : of_gpu) {
+      for (const HeldOutShape& s : t->shapes) {
+        shapes.push_back(s.shape);
+        for (const auto& ratio : {s.model.ratio, s.nearest.ratio}) {
+          if (ratio) ratios.push_back(*ratio);
+        }
+      }
+    }
+    std::sort(shapes.begin(), shapes.end());
+    shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
+    Axis x = Axis::categorical("hidden shape (MxNxK)");
+    for (const GemmShape& shape : shapes) x.categories.push_back(shape.to_string());
+    RatioChart plot("choice", gpu + ": chosen time over the best at each hidden shape", x, "chosen ms / best ms",
+                    ratios);
+    for (const TemplateChoices* t : of_gpu) {
+      for (const HeldOutShape& s : t->shapes) {
+        const double at = double(std::lower_bound(shapes.begin(), shapes.end(), s.shape) - shapes.begin());
+        // Side by side within the shape's slot, so that equal ratios do not hide each other.
+        for (const auto& [pick, series, offset] : {std::tuple{&s.model, "model", -0.12},
+                                                   std::tuple{&s.nearest, "nearest", 0.12}}) {
+          if (!pick->ratio) continue;
+          plot.add(at + offset, *pick->ratio, series,
+                   fmt::format("{} {} ({}): [{}] {:.3f}x the best [{}] {:.4f} ms", t->template_name,
+                               s.shape.to_string(), series, pick->config, *pick->ratio, s.best_config, s.best_ms));
+        }
+      }
+    }
+    plot.add_legend("model", "the performance model's choice");
+    plot.add_legend("nearest", "the nearest recorded shape's choice");
+    html += plot.render("1.0: the shape's best");
+
+    html += table_head({"template", "shapes", "model: geometric mean", "model: worst", "nearest: geometric mean",
+                        "nearest: worst", "unmeasured (model, nearest)"});
+    for (const TemplateChoices* t : of_gpu) {
+      html += "<tr>" + td(t->template_name) + td_num(std::to_string(t->shapes.size())) +
+              td_num(mean_text(t->model)) + td(worst_text(t->model)) + td_num(mean_text(t->nearest)) +
+              td(worst_text(t->nearest)) +
+              td_num(fmt::format("{}, {}", t->model.unmeasured, t->nearest.unmeasured)) + "</tr>\n";
+    }
+    html += kTableEnd;
+    html += table_head({"template", "hidden shape", "best ms", "model's configuration", "model: over the best",
+                        "nearest's configuration", "nearest: over the best"});
+    for (const TemplateChoices* t : of_gpu) {
+      for (const HeldOutShape& s : t->shapes) {
+        html += "<tr>" + td(t->template_name) + td(s.shape.to_string()) +
+                td_num(fmt::format("{:.4f}", s.best_ms)) + td_config(s.model.config) +
+                td_num(ratio_text(s.model)) + td_config(s.nearest.config) +
+                td_num(ratio_text(s.nearest)) + "</tr>\n";
+      }
     }
     html += kTableEnd;
   }
@@ -253,24 +397,23 @@ std::string convergence_section(const ReportData& report) {
 
 std::string counters_section(const ReportData& report) {
   std::string html = "<h2 id=\"counters\">Hardware counters</h2>\n"
-      "<p class=\"note\">Recorded by <code>tiletune profile</code> (Nsight Compute), per configuration, GPU and shape.</p>\n";
+      "<p class=\"note\">Recorded by <code>tiletune profile</code> (Nsight Compute), per configuration, GPU and "
+      "shape: a row per counter, as profile records some twenty (a column each would widen the table "
+      "past the page).</p>\n";
   if (report.counters.empty()) return html + empty("no counters recorded (tiletune profile records them)");
-  std::vector<std::string> metrics;
+  html += table_head({"GPU", "template", "shape", "configuration", "ncu", "counter", "value"});
   for (const CounterRecord& c : report.counters) {
-    for (const auto& [name, value] : c.values) metrics.push_back(name);
-  }
-  std::sort(metrics.begin(), metrics.end());
-  metrics.erase(std::unique(metrics.begin(), metrics.end()), metrics.end());
-  std::vector<std::string> headers{"GPU", "template", "shape", "configuration", "ncu"};
-  headers.insert(headers.end(), metrics.begin(), metrics.end());
-  html += table_head(headers);
-  for (const CounterRecord& c : report.counters) {
-    html += "<tr>" + td(c.gpu_name) + td(c.template_name) + td(c.shape.to_string()) + td(c.config) + td(c.ncu_version);
-    for (const std::string& metric : metrics) {
-      auto it = c.values.find(metric);
-      html += td_num(it == c.values.end() ? "-" : format_number(it->second));
+    // The record's cells span its counters' rows: "<td ...>" becomes "<td rowspan="N" ...>".
+    const std::string span = fmt::format("<td rowspan=\"{}\"", std::max<std::size_t>(c.values.size(), 1));
+    const auto spanning = [&](const std::string& cell) { return span + cell.substr(std::strlen("<td")); };
+    html += "<tr>" + spanning(td(c.gpu_name)) + spanning(td(c.template_name)) + spanning(td(c.shape.to_string())) +
+            spanning(td_config(c.config)) + spanning(td(c.ncu_version));
+    if (c.values.empty()) html += td("-") + td_num("-") + "</tr>\n";
+    bool first = true;
+    for (const auto& [metric, value] : c.values) {
+      html += (first ? "" : "<tr>") + td(metric) + td_num(format_number(value)) + "</tr>\n";
+      first = false;
     }
-    html += "</tr>\n";
   }
   return html + kTableEnd;
 }
@@ -283,9 +426,10 @@ std::string html_report(const ReportData& report, const std::string& source) {
                      "</style>\n</head>\n<body>\n<h1>tiletune report: " + escape_xml(source) + "</h1>\n";
   html += "<p class=\"note\">GPUs: " + escape_xml(report.gpu_names.empty() ? std::string("none recorded") : fmt::format("{}", fmt::join(report.gpu_names, ", "))) +
           ". Sections: <a href=\"#winners\">winners</a>, <a href=\"#bench\">against cuBLAS</a>, "
+          "<a href=\"#choice\">choice at untuned shapes</a>, "
           "<a href=\"#roofline\">roofline</a>, <a href=\"#sensitivity\">sensitivity</a>, "
           "<a href=\"#convergence\">convergence</a>, <a href=\"#counters\">counters</a>.</p>\n";
-  html += winners_section(report) + bench_section(report) + roofline_section(report) +
+  html += winners_section(report) + bench_section(report) + choice_section(report) + roofline_section(report) +
           sensitivity_section(report) + convergence_section(report) + counters_section(report);
   return html + "</body>\n</html>\n";
 }

@@ -82,6 +82,34 @@ std::string markdown_report(const ReportData& report, const std::string& source)
                                 "cuBLAS ms", "ours / cuBLAS (speed)", "recorded at"}, rows);
   }
 
+  md += "## Choice at untuned shapes\n\nLeave one shape out: each recorded shape of a GPU's template (" +
+        std::to_string(kMinChoiceShapes) + " or more shapes) hidden in turn, what the library would run "
+        "there, by its performance model and by the nearest recorded shape, as the chosen configuration's "
+        "recorded time there over the best there (1.0: the best). An estimate of the choice at shapes "
+        "nobody tuned; unmeasured: the chosen configuration was not timed at the shape.\n\n";
+  if (report.choices.empty()) {
+    md += "no GPU and template has ok results at " + std::to_string(kMinChoiceShapes) + " or more shapes\n\n";
+  }
+  for (const std::string& gpu : report.gpu_names) {
+    std::vector<std::vector<std::string>> summaries, rows;
+    for (const TemplateChoices& t : report.choices) {
+      if (t.gpu_name != gpu) continue;
+      summaries.push_back({t.template_name, std::to_string(t.shapes.size()), mean_text(t.model),
+                           worst_text(t.model), mean_text(t.nearest), worst_text(t.nearest),
+                           fmt::format("{}, {}", t.model.unmeasured, t.nearest.unmeasured)});
+      for (const HeldOutShape& s : t.shapes) {
+        rows.push_back({t.template_name, s.shape.to_string(), fmt::format("{:.4f}", s.best_ms), s.model.config,
+                        ratio_text(s.model), s.nearest.config, ratio_text(s.nearest)});
+      }
+    }
+    if (summaries.empty()) continue;
+    md += "### " + cell(gpu) + "\n\n";
+    md += table({"template", "shapes", "model: geometric mean", "model: worst", "nearest: geometric mean",
+                 "nearest: worst", "unmeasured (model, nearest)"}, summaries);
+    md += table({"template", "hidden shape", "best ms", "model's configuration", "model: over the best",
+                 "nearest's configuration", "nearest: over the best"}, rows);
+  }
+
   md += "## Roofline\n\nBytes: measured DRAM bytes (" + std::string(kDramBytesText) +
         ") where counters are recorded, else the compulsory 4(MK+KN+MN). FP32 winners only: TF32 and "
         "3xTF32 run on the tensor cores, under another roof.\n\n";

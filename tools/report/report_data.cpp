@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/runtime/record_set.h"
 
 namespace tiletune::report {
 namespace {
@@ -183,8 +184,14 @@ ReportData build_report(const std::vector<CurrentResult>& results, std::vector<B
   return report;
 }
 
-ReportData read_report(const ResultStore& store) {
-  return build_report(store.current_results(), store.bench_results(), store.counters(), store.search_traces());
+ReportData read_report(const std::filesystem::path& database) {
+  ReportData report;
+  {
+    const ResultStore store(database, ResultStore::Access::read_only);
+    report = build_report(store.current_results(), store.bench_results(), store.counters(), store.search_traces());
+  }
+  report.choices = evaluate_choices(runtime::load_database_records(database));
+  return report;
 }
 
 }  // namespace tiletune::report

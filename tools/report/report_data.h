@@ -2,12 +2,14 @@
 // HTML and the Markdown writers, and every list is sorted so that one database gives one report.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "db/result_store.h"
+#include "tools/report/choice_evaluation.h"
 
 namespace tiletune::report {
 
@@ -69,6 +71,7 @@ struct ReportData {
   std::vector<Sensitivity> sensitivities;  // by GPU, template, shape
   std::vector<Convergence> convergences;   // by GPU, template, shape (search traces)
   std::vector<CounterRecord> counters;     // by GPU, template, shape, configuration
+  std::vector<TemplateChoices> choices;    // by GPU, template (leave one shape out)
 };
 
 // What places a winner on the roofline: its DRAM bytes from the counters (tiletune profile's short
@@ -83,9 +86,10 @@ std::optional<double> datasheet_bandwidth_gb_s(const std::string& gpu_name);
 double compulsory_bytes(const GemmShape& shape);
 
 // Builds the model from what the store holds (ok results of current template versions, bench rows,
-// counters, search traces in the store's order).
+// counters, search traces in the store's order); the choices are evaluate_choices' apart.
 ReportData build_report(const std::vector<CurrentResult>& results, std::vector<BenchRecord> bench,
                         std::vector<CounterRecord> counters, const std::vector<TraceRecord>& traces = {});
-ReportData read_report(const ResultStore& store);
+// Everything, the choices included, from the database at the path (opened read only).
+ReportData read_report(const std::filesystem::path& database);
 
 }  // namespace tiletune::report

@@ -2,13 +2,15 @@
 # The report in a real browser: a database made by CPU-backend tunes of kernels_src/tiled.cu at
 # small shapes (two strategies at one of them), plus stand-in bench rows and counters
 # (record_stand_in_rows: CI has no GPU to measure them), written by `tiletune report` as HTML and Markdown, then opened in Debian's
-# chromium by report_browser_test.js. The screenshot stays in WORK_DIR.
+# chromium by report_browser_test.js; then the report of the H200 selection fixture's suite
+# (SUITE_SQL, loaded by load_sql_dump), whose long warp_tiled configurations once made the winners
+# table wider than the page. The screenshots stay in WORK_DIR.
 #
-# report_browser_test.sh TILETUNE RECORD_STAND_IN_ROWS SOURCE_DIR WORK_DIR
+# report_browser_test.sh TILETUNE RECORD_STAND_IN_ROWS LOAD_SQL_DUMP SOURCE_DIR SUITE_SQL WORK_DIR
 # Without node, chromium or playwright-core (tools/setup.sh installs them): fails where CI=true,
 # else skips (exit 77) with the reason.
 set -euo pipefail
-tiletune=$1 record_rows=$2 source_dir=$3 work=$4
+tiletune=$1 record_rows=$2 load_dump=$3 source_dir=$4 suite_sql=$5 work=$6
 script_dir=$source_dir/tests/tools/report
 chromium=${CHROMIUM:-/usr/bin/chromium}
 
@@ -37,4 +39,8 @@ export XDG_CACHE_HOME=$work/cache
 "$record_rows" report.db
 "$tiletune" report --db report.db --out report.html
 "$tiletune" report --db report.db --format md --out report.md
-node "$script_dir/report_browser_test.js" "$work/report.html" "$work/report.png"
+node "$script_dir/report_browser_test.js" stand-in "$work/report.html" "$work/report.png"
+
+"$load_dump" "$suite_sql" h200.db
+"$tiletune" report --db h200.db --out h200.html
+node "$script_dir/report_browser_test.js" fixture "$work/h200.html" "$work/h200.png"
