@@ -29,8 +29,8 @@
 #include "tuner/backend/gpu/device_buffer.h"
 #include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/backend/gpu/gpu_kernel.h"
+#include "tuner/backend/gpu/kernel_timer.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
-#include "tuner/pipeline/kernel_timer.h"
 #include "tuner/pipeline/shape_verifier.h"
 
 namespace tiletune {

@@ -19,7 +19,7 @@
 #include "tools/labs/lab_claims.h"
 #include "tools/labs/lab_counters.h"
 #include "tuner/backend/gpu/gpu_device.h"
-#include "tuner/pipeline/kernel_timer.h"
+#include "tuner/backend/gpu/kernel_timer.h"
 
 namespace tiletune::labs {
 

@@ -8,7 +8,7 @@
 #include "fuzz/announcing_executor.h"
 #include "fuzz/make_executor.h"
 #include "tuner/backend/gpu/cuda_driver.h"
-#include "tuner/pipeline/kernel_timer.h"
+#include "tuner/backend/gpu/kernel_timer.h"
 
 namespace tiletune {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "fuzz/gemm_executor.h"
+#include "tuner/backend/gpu/kernel_timer.h"
 #include "tuner/core/records.h"
-#include "tuner/pipeline/kernel_timer.h"
 
 namespace tiletune {
 

@@ -167,19 +167,6 @@ std::string across_key(Precision precision, const GemmShape& shape) {
 
 }  // namespace
 
-GpuRecord make_gpu_record(const DeviceProperties& device) {
-  GpuRecord gpu;
-  gpu.name = device.name;
-  gpu.cc_major = device.cc_major;
-  gpu.cc_minor = device.cc_minor;
-  gpu.sm_count = device.sm_count;
-  gpu.clock_khz = device.clock_khz;
-  gpu.memory_bytes = device.memory_bytes;
-  gpu.driver_version = device.driver_version;
-  gpu.nvrtc_version = nvrtc_version();
-  return gpu;
-}
-
 struct TuningRun::Search {
   Search(const KernelTemplate& t, const GemmShape& s, const std::function<void(const TuningEvent&)>& e)
       : tmpl(t), shape(s), on_event(e) {}

@@ -32,8 +32,9 @@
 #include "fuzz/property_runner.h"
 #include "tuner/core/kernel_template.h"
 #include "tuner/backend/gpu/compiled_kernels.h"
+#include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/backend/gpu/kernel_timer.h"
 #include "tuner/pipeline/device_pool.h"
-#include "tuner/pipeline/kernel_timer.h"
 #include "tuner/pipeline/pruning.h"
 #include "tuner/pipeline/recorded_warm_start.h"
 #include "tuner/search/search_budget.h"
@@ -214,8 +215,5 @@ class TuningRun {
   // to confirm_across.
   std::set<std::string> confirmed_across_;
 };
-
-// The device as the database keys it, with the NVRTC found.
-GpuRecord make_gpu_record(const DeviceProperties& device);
 
 }  // namespace tiletune

@@ -11,9 +11,9 @@
 
 #include "fuzz/property_runner.h"
 #include "tuner/backend/gpu/gpu_device.h"
+#include "tuner/backend/gpu/kernel_timer.h"
 #include "tuner/core/gemm_shape.h"
 #include "tuner/core/records.h"
-#include "tuner/pipeline/kernel_timer.h"
 
 namespace tiletune {
 

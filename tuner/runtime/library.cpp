@@ -2,17 +2,22 @@
 // bundle.h), the selection rule (selection.h), the plan cache (plan_cache.h) and the two runners.
 #include <tiletune/tiletune.h>
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "db/result_store.h"
+#include "tuner/backend/cpu/cpu_device.h"
+#include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/core/precision.h"
 #include "tuner/runtime/bundle.h"
 #include "tuner/runtime/cpu_runner.h"
+#include "tuner/runtime/first_call_trial.h"
 #include "tuner/runtime/gpu_runner.h"
 #include "tuner/runtime/miss_log.h"
 #include "tuner/runtime/plan_cache.h"
@@ -90,6 +95,7 @@ class LibraryState {
   runtime::RecordSet owned_records;       // from a database
   std::optional<runtime::Bundle> bundle;  // or from a bundle (its records inside)
   std::unique_ptr<runtime::MissLog> misses;
+  runtime::MissLog::EarlierTrials earlier_trials;  // read from `misses` when opened, for trials
 
   const runtime::RecordSet& records() const { return bundle ? bundle->records : owned_records; }
 
@@ -160,6 +166,17 @@ class GemmState {
  private:
   std::shared_ptr<const Prepared> prepare(CUcontext context, const Problem& problem);
 
+  // What a first-call trial chose (timed 0: none; why then says why, or is empty).
+  struct Trial {
+    std::string config;
+    double ms = 0;
+    int timed = 0, fuzz_cases = 0;
+    std::string why;  // appended to the plan's
+  };
+  Trial first_call_trial(CUcontext context, const DeviceProperties* device, const runtime::Selection& chosen,
+                         const GemmProblem& problem);
+  int fuzz_cases_of(const runtime::Selection& chosen, const std::string& config) const;
+
   LibraryState& library_;  // which owns this state
   const RecordedTemplate& templ_;
   runtime::PlanCache<Prepared> cache_;
@@ -209,11 +226,16 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
   if (auto found = options.defaults.find(templ_.name); found != options.defaults.end()) {
     request.default_config = found->second;
   }
+  if (options.trial_candidates > 1) request.candidates = std::size_t(options.trial_candidates);
   const runtime::Selection chosen =
       runtime::select_configuration(library.records(), request, &library.models());
 
+  // Where the model chose, a first-call trial may choose among its fastest instead.
+  const Trial trial = chosen.predicted && options.trial_candidates > 1 ? first_call_trial(context, device, chosen, prepared->problem)
+                                                                       : Trial{};
+  const std::string& chosen_config = trial.timed > 0 ? trial.config : chosen.config;
   const KernelTemplate& parsed = *templ_.parsed;
-  const Configuration config = parsed.parse_configuration(chosen.config);
+  const Configuration config = parsed.parse_configuration(chosen_config);
   parsed.check_requirements(config, prepared->problem);
   // The CPU backend launches with schedule seed 0 (Gemm::run), whose multiprocessor count this is.
   prepared->geometry = parsed.launch_geometry(config, prepared->problem.shape,
@@ -223,10 +245,10 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
   plan.template_name = templ_.name;
   plan.template_hash = templ_.source_hash;
   plan.precision = templ_.precision;
-  plan.config = chosen.config;
+  plan.config = chosen_config;
   plan.gpu_match = to_gpu_match(chosen.step);
   plan.backend = options.backend;
-  plan.why = chosen.why;
+  plan.why = chosen.why + trial.why;
   if (const runtime::RecordedChoice* choice = chosen.choice) {
     plan.gpu = library.records().gpus[choice->gpu].name;
     plan.recorded_M = choice->shape.m;
@@ -237,6 +259,11 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
                            ? chosen.predicted->ms
                            : choice->median_ms * prepared->problem.shape.flops() / choice->shape.flops();
     plan.fuzz_cases = choice->fuzz_cases;
+    if (trial.timed > 0) {
+      plan.expected_ms = trial.ms;
+      plan.trial_candidates = trial.timed;
+      plan.fuzz_cases = trial.fuzz_cases;
+    }
   }
   plan.grid = prepared->geometry.grid;
   plan.block = prepared->geometry.block;
@@ -250,11 +277,103 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
     library.misses->record(gpu, templ_.name, prepared->problem);
   }
   if (on_gpu) {
-    prepared->gpu = library.gpu().kernel(context, templ_, chosen.config, prepared->geometry);
+    prepared->gpu = library.gpu().kernel(context, templ_, chosen_config, prepared->geometry);
   } else {
-    prepared->cpu = library.cpu().kernel(templ_, chosen.config);
+    prepared->cpu = library.cpu().kernel(templ_, chosen_config);
   }
   return prepared;
+}
+
+// The GPU (or "CPU backend") whose times a trial measures, as the database keys it.
+GpuRecord trial_device_record(const DeviceProperties& device) {
+  try {
+    return make_gpu_record(device);
+  } catch (const std::exception&) {  // no NVRTC to ask for its version: the rest identifies it
+    return GpuRecord{device.name, device.cc_major, device.cc_minor, device.sm_count, device.clock_khz,
+                     device.memory_bytes, device.driver_version, ""};
+  }
+}
+
+GemmState::Trial GemmState::first_call_trial(CUcontext context, const DeviceProperties* device,
+                                             const runtime::Selection& chosen, const GemmProblem& problem) {
+  LibraryState& library = library_;
+  const bool on_gpu = device != nullptr;
+  const DeviceProperties timed_on = on_gpu ? *device : cpu_backend_device();
+  Trial trial;
+  // An earlier process's trial at this shape: its winner, timed on this same kind of device.
+  const auto earlier = library.earlier_trials.find({timed_on.name, templ_.source_hash, problem.shape});
+  if (earlier != library.earlier_trials.end()) {
+    const runtime::MissLog::EarlierTrial& found = earlier->second;
+    const auto fits = [&] {
+      try {
+        return templ_.parsed->satisfies_requirements(templ_.parsed->parse_configuration(found.config), problem);
+      } catch (const TemplateError&) {
+        return false;
+      }
+    };
+    if (fits()) {
+      trial.config = found.config;
+      trial.ms = found.median_ms;
+      trial.timed = found.timed;
+      trial.fuzz_cases = fuzz_cases_of(chosen, found.config);
+      trial.why = fmt::format("; an earlier first-call trial on {} timed {} candidates at {}: [{}] fastest, {:.4g} ms",
+                              timed_on.name, found.timed, problem.shape.to_string(), found.config, found.median_ms);
+      return trial;
+    }
+  }
+  if (chosen.candidates.size() < 2) return trial;
+  try {
+    std::vector<runtime::TrialCandidate> candidates;
+    for (const auto& [text, prediction] : chosen.candidates) {
+      runtime::TrialCandidate candidate;
+      candidate.config = text;
+      const Configuration config = templ_.parsed->parse_configuration(text);
+      templ_.parsed->check_requirements(config, problem);
+      candidate.geometry = templ_.parsed->launch_geometry(config, problem.shape,
+                                                          on_gpu ? device->sm_count : drawn_sm_count(0));
+      if (on_gpu) candidate.gpu = library.gpu().kernel(context, templ_, text, candidate.geometry);
+      else candidate.cpu = library.cpu().kernel(templ_, text);
+      candidates.push_back(std::move(candidate));
+    }
+    const std::vector<runtime::TrialTime> times = on_gpu ? runtime::time_candidates_on_gpu(candidates, problem)
+                                                         : runtime::time_candidates_on_cpu(candidates, problem);
+    const auto fastest = std::min_element(times.begin(), times.end(), [](const auto& a, const auto& b) {
+      return a.median_ms < b.median_ms;
+    });
+    trial.config = fastest->config;
+    trial.ms = fastest->median_ms;
+    trial.timed = int(times.size());
+    trial.fuzz_cases = fuzz_cases_of(chosen, trial.config);
+    trial.why = fmt::format("; the first-call trial timed the model's {} fastest: [{}] fastest, {:.4g} ms{}",
+                            times.size(), trial.config, trial.ms,
+                            trial.config == chosen.config
+                                ? " (the model's own choice)"
+                                : fmt::format(" (the model's choice {:.4g} ms)", times.front().median_ms));
+    if (library.misses) {
+      std::vector<std::pair<std::string, double>> rows;
+      for (const runtime::TrialTime& t : times) rows.emplace_back(t.config, t.median_ms);
+      library.misses->record_trial(trial_device_record(timed_on),
+                                   {templ_.name, templ_.source_hash, templ_.path, templ_.source, templ_.precision},
+                                   problem.shape, rows);
+    }
+  } catch (const std::exception& e) {
+    // The model's choice stands; the plan says why there was no trial.
+    trial = Trial{};
+    const std::string_view cause = e.what();
+    trial.why = fmt::format("; the first-call trial could not run: {}", cause.substr(0, cause.find('\n')));
+  }
+  return trial;
+}
+
+// The fuzz cases a candidate passed when tuned (its records' most), for the plan.
+int GemmState::fuzz_cases_of(const runtime::Selection& chosen, const std::string& config) const {
+  int most = 0;
+  for (const runtime::RecordedChoice& c : library_.records().choices) {
+    if (c.templ == std::size_t(chosen.templ - library_.records().templates.data()) && c.config == config) {
+      most = std::max(most, c.fuzz_cases);
+    }
+  }
+  return most;
 }
 
 }  // namespace detail
@@ -348,6 +467,7 @@ Library Library::open(const std::string& path, const Options& options) {
     }
     if (!options.record_misses.empty()) {
       state->misses = std::make_unique<runtime::MissLog>(options.record_misses);
+      if (options.trial_candidates > 1) state->earlier_trials = state->misses->earlier_trials();
     }
     state->make_runners();
     return Library(std::move(state));
@@ -362,6 +482,7 @@ Library Library::open(const EmbeddedBundle& bundle, const Options& options) {
     state->bundle = runtime::read_bundle(bundle);
     if (!options.record_misses.empty()) {
       state->misses = std::make_unique<runtime::MissLog>(options.record_misses);
+      if (options.trial_candidates > 1) state->earlier_trials = state->misses->earlier_trials();
     }
     state->make_runners();
     return Library(std::move(state));

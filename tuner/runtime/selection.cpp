@@ -59,6 +59,7 @@ struct GpuOutcome {
   // and passed over (faster, but they may not run the problem), and what the nearest recorded
   // shape would have given.
   std::optional<Prediction> predicted;
+  std::vector<std::pair<std::string, Prediction>> ranked;  // its fastest, for the trial
   int weighed = 0, passed_over = 0;
   const RecordedChoice* nearest = nullptr;
 };
@@ -232,7 +233,7 @@ class Selector {
   void predict(std::size_t gpu, GpuOutcome& outcome) const {
     const PerformanceModel& model = models_->of(gpu, templ_index_);
     const GemmShape& shape = request_.problem.shape;
-    const PerformanceModel::Ranking ranking = model.rank(request_.problem, 1);
+    const PerformanceModel::Ranking ranking = model.rank(request_.problem, std::max<std::size_t>(1, request_.candidates));
     outcome.weighed = ranking.predicted;
     outcome.passed_over = ranking.passed_over;
     if (ranking.fastest.empty()) return;
@@ -246,6 +247,7 @@ class Selector {
                                                 std::pair(log_distance(b->shape, shape), b->shape);
                                        });
     outcome.predicted = best;
+    for (const PerformanceModel::Ranked& r : ranking.fastest) outcome.ranked.emplace_back(*r.config, r.prediction);
   }
 
   std::string nothing_because(const GpuOutcome& outcome) const {
@@ -274,6 +276,7 @@ class Selector {
     selection.exact_shape = c.shape == request_.problem.shape;
     selection.excluded = outcome.predicted ? 0 : outcome.excluded;
     selection.predicted = outcome.predicted;
+    selection.candidates = outcome.ranked;
 
     std::string why = chosen_as_most_;
     if (step == GpuStep::same_compute_capability) {

@@ -17,6 +17,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tuner/core/precision.h"
 #include "tuner/runtime/performance_model.h"
@@ -55,6 +57,9 @@ struct SelectionRequest {
   // At a shape with no record on a GPU, the performance model chooses; false: the nearest
   // recorded shape's fastest that fits, as before the model (`query --nearest`).
   bool predict = true;
+  // Where the model chooses: how many of its fastest candidates Selection::candidates names (the
+  // first-call trial times them).
+  std::size_t candidates = 1;
 };
 
 struct Selection {
@@ -67,6 +72,9 @@ struct Selection {
   // The model's prediction for the configuration at the problem's shape, where it chose; choice
   // is then the configuration's record nearest to the shape.
   std::optional<Prediction> predicted;
+  // Where the model chose: the request's `candidates` configurations it predicts fastest that may
+  // run the problem, fastest first (the chosen one), with their predictions.
+  std::vector<std::pair<std::string, Prediction>> candidates;
   // Faster configurations passed over because their requirements exclude the problem.
   int excluded = 0;
   std::string why;  // one line, e.g. "NVIDIA H100 80GB HBM3 has no record of 1000x1000x1000; the

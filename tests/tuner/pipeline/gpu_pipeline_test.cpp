@@ -19,10 +19,10 @@
 #include "tests/support/source_tree.h"
 #include "tuner/backend/gpu/cuda_driver.h"
 #include "tuner/backend/gpu/gpu_kernel.h"
+#include "tuner/backend/gpu/kernel_timer.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
 #include "tuner/core/configurations.h"
 #include "tuner/core/error_bound.h"
-#include "tuner/pipeline/kernel_timer.h"
 #include "tuner/pipeline/shape_verifier.h"
 
 namespace tiletune {

@@ -377,6 +377,58 @@ TEST_F(LibraryTest, ProblemsWithoutAnExactRecordAreKeptForTuneMissed) {
                                                  "500x600x700 lda=701 ldb=600 ldc=600"}));
 }
 
+// The first-call trial on the H200 selection fixture (13 shapes: the model predicts), on the CPU
+// backend: the model's 3 fastest of tiled at a shape nobody tuned, each timed; the plan serves the
+// fastest measured, computes correctly, and the times are kept in the miss log, from which the
+// next library serves the same winner without timing again.
+TEST_F(LibraryTest, AFirstCallTrialServesTheFastestMeasuredAndTheNextProcessStartsFromIt) {
+  const std::filesystem::path suite = testing_support::load_selection_fixture("suite", folder_ / "suite.db");
+  Options options = cpu();
+  options.record_misses = (folder_ / "misses.db").string();
+  const Problem problem = Problem::packed(100, 90, 80);
+  const Plan without = Library::open(suite.string(), options).gemm("tiled").plan(problem);
+  EXPECT_EQ(without.trial_candidates, 0);
+  EXPECT_EQ(without.why.find("trial"), std::string::npos) << without.why;
+
+  options.trial_candidates = 3;
+  Plan first;
+  {
+    const Library library = Library::open(suite.string(), options);
+    first = library.gemm("tiled").plan(problem);
+    EXPECT_EQ(first.trial_candidates, 3) << first.why;
+    EXPECT_NE(first.why.find("; the first-call trial timed the model's 3 fastest: [" + first.config + "] fastest, "),
+              std::string::npos) << first.why;
+    EXPECT_GT(first.expected_ms, 0);
+    EXPECT_TRUE(runs_correctly(library.gemm("tiled"), problem, 5));
+  }
+  const ResultStore misses(folder_ / "misses.db", ResultStore::Access::read_only);
+  std::vector<std::string> timed;
+  double fastest = 1e300;
+  std::string fastest_config;
+  for (const TraceRecord& step : misses.search_traces()) {
+    if (step.strategy != "trial") continue;
+    EXPECT_EQ(step.gpu_name, "CPU backend") << "a CPU time is never a GPU's";
+    EXPECT_EQ(step.shape, (GemmShape{100, 90, 80}));
+    timed.push_back(step.config);
+    if (step.median_ms < fastest) fastest = step.median_ms, fastest_config = step.config;
+  }
+  ASSERT_EQ(timed.size(), 3u);
+  EXPECT_EQ(timed.front(), without.config) << "the model's own choice is timed first";
+  EXPECT_EQ(fastest_config, first.config);
+  EXPECT_DOUBLE_EQ(fastest, first.expected_ms);
+
+  const Plan next = Library::open(suite.string(), options).gemm("tiled").plan(problem);
+  EXPECT_EQ(next.config, first.config);
+  EXPECT_EQ(next.trial_candidates, 3);
+  EXPECT_NE(next.why.find("; an earlier first-call trial on CPU backend timed 3 candidates at 100x90x80: ["),
+            std::string::npos) << next.why;
+  int rows = 0;
+  for (const TraceRecord& step : ResultStore(folder_ / "misses.db", ResultStore::Access::read_only).search_traces()) {
+    rows += step.strategy == "trial";
+  }
+  EXPECT_EQ(rows, 3) << "nothing timed again";
+}
+
 TEST_F(LibraryTest, ABundleServesWhatItsDatabaseServes) {
   const std::filesystem::path bundle = folder_ / "bundle";
   const std::string export_command = std::string(TILETUNE_BINARY_DIR) + "/tools/tiletune export --db " +

@@ -5,12 +5,9 @@
 
 #include "tuner/backend/backend.h"
 #include "tuner/backend/cpu/cpu_backend_options.h"
+#include "tuner/backend/cpu/cpu_device.h"
 
 namespace tiletune {
-
-// The limits the CPU backend enforces, under the name "CPU backend": what the tuner prunes
-// against and records CPU results under.
-DeviceProperties cpu_backend_device();
 
 class CpuBackend : public Backend {
  public:

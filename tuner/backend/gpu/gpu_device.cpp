@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "tuner/backend/gpu/nvrtc_compiler.h"
+
 namespace tiletune {
 namespace {
 
@@ -77,6 +79,19 @@ GpuDevice::~GpuDevice() {
 
 void GpuDevice::make_current() const {
   check_cuda(cuda_driver().cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+GpuRecord make_gpu_record(const DeviceProperties& device) {
+  GpuRecord gpu;
+  gpu.name = device.name;
+  gpu.cc_major = device.cc_major;
+  gpu.cc_minor = device.cc_minor;
+  gpu.sm_count = device.sm_count;
+  gpu.clock_khz = device.clock_khz;
+  gpu.memory_bytes = device.memory_bytes;
+  gpu.driver_version = device.driver_version;
+  gpu.nvrtc_version = nvrtc_version();
+  return gpu;
 }
 
 }  // namespace tiletune

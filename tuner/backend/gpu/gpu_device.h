@@ -3,11 +3,15 @@
 
 #include "tuner/backend/device_properties.h"
 #include "tuner/backend/gpu/cuda_driver.h"
+#include "tuner/core/records.h"
 
 namespace tiletune {
 
 // The identity and limits of a device (its context need not be current).
 DeviceProperties read_device_properties(CUdevice device, int ordinal);
+
+// The device as the database keys it, with the NVRTC found.
+GpuRecord make_gpu_record(const DeviceProperties& device);
 
 class GpuDevice {
  public:

@@ -53,6 +53,13 @@ struct Options {
   // The least accurate arithmetic accepted (fp32 > tf32x3 > tf32): gemm() of a template that
   // declares a lower precision fails. The default serves FP32 templates only.
   Precision lowest_precision = Precision::fp32;
+  // The first-call trial: at a problem with no record of its own shape on this GPU, where the
+  // performance model chooses, its `trial_candidates` fastest predictions are each timed once
+  // (inside the first plan of the problem, on scratch operands and a stream of the library's own,
+  // never the caller's) and the fastest measured serves the problem from then on. With
+  // record_misses, the times are kept there: a later process serves the trial's winner without
+  // timing again, and `tiletune tune --missed` shows it. 0 or 1: no trial.
+  int trial_candidates = 0;
 };
 
 // One GEMM: row-major C[M x N] = A[M x K] * B[K x N] in FP32, each a strided view with its
@@ -89,6 +96,8 @@ struct TILETUNE_API Plan {
   double expected_ms = 0;     // the recorded median; at a shape not recorded, the performance
                               // model's prediction (else the median scaled by flops); 0: unknown
   int fuzz_cases = 0;         // random cases it passed when tuned (0: unknown)
+  int trial_candidates = 0;   // configurations a first-call trial timed for it (this process or
+                              // an earlier one); expected_ms is then the trial's time
   std::array<std::uint32_t, 3> grid{1, 1, 1};
   std::array<std::uint32_t, 3> block{1, 1, 1};
   std::uint32_t dynamic_shared_bytes = 0;

@@ -1,4 +1,4 @@
-#include "tuner/pipeline/kernel_timer.h"
+#include "tuner/backend/gpu/kernel_timer.h"
 
 #include <algorithm>
 #include <vector>
