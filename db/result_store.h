@@ -74,6 +74,10 @@ struct CounterRecord {
 
 // One configuration a search strategy settled, in the strategy's order (seq from 1 per template
 // version and shape within one tune process, run_id): what the report plots as convergence.
+// The strategy of a runtime library's first-call trial (Options::trial_candidates): its rows are
+// the candidates it timed at a missed shape, in the order timed.
+inline constexpr const char* kTrialStrategy = "trial";
+
 struct TraceRecord {
   std::string run_id;  // 16 hex digits, one per tune process
   std::string gpu_name, template_name, template_hash;

@@ -1,5 +1,8 @@
 #include "tuner/pipeline/recorded_warm_start.h"
 
+#include <algorithm>
+#include <utility>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -9,16 +12,29 @@ namespace tiletune {
 
 std::string describe(const WarmStart& start) {
   if (start.points.empty()) return "none";
-  std::vector<std::string> shapes;
-  for (const GemmShape& shape : start.shapes) shapes.push_back(shape.to_string());
+  std::vector<std::string> sources;
+  if (start.trial_candidates > 0) sources.push_back(fmt::format("the first-call trial at the shape ({})", start.trial_candidates));
+  for (const GemmShape& shape : start.shapes) sources.push_back(shape.to_string());
   return fmt::format("{} configuration{} from {}", start.points.size(), start.points.size() == 1 ? "" : "s",
-                     fmt::join(shapes, ", "));
+                     fmt::join(sources, ", "));
 }
 
 WarmStart recorded_warm_start(const ResultStore& store, const std::string& gpu_name,
                               const std::string& template_name, const GemmShape& shape,
                               const std::vector<Configuration>& space) {
   std::vector<RecordedRanking> rankings;
+  std::vector<std::pair<double, std::string>> trial;  // (ms, configuration) timed at the shape
+  for (const TraceRecord& step : store.search_traces()) {
+    if (step.strategy == kTrialStrategy && step.gpu_name == gpu_name && step.template_name == template_name &&
+        step.shape == shape && step.status == ResultStatus::ok) {
+      trial.emplace_back(step.median_ms, step.config);
+    }
+  }
+  if (!trial.empty()) {
+    std::sort(trial.begin(), trial.end());
+    RecordedRanking& ranking = rankings.emplace_back(RecordedRanking{shape, {}});
+    for (const auto& [ms, config] : trial) ranking.fastest.push_back(config);
+  }
   for (const GemmShape& nearby : nearest_shapes(shape, store.shapes_with_results(gpu_name, template_name))) {
     RecordedRanking& ranking = rankings.emplace_back(RecordedRanking{nearby, {}});
     for (const ResultRecord& result : store.ranking(gpu_name, nearby, template_name)) {
@@ -28,7 +44,8 @@ WarmStart recorded_warm_start(const ResultStore& store, const std::string& gpu_n
   WarmStart start;
   start.points = warm_start_points(space, rankings);
   if (!start.points.empty()) {
-    for (const RecordedRanking& ranking : rankings) start.shapes.push_back(ranking.shape);
+    for (std::size_t i = trial.empty() ? 0 : 1; i < rankings.size(); ++i) start.shapes.push_back(rankings[i].shape);
+    start.trial_candidates = int(std::min(trial.size(), kWarmStartPerShape));
   }
   return start;
 }

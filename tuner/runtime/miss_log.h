@@ -20,7 +20,6 @@
 
 namespace tiletune::runtime {
 
-inline constexpr const char* kTrialStrategy = "trial";  // search_trace.strategy of a trial's rows
 
 class MissLog {
  public:

@@ -14,7 +14,9 @@
 #include "db/result_store.h"
 #include "tests/support/skip_without_nvrtc.h"
 #include "tests/support/test_folder.h"
+#include "tuner/core/configurations.h"
 #include "tuner/core/kernel_template.h"
+#include "tuner/pipeline/recorded_warm_start.h"
 #include "tuner/pipeline/tuning_session.h"
 
 namespace tiletune {
@@ -127,6 +129,40 @@ TEST_F(TuningSessionTest, CompileAheadFillsTheCubinCacheWithWhatTheSearchesWillC
     }
   }  // the session ends: compile_ahead stops and is joined
   EXPECT_EQ(entries, 9u) << "tiled's nine configurations, each once";
+}
+
+// A guided tune of a missed shape starts from what the runtime library's first-call trial timed
+// there (`tune --missed`): its candidates, fastest first, before the nearest shapes' winners.
+TEST_F(TuningSessionTest, AGuidedSearchStartsFromTheFirstCallTrialAtItsShape) {
+  const KernelTemplate tmpl = load_template(std::string(TILETUNE_SOURCE_DIR) + "/kernels_src/tiled.cu");
+  const std::vector<Configuration> space = enumerate_configurations(tmpl);
+  ASSERT_GE(space.size(), 4u);
+  ResultStore store(dir_ / "misses.db");
+  GpuRecord gpu;
+  gpu.name = "GPU";
+  const std::int64_t gpu_id = store.register_gpu(gpu);
+  store.register_template({tmpl.name, tmpl.source_hash, tmpl.path.string(), tmpl.source});
+  const GemmShape shape{300, 200, 100};
+  const double times[] = {0.5, 0.2, 0.3};  // space[2] fastest, then space[3], then space[1]
+  for (int i = 0; i < 3; ++i) {
+    TraceRecord step;
+    step.run_id = "0123456789abcdef";
+    step.gpu_name = gpu.name;
+    step.template_name = tmpl.name;
+    step.template_hash = tmpl.source_hash;
+    step.shape = shape;
+    step.seq = i + 1;
+    step.strategy = kTrialStrategy;
+    step.config = space[std::size_t(i) + 1].to_string();
+    step.median_ms = times[i];
+    store.record_trace(gpu_id, step);
+  }
+  const WarmStart start = recorded_warm_start(store, gpu.name, tmpl.name, shape, space);
+  EXPECT_EQ(start.points, (std::vector<std::size_t>{2, 3, 1}));
+  EXPECT_EQ(start.trial_candidates, 3);
+  EXPECT_EQ(describe(start), "3 configurations from the first-call trial at the shape (3)");
+  EXPECT_TRUE(recorded_warm_start(store, gpu.name, tmpl.name, GemmShape{300, 200, 101}, space).points.empty())
+      << "a trial at another shape is not this one's";
 }
 
 }  // namespace
