@@ -565,6 +565,30 @@ TEST_F(LibraryGpuTest, MoreThan48KiBOfDynamicSharedMemoryIsOptedInto) {
   EXPECT_TRUE(runs_correctly(gemm, p, 5)) << gemm.plan(p).to_string();
 }
 
+// The first-call trial on the GPU (the H200 selection fixture's records: this GPU's, or another
+// of its compute capability's): it times the model's candidates on operands of its own, so the
+// caller's C, written before the plan, is as it was after it; the kernel it chose computes right.
+TEST_F(LibraryGpuTest, AFirstCallTrialTimesOnItsOwnOperandsAndItsChoiceComputesRight) {
+  const std::filesystem::path suite = testing_support::load_selection_fixture("suite", folder_ / "suite.db");
+  Options options;
+  options.trial_candidates = 3;
+  options.cache_dir = (folder_ / "cache").string();
+  const Library library = Library::open(suite.string(), options);
+  const Gemm gemm = library.gemm("tiled");
+  const Problem p = Problem::packed(700, 500, 300);
+  const std::vector<float> sevens(std::size_t(p.M * p.ldc), 7.0f);
+  DeviceBuffer c = DeviceBuffer::from(sevens);
+  const Plan plan = gemm.plan(p);
+  check_cuda(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize");
+  EXPECT_EQ(plan.trial_candidates, 3) << plan.why;
+  EXPECT_NE(plan.why.find("; the first-call trial timed the model's 3 fastest: [" + plan.config + "]"),
+            std::string::npos) << plan.why;
+  std::vector<float> after(sevens.size());
+  c.download_into(after);
+  EXPECT_EQ(after, sevens) << "the caller's C is not the trial's";
+  EXPECT_TRUE(runs_correctly(gemm, p, 9)) << plan.to_string();
+}
+
 TEST_F(LibraryGpuTest, ConcurrentFirstCallsShareOneBuild) {
   Options options;
   options.cache_dir = (folder_ / "cache").string();  // empty: each configuration compiles here
