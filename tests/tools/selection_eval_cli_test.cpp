@@ -101,6 +101,25 @@ TEST_F(SelectionEvalCli, BadInputIsOneLine) {
                                     suite_.string()}), 2);
   expect_one_line_failure(tiletune({"query", "--db", suite_.string(), "--shape", "64x64x64",
                                     "--exact", "--nearest"}), 2);
+  expect_one_line_failure(tiletune({"query", "--db", suite_.string(), "--shape", "64x64x64",
+                                    "--exact", "--trial", "4"}), 2);
+  expect_one_line_failure(tiletune({"query", "--db", suite_.string(), "--shape", "64x64x64",
+                                    "--trial", "1"}), 2);
+}
+
+// query --trial K runs the library's first-call trial on this GPU: without one, exit 3 in a line;
+// with one, the trial's fastest after the model's answer.
+TEST_F(SelectionEvalCli, QueryTrialTimesTheModelsCandidatesOnAGpuOrSaysThereIsNone) {
+  const auto run = tiletune({"query", "--db", suite_.string(), "--shape", "333x777x2049", "--kernel",
+                             "warp_tiled", "--trial", "3"});
+  if (run.exit_code == 3) {
+    expect_one_line_failure(run, 3);
+    EXPECT_THAT(run.err, ::testing::AnyOf(HasSubstr("CUDA"), HasSubstr("GPU"))) << run;
+    return;
+  }
+  ASSERT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, HasSubstr("first-call trial on ")) << run;
+  EXPECT_THAT(run.out, HasSubstr(", the fastest of the model's 3 timed")) << run;
 }
 
 // `plan` over the held-out shapes as a workload, from the suite: the shapes to tune, the heaviest

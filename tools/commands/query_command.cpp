@@ -1,5 +1,5 @@
 // tiletune query --shape MxNxK [--lda N --ldb N --ldc N] [--kernel NAME] [--gpu NAME] [--db PATH]
-//                [--precision fp32|tf32x3|tf32] [--json] [--exact | --nearest]
+//                [--precision fp32|tf32x3|tf32] [--json] [--exact | --nearest | --trial K]
 //
 // The best correct configuration recorded for a GPU and problem, chosen by the runtime library's
 // rule (tuner/runtime/selection.h): this GPU's records, else another GPU's of the same compute
@@ -9,6 +9,7 @@
 // fastest instead, as before the model; --exact refuses all but the exact shape on this GPU. Without --kernel every template recorded is asked
 // and the best answer wins: the nearer GPU step, then the exact shape, the nearer shape, the faster.
 // Only templates at least as accurate as --precision (fp32 > tf32x3 > tf32; default fp32) answer.
+// --trial K, on a GPU: the runtime library's first-call trial of the answer's template there.
 #include <algorithm>
 #include <filesystem>
 #include <limits>
@@ -17,6 +18,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <tiletune/tiletune.h>
 
 #include "db/result_store.h"
 #include "tools/cli/command_line.h"
@@ -44,6 +46,7 @@ struct QueryOptions {
   bool json = false;
   bool exact = false;
   bool nearest = false;  // the nearest recorded shape's choice, not the model's
+  int trial = 0;         // the first-call trial's candidates, timed on this GPU (0: none)
 };
 
 const char* to_string(GpuStep step) {
@@ -88,6 +91,29 @@ std::string choose_gpu(const QueryOptions& options, const RecordSet& records,
   if (names.empty()) throw UsageError(fmt::format("{}: no GPU recorded yet (run 'tiletune tune' first)", options.db));
   throw UsageError(fmt::format("no GPU here and {} GPUs recorded ({}): choose one with --gpu",
                                names.size(), fmt::join(names, ", ")));
+}
+
+// --trial K: the runtime library's first-call trial of the model's K fastest for the answer's
+// template, on this GPU (nothing recorded: query only reads). Throws GpuUnavailable without one.
+Plan trial_plan(const QueryOptions& options, const Selection& answer, const GemmProblem& problem) {
+  const GpuDevice here;  // without a GPU: GpuUnavailable, exit 3
+  Options library_options;
+  library_options.trial_candidates = options.trial;
+  library_options.lowest_precision = answer.templ->precision;
+  library_options.gpu_name = options.gpu;
+  const Library library = Library::open(options.db, library_options);
+  return library.gemm(answer.templ->name)
+      .plan(Problem{problem.shape.m, problem.shape.n, problem.shape.k, problem.lda, problem.ldb, problem.ldc});
+}
+
+std::string describe_trial(const Plan& plan, const std::string& gpu) {
+  if (plan.trial_candidates == 0) {
+    const std::size_t at = plan.why.find("; the first-call trial");
+    return "no first-call trial" + (at == std::string::npos ? std::string(": the model did not choose")
+                                                            : plan.why.substr(at + 1));
+  }
+  return fmt::format("first-call trial on {}: {} [{}] {:.4f} ms, the fastest of the model's {} timed", gpu,
+                     plan.template_name, plan.config, plan.expected_ms, plan.trial_candidates);
 }
 
 // Which of two templates' answers query gives: the nearer GPU step, the exact shape (the faster
@@ -159,6 +185,8 @@ int run(const QueryOptions& options) {
     return kFindings;
   }
 
+  std::optional<Plan> trial;
+  if (options.trial > 1 && best->predicted) trial = trial_plan(options, *best, problem);
   const runtime::RecordedChoice& choice = *best->choice;
   const std::string& recorded_gpu = records.gpus[choice.gpu].name;
   const GemmShape& answered = choice.shape;
@@ -192,6 +220,10 @@ int run(const QueryOptions& options) {
         {"recorded_at", choice.recorded_at},
         {"why", best->why},
     };
+    if (trial) {
+      out["trial"] = {{"config", trial->config}, {"ms", trial->expected_ms},
+                      {"timed", trial->trial_candidates}, {"why", trial->why}};
+    }
     // The hardware counters `tiletune profile` recorded for the configuration answered, if any.
     const ResultStore store(options.db, ResultStore::Access::read_only);
     for (const CounterRecord& counters : store.counters(recorded_gpu, best->templ->name)) {
@@ -230,6 +262,7 @@ int run(const QueryOptions& options) {
                  choice.median_ms, choice.tflops, tiletune::to_string(best->templ->precision),
                  choice.runs, choice.recorded_at);
     }
+    if (trial) fmt::print("{}\n", describe_trial(*trial, gpu));
   }
   return kSuccess;
 }
@@ -251,9 +284,14 @@ void add_query_command(CLI::App& app, int& exit_code) {
                       "the least accurate precision accepted: fp32 > tf32x3 > tf32")
       ->capture_default_str();
   CLI::Option* exact = command->add_flag("--exact", options->exact, "only the exact shape's records answer");
-  command->add_flag("--nearest", options->nearest,
-                    "at a shape not recorded, the nearest recorded shape's fastest, not the performance model's choice")
-      ->excludes(exact);
+  CLI::Option* nearest = command->add_flag(
+      "--nearest", options->nearest,
+      "at a shape not recorded, the nearest recorded shape's fastest, not the performance model's choice");
+  nearest->excludes(exact);
+  command->add_option("--trial", options->trial,
+                      "on a GPU, at a shape not recorded: time the model's K fastest as the library's "
+                      "first-call trial does (Options::trial_candidates) and say which is fastest")
+      ->check(CLI::Range(2, 64))->excludes(exact)->excludes(nearest);
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }
 
