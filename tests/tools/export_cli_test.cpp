@@ -69,6 +69,11 @@ TEST_F(ExportCli, WritesABundleAndLeavesTheDatabaseAsItWas) {
   EXPECT_TRUE(fs::is_regular_file(dir_ / "bundle" / naive_source));
   EXPECT_EQ(m["templates"][1]["declarations"]["grid"],
             nlohmann::json::array({"ceil_div(N, TILE)", "ceil_div(M, TILE)", "1"}));
+  // A model for each GPU and template; at two shapes no configuration has its own fit, so the
+  // database's models predict for none (the bundle's own fit would not either).
+  EXPECT_EQ(m["performance_model"], 1);
+  ASSERT_EQ(m["models"].size(), 3u);
+  EXPECT_EQ(m["models"][0]["configurations"], nlohmann::json::array());
 
   // Again over it: the previous bundle is replaced; the cubins come from the cache this time.
   const TiletuneRun again = export_bundle({"--out", "bundle", "--kernel", "tiled", "--per-shape", "1"});
