@@ -118,6 +118,13 @@ TEST_F(ExportCli, BadInputIsOneLineAndExitTwo) {
   refused({"--out", "b", "--kernel", "warp_tiled"}, "no record of template 'warp_tiled' to export");
   refused({"--out", "b", "--gpu", "Tesla V100"}, "no record of GPU 'Tesla V100' to export");
   refused({"--out", "b", "--format", "cpp", "--name", "not-a-name"}, "--name 'not-a-name' is not a C identifier");
+  std::ofstream(dir_ / "shapes.txt") << "4096x768x768\n4096x768 3\n";
+  for (const auto& [file, why] : {std::pair{"shapes.txt", "shapes.txt:2: invalid shape '4096x768'"},
+                                  std::pair{"none.txt", "none.txt: cannot read the workload file"}}) {
+    const TiletuneRun workload = export_bundle({"--out", "b", "--workload", file});
+    EXPECT_EQ(workload.exit_code, 2) << workload;
+    EXPECT_THAT(workload.err, MatchesRegex(std::string("tiletune: ") + why + "[^\n]*\n")) << workload;
+  }
   const TiletuneRun format = export_bundle({"--out", "b", "--format", "zip"});
   EXPECT_EQ(format.exit_code, 2) << format;
   EXPECT_THAT(format.err, MatchesRegex("tiletune: --format: .*zip.*\n"));

@@ -305,10 +305,28 @@ RecordSet select_for_export(const RecordSet& all, const ExportSelection& selecti
   }
   if (out.choices.empty()) throw ExportInputError("no record matches what was asked to export");
 
-  // Each pair's model, fitted on all its records, travels with the configurations kept.
+  // Each pair's model, fitted on all its records: it chooses at the workload's shapes, and travels.
   PerformanceModels models(all);
   std::set<std::pair<std::size_t, std::size_t>> pairs;
   for (const auto& [gpu, templ, config] : kept) pairs.emplace(gpu, templ);
+  for (const auto& [gpu, templ] : pairs) {
+    const PerformanceModel& model = models.of(gpu, templ);
+    const RecordedShapes& recorded = models.recorded(gpu, templ);
+    for (const GemmShape& shape : selection.workload) {
+      // A recorded shape is served by its fastest records, kept already.
+      if (std::any_of(recorded.shapes.begin(), recorded.shapes.end(),
+                      [&](const auto& entry) { return entry.first == shape; })) {
+        continue;
+      }
+      const PerformanceModel::Ranking ranking = model.rank(GemmProblem::packed(shape), 1);
+      if (ranking.fastest.empty() || kept.contains({gpu, templ, *ranking.fastest.front().config})) continue;
+      // Its record nearest the shape: the one the selection serves it from.
+      const std::vector<const RecordedChoice*>& records = *model.records_of(*ranking.fastest.front().config);
+      add(**std::min_element(records.begin(), records.end(), [&](const RecordedChoice* a, const RecordedChoice* b) {
+        return std::pair(log_distance(a->shape, shape), a->shape) < std::pair(log_distance(b->shape, shape), b->shape);
+      }));
+    }
+  }
 
   // Indices as a RecordSet has them: GPUs and templates sorted by name.
   RecordSet result;

@@ -11,7 +11,8 @@
 // whole database, for the configurations kept (RecordSet::models): fitted again on the few records
 // a bundle keeps, most configurations would be seen at one or two shapes and lent the template's
 // typical coefficients, and the library would choose worse at shapes nobody tuned than from the
-// database.
+// database. A workload (the shapes a deployment calls) also keeps the configuration the database's
+// model chooses at each of its shapes, so that the bundle serves them as the database would.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,9 @@ struct ExportSelection {
   std::vector<std::string> templates;  // names; empty: all
   std::vector<std::string> gpus;       // names; empty: all
   int per_shape = 4;
+  // Shapes whose packed problem the database's model chooses for (those not recorded): the
+  // chosen configuration's record nearest each is kept too.
+  std::vector<GemmShape> workload;
 };
 
 // The records to export, with the models fitted on `all` for the configurations kept: throws

@@ -132,18 +132,18 @@ TEST_F(ExportSelection, KeepsTheFastestPerShapeOfEveryGpuAndTemplate) {
             (std::vector<std::string>{"TILE=16,PAD=0,SWIZZLE=0", "TILE=8,PAD=0,SWIZZLE=0"}));
   EXPECT_EQ(selected.choices.size(), 4u + 4u + 2u + 4u);
   // One per shape, and naive_aligned's fastest that fits any problem.
-  EXPECT_EQ(select_for_export(all_, {{}, {}, 1}).choices.size(), 3u + 2u);
+  EXPECT_EQ(select_for_export(all_, {{}, {}, 1, {}}).choices.size(), 3u + 2u);
 }
 
 TEST_F(ExportSelection, AddsTheFastestConfigurationThatFitsAnyProblemWhenTheFastestDoNot) {
   // naive_aligned's two fastest need lda % 4 == 0: the third, which fits any problem, comes along.
-  EXPECT_EQ(chosen(select_for_export(all_, {{}, {}, 2}), kH100, "naive_aligned", kSmallShape),
+  EXPECT_EQ(chosen(select_for_export(all_, {{}, {}, 2, {}}), kH100, "naive_aligned", kSmallShape),
             (std::vector<std::string>{"BLOCK_X=64,BLOCK_Y=4", "BLOCK_X=32,BLOCK_Y=8",
                                       "BLOCK_X=16,BLOCK_Y=8"}));
   // Among the fastest already: nothing is added.
-  EXPECT_EQ(chosen(select_for_export(all_, {{}, {}, 3}), kH100, "naive_aligned", kSmallShape).size(), 3u);
+  EXPECT_EQ(chosen(select_for_export(all_, {{}, {}, 3, {}}), kH100, "naive_aligned", kSmallShape).size(), 3u);
   // tiled's configurations all fit any problem: one per shape.
-  EXPECT_EQ(chosen(select_for_export(all_, {{}, {}, 1}), kH100, "tiled", kLargeShape),
+  EXPECT_EQ(chosen(select_for_export(all_, {{}, {}, 1, {}}), kH100, "tiled", kLargeShape),
             std::vector<std::string>{"TILE=32,PAD=1,SWIZZLE=0"});
 }
 
@@ -154,12 +154,12 @@ TEST_F(ExportSelection, FitsAnyProblemReadsTheRequirementsWithTheParametersAlone
 }
 
 TEST_F(ExportSelection, FiltersByTemplateAndGpu) {
-  const RecordSet tiled = select_for_export(all_, {{"tiled"}, {}, 4});
+  const RecordSet tiled = select_for_export(all_, {{"tiled"}, {}, 4, {}});
   ASSERT_EQ(tiled.templates.size(), 1u);
   EXPECT_EQ(tiled.templates[0].name, "tiled");
   EXPECT_EQ(tiled.gpus.size(), 2u);
 
-  const RecordSet a100 = select_for_export(all_, {{}, {kA100}, 4});
+  const RecordSet a100 = select_for_export(all_, {{}, {kA100}, 4, {}});
   ASSERT_EQ(a100.gpus.size(), 1u);
   EXPECT_EQ(a100.gpus[0].name, kA100);
   EXPECT_EQ(a100.templates.size(), 1u);  // naive_aligned has no A100 record
@@ -167,13 +167,13 @@ TEST_F(ExportSelection, FiltersByTemplateAndGpu) {
 
   // A filter that matches nothing recorded, or nothing together, is one line.
   try {
-    select_for_export(all_, {{"warp_tiled"}, {}, 4});
+    select_for_export(all_, {{"warp_tiled"}, {}, 4, {}});
     FAIL() << "an unknown template was exported";
   } catch (const ExportInputError& e) {
     EXPECT_STREQ(e.what(), "no record of template 'warp_tiled' to export");
   }
-  EXPECT_THROW(select_for_export(all_, {{}, {"NVIDIA GeForce RTX 4090"}, 4}), ExportInputError);
-  EXPECT_THROW(select_for_export(all_, {{"naive_aligned"}, {kA100}, 4}), ExportInputError);
+  EXPECT_THROW(select_for_export(all_, {{}, {"NVIDIA GeForce RTX 4090"}, 4, {}}), ExportInputError);
+  EXPECT_THROW(select_for_export(all_, {{"naive_aligned"}, {kA100}, 4, {}}), ExportInputError);
 }
 
 // --- cubin_for (no NVRTC) ------------------------------------------------------------------------
@@ -452,7 +452,7 @@ TEST_F(ExportedBundle, ReplacesAPreviousBundleOneExportLaterAndOnlyWhatItWrote) 
   // Named as export names its files, but its content has not the hash in its name: the user's.
   write_bytes(bundle / "sources" / "notes-0123456789abcdef.cu", "the user's too\n");
   // A smaller bundle over it: tiled alone, on the A100 alone.
-  const RecordSet a100 = select_for_export(load_database_records(root_ / "tiletune.db"), {{"tiled"}, {kA100}, 4});
+  const RecordSet a100 = select_for_export(load_database_records(root_ / "tiletune.db"), {{"tiled"}, {kA100}, 4, {}});
   const BundleContents smaller = build_bundle(a100, "tiletune.db", CubinCache(root_ / "cache"));
   write_bundle_folder(smaller.files, bundle);
   EXPECT_EQ(describe(read_bundle(bundle).records), describe(a100));
@@ -522,7 +522,7 @@ TEST_F(ExportedBundle, NeverWritesThroughALinkedFolder) {
 // Re-exporting over a live bundle: every concurrent open sees the old bundle or the new one, whole.
 TEST_F(ExportedBundle, ConcurrentReadersSeeOneBundleWhole) {
   const fs::path bundle = folder_ / "bundle";
-  const RecordSet a100 = select_for_export(load_database_records(root_ / "tiletune.db"), {{"tiled"}, {kA100}, 4});
+  const RecordSet a100 = select_for_export(load_database_records(root_ / "tiletune.db"), {{"tiled"}, {kA100}, 4, {}});
   const BundleContents smaller = build_bundle(a100, "tiletune.db", CubinCache(root_ / "cache"));
   const std::set<std::string> expected = {describe(*selected_), describe(a100)};
   std::atomic<bool> done{false};
@@ -633,7 +633,8 @@ int main(int, char** argv) {
 // --- the performance model in a bundle (the H200 selection fixture; no NVRTC) -------------------
 
 // warp_tiled of the selection fixture's suite (tests/fixtures/selection), exported without cubins
-// (the model is what is tested here). Made once for the suite.
+// (the model is what is tested here): as export writes it, and with the held-out shapes as its
+// workload. Made once for the suite.
 class BundleModel : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -647,9 +648,13 @@ class BundleModel : public ::testing::Test {
          read_workload(fs::path(TILETUNE_SOURCE_DIR) / "tests/fixtures/selection/heldout_shapes.txt")) {
       heldout_->push_back(w.shape);
     }
-    selected_ = new RecordSet(select_for_export(*database_, {{"warp_tiled"}, {}, 4}));
+    selected_ = new RecordSet(select_for_export(*database_, {{"warp_tiled"}, {}, 4, {}}));
     write_bundle_folder(build_bundle(*selected_, "suite.db", std::nullopt, 0, ExportCubins::none).files,
                         root_ / "bundle");
+    write_bundle_folder(build_bundle(select_for_export(*database_, {{"warp_tiled"}, {}, 4, *heldout_}),
+                                     "suite.db", std::nullopt, 0, ExportCubins::none)
+                            .files,
+                        root_ / "workload");
   }
   static void TearDownTestSuite() {
     fs::remove_all(root_);
@@ -720,6 +725,7 @@ TEST_F(BundleModel, ChoosesAtHeldOutShapesWhatTheDatabaseChoosesOfWhatItKeeps) {
   const Bundle bundle = read_bundle(root_ / "bundle");
   RecordSet refitted = bundle.records;  // the bundle as read before bundles carried the model
   refitted.models.clear();
+  const Bundle workload = read_bundle(root_ / "workload");
   int kept = 0, refitted_differs = 0;
   for (const GemmShape& shape : *heldout_) {
     SCOPED_TRACE(shape.to_string());
@@ -729,9 +735,12 @@ TEST_F(BundleModel, ChoosesAtHeldOutShapesWhatTheDatabaseChoosesOfWhatItKeeps) {
       EXPECT_EQ(choice(bundle.records, shape), database);
       refitted_differs += choice(refitted, shape) != database;
     }
+    // Exported for the workload, the bundle keeps the database's choice at each of its shapes.
+    EXPECT_EQ(choice(workload.records, shape), database);
   }
   EXPECT_GE(kept, 8) << "of " << heldout_->size();
   EXPECT_GE(refitted_differs, 5) << "fitted on the bundle's records alone, the model chooses otherwise";
+  EXPECT_GT(workload.records.choices.size(), bundle.records.choices.size());
 }
 
 TEST_F(BundleModel, ABundleWithoutTheModelIsReadAsBeforeAndFittedOnItsChoices) {
