@@ -69,6 +69,11 @@ TEST_F(ExportCli, WritesABundleAndLeavesTheDatabaseAsItWas) {
   EXPECT_TRUE(fs::is_regular_file(dir_ / "bundle" / naive_source));
   EXPECT_EQ(m["templates"][1]["declarations"]["grid"],
             nlohmann::json::array({"ceil_div(N, TILE)", "ceil_div(M, TILE)", "1"}));
+  // A model for each GPU and template; at two shapes no configuration has its own fit, so the
+  // database's models predict for none (the bundle's own fit would not either).
+  EXPECT_EQ(m["performance_model"], 1);
+  ASSERT_EQ(m["models"].size(), 3u);
+  EXPECT_EQ(m["models"][0]["configurations"], nlohmann::json::array());
 
   // Again over it: the previous bundle is replaced; the cubins come from the cache this time.
   const TiletuneRun again = export_bundle({"--out", "bundle", "--kernel", "tiled", "--per-shape", "1"});
@@ -113,6 +118,13 @@ TEST_F(ExportCli, BadInputIsOneLineAndExitTwo) {
   refused({"--out", "b", "--kernel", "warp_tiled"}, "no record of template 'warp_tiled' to export");
   refused({"--out", "b", "--gpu", "Tesla V100"}, "no record of GPU 'Tesla V100' to export");
   refused({"--out", "b", "--format", "cpp", "--name", "not-a-name"}, "--name 'not-a-name' is not a C identifier");
+  std::ofstream(dir_ / "shapes.txt") << "4096x768x768\n4096x768 3\n";
+  for (const auto& [file, why] : {std::pair{"shapes.txt", "shapes.txt:2: invalid shape '4096x768'"},
+                                  std::pair{"none.txt", "none.txt: cannot read the workload file"}}) {
+    const TiletuneRun workload = export_bundle({"--out", "b", "--workload", file});
+    EXPECT_EQ(workload.exit_code, 2) << workload;
+    EXPECT_THAT(workload.err, MatchesRegex(std::string("tiletune: ") + why + "[^\n]*\n")) << workload;
+  }
   const TiletuneRun format = export_bundle({"--out", "b", "--format", "zip"});
   EXPECT_EQ(format.exit_code, 2) << format;
   EXPECT_THAT(format.err, MatchesRegex("tiletune: --format: .*zip.*\n"));

@@ -12,8 +12,12 @@
 #include <regex>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/support/run_tiletune.h"
 #include "tests/support/tuned_fixture.h"
+#include "tuner/runtime/bundle_export.h"
+#include "tuner/runtime/workload_plan.h"
 
 namespace tiletune {
 namespace {
@@ -21,6 +25,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing_tools::expect_one_line_failure;
 using testing_tools::lines_of;
+using testing_tools::read_text;
 
 // Per template: the model's geometric mean and worst, and the nearest shape's geometric mean.
 struct Summary {
@@ -91,6 +96,45 @@ TEST_F(SelectionEvalCli, QuerySaysThatTheModelChoseAndWhatTheNearestShapeWouldHa
                                "--kernel", "warp_tiled", "--json"});
   EXPECT_THAT(exact.out, HasSubstr("\"chosen_by\": \"exact_shape\"")) << exact;
   EXPECT_THAT(exact.out, HasSubstr("\"predicted_ms\": null")) << exact;
+}
+
+// A bundle exported from the suite chooses by the model fitted on the whole suite, which it
+// carries: well within the nearest shape's choice (which needs no model), and, exported for the
+// held-out shapes as its workload, as the suite database does. Without cubins: the choice is what
+// is measured.
+TEST_F(SelectionEvalCli, ABundleChoosesByTheModelItCarries) {
+  const runtime::RecordSet suite = runtime::load_database_records(suite_);
+  std::vector<GemmShape> heldout;
+  for (const runtime::WorkloadShape& w : runtime::read_workload(
+           std::string(TILETUNE_SOURCE_DIR) + "/tests/fixtures/selection/heldout_shapes.txt")) {
+    heldout.push_back(w.shape);
+  }
+  for (const auto& [folder, workload] : {std::pair{"bundle", std::vector<GemmShape>{}}, std::pair{"workload", heldout}}) {
+    const runtime::RecordSet selected = runtime::select_for_export(suite, {{"warp_tiled"}, {}, 4, workload});
+    runtime::write_bundle_folder(
+        runtime::build_bundle(selected, "suite.db", std::nullopt, 0, runtime::ExportCubins::none).files,
+        dir_ / folder);
+  }
+  const auto database = tiletune({"selection-eval", "--db", suite_.string(), "--truth", truth_.string(),
+                                  "--kernel", "warp_tiled"});
+  const auto bundle = tiletune({"selection-eval", "--db", (dir_ / "bundle").string(), "--truth",
+                                truth_.string(), "--kernel", "warp_tiled"});
+  const auto workload = tiletune({"selection-eval", "--db", (dir_ / "workload").string(), "--truth",
+                                  truth_.string(), "--kernel", "warp_tiled"});
+  ASSERT_EQ(bundle.exit_code, 0) << bundle;
+  ASSERT_EQ(workload.exit_code, 0) << workload;
+  const Summary from_bundle = summaries(bundle.out).at("warp_tiled");
+  EXPECT_LE(from_bundle.model_mean, 1.10) << bundle;
+  EXPECT_LT(from_bundle.model_mean, from_bundle.nearest_mean - 0.1) << bundle;
+  // The database's choice at every held-out shape: its table, line for line.
+  EXPECT_EQ(workload.out, database.out);
+
+  nlohmann::json manifest = nlohmann::json::parse(read_text(dir_ / "bundle" / "manifest.json"));
+  manifest["models"][0]["configurations"][0]["coefficients"][0] = -1;
+  std::ofstream(dir_ / "bundle" / "manifest.json") << manifest.dump(2);
+  const auto damaged = tiletune({"selection-eval", "--db", (dir_ / "bundle").string(), "--truth", truth_.string()});
+  expect_one_line_failure(damaged, 2);
+  EXPECT_THAT(damaged.err, HasSubstr("manifest.json: the model of warp_tiled on NVIDIA H200 has coefficients [-")) << damaged;
 }
 
 TEST_F(SelectionEvalCli, BadInputIsOneLine) {

@@ -1,9 +1,11 @@
 // tiletune export --db X --out DIR [--kernel K ...] [--gpu G ...] [--per-shape N]
-//                 [--format folder|cpp] [--name SYMBOL] [--cache-dir D]
+//                 [--workload SHAPES.txt] [--format folder|cpp] [--name SYMBOL] [--cache-dir D]
 //
 // Writes a deployable bundle of the database (tuner/runtime/bundle_export.h): the fastest
-// configurations of each GPU, template and shape with their cubins, which the runtime library
-// opens without SQLite or NVRTC. The database is only read.
+// configurations of each GPU, template and shape with their cubins, and the performance model
+// fitted on the whole database, which the runtime library opens without SQLite or NVRTC. A
+// workload also keeps the configuration the model chooses at each of its shapes. The database is
+// only read.
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -14,6 +16,7 @@
 #include "tools/cli/number_checks.h"
 #include "tools/commands/commands.h"
 #include "tuner/runtime/bundle_export.h"
+#include "tuner/runtime/workload_plan.h"
 
 namespace tiletune::cli {
 namespace {
@@ -23,6 +26,7 @@ struct ExportOptions {
   std::string out;
   std::vector<std::string> kernels, gpus;
   int per_shape = 4;
+  std::string workload;
   std::string format = "folder";
   std::string name = "tiletune_bundle";
   std::string cache_dir;
@@ -34,8 +38,12 @@ int run(const ExportOptions& options) {
   }
   refuse_output_over_database("--out", options.out, options.db);
   try {
+    std::vector<GemmShape> workload;
+    if (!options.workload.empty()) {
+      for (const runtime::WorkloadShape& w : runtime::read_workload(options.workload)) workload.push_back(w.shape);
+    }
     const runtime::RecordSet records = runtime::select_for_export(
-        runtime::load_database_records(options.db), {options.kernels, options.gpus, options.per_shape});
+        runtime::load_database_records(options.db), {options.kernels, options.gpus, options.per_shape, workload});
     // Checked before compiling, so that a bad folder or name costs no compile.
     if (options.format == "cpp" && !is_identifier(options.name)) {
       throw runtime::ExportInputError("--name '" + options.name + "' is not a C identifier");
@@ -67,6 +75,8 @@ int run(const ExportOptions& options) {
                contents.cubins, contents.cubin_bytes, where);
   } catch (const runtime::ExportInputError& e) {
     throw UsageError(e.what());
+  } catch (const runtime::WorkloadError& e) {
+    throw UsageError(e.what());
   } catch (const runtime::ExportCompileError& e) {
     fmt::print(stderr, "tiletune: export failed: {}\n", e.what());
     return kFindings;
@@ -86,6 +96,9 @@ void add_export_command(CLI::App& app, int& exit_code) {
   command->add_option("--gpu", options->gpus, "only these GPUs (by name)");
   command->add_option("--per-shape", options->per_shape, "configurations kept per GPU, template and shape")
       ->capture_default_str()->check(kPositive);
+  command->add_option("--workload", options->workload,
+                      "also keep the configuration the model chooses at each of these shapes "
+                      "(a shape a line, 'MxNxK' or 'MxNxK CALLS', # comments)");
   command->add_option("--format", options->format,
                       "folder, or cpp: one source file embedding the bundle (OUT/NAME.cpp)")
       ->capture_default_str()->check(CLI::IsMember({"folder", "cpp"}));

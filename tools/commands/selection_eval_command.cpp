@@ -1,12 +1,12 @@
-// tiletune selection-eval --db SUITE.db --truth TRUTH.db [--kernel NAME]... [--gpu NAME]
+// tiletune selection-eval --db SUITE.db|BUNDLE --truth TRUTH.db [--kernel NAME]... [--gpu NAME]
 //
-// How well the library chooses at shapes nobody tuned: SUITE.db is what the library would serve
-// from; TRUTH.db holds exhaustive tunes at other shapes (held out: shapes SUITE.db has no record of
-// for the template and GPU). At each held-out shape the configuration chosen from SUITE.db (by the
-// performance model, and by the nearest recorded shape as before it) is looked up in TRUTH.db:
-// its time over the best time there, and cuBLAS's over it where TRUTH.db has a bench row at the
-// shape. A chosen configuration TRUTH.db did not time there (its tune left it out) counts as
-// unmeasured. Per template: the geometric mean and the worst.
+// How well the library chooses at shapes nobody tuned: SUITE.db (or a bundle exported from it) is
+// what the library would serve from; TRUTH.db holds exhaustive tunes at other shapes (held out:
+// shapes SUITE.db has no record of for the template and GPU). At each held-out shape the
+// configuration chosen from SUITE.db (by the performance model, and by the nearest recorded shape
+// as before it) is looked up in TRUTH.db: its time over the best time there, and cuBLAS's over it
+// where TRUTH.db has a bench row at the shape. A chosen configuration TRUTH.db did not time there
+// (its tune left it out) counts as unmeasured. Per template: the geometric mean and the worst.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -19,6 +19,7 @@
 #include "db/result_store.h"
 #include "tools/cli/command_line.h"
 #include "tools/commands/commands.h"
+#include "tuner/runtime/bundle.h"
 #include "tuner/runtime/record_set.h"
 #include "tuner/runtime/selection.h"
 
@@ -59,8 +60,18 @@ RecordSet load(const std::string& path, const char* what) {
   return runtime::load_database_records(path);
 }
 
+// --db's records: a database's, or a bundle's as the library reads it (with the model it carries).
+RecordSet load_served(const std::string& path) {
+  if (!runtime::is_bundle(path)) return load(path, "--db");
+  try {
+    return runtime::read_bundle(path).records;
+  } catch (const runtime::BundleError& e) {
+    throw UsageError(e.what());
+  }
+}
+
 int run(const SelectionEvalOptions& options) {
-  const RecordSet suite = load(options.db, "--db");
+  const RecordSet suite = load_served(options.db);
   const RecordSet truth = load(options.truth, "--truth");
   runtime::PerformanceModels models(suite);
 
@@ -154,7 +165,7 @@ void add_selection_eval_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<SelectionEvalOptions>();
   CLI::App* command = app.add_subcommand(
       "selection-eval", "how well the library chooses at shapes a database holds no record of, against exhaustive tunes there");
-  command->add_option("--db", options->db, "the database the library would choose from")->required();
+  command->add_option("--db", options->db, "the database (or bundle) the library would choose from")->required();
   command->add_option("--truth", options->truth, "exhaustive tunes at held-out shapes")->required();
   command->add_option("--kernel", options->kernels, "only these templates (repeatable)");
   command->add_option("--gpu", options->gpu, "only this GPU's records");

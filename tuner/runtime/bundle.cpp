@@ -14,7 +14,9 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -22,6 +24,7 @@
 #include "tiletune/tiletune.h"
 #include "tuner/backend/gpu/cubin_cache.h"
 #include "tuner/core/precision.h"
+#include "tuner/runtime/performance_model.h"
 
 namespace tiletune::runtime {
 namespace {
@@ -48,6 +51,78 @@ std::string one_line(const std::string& why) {
 }
 
 std::string text_of(const std::vector<char>& bytes) { return {bytes.begin(), bytes.end()}; }
+
+// The GPU a choice or model names ({"name", "cc_major", "cc_minor"}), as an index into gpus.
+std::size_t gpu_named(const Bundle& bundle, const json& gpu, const std::string& what) {
+  const std::vector<RecordedGpu>& gpus = bundle.records.gpus;
+  const std::string name = gpu.at("name").get<std::string>();
+  const auto g = std::find_if(gpus.begin(), gpus.end(), [&](const RecordedGpu& r) {
+    return r.name == name && r.cc_major == gpu.at("cc_major").get<int>() &&
+           r.cc_minor == gpu.at("cc_minor").get<int>();
+  });
+  if (g == gpus.end()) fail(bundle, kBundleManifest, what + " names an unknown GPU '" + name + "'");
+  return std::size_t(g - gpus.begin());
+}
+
+// The template a choice or model names, as an index into templates.
+std::size_t template_named(const Bundle& bundle, const std::string& name, const std::string& what) {
+  const RecordedTemplate* tmpl = bundle.records.find_template(name);
+  if (!tmpl) fail(bundle, kBundleManifest, what + " names an unknown template '" + name + "'");
+  return std::size_t(tmpl - bundle.records.templates.data());
+}
+
+// The performance models fitted on the whole database (RecordSet::models), checked as the choices
+// are: the library would choose by them, so a damaged one is refused, never served.
+void read_models(Bundle& bundle, const json& models) {
+  RecordSet& records = bundle.records;
+  std::set<std::tuple<std::size_t, std::size_t, std::string>> chosen;
+  for (const RecordedChoice& c : records.choices) chosen.emplace(c.gpu, c.templ, c.config);
+  for (const json& m : models) {
+    RecordedModel model;
+    model.gpu = gpu_named(bundle, m.at("gpu"), "a model");
+    const std::string template_name = m.at("template").get<std::string>();
+    model.templ = template_named(bundle, template_name, "a model");
+    const std::string of = "the model of " + template_name + " on " + records.gpus[model.gpu].name;
+    if (std::any_of(records.models.begin(), records.models.end(), [&](const RecordedModel& other) {
+          return other.gpu == model.gpu && other.templ == model.templ;
+        })) {
+      fail(bundle, kBundleManifest, of + " is listed twice");
+    }
+    for (const json& c : m.at("configurations")) {
+      const std::string config = c.at("config").get<std::string>();
+      if (!chosen.contains({model.gpu, model.templ, config})) {
+        fail(bundle, kBundleManifest, of + " has configuration '" + config + "', which none of its choices has");
+      }
+      FittedConfiguration fitted;
+      const json& coefficients = c.at("coefficients");
+      if (!coefficients.is_array() || coefficients.size() != kLaunchFeatures) {
+        fail(bundle, kBundleManifest, fmt::format("{} has {} coefficients for '{}', not {}", of,
+                                                  coefficients.is_array() ? coefficients.size() : 1, config,
+                                                  kLaunchFeatures));
+      }
+      for (std::size_t j = 0; j < kLaunchFeatures; ++j) fitted.coefficients[j] = coefficients[j].get<double>();
+      // A negative or infinite coefficient would predict a configuration fastest everywhere; all
+      // zero, it predicts nothing (the database's model drops those).
+      const bool valid = std::all_of(fitted.coefficients.begin(), fitted.coefficients.end(),
+                                     [](double v) { return std::isfinite(v) && v >= 0; });
+      if (!valid || std::none_of(fitted.coefficients.begin(), fitted.coefficients.end(), [](double v) { return v > 0; })) {
+        fail(bundle, kBundleManifest, fmt::format("{} has coefficients {} for '{}': not a model (finite, none "
+                                                  "negative, one positive)", of, coefficients.dump(), config));
+      }
+      fitted.shapes = c.at("shapes").get<int>();
+      fitted.own_fit = c.at("own_fit").get<bool>();
+      fitted.measured_beyond_limits = c.at("measured_beyond_limits").get<bool>();
+      if (fitted.shapes < 1 || (fitted.own_fit && fitted.shapes < kOwnFitShapes)) {
+        fail(bundle, kBundleManifest, fmt::format("{} says '{}' was fitted to {} shapes{}", of, config, fitted.shapes,
+                                                  fitted.own_fit ? " on its own" : ""));
+      }
+      if (!model.configurations.emplace(config, fitted).second) {
+        fail(bundle, kBundleManifest, of + " lists '" + config + "' twice");
+      }
+    }
+    records.models.push_back(std::move(model));
+  }
+}
 
 void read_manifest(Bundle& bundle) {
   const std::optional<std::vector<char>> bytes = bundle.read_file(kBundleManifest);
@@ -129,19 +204,11 @@ void read_manifest(Bundle& bundle) {
               [](const RecordedTemplate& a, const RecordedTemplate& b) { return a.name < b.name; });
 
     for (const json& c : manifest.at("choices")) {
-      const json& gpu = c.at("gpu");
-      const std::string gpu_name = gpu.at("name").get<std::string>();
-      const auto g = std::find_if(records.gpus.begin(), records.gpus.end(), [&](const RecordedGpu& r) {
-        return r.name == gpu_name && r.cc_major == gpu.at("cc_major").get<int>() &&
-               r.cc_minor == gpu.at("cc_minor").get<int>();
-      });
-      if (g == records.gpus.end()) fail(bundle, kBundleManifest, "a choice names an unknown GPU '" + gpu_name + "'");
-      const std::string template_name = c.at("template").get<std::string>();
-      const RecordedTemplate* tmpl = records.find_template(template_name);
-      if (!tmpl) fail(bundle, kBundleManifest, "a choice names an unknown template '" + template_name + "'");
       RecordedChoice choice;
-      choice.gpu = std::size_t(g - records.gpus.begin());
-      choice.templ = std::size_t(tmpl - records.templates.data());
+      choice.gpu = gpu_named(bundle, c.at("gpu"), "a choice");
+      const std::string template_name = c.at("template").get<std::string>();
+      choice.templ = template_named(bundle, template_name, "a choice");
+      const RecordedTemplate* tmpl = &records.templates[choice.templ];
       choice.config = c.at("config").get<std::string>();
       if (tmpl->parsed) {
         try {
@@ -176,6 +243,11 @@ void read_manifest(Bundle& bundle) {
       records.choices.push_back(std::move(choice));
     }
     sort_choices(records);
+    // A bundle without models, or with those of another version of the model, has its models
+    // fitted on its choices, as before bundles carried them.
+    if (manifest.contains("models") && manifest.at("performance_model").get<int>() == kPerformanceModelVersion) {
+      read_models(bundle, manifest.at("models"));
+    }
 
     for (const json& c : manifest.at("cubins")) {
       BundleCubin cubin;

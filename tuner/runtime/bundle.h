@@ -9,9 +9,18 @@
 // Every file but the manifest is named by its content's hash (FNV-1a), so a re-export never
 // changes a file a reader of the previous manifest may still open (bundle_export.h).
 //
+// The manifest also carries each GPU and template's performance model as fitted on the whole
+// database ("models", RecordSet::models, with "performance_model": the version of its features),
+// for the configurations the bundle keeps. The format stays version 1: the models are an addition
+// that a reader from before them ignores (it reads the keys it knows, and fits its models on the
+// choices as it always did), and a bundle without them (or with another version of the model) is
+// read as before, its models fitted on its choices. Raising the version would make every earlier
+// library refuse bundles it can serve.
+//
 // A bundle is a folder, or the same files compiled into the program (`--format cpp`,
 // tiletune::EmbeddedBundle). Reading checks everything it relies on: a bundle that was damaged (a
-// file missing, truncated or changed without its hash) is a BundleError, never a wrong kernel. The
+// file missing, truncated or changed without its hash, a model naming a configuration it has no
+// choice of or with coefficients no fit gives) is a BundleError, never a wrong kernel or choice. The
 // hashes are checksums (FNV-1a), not authentication: whoever can write the folder can change a
 // source or a cubin and its hash together, and it is served (on the CPU backend a source's host
 // code runs in the application). A bundle is code: trust it as the application's own files.

@@ -13,11 +13,13 @@
 #include <sstream>
 #include <string_view>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/runtime/performance_model.h"
 #include "tuner/system/private_files.h"
 
 #ifndef TILETUNE_VERSION
@@ -265,7 +267,9 @@ RecordSet select_for_export(const RecordSet& all, const ExportSelection& selecti
 
   RecordSet out;
   std::map<std::size_t, std::size_t> gpu_index, template_index;  // all's -> out's
+  std::set<std::tuple<std::size_t, std::size_t, std::string>> kept;  // all's GPU and template
   const auto add = [&](const RecordedChoice& c) {
+    kept.emplace(c.gpu, c.templ, c.config);
     RecordedChoice copy = c;
     auto [g, new_gpu] = gpu_index.try_emplace(c.gpu, out.gpus.size());
     if (new_gpu) out.gpus.push_back(all.gpus[c.gpu]);
@@ -300,6 +304,30 @@ RecordSet select_for_export(const RecordSet& all, const ExportSelection& selecti
     group = end;
   }
   if (out.choices.empty()) throw ExportInputError("no record matches what was asked to export");
+
+  // Each pair's model, fitted on all its records: it chooses at the workload's shapes, and travels.
+  PerformanceModels models(all);
+  std::set<std::pair<std::size_t, std::size_t>> pairs;
+  for (const auto& [gpu, templ, config] : kept) pairs.emplace(gpu, templ);
+  for (const auto& [gpu, templ] : pairs) {
+    const PerformanceModel& model = models.of(gpu, templ);
+    const RecordedShapes& recorded = models.recorded(gpu, templ);
+    for (const GemmShape& shape : selection.workload) {
+      // A recorded shape is served by its fastest records, kept already.
+      if (std::any_of(recorded.shapes.begin(), recorded.shapes.end(),
+                      [&](const auto& entry) { return entry.first == shape; })) {
+        continue;
+      }
+      const PerformanceModel::Ranking ranking = model.rank(GemmProblem::packed(shape), 1);
+      if (ranking.fastest.empty() || kept.contains({gpu, templ, *ranking.fastest.front().config})) continue;
+      // Its record nearest the shape: the one the selection serves it from.
+      const std::vector<const RecordedChoice*>& records = *model.records_of(*ranking.fastest.front().config);
+      add(**std::min_element(records.begin(), records.end(), [&](const RecordedChoice* a, const RecordedChoice* b) {
+        return std::pair(log_distance(a->shape, shape), a->shape) < std::pair(log_distance(b->shape, shape), b->shape);
+      }));
+    }
+  }
+
   // Indices as a RecordSet has them: GPUs and templates sorted by name.
   RecordSet result;
   result.gpus = out.gpus;
@@ -316,11 +344,25 @@ RecordSet select_for_export(const RecordSet& all, const ExportSelection& selecti
     result.choices.push_back(std::move(c));
   }
   sort_choices(result);
+  for (const auto& [gpu, templ] : pairs) {
+    const PerformanceModel& model = models.of(gpu, templ);
+    RecordedModel carried;
+    carried.gpu = std::size_t(std::find_if(result.gpus.begin(), result.gpus.end(), [&](const RecordedGpu& g) {
+                                return g.name == all.gpus[gpu].name;
+                              }) - result.gpus.begin());
+    carried.templ = std::size_t(result.find_template(all.templates[templ].name) - result.templates.data());
+    for (const auto& [config, fitted] : model.configurations()) {
+      if (!kept.contains({gpu, templ, config})) continue;
+      carried.configurations[config] = {fitted.coefficients, fitted.shapes, fitted.own_fit,
+                                        model.measured_beyond_limits(config)};
+    }
+    result.models.push_back(std::move(carried));
+  }
   return result;
 }
 
 BundleContents build_bundle(const RecordSet& records, const std::string& database,
-                            std::optional<CubinCache> cache, unsigned threads) {
+                            std::optional<CubinCache> cache, unsigned threads, ExportCubins cubins_wanted) {
   BundleContents contents;
   json manifest = {{"format", kBundleFormat},
                    {"format_version", kBundleFormatVersion},
@@ -360,6 +402,7 @@ BundleContents build_bundle(const RecordSet& records, const std::string& databas
 
   std::vector<CubinJob> jobs;
   for (const auto& [templ, config] : configs) {
+    if (cubins_wanted == ExportCubins::none) break;
     for (const std::string& arch : archs) jobs.push_back({&records.templates[templ], config, arch, {}, {}});
   }
   compile_jobs(jobs, cache, threads);
@@ -377,10 +420,25 @@ BundleContents build_bundle(const RecordSet& records, const std::string& databas
     ++contents.cubins;
     contents.cubin_bytes += bytes.size();
   }
+  json models = json::array();
+  for (const RecordedModel& m : records.models) {
+    const RecordedGpu& g = records.gpus[m.gpu];
+    json configurations = json::array();
+    for (const auto& [config, fitted] : m.configurations) {
+      configurations.push_back({{"config", config}, {"coefficients", fitted.coefficients},
+                                {"shapes", fitted.shapes}, {"own_fit", fitted.own_fit},
+                                {"measured_beyond_limits", fitted.measured_beyond_limits}});
+    }
+    models.push_back({{"gpu", {{"name", g.name}, {"cc_major", g.cc_major}, {"cc_minor", g.cc_minor}}},
+                      {"template", records.templates[m.templ].name},
+                      {"configurations", std::move(configurations)}});
+  }
   manifest["gpus"] = gpus;
   manifest["templates"] = templates;
   manifest["choices"] = choices;
   manifest["cubins"] = cubins;
+  manifest["performance_model"] = kPerformanceModelVersion;
+  manifest["models"] = models;
   contents.files[kBundleManifest] = manifest.dump(2) + "\n";
   return contents;
 }

@@ -6,6 +6,13 @@
 // none of M, N, K, lda, ldb, ldc) when those N lack one, so that the library's requirement
 // fallback works from a bundle too. Each exported configuration is compiled for every distinct
 // architecture of the exported GPUs, through the user's cubin cache.
+//
+// With them goes each GPU and template's performance model (performance_model.h) fitted on the
+// whole database, for the configurations kept (RecordSet::models): fitted again on the few records
+// a bundle keeps, most configurations would be seen at one or two shapes and lent the template's
+// typical coefficients, and the library would choose worse at shapes nobody tuned than from the
+// database. A workload (the shapes a deployment calls) also keeps the configuration the database's
+// model chooses at each of its shapes, so that the bundle serves them as the database would.
 #pragma once
 
 #include <cstdint>
@@ -37,10 +44,13 @@ struct ExportSelection {
   std::vector<std::string> templates;  // names; empty: all
   std::vector<std::string> gpus;       // names; empty: all
   int per_shape = 4;
+  // Shapes whose packed problem the database's model chooses for (those not recorded): the
+  // chosen configuration's record nearest each is kept too.
+  std::vector<GemmShape> workload;
 };
 
-// The records to export: throws ExportInputError when a named template or GPU has no record, or
-// nothing is left.
+// The records to export, with the models fitted on `all` for the configurations kept: throws
+// ExportInputError when a named template or GPU has no record, or nothing is left.
 RecordSet select_for_export(const RecordSet& all, const ExportSelection& selection);
 
 // Whether the configuration fits every problem: each requirement holds with the parameters alone.
@@ -55,10 +65,15 @@ struct BundleContents {
   std::uint64_t cubin_bytes = 0;
 };
 
+// Whether a bundle has cubins: without them (the CPU backend's, or the tests') every configuration
+// is compiled from its source on first use, as from a database.
+enum class ExportCubins { compiled, none };
+
 // The manifest, sources and cubins of the records. Compiles what `cache` (if any) lacks with
 // NVRTC on `threads` threads (0: one per core). Throws ExportCompileError, NvrtcError.
 BundleContents build_bundle(const RecordSet& records, const std::string& database,
-                            std::optional<CubinCache> cache, unsigned threads = 0);
+                            std::optional<CubinCache> cache, unsigned threads = 0,
+                            ExportCubins cubins = ExportCubins::compiled);
 
 // Writes the files into `folder`, created if missing. An existing folder must be empty or hold a
 // previous bundle. The switch is atomic for readers: the files are named by their content and the

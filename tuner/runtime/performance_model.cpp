@@ -97,6 +97,8 @@ PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, st
     }
   }
 
+  if (take_carried_model(records, gpu, templ)) return;
+
   // Each configuration's rows, scaled by its times: a row x / t against 1 weighs relative error.
   std::map<std::string, Eigen::MatrixXd> rows;
   for (const auto& [config, choices] : recorded) {
@@ -158,6 +160,21 @@ PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, st
     return std::none_of(c.begin(), c.end(), [](double v) { return v > 0; });
   });
   link_models();
+}
+
+bool PerformanceModel::take_carried_model(const RecordSet& records, std::size_t gpu, std::size_t templ) {
+  const auto carried = std::find_if(records.models.begin(), records.models.end(),
+                                    [&](const RecordedModel& m) { return m.gpu == gpu && m.templ == templ; });
+  if (carried == records.models.end()) return false;
+  for (const auto& [config, fitted] : carried->configurations) {
+    const auto known = known_.find(config);
+    if (known == known_.end()) continue;  // no record to serve it from (a bundle refuses that)
+    models_[config] = ConfigurationModel{fitted.coefficients, fitted.shapes, fitted.own_fit};
+    // The database's records beyond the limits may not be among those kept.
+    known->second.measured_beyond_limits |= fitted.measured_beyond_limits;
+  }
+  link_models();
+  return true;
 }
 
 void PerformanceModel::link_models() {

@@ -13,7 +13,9 @@
 //
 // The coefficients, none negative, are fitted per configuration by least squares on the relative
 // error of its recorded times. One recorded at fewer than kOwnFitShapes shapes takes the template's
-// typical coefficients (the median of those fitted on their own), scaled to its times.
+// typical coefficients (the median of those fitted on their own), scaled to its times. Where the
+// records carry the pair's model (RecordSet::models: a bundle's, fitted on the whole database) it
+// is taken as it is, not fitted again on the few records kept.
 #pragma once
 
 #include <array>
@@ -34,8 +36,10 @@
 namespace tiletune::runtime {
 
 inline constexpr int kOwnFitShapes = 5;  // recorded shapes a configuration needs for its own fit
-inline constexpr std::size_t kLaunchFeatures = 5;
-using LaunchFeatures = std::array<double, kLaunchFeatures>;
+// The version of what the launch features, and so the coefficients, mean (a bundle's
+// "performance_model"): a carried model of another version is not used, the bundle's choices are
+// fitted again. Raised when launch_features or what the coefficients multiply changes.
+inline constexpr int kPerformanceModelVersion = 1;
 
 // What one SM holds at most, by compute capability (the CUDA programming guide's table): blocks
 // resident on an SM are limited by these, by the block's registers and by its shared memory.
@@ -61,8 +65,8 @@ struct Prediction {
 
 class PerformanceModel {
  public:
-  // The model of records.templates[templ] on records.gpus[gpu], from their records; an empty one
-  // when the template's recorded version cannot be parsed.
+  // The model of records.templates[templ] on records.gpus[gpu], fitted on their records or the
+  // one the records carry; an empty one when the template's recorded version cannot be parsed.
   PerformanceModel(const RecordSet& records, std::size_t gpu, std::size_t templ);
   PerformanceModel(const PerformanceModel&) = delete;  // its entries point into each other
   PerformanceModel& operator=(const PerformanceModel&) = delete;
@@ -131,6 +135,8 @@ class PerformanceModel {
                              std::uint64_t threads, std::uint64_t dynamic_shared_bytes) const;
   // Points each Known at its ConfigurationModel, once models_ is final.
   void link_models();
+  // Takes the pair's model where the records carry it (RecordSet::models); false where they do not.
+  bool take_carried_model(const RecordSet& records, std::size_t gpu, std::size_t templ);
   // Whether the configuration's launch has the closed form (Known::closed_form), checked at probes.
   void find_closed_form(Known& known) const;
   // The tile along grid dimension 0 (N) or 1 (M), where the grid counts tiles; else 0.

@@ -3,9 +3,11 @@
 // selection (selection.h) serves both, and `tiletune query` too.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,10 +51,35 @@ struct RecordedChoice {
   std::string recorded_at;   // UTC "YYYY-MM-DD HH:MM:SS"
 };
 
+// What the performance model (performance_model.h) weighs a launch by: its features, and a
+// configuration's coefficients, ms per unit of each.
+inline constexpr std::size_t kLaunchFeatures = 5;
+using LaunchFeatures = std::array<double, kLaunchFeatures>;
+
+// One configuration's performance model as it was fitted on a database.
+struct FittedConfiguration {
+  LaunchFeatures coefficients{};
+  int shapes = 0;        // the recorded shapes it was fitted (or the typical model scaled) to
+  bool own_fit = false;  // fitted to its own times, else the template's typical model, scaled
+  bool measured_beyond_limits = false;  // at a shape its tuning limits (`tune_if`) leave out
+};
+
+// A (GPU, template) pair's performance model fitted on all of a database's records, carried where
+// only some of them are (a bundle's): fitted again on those, most configurations would be seen at
+// too few shapes for their own fit, and the model would choose worse than from the database.
+struct RecordedModel {
+  std::size_t gpu = 0, templ = 0;  // as in RecordedChoice
+  std::map<std::string, FittedConfiguration> configurations;  // by Configuration::to_string()
+};
+
 struct RecordSet {
   std::vector<RecordedGpu> gpus;            // sorted by name
   std::vector<RecordedTemplate> templates;  // sorted by name, one per name
   std::vector<RecordedChoice> choices;      // in a deterministic order (see below)
+  // At most one per (GPU, template) pair; a pair without one has its model fitted on its choices.
+  // Each configuration listed has choices of the pair; one of its choices not listed predicts
+  // nothing, as in the database it was fitted on.
+  std::vector<RecordedModel> models;
 
   // The template of that name, or nullptr.
   const RecordedTemplate* find_template(const std::string& name) const;

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -16,15 +18,20 @@
 
 #include "tests/support/skip_without_nvrtc.h"
 #include "tests/support/test_folder.h"
+#include "tests/support/tuned_fixture.h"
 #include "tests/tuner/runtime/export_database.h"
 #include "tiletune/tiletune.h"
 #include "tuner/runtime/bundle.h"
 #include "tuner/runtime/bundle_export.h"
+#include "tuner/runtime/performance_model.h"
+#include "tuner/runtime/selection.h"
+#include "tuner/runtime/workload_plan.h"
 
 namespace tiletune::runtime {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -50,6 +57,14 @@ std::string describe(const RecordSet& records) {
         << c.max_ms << " " << c.runs << " " << c.tflops << " " << c.registers << " "
         << c.static_shared_bytes << " " << c.dynamic_shared_bytes << " " << c.fuzz_cases << " "
         << c.recorded_at << "\n";
+  }
+  for (const RecordedModel& m : records.models) {
+    out << "model " << records.gpus[m.gpu].name << " " << records.templates[m.templ].name << "\n";
+    for (const auto& [config, c] : m.configurations) {
+      out << "  " << config;
+      for (const double coefficient : c.coefficients) out << " " << coefficient;
+      out << " " << c.shapes << " " << c.own_fit << " " << c.measured_beyond_limits << "\n";
+    }
   }
   return out.str();
 }
@@ -117,18 +132,18 @@ TEST_F(ExportSelection, KeepsTheFastestPerShapeOfEveryGpuAndTemplate) {
             (std::vector<std::string>{"TILE=16,PAD=0,SWIZZLE=0", "TILE=8,PAD=0,SWIZZLE=0"}));
   EXPECT_EQ(selected.choices.size(), 4u + 4u + 2u + 4u);
   // One per shape, and naive_aligned's fastest that fits any problem.
-  EXPECT_EQ(select_for_export(all_, {{}, {}, 1}).choices.size(), 3u + 2u);
+  EXPECT_EQ(select_for_export(all_, {{}, {}, 1, {}}).choices.size(), 3u + 2u);
 }
 
 TEST_F(ExportSelection, AddsTheFastestConfigurationThatFitsAnyProblemWhenTheFastestDoNot) {
   // naive_aligned's two fastest need lda % 4 == 0: the third, which fits any problem, comes along.
-  EXPECT_EQ(chosen(select_for_export(all_, {{}, {}, 2}), kH100, "naive_aligned", kSmallShape),
+  EXPECT_EQ(chosen(select_for_export(all_, {{}, {}, 2, {}}), kH100, "naive_aligned", kSmallShape),
             (std::vector<std::string>{"BLOCK_X=64,BLOCK_Y=4", "BLOCK_X=32,BLOCK_Y=8",
                                       "BLOCK_X=16,BLOCK_Y=8"}));
   // Among the fastest already: nothing is added.
-  EXPECT_EQ(chosen(select_for_export(all_, {{}, {}, 3}), kH100, "naive_aligned", kSmallShape).size(), 3u);
+  EXPECT_EQ(chosen(select_for_export(all_, {{}, {}, 3, {}}), kH100, "naive_aligned", kSmallShape).size(), 3u);
   // tiled's configurations all fit any problem: one per shape.
-  EXPECT_EQ(chosen(select_for_export(all_, {{}, {}, 1}), kH100, "tiled", kLargeShape),
+  EXPECT_EQ(chosen(select_for_export(all_, {{}, {}, 1, {}}), kH100, "tiled", kLargeShape),
             std::vector<std::string>{"TILE=32,PAD=1,SWIZZLE=0"});
 }
 
@@ -139,12 +154,12 @@ TEST_F(ExportSelection, FitsAnyProblemReadsTheRequirementsWithTheParametersAlone
 }
 
 TEST_F(ExportSelection, FiltersByTemplateAndGpu) {
-  const RecordSet tiled = select_for_export(all_, {{"tiled"}, {}, 4});
+  const RecordSet tiled = select_for_export(all_, {{"tiled"}, {}, 4, {}});
   ASSERT_EQ(tiled.templates.size(), 1u);
   EXPECT_EQ(tiled.templates[0].name, "tiled");
   EXPECT_EQ(tiled.gpus.size(), 2u);
 
-  const RecordSet a100 = select_for_export(all_, {{}, {kA100}, 4});
+  const RecordSet a100 = select_for_export(all_, {{}, {kA100}, 4, {}});
   ASSERT_EQ(a100.gpus.size(), 1u);
   EXPECT_EQ(a100.gpus[0].name, kA100);
   EXPECT_EQ(a100.templates.size(), 1u);  // naive_aligned has no A100 record
@@ -152,13 +167,13 @@ TEST_F(ExportSelection, FiltersByTemplateAndGpu) {
 
   // A filter that matches nothing recorded, or nothing together, is one line.
   try {
-    select_for_export(all_, {{"warp_tiled"}, {}, 4});
+    select_for_export(all_, {{"warp_tiled"}, {}, 4, {}});
     FAIL() << "an unknown template was exported";
   } catch (const ExportInputError& e) {
     EXPECT_STREQ(e.what(), "no record of template 'warp_tiled' to export");
   }
-  EXPECT_THROW(select_for_export(all_, {{}, {"NVIDIA GeForce RTX 4090"}, 4}), ExportInputError);
-  EXPECT_THROW(select_for_export(all_, {{"naive_aligned"}, {kA100}, 4}), ExportInputError);
+  EXPECT_THROW(select_for_export(all_, {{}, {"NVIDIA GeForce RTX 4090"}, 4, {}}), ExportInputError);
+  EXPECT_THROW(select_for_export(all_, {{"naive_aligned"}, {kA100}, 4, {}}), ExportInputError);
 }
 
 // --- cubin_for (no NVRTC) ------------------------------------------------------------------------
@@ -437,7 +452,7 @@ TEST_F(ExportedBundle, ReplacesAPreviousBundleOneExportLaterAndOnlyWhatItWrote) 
   // Named as export names its files, but its content has not the hash in its name: the user's.
   write_bytes(bundle / "sources" / "notes-0123456789abcdef.cu", "the user's too\n");
   // A smaller bundle over it: tiled alone, on the A100 alone.
-  const RecordSet a100 = select_for_export(load_database_records(root_ / "tiletune.db"), {{"tiled"}, {kA100}, 4});
+  const RecordSet a100 = select_for_export(load_database_records(root_ / "tiletune.db"), {{"tiled"}, {kA100}, 4, {}});
   const BundleContents smaller = build_bundle(a100, "tiletune.db", CubinCache(root_ / "cache"));
   write_bundle_folder(smaller.files, bundle);
   EXPECT_EQ(describe(read_bundle(bundle).records), describe(a100));
@@ -507,7 +522,7 @@ TEST_F(ExportedBundle, NeverWritesThroughALinkedFolder) {
 // Re-exporting over a live bundle: every concurrent open sees the old bundle or the new one, whole.
 TEST_F(ExportedBundle, ConcurrentReadersSeeOneBundleWhole) {
   const fs::path bundle = folder_ / "bundle";
-  const RecordSet a100 = select_for_export(load_database_records(root_ / "tiletune.db"), {{"tiled"}, {kA100}, 4});
+  const RecordSet a100 = select_for_export(load_database_records(root_ / "tiletune.db"), {{"tiled"}, {kA100}, 4, {}});
   const BundleContents smaller = build_bundle(a100, "tiletune.db", CubinCache(root_ / "cache"));
   const std::set<std::string> expected = {describe(*selected_), describe(a100)};
   std::atomic<bool> done{false};
@@ -613,6 +628,202 @@ int main(int, char** argv) {
 
   EXPECT_THROW(write_bundle_cpp(contents_->files, folder_ / "cpp", "my-bundle"), ExportInputError);
   EXPECT_THROW(write_bundle_cpp(contents_->files, folder_ / "cpp", "1bundle"), ExportInputError);
+}
+
+// --- the performance model in a bundle (the H200 selection fixture; no NVRTC) -------------------
+
+// warp_tiled of the selection fixture's suite (tests/fixtures/selection), exported without cubins
+// (the model is what is tested here): as export writes it, and with the held-out shapes as its
+// workload. Made once for the suite.
+class BundleModel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / ("tiletune-bundle-model-" + std::to_string(getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    database_ = new RecordSet(
+        load_database_records(testing_support::load_selection_fixture("suite", root_ / "suite.db")));
+    heldout_ = new std::vector<GemmShape>;
+    for (const WorkloadShape& w :
+         read_workload(fs::path(TILETUNE_SOURCE_DIR) / "tests/fixtures/selection/heldout_shapes.txt")) {
+      heldout_->push_back(w.shape);
+    }
+    selected_ = new RecordSet(select_for_export(*database_, {{"warp_tiled"}, {}, 4, {}}));
+    write_bundle_folder(build_bundle(*selected_, "suite.db", std::nullopt, 0, ExportCubins::none).files,
+                        root_ / "bundle");
+    write_bundle_folder(build_bundle(select_for_export(*database_, {{"warp_tiled"}, {}, 4, *heldout_}),
+                                     "suite.db", std::nullopt, 0, ExportCubins::none)
+                            .files,
+                        root_ / "workload");
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(root_);
+    delete database_;
+    delete selected_;
+    delete heldout_;
+  }
+
+  // The configuration chosen for warp_tiled at the shape's packed problem.
+  static std::string choice(const RecordSet& records, const GemmShape& shape) {
+    SelectionRequest request;
+    request.template_name = "warp_tiled";
+    request.problem = GemmProblem::packed(shape);
+    request.gpu_name = testing_support::kSelectionFixtureGpu;
+    return select_configuration(records, request).config;
+  }
+  static bool keeps(const RecordSet& records, const std::string& config) {
+    return std::any_of(records.choices.begin(), records.choices.end(),
+                       [&](const RecordedChoice& c) { return c.config == config; });
+  }
+
+  static inline fs::path root_;
+  static inline RecordSet* database_ = nullptr;
+  static inline RecordSet* selected_ = nullptr;
+  static inline std::vector<GemmShape>* heldout_ = nullptr;
+};
+
+TEST_F(BundleModel, TheModelFittedOnTheDatabaseRoundTripsThroughTheManifest) {
+  const Bundle bundle = read_bundle(root_ / "bundle");
+  ASSERT_EQ(bundle.records.models.size(), 1u);
+  const RecordedModel& carried = bundle.records.models[0];
+  EXPECT_EQ(bundle.records.gpus[carried.gpu].name, testing_support::kSelectionFixtureGpu);
+  EXPECT_EQ(bundle.records.templates[carried.templ].name, "warp_tiled");
+
+  // Each configuration kept with the coefficients the whole database gave it, to the last bit.
+  const std::size_t gpu = 0, templ = std::size_t(database_->find_template("warp_tiled") - database_->templates.data());
+  const PerformanceModel fitted(*database_, gpu, templ);
+  int kept = 0, own = 0, beyond_kept_records = 0;
+  for (const auto& [config, model] : fitted.configurations()) {
+    if (!keeps(bundle.records, config)) continue;
+    ++kept;
+    ASSERT_TRUE(carried.configurations.contains(config)) << config;
+    const FittedConfiguration& c = carried.configurations.at(config);
+    EXPECT_EQ(c.coefficients, model.coefficients) << config;
+    EXPECT_EQ(c.shapes, model.shapes) << config;
+    EXPECT_EQ(c.own_fit, model.own_fit) << config;
+    EXPECT_EQ(c.measured_beyond_limits, fitted.measured_beyond_limits(config)) << config;
+    own += c.own_fit;
+    const auto records = std::count_if(bundle.records.choices.begin(), bundle.records.choices.end(),
+                                       [&](const RecordedChoice& r) { return r.config == config; });
+    beyond_kept_records += c.shapes > records;
+  }
+  EXPECT_EQ(int(carried.configurations.size()), kept);
+  EXPECT_GT(own, kept / 2) << "most kept configurations have their own fit in the database";
+  EXPECT_GT(beyond_kept_records, kept / 2) << "fitted on records the bundle does not keep";
+
+  // The bundle's model predicts what the database's does, without fitting again.
+  const PerformanceModel served(bundle.records, carried.gpu, carried.templ);
+  for (const auto& [config, c] : carried.configurations) {
+    const GemmShape shape{333, 777, 2049};
+    ASSERT_TRUE(served.predict(config, shape)) << config;
+    EXPECT_EQ(served.predict(config, shape)->ms, fitted.predict(config, shape)->ms) << config;
+    EXPECT_EQ(served.predict(config, shape)->shapes, c.shapes) << config;
+  }
+}
+
+TEST_F(BundleModel, ChoosesAtHeldOutShapesWhatTheDatabaseChoosesOfWhatItKeeps) {
+  const Bundle bundle = read_bundle(root_ / "bundle");
+  RecordSet refitted = bundle.records;  // the bundle as read before bundles carried the model
+  refitted.models.clear();
+  const Bundle workload = read_bundle(root_ / "workload");
+  int kept = 0, refitted_differs = 0;
+  for (const GemmShape& shape : *heldout_) {
+    SCOPED_TRACE(shape.to_string());
+    const std::string database = choice(*database_, shape);
+    if (keeps(bundle.records, database)) {
+      ++kept;
+      EXPECT_EQ(choice(bundle.records, shape), database);
+      refitted_differs += choice(refitted, shape) != database;
+    }
+    // Exported for the workload, the bundle keeps the database's choice at each of its shapes.
+    EXPECT_EQ(choice(workload.records, shape), database);
+  }
+  EXPECT_GE(kept, 8) << "of " << heldout_->size();
+  EXPECT_GE(refitted_differs, 5) << "fitted on the bundle's records alone, the model chooses otherwise";
+  EXPECT_GT(workload.records.choices.size(), bundle.records.choices.size());
+}
+
+TEST_F(BundleModel, ABundleWithoutTheModelIsReadAsBeforeAndFittedOnItsChoices) {
+  const fs::path manifest = root_ / "bundle" / "manifest.json";
+  const std::string original = read_bytes(manifest);
+  RecordSet without = read_bundle(root_ / "bundle").records;
+  without.models.clear();
+  const std::string described = describe(without);
+  for (const char* version : {"absent", "2"}) {
+    SCOPED_TRACE(version);
+    nlohmann::json m = nlohmann::json::parse(original);
+    if (std::string(version) == "absent") {
+      m.erase("models");
+      m.erase("performance_model");
+    } else {
+      m["performance_model"] = 2;  // another tiletune's model: its coefficients mean other things
+    }
+    write_bytes(manifest, m.dump(2));
+    const Bundle bundle = read_bundle(root_ / "bundle");
+    EXPECT_TRUE(bundle.records.models.empty());
+    EXPECT_EQ(describe(bundle.records), described);
+    EXPECT_NO_THROW(choice(bundle.records, {333, 777, 2049}));
+  }
+  write_bytes(manifest, original);
+}
+
+TEST_F(BundleModel, ADamagedModelIsOneLineNamingTheManifest) {
+  const fs::path bundle = root_ / "bundle";
+  const fs::path manifest = bundle / "manifest.json";
+  const std::string original = read_bytes(manifest);
+  // `edit` on the manifest's JSON, then each `from` in its text made `to` (what JSON cannot hold).
+  const auto refusal = [&](const std::function<void(nlohmann::json&)>& edit, const std::string& from = "",
+                           const std::string& to = "") -> std::string {
+    nlohmann::json m = nlohmann::json::parse(original);
+    edit(m);
+    std::string text = m.dump(2);
+    if (!from.empty()) replace_once(text, from, to);
+    write_bytes(manifest, text);
+    std::string why = "accepted";
+    try {
+      read_bundle(bundle);
+    } catch (const BundleError& e) {
+      why = e.what();
+    }
+    write_bytes(manifest, original);
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+    return why;
+  };
+  const auto first = [](nlohmann::json& m) -> nlohmann::json& { return m["models"][0]["configurations"][0]; };
+  const std::string where = manifest.string() + ": the model of warp_tiled on NVIDIA H200 ";
+  EXPECT_THAT(refusal([&](nlohmann::json& m) { first(m)["coefficients"][1] = -1e-3; }),
+              StartsWith(where + "has coefficients ["));
+  EXPECT_THAT(refusal([&](nlohmann::json& m) { first(m)["coefficients"] = {0, 0, 0, 0, 0}; }),
+              HasSubstr("not a model (finite, none negative, one positive)"));
+  // Beyond a double's range: the parser refuses it before it could be read as infinite.
+  EXPECT_THAT(refusal([&](nlohmann::json& m) { first(m)["coefficients"][0] = 12345.5; }, "12345.5", "1e400"),
+              StartsWith(manifest.string() + ": not JSON: "));
+  // JSON has no NaN: nlohmann writes it as null.
+  EXPECT_THAT(refusal([&](nlohmann::json& m) { first(m)["coefficients"][2] = std::nan(""); }),
+              StartsWith(manifest.string() + ": malformed: "));
+  EXPECT_THAT(refusal([&](nlohmann::json& m) { first(m)["coefficients"].erase(4); }),
+              StartsWith(where + "has 4 coefficients for '"));
+  EXPECT_THAT(refusal([&](nlohmann::json& m) { first(m)["config"] = "BM=1"; }),
+              StartsWith(where + "has configuration 'BM=1', which none of its choices has"));
+  EXPECT_THAT(refusal([&](nlohmann::json& m) { first(m)["shapes"] = 0; }), StartsWith(where + "says '"));
+  EXPECT_THAT(refusal([&](nlohmann::json& m) {
+                first(m)["own_fit"] = true;
+                first(m)["shapes"] = kOwnFitShapes - 1;
+              }),
+              HasSubstr(" shapes on its own"));
+  EXPECT_THAT(refusal([&](nlohmann::json& m) { m["models"][0]["configurations"].push_back(first(m)); }),
+              HasSubstr("' twice"));
+  EXPECT_THAT(refusal([&](nlohmann::json& m) { m["models"].push_back(m["models"][0]); }),
+              EndsWith("NVIDIA H200 is listed twice"));
+  EXPECT_EQ(refusal([&](nlohmann::json& m) { m["models"][0]["template"] = "tiles"; }),
+            manifest.string() + ": a model names an unknown template 'tiles'");
+  EXPECT_EQ(refusal([&](nlohmann::json& m) { m["models"][0]["gpu"]["cc_minor"] = 9; }),
+            manifest.string() + ": a model names an unknown GPU 'NVIDIA H200'");
+  EXPECT_THAT(refusal([&](nlohmann::json& m) { first(m)["own_fit"] = "yes"; }),
+              StartsWith(manifest.string() + ": malformed: "));
+  EXPECT_THAT(refusal([&](nlohmann::json& m) { m["performance_model"] = "1"; }),
+              StartsWith(manifest.string() + ": malformed: "));
+  EXPECT_NO_THROW(read_bundle(bundle));
 }
 
 }  // namespace
