@@ -28,7 +28,7 @@ class OwnStream {
 }  // namespace
 
 std::vector<TrialTime> time_candidates_on_gpu(const std::vector<TrialCandidate>& candidates,
-                                              const GemmProblem& problem) {
+                                              const GemmProblem& problem, std::size_t l2_bytes) {
   const GemmShape& s = problem.shape;
   DeviceBuffer a(elements(s.m, problem.lda) * sizeof(float));
   DeviceBuffer b(elements(s.k, problem.ldb) * sizeof(float));
@@ -37,6 +37,7 @@ std::vector<TrialTime> time_candidates_on_gpu(const std::vector<TrialCandidate>&
   check_cuda(cuda_driver().cuMemsetD32(a.get(), ones, a.bytes() / sizeof(float)), "cuMemsetD32");
   check_cuda(cuda_driver().cuMemsetD32(b.get(), ones, b.bytes() / sizeof(float)), "cuMemsetD32");
   const OwnStream stream;
+  const L2Flush flush(l2_bytes);
   TimingSettings settings;
   settings.warmup_runs = 1;
   settings.min_runs = settings.max_runs = kTrialRuns;
@@ -44,7 +45,7 @@ std::vector<TrialTime> time_candidates_on_gpu(const std::vector<TrialCandidate>&
   for (const TrialCandidate& candidate : candidates) {
     const Timing timing = time_launches(
         [&](CUstream on) { candidate.gpu->launch(candidate.geometry, a.get(), b.get(), c.get(), problem, on); },
-        stream.get(), settings);
+        stream.get(), settings, [&](CUstream on) { flush(on); });
     times.push_back({candidate.config, timing.median_ms, timing.runs});
   }
   return times;

@@ -6,7 +6,9 @@
 // The trial runs inside the plan (the first gemm.plan or gemm.run of the problem), before anything
 // of the caller's is touched: its operands are its own (scratch memory the size of the problem's
 // strided A, B and C, A and B filled with ones: never zeros, which no kernel is timed on), its
-// stream is its own, each run bracketed by events. The caller's data, stream and C are untouched.
+// stream is its own, each run bracketed by events and preceded by an L2 flush, as a tune times
+// (operands a warm L2 holds whole rank candidates otherwise than the application's runs do). The
+// caller's data, stream and C are untouched.
 #pragma once
 
 #include <memory>
@@ -38,9 +40,10 @@ struct TrialTime {
 };
 
 // Each candidate's median, in the candidates' order. GPU: in the context current on the calling
-// thread. Throws CudaError (e.g. out of memory for the scratch operands) or LaunchError.
+// thread, the L2 cache of `l2_bytes` flushed before each run. Throws CudaError (e.g. out of memory
+// for the scratch operands) or LaunchError.
 std::vector<TrialTime> time_candidates_on_gpu(const std::vector<TrialCandidate>& candidates,
-                                              const GemmProblem& problem);
+                                              const GemmProblem& problem, std::size_t l2_bytes);
 std::vector<TrialTime> time_candidates_on_cpu(const std::vector<TrialCandidate>& candidates,
                                               const GemmProblem& problem);
 

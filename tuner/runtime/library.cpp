@@ -335,8 +335,9 @@ GemmState::Trial GemmState::first_call_trial(CUcontext context, const DeviceProp
       else candidate.cpu = library.cpu().kernel(templ_, text);
       candidates.push_back(std::move(candidate));
     }
-    const std::vector<runtime::TrialTime> times = on_gpu ? runtime::time_candidates_on_gpu(candidates, problem)
-                                                         : runtime::time_candidates_on_cpu(candidates, problem);
+    const std::vector<runtime::TrialTime> times =
+        on_gpu ? runtime::time_candidates_on_gpu(candidates, problem, std::size_t(device->l2_cache_bytes))
+               : runtime::time_candidates_on_cpu(candidates, problem);
     const auto fastest = std::min_element(times.begin(), times.end(), [](const auto& a, const auto& b) {
       return a.median_ms < b.median_ms;
     });
