@@ -33,8 +33,7 @@ const char* to_string(InputKind kind) {
 }
 
 std::string GemmCase::to_string() const {
-  return fmt::format("{} lda={} ldb={} ldc={} inputs={} data={} schedule={}",
-                     problem.shape.to_string(), problem.lda, problem.ldb, problem.ldc,
+  return fmt::format("{} inputs={} data={} schedule={}", problem.to_string(),
                      tiletune::to_string(inputs), data_seed, schedule_seed);
 }
 
@@ -60,17 +59,18 @@ GemmCase GemmCase::parse(std::string_view text) {
       else if (key == "inputs" && value == "small_integers") result.inputs = InputKind::small_integers;
       else if (key == "inputs" && value == "real") result.inputs = InputKind::real;
       else if (key == "inputs" && value == "sparse_real") result.inputs = InputKind::sparse_real;
-      else throw std::invalid_argument("unknown");
+      else if (!result.problem.parse_contract_item(key, value)) throw std::invalid_argument("unknown");
     } catch (const std::exception&) {
       throw std::invalid_argument(fmt::format(
           "case item '{}' not understood (keys: lda, ldb, ldc, inputs=small_integers|real|sparse_real, "
-          "data, schedule)", word));
+          "data, schedule, op=nn|nt|tn|tt, alpha, beta, batch, stride_a, stride_b, stride_c, "
+          "epilogue=none|bias|relu|bias_relu|gelu|bias_gelu)", word));
     }
   }
   if (!result.problem.valid()) {
     // Quoted with escapes: the text may hold a line break, and an error is one line.
-    throw std::invalid_argument(fmt::format("case {:?}: leading dimensions must be lda >= K, "
-                                            "ldb >= N, ldc >= N, and each below 2^31", text));
+    throw std::invalid_argument(
+        fmt::format("case {:?}: {}", text, result.problem.invalid_reason()));
   }
   return result;
 }

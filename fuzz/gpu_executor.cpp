@@ -32,7 +32,7 @@ void upload_kept(DeviceBuffer& buffer, const std::vector<T>& host) {
 GpuExecutor::GpuExecutor(const GpuDevice& device, const KernelTemplate& tmpl,
                          const Configuration& config, const CompiledKernelImage& image,
                          std::chrono::milliseconds kernel_timeout)
-    : device_(device), template_(tmpl), config_(config), kernel_(image, tmpl.entry, tmpl.tensor_maps.size()),
+    : device_(device), template_(tmpl), config_(config), kernel_(image, tmpl.entry, entry_form(tmpl)),
       report_(kernel_.resource_usage(image.report)), kernel_timeout_(kernel_timeout) {
   if (kernel_timeout_.count() > 0) {
     check_cuda(cuda_driver().cuEventCreate(&done_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
@@ -78,7 +78,7 @@ void GpuExecutor::perturb(const CompiledKernelImage* skewed) {
   perturbed_ = true;
   if (skewed != nullptr) {
     skewed_kernel_ =
-        std::make_unique<GpuKernel>(*skewed, template_.entry, template_.tensor_maps.size());
+        std::make_unique<GpuKernel>(*skewed, template_.entry, entry_form(template_));
     skewed_report_ = skewed_kernel_->resource_usage(skewed->report);
   }
 }

@@ -68,7 +68,7 @@ class DirectLaunch {
  public:
   DirectLaunch(const KernelTemplate& tmpl, const std::string& config_text, const GemmProblem& problem,
                const DeviceProperties& device)
-      : problem_(problem) {
+      : problem_(problem), form_(entry_form(tmpl)) {
     const CudaDriver& cu = cuda_driver();
     const Configuration config = tmpl.parse_configuration(config_text);
     tmpl.check_requirements(config, problem);
@@ -87,11 +87,12 @@ class DirectLaunch {
   DirectLaunch& operator=(const DirectLaunch&) = delete;
 
   void launch(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUstream stream) const {
-    enqueue_gemm_launch(function_, geometry_, a, b, c, problem_, stream, staging_);
+    enqueue_gemm_launch(function_, geometry_, a, b, c, problem_, stream, staging_, form_);
   }
 
  private:
   GemmProblem problem_;
+  EntryForm form_;
   LaunchGeometry geometry_;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
@@ -264,7 +265,7 @@ void measure_suite(const LibraryBenchOptions& options, const Gemm& gemm, const R
     const Configuration config = tmpl.parse_configuration(best->config);
     tmpl.check_requirements(config, packed);
     const GpuKernel kernel(compile_configuration(tmpl, config, gpu.arch()), tmpl.entry,
-                           tmpl.tensor_maps.size());
+                           entry_form(tmpl));
     const LaunchGeometry geometry = tmpl.launch_geometry(config, shape, gpu.sm_count);
 
     ShapeVerifier verifier(device, packed, 7);

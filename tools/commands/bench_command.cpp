@@ -131,7 +131,7 @@ int run(const BenchOptions& options) {
     const KernelTemplate tmpl = recorded_template(store, *best);
     const Configuration config = tmpl.parse_configuration(best->config);
     const GpuKernel kernel(compile_configuration(tmpl, config, gpu.arch()), tmpl.entry,
-                           tmpl.tensor_maps.size());
+                           entry_form(tmpl));
     const LaunchGeometry geometry = tmpl.launch_geometry(config, shape, gpu.sm_count);
     tmpl.check_requirements(config, GemmProblem::packed(shape));
     ShapeVerifier verifier(device, GemmProblem::packed(shape), 7);

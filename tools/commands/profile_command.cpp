@@ -197,7 +197,7 @@ int run_launches(const LaunchOptions& options) {
     outcome = CompileOutcome{compile_configuration(tmpl, config, arch), "", ""};
     cache.store(key, *outcome);
   }
-  const GpuKernel kernel(*outcome->image, tmpl.entry, tmpl.tensor_maps.size());
+  const GpuKernel kernel(*outcome->image, tmpl.entry, entry_form(tmpl));
   const LaunchGeometry geometry = tmpl.launch_geometry(config, shape, device.properties().sm_count);
 
   std::mt19937 random(7);

@@ -64,7 +64,7 @@ struct LabGemm {
         tmpl.parse_configuration(k.tiled ? fmt::format("TILE={},PAD=0,SWIZZLE=0", k.tile)
                                          : fmt::format("BLOCK_X={},BLOCK_Y={}", k.tile, k.tile));
     kernel = std::make_unique<GpuKernel>(compile_configuration(tmpl, config, arch), tmpl.entry,
-                                             tmpl.tensor_maps.size());
+                                             entry_form(tmpl));
   }
 
   void launch(int n, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUstream stream) const {

@@ -17,18 +17,50 @@ const std::vector<KernelParameter>& contract_parameter_layout() {
   return layout;
 }
 
+EntryForm entry_form(const KernelTemplate& tmpl) {
+  return {tmpl.supports.any(), tmpl.tensor_maps.size()};
+}
+
+ContractArgs contract_args(const GemmProblem& problem, const float* bias, std::int64_t batch) {
+  return {problem.alpha,
+          problem.beta,
+          bias,
+          problem.stride_a,
+          problem.stride_b,
+          problem.stride_c,
+          std::int32_t(batch),
+          problem.op_a == Op::t ? 1 : 0,
+          problem.op_b == Op::t ? 1 : 0,
+          std::int32_t(problem.epilogue)};
+}
+
 namespace {
 
-// Whether the layout is the contract's followed by `tensor_maps` tensor maps: 128 bytes each, in
-// order after the ints. Their offsets are the compiler's: it aligns a tt_tensor_map to 64 bytes
-// of the parameter bank, whose base is no multiple of 64 (sm_90 puts the first at 48).
-bool is_contract_layout(const std::vector<KernelParameter>& layout, std::size_t tensor_maps) {
+std::size_t parameter_count(EntryForm form) {
+  return contract_parameter_layout().size() + (form.contract_args ? 1 : 0) + form.tensor_maps;
+}
+
+// The size of extra parameter i (after the nine).
+std::size_t extra_size(EntryForm form, std::size_t i) {
+  return form.contract_args && i == 0 ? kContractArgsBytes : 128;
+}
+
+// Whether the layout is the contract's followed by the form's extras: a tt_gemm_args right after
+// the ints (8-byte aligned: offset 48), then tensor maps of 128 bytes each, in order. Their offsets
+// are the compiler's: it aligns a tt_tensor_map to 64 bytes of the parameter bank, whose base is no
+// multiple of 64 (sm_90 puts the first at 48).
+bool is_contract_layout(const std::vector<KernelParameter>& layout, EntryForm form) {
   const std::vector<KernelParameter>& contract = contract_parameter_layout();
-  if (layout.size() != contract.size() + tensor_maps) return false;
+  if (layout.size() != parameter_count(form)) return false;
   if (!std::equal(contract.begin(), contract.end(), layout.begin())) return false;
   std::size_t end = contract.back().offset + contract.back().size;
   for (std::size_t i = contract.size(); i < layout.size(); ++i) {
-    if (layout[i].size != 128 || layout[i].offset < end || layout[i].offset % 16 != 0) return false;
+    const std::size_t extra = i - contract.size();
+    const bool args = form.contract_args && extra == 0;
+    if (layout[i].size != extra_size(form, extra) || layout[i].offset < end ||
+        layout[i].offset % (args ? 8 : 16) != 0) {
+      return false;
+    }
     end = layout[i].offset + layout[i].size;
   }
   return true;
@@ -36,11 +68,12 @@ bool is_contract_layout(const std::vector<KernelParameter>& layout, std::size_t 
 
 }  // namespace
 
-std::string contract_parameters(std::size_t tensor_maps) {
+std::string contract_parameters(EntryForm form) {
   std::string text = kEntryContractParameters;
-  if (tensor_maps == 0) return text;
+  if (!form.contract_args && form.tensor_maps == 0) return text;
   text.pop_back();
-  for (std::size_t i = 0; i < tensor_maps; ++i) {
+  if (form.contract_args) text += ", const tt_gemm_args args";
+  for (std::size_t i = 0; i < form.tensor_maps; ++i) {
     text += fmt::format(", const __grid_constant__ tt_tensor_map map{}", i);
   }
   return text + ")";
@@ -48,10 +81,10 @@ std::string contract_parameters(std::size_t tensor_maps) {
 
 std::optional<std::string> parameter_layout_mismatch(const std::string& entry,
                                                      const std::vector<KernelParameter>& layout,
-                                                     std::size_t tensor_maps) {
-  if (is_contract_layout(layout, tensor_maps)) return std::nullopt;
+                                                     EntryForm form) {
+  if (is_contract_layout(layout, form)) return std::nullopt;
   const std::vector<KernelParameter>& contract = contract_parameter_layout();
-  const std::size_t contract_size = contract.size() + tensor_maps;
+  const std::size_t contract_size = parameter_count(form);
   std::vector<std::size_t> sizes, offsets;
   for (const KernelParameter& p : layout) {
     sizes.push_back(p.size);
@@ -66,13 +99,14 @@ std::optional<std::string> parameter_layout_mismatch(const std::string& entry,
     // Same sizes in other places: only an alignment the contract does not have (__align__).
     bool same_sizes = layout.size() == contract_size;
     for (std::size_t i = 0; same_sizes && i < layout.size(); ++i) {
-      same_sizes = layout[i].size == (i < contract.size() ? contract[i].size : 128);
+      same_sizes = layout[i].size ==
+                   (i < contract.size() ? contract[i].size : extra_size(form, i - contract.size()));
     }
     if (same_sizes) takes += fmt::format(" at offsets {}", fmt::join(offsets, ", "));
     takes += ")";
   }
   return fmt::format("entry {} {}; the contract is {}: {}", entry, takes, contract_size,
-                     contract_parameters(tensor_maps));
+                     contract_parameters(form));
 }
 
 std::string missing_entry_line(const std::string& entry, const std::vector<std::string>& kernels) {
@@ -94,10 +128,10 @@ std::string missing_entry_line(const std::string& entry, const std::vector<std::
 }
 
 std::optional<std::string> entry_type_mismatch(const std::string& entry, bool is_contract,
-                                               const std::string& type, std::size_t tensor_maps) {
+                                               const std::string& type, EntryForm form) {
   if (is_contract) return std::nullopt;
   return fmt::format("entry {} is {}; the contract is void{}", entry, type,
-                     contract_parameters(tensor_maps));
+                     contract_parameters(form));
 }
 
 }  // namespace tiletune

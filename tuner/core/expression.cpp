@@ -48,36 +48,36 @@ namespace {
 
 using Node = Expression::Node;
 using NodePtr = std::shared_ptr<const Node>;
-using Op = Node::Op;
+using NodeOp = Node::Op;
 
 struct Function {
   std::string_view name;
-  Op op;
+  NodeOp op;
   std::size_t arity;
 };
 
 constexpr Function kFunctions[] = {
-    {"min", Op::Min, 2},          {"max", Op::Max, 2},        {"ceil_div", Op::CeilDiv, 2},
-    {"round_up", Op::RoundUp, 2}, {"is_pow2", Op::IsPow2, 1},
+    {"min", NodeOp::Min, 2},          {"max", NodeOp::Max, 2},        {"ceil_div", NodeOp::CeilDiv, 2},
+    {"round_up", NodeOp::RoundUp, 2}, {"is_pow2", NodeOp::IsPow2, 1},
 };
 
 struct BinaryOperator {
   std::string_view symbol;
-  Op op;
+  NodeOp op;
 };
 
 // One row per precedence level of the grammar, loosest first; all are left-associative.
 const std::vector<std::vector<BinaryOperator>> kBinaryLevels = {
-    {{"||", Op::Or}},
-    {{"&&", Op::And}},
-    {{"==", Op::Equal},
-     {"!=", Op::NotEqual},
-     {"<", Op::Less},
-     {"<=", Op::LessEqual},
-     {">", Op::Greater},
-     {">=", Op::GreaterEqual}},
-    {{"+", Op::Add}, {"-", Op::Subtract}},
-    {{"*", Op::Multiply}, {"/", Op::Divide}, {"%", Op::Modulo}},
+    {{"||", NodeOp::Or}},
+    {{"&&", NodeOp::And}},
+    {{"==", NodeOp::Equal},
+     {"!=", NodeOp::NotEqual},
+     {"<", NodeOp::Less},
+     {"<=", NodeOp::LessEqual},
+     {">", NodeOp::Greater},
+     {">=", NodeOp::GreaterEqual}},
+    {{"+", NodeOp::Add}, {"-", NodeOp::Subtract}},
+    {{"*", NodeOp::Multiply}, {"/", NodeOp::Divide}, {"%", NodeOp::Modulo}},
 };
 
 // Deep enough for any real declaration, shallow enough that hostile input cannot exhaust the stack.
@@ -171,7 +171,7 @@ class Parser {
     ~NestingGuard() { --parser.depth_; }
   };
 
-  static std::shared_ptr<Node> make(Op op, std::size_t column, std::vector<NodePtr> operands) {
+  static std::shared_ptr<Node> make(NodeOp op, std::size_t column, std::vector<NodePtr> operands) {
     auto node = std::make_shared<Node>();
     node->op = op;
     node->column = column;
@@ -188,7 +188,7 @@ class Parser {
     NodePtr if_true = expr();
     expect(":");
     NodePtr if_false = expr();
-    return make(Op::Ternary, column, {condition, if_true, if_false});
+    return make(NodeOp::Ternary, column, {condition, if_true, if_false});
   }
 
   NodePtr binary(std::size_t level) {
@@ -211,11 +211,11 @@ class Parser {
     const std::size_t column = current().column;
     if (at_symbol("-")) {
       ++pos_;
-      return make(Op::Negate, column, {unary()});
+      return make(NodeOp::Negate, column, {unary()});
     }
     if (at_symbol("!")) {
       ++pos_;
-      return make(Op::Not, column, {unary()});
+      return make(NodeOp::Not, column, {unary()});
     }
     if (at_symbol("+")) {
       ++pos_;
@@ -241,7 +241,7 @@ class Parser {
       ++pos_;
       if (at_symbol("(")) return call(token);
       auto node = std::make_shared<Node>();
-      node->op = Op::Name;
+      node->op = NodeOp::Name;
       node->name = std::string(token.text);
       node->column = token.column;
       names_.insert(node->name);
@@ -296,62 +296,62 @@ class Evaluator {
   std::int64_t evaluate(const Node& node) const {
     const auto operand = [&](std::size_t i) { return evaluate(*node.operands[i]); };
     switch (node.op) {
-      case Op::Number:
+      case NodeOp::Number:
         return node.value;
-      case Op::Name: {
+      case NodeOp::Name: {
         const auto found = bindings_.find(node.name);
         if (found == bindings_.end()) {
           fail(node.column, fmt::format("unknown name '{}'", node.name));
         }
         return found->second;
       }
-      case Op::Negate:
+      case NodeOp::Negate:
         return arithmetic(node, Arithmetic::Subtract, 0, operand(0));
-      case Op::Not:
+      case NodeOp::Not:
         return operand(0) == 0;
-      case Op::Ternary:
+      case NodeOp::Ternary:
         return operand(0) != 0 ? operand(1) : operand(2);
       // && and || short-circuit as in C, so "N != 0 && K / N > 1" is safe.
-      case Op::Or:
+      case NodeOp::Or:
         return operand(0) != 0 || operand(1) != 0;
-      case Op::And:
+      case NodeOp::And:
         return operand(0) != 0 && operand(1) != 0;
-      case Op::Equal:
+      case NodeOp::Equal:
         return operand(0) == operand(1);
-      case Op::NotEqual:
+      case NodeOp::NotEqual:
         return operand(0) != operand(1);
-      case Op::Less:
+      case NodeOp::Less:
         return operand(0) < operand(1);
-      case Op::LessEqual:
+      case NodeOp::LessEqual:
         return operand(0) <= operand(1);
-      case Op::Greater:
+      case NodeOp::Greater:
         return operand(0) > operand(1);
-      case Op::GreaterEqual:
+      case NodeOp::GreaterEqual:
         return operand(0) >= operand(1);
-      case Op::Add:
+      case NodeOp::Add:
         return arithmetic(node, Arithmetic::Add, operand(0), operand(1));
-      case Op::Subtract:
+      case NodeOp::Subtract:
         return arithmetic(node, Arithmetic::Subtract, operand(0), operand(1));
-      case Op::Multiply:
+      case NodeOp::Multiply:
         return arithmetic(node, Arithmetic::Multiply, operand(0), operand(1));
-      case Op::Divide:
+      case NodeOp::Divide:
         return divide(node, operand(0), operand(1));
-      case Op::Modulo: {
+      case NodeOp::Modulo: {
         const std::int64_t a = operand(0), b = operand(1);
         if (b == 0) fail(node.column, "modulo by zero");
         return b == -1 ? 0 : a % b;  // INT64_MIN % -1 traps in hardware; the answer is 0
       }
-      case Op::Min:
+      case NodeOp::Min:
         return std::min(operand(0), operand(1));
-      case Op::Max:
+      case NodeOp::Max:
         return std::max(operand(0), operand(1));
-      case Op::CeilDiv:
+      case NodeOp::CeilDiv:
         return ceil_div(node, operand(0), operand(1));
-      case Op::RoundUp: {
+      case NodeOp::RoundUp: {
         const std::int64_t b = operand(1);
         return arithmetic(node, Arithmetic::Multiply, ceil_div(node, operand(0), b), b);
       }
-      case Op::IsPow2: {
+      case NodeOp::IsPow2: {
         const std::int64_t a = operand(0);
         return a > 0 && (a & (a - 1)) == 0;
       }
@@ -416,7 +416,7 @@ Expression Expression::parse(std::string_view text) {
 namespace {
 
 void collect_conjuncts(const NodePtr& node, std::vector<NodePtr>& out) {
-  if (node->op != Op::And) {
+  if (node->op != NodeOp::And) {
     out.push_back(node);
     return;
   }
@@ -424,7 +424,7 @@ void collect_conjuncts(const NodePtr& node, std::vector<NodePtr>& out) {
 }
 
 void collect_names(const Node& node, std::set<std::string>& names) {
-  if (node.op == Op::Name) names.insert(node.name);
+  if (node.op == NodeOp::Name) names.insert(node.name);
   for (const NodePtr& operand : node.operands) collect_names(*operand, names);
 }
 

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <stdexcept>
+#include <utility>
 
 namespace tiletune {
 namespace {
@@ -51,16 +54,135 @@ GemmShape GemmShape::parse(std::string_view text) {
 
 std::string GemmShape::to_string() const { return fmt::format("{}x{}x{}", m, n, k); }
 
-bool GemmProblem::valid() const {
-  const auto within = [](std::int64_t value, std::int64_t low) {
-    return value >= low && value <= kMaxSize;
+char to_char(Op op) { return op == Op::n ? 'n' : 't'; }
+
+const char* to_string(Epilogue epilogue) {
+  switch (epilogue) {
+    case Epilogue::none: return "none";
+    case Epilogue::bias: return "bias";
+    case Epilogue::relu: return "relu";
+    case Epilogue::bias_relu: return "bias_relu";
+    case Epilogue::gelu: return "gelu";
+    case Epilogue::bias_gelu: return "bias_gelu";
+  }
+  return "unknown";
+}
+
+std::optional<Epilogue> parse_epilogue(std::string_view text) {
+  for (Epilogue e : {Epilogue::none, Epilogue::bias, Epilogue::relu, Epilogue::bias_relu,
+                     Epilogue::gelu, Epilogue::bias_gelu}) {
+    if (text == to_string(e)) return e;
+  }
+  return std::nullopt;
+}
+
+bool adds_bias(Epilogue epilogue) {
+  return epilogue == Epilogue::bias || epilogue == Epilogue::bias_relu ||
+         epilogue == Epilogue::bias_gelu;
+}
+
+std::string GemmProblem::invalid_reason() const {
+  const auto size = [](const char* name, std::int64_t value) -> std::string {
+    if (value < 1 || value > kMaxSize) return fmt::format("{}={} is not in [1, {}]", name, value, kMaxSize);
+    return {};
   };
-  return within(shape.m, 1) && within(shape.n, 1) && within(shape.k, 1) && within(lda, shape.k) &&
-         within(ldb, shape.n) && within(ldc, shape.n);
+  for (auto [name, value] : {std::pair{"M", shape.m}, {"N", shape.n}, {"K", shape.k}}) {
+    if (std::string why = size(name, value); !why.empty()) return why;
+  }
+  const auto leading = [](const char* name, std::int64_t value, std::int64_t least,
+                          const char* what) -> std::string {
+    if (value < least || value > kMaxSize) {
+      return fmt::format("{}={} is not in [{}, {}] ({})", name, value, least, kMaxSize, what);
+    }
+    return {};
+  };
+  if (std::string why = leading("lda", lda, a_columns(), op_a == Op::n ? "K, A as stored" : "M, A transposed");
+      !why.empty()) {
+    return why;
+  }
+  if (std::string why = leading("ldb", ldb, b_columns(), op_b == Op::n ? "N, B as stored" : "K, B transposed");
+      !why.empty()) {
+    return why;
+  }
+  if (std::string why = leading("ldc", ldc, shape.n, "N"); !why.empty()) return why;
+  if (batch < 1 || batch > kMaxSize) return fmt::format("batch={} is not in [1, {}]", batch, kMaxSize);
+  if (batch > 1) {
+    if (stride_a < 0 || stride_b < 0) {
+      return fmt::format("stride_a={} stride_b={}: a batch stride is not >= 0", stride_a, stride_b);
+    }
+    if (stride_c < c_span()) {
+      return fmt::format("stride_c={} is below the {} elements one C spans: entries would overlap",
+                         stride_c, c_span());
+    }
+    // Every element index of the batch fits in int64 (a kernel adds i * stride to a pointer).
+    constexpr std::int64_t kMaxIndex = std::numeric_limits<std::int64_t>::max() / 4;
+    for (auto [name, stride] : {std::pair{"stride_a", stride_a}, {"stride_b", stride_b},
+                                {"stride_c", stride_c}}) {
+      if (stride > kMaxIndex / batch) return fmt::format("{}={} x batch={} overflows", name, stride, batch);
+    }
+  }
+  return {};
+}
+
+bool GemmProblem::valid() const { return invalid_reason().empty(); }
+
+bool GemmProblem::plain() const {
+  return op_a == Op::n && op_b == Op::n && alpha == 1 && beta == 0 && batch == 1 &&
+         epilogue == Epilogue::none;
+}
+
+std::string GemmProblem::contract_text() const {
+  std::string text;
+  if (op_a != Op::n || op_b != Op::n) text += fmt::format(" op={}{}", to_char(op_a), to_char(op_b));
+  if (alpha != 1) text += fmt::format(" alpha={}", alpha);
+  if (beta != 0) text += fmt::format(" beta={}", beta);
+  if (batch != 1) {
+    text += fmt::format(" batch={} stride_a={} stride_b={} stride_c={}", batch, stride_a, stride_b,
+                        stride_c);
+  }
+  if (epilogue != Epilogue::none) text += fmt::format(" epilogue={}", tiletune::to_string(epilogue));
+  return text;
 }
 
 std::string GemmProblem::to_string() const {
-  return fmt::format("{} lda={} ldb={} ldc={}", shape.to_string(), lda, ldb, ldc);
+  return fmt::format("{} lda={} ldb={} ldc={}{}", shape.to_string(), lda, ldb, ldc, contract_text());
+}
+
+bool GemmProblem::parse_contract_item(std::string_view key, std::string_view value) {
+  const auto bad = [&] {
+    return std::invalid_argument(fmt::format("{}={} not understood", key, value));
+  };
+  const auto number = [&](auto& out) {
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), out);
+    if (error != std::errc() || end != value.data() + value.size()) throw bad();
+  };
+  if (key == "op") {
+    if (value.size() != 2) throw bad();
+    for (int i = 0; i < 2; ++i) {
+      if (value[i] != 'n' && value[i] != 't') throw bad();
+    }
+    op_a = value[0] == 't' ? Op::t : Op::n;
+    op_b = value[1] == 't' ? Op::t : Op::n;
+  } else if (key == "alpha") {
+    number(alpha);
+  } else if (key == "beta") {
+    number(beta);
+  } else if (key == "batch") {
+    number(batch);
+  } else if (key == "stride_a") {
+    number(stride_a);
+  } else if (key == "stride_b") {
+    number(stride_b);
+  } else if (key == "stride_c") {
+    number(stride_c);
+  } else if (key == "epilogue") {
+    const std::optional<Epilogue> e = parse_epilogue(value);
+    if (!e) throw bad();
+    epilogue = *e;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace tiletune

@@ -25,7 +25,8 @@ namespace {
 constexpr std::string_view kDirectivePrefix = "// tiletune:";
 constexpr std::string_view kDirectiveList =
     "name, entry, param, require, tune_if, block, grid, shared, zero_output, precision, arch, "
-    "tensor_map";
+    "tensor_map, supports";
+constexpr std::string_view kContractFeatures = "op_a, op_b, alpha_beta, batch, epilogue";
 constexpr std::string_view kCopyUnaligned = "copy_unaligned";
 constexpr std::string_view kBlanks = " \t\r\f\v";
 constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
@@ -154,7 +155,7 @@ class TemplateParser {
     const bool known = word == "name" || word == "entry" || word == "param" || word == "require" ||
                        word == "tune_if" || word == "block" || word == "grid" ||
                        word == "shared" || word == "zero_output" || word == "precision" ||
-                       word == "arch" || word == "tensor_map";
+                       word == "arch" || word == "tensor_map" || word == "supports";
     if (!known) {
       fail(line, fmt::format("unknown directive '{}' (expected one of {})", word, kDirectiveList));
     }
@@ -215,6 +216,8 @@ class TemplateParser {
                                argument));
       }
       tmpl_.feature_arch = std::string(argument);
+    } else if (word == "supports") {
+      supports(line, argument);
     } else {
       dimensions(line, word, argument, word == "block" ? tmpl_.block : tmpl_.grid);
       if (word == "grid") sm_count_lines_.insert(line);
@@ -258,6 +261,25 @@ class TemplateParser {
       fail(line, fmt::format("parameter '{}' has no candidate values", name));
     }
     tmpl_.parameters.push_back(std::move(parameter));
+  }
+
+  // "op_a op_b alpha_beta batch epilogue": the parts of the BLAS contract the entry serves.
+  void supports(std::size_t line, std::string_view argument) {
+    while (!argument.empty()) {
+      const auto [word, rest] = split_word(argument);
+      argument = rest;
+      bool* flag = word == "op_a"         ? &tmpl_.supports.op_a
+                   : word == "op_b"       ? &tmpl_.supports.op_b
+                   : word == "alpha_beta" ? &tmpl_.supports.alpha_beta
+                   : word == "batch"      ? &tmpl_.supports.batch
+                   : word == "epilogue"   ? &tmpl_.supports.epilogue
+                                          : nullptr;
+      if (flag == nullptr) {
+        fail(line, fmt::format("supports '{}' (expected some of {})", word, kContractFeatures));
+      }
+      if (*flag) fail(line, fmt::format("supports '{}' twice", word));
+      *flag = true;
+    }
   }
 
   // "A tf32 swizzle128 [copy_unaligned] 32, BM": operand, element, layout, whether the launcher
@@ -616,6 +638,40 @@ KernelTemplate load_template(const std::filesystem::path& path) {
   KernelTemplate tmpl = parse_template(inline_local_includes(contents, path), path.string());
   tmpl.path = path;
   return tmpl;
+}
+
+std::string ContractSupport::to_string() const {
+  std::vector<std::string_view> parts;
+  if (op_a) parts.push_back("op_a");
+  if (op_b) parts.push_back("op_b");
+  if (alpha_beta) parts.push_back("alpha_beta");
+  if (batch) parts.push_back("batch");
+  if (epilogue) parts.push_back("epilogue");
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, " "));
+}
+
+std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& problem,
+                                                       const LaunchGeometry* geometry) const {
+  const auto refuse = [&](std::string_view what) {
+    return fmt::format("{} serves no {} (it supports {})", name, what,
+                       supports.any() ? supports.to_string() : "plain C = A * B only");
+  };
+  if (problem.op_a == Op::t && !supports.op_a) return refuse("transposed A (op_a=t)");
+  if (problem.op_b == Op::t && !supports.op_b) return refuse("transposed B (op_b=t)");
+  if ((problem.alpha != 1 || problem.beta != 0) && !supports.alpha_beta) {
+    return refuse(fmt::format("alpha={} beta={}", problem.alpha, problem.beta));
+  }
+  if (problem.batch != 1 && !supports.batch) return refuse(fmt::format("batch={}", problem.batch));
+  if (problem.epilogue != Epilogue::none && !supports.epilogue) {
+    return refuse(fmt::format("epilogue={}", tiletune::to_string(problem.epilogue)));
+  }
+  if (geometry != nullptr && geometry->zero_output &&
+      (problem.beta != 0 || problem.epilogue != Epilogue::none)) {
+    return fmt::format("{}: a configuration that adds into a cleared C (split-K) cannot apply "
+                       "beta={} or epilogue={}", name, problem.beta,
+                       tiletune::to_string(problem.epilogue));
+  }
+  return std::nullopt;
 }
 
 std::string fnv1a_hex(std::string_view bytes) {

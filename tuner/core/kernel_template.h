@@ -34,6 +34,13 @@
 //                                               unless its layout is followed by copy_unaligned:
 //                                               then the launcher copies such an operand into
 //                                               aligned rows first (operand_staging.h))
+//   // tiletune: supports op_a op_b alpha_beta batch epilogue
+//                                              (the parts of the BLAS contract the entry serves,
+//                                               any of those five: transposed A, transposed B,
+//                                               alpha and beta, strided batches, epilogues; the
+//                                               entry then takes a tt_gemm_args after ldc
+//                                               (<tiletune/gemm_contract.h>). Without the line it
+//                                               serves plain problems, C = A * B, only)
 //
 // Parameters reach the source as macros with the prefix TT_ (TILE becomes -DTT_TILE=16): a bare
 // macro named T would break NVRTC's own headers. Expressions (expression.h) may use every
@@ -125,6 +132,15 @@ struct LaunchGeometry {
   }
 };
 
+// The parts of the BLAS contract (gemm_shape.h) a template's entry serves.
+struct ContractSupport {
+  bool op_a = false, op_b = false, alpha_beta = false, batch = false, epilogue = false;
+  // Whether the entry takes a tt_gemm_args: it declares any part.
+  bool any() const { return op_a || op_b || alpha_beta || batch || epilogue; }
+  std::string to_string() const;  // "op_a op_b batch", or "none"
+  friend bool operator==(const ContractSupport&, const ContractSupport&) = default;
+};
+
 struct KernelTemplate {
   std::string name;
   std::string entry;
@@ -143,6 +159,14 @@ struct KernelTemplate {
   Precision precision = Precision::fp32;
   std::string feature_arch;  // "sm_90a", or empty
   std::vector<TensorMapDeclaration> tensor_maps;  // the entry's parameters after the contract's
+  ContractSupport supports;
+
+  // Why a configuration of this template cannot serve the problem's part of the BLAS contract, in
+  // one line ("tiled serves no transposed A (it supports op_b batch)"), or nothing. With a
+  // geometry, also a configuration that adds into a cleared C (zero_output: split-K) where the
+  // problem reads C (beta != 0) or has an epilogue, which only a last pass over C could apply.
+  std::optional<std::string> unsupported(const GemmProblem& problem,
+                                         const LaunchGeometry* geometry = nullptr) const;
 
   // What NVRTC compiles for on a GPU whose own target is `device_arch` ("sm_90"): the template's
   // architecture-specific target where it declares one; empty where that target is another GPU

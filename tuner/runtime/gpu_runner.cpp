@@ -96,7 +96,7 @@ std::shared_ptr<const GpuKernel> GpuRunner::kernel(CUcontext context, const Reco
       build_once(mutex_, kernels_, KernelKey{context, templ.source_hash, config}, [&] {
         const std::shared_ptr<const CompiledKernelImage> built = image(templ, config, props);
         return std::shared_ptr<const GpuKernel>(std::make_shared<GpuKernel>(
-            *built, templ.parsed->entry, templ.parsed->tensor_maps.size()));
+            *built, templ.parsed->entry, entry_form(*templ.parsed)));
       });
   if (auto limit = exceeds_device_limits(geometry, loaded->resource_usage(PtxasReport{}), props)) {
     throw std::runtime_error(fmt::format("{} [{}] cannot run on {}: {}", templ.name, config,

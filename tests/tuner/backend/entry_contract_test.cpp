@@ -284,8 +284,8 @@ class EntryContractOnGpu : public testing_support::GpuTest {
 
 TEST_F(EntryContractOnGpu, TheDriverReportsTheContractsLayoutForAContractEntry) {
   const CompiledKernelImage image = unchecked_kernels();
-  EXPECT_NO_THROW(GpuKernel(image, "good", 0));
-  EXPECT_NO_THROW(GpuKernel(image, "unused_parameters", 0));
+  EXPECT_NO_THROW(GpuKernel(image, "good", EntryForm{}));
+  EXPECT_NO_THROW(GpuKernel(image, "unused_parameters", EntryForm{}));
 }
 
 TEST_F(EntryContractOnGpu, AnEntryTakingOtherParametersIsRefusedWhenLoaded) {
@@ -294,19 +294,19 @@ TEST_F(EntryContractOnGpu, AnEntryTakingOtherParametersIsRefusedWhenLoaded) {
   }
   const CompiledKernelImage image = unchecked_kernels();
   try {
-    GpuKernel kernel(image, "swapped", 0);
+    GpuKernel kernel(image, "swapped", EntryForm{});
     ADD_FAILURE() << "an entry taking (int M, int N, int K, const float* A, ...) was loaded";
   } catch (const EntryContractError& e) {
     EXPECT_EQ(e.log(), "entry swapped takes 6 parameters (4, 4, 4, 8, 8, 8 bytes); the contract "
                        "is 9: " + kContract);
   }
-  EXPECT_THROW(GpuKernel(image, "mixed", 0), EntryContractError);
+  EXPECT_THROW(GpuKernel(image, "mixed", EntryForm{}), EntryContractError);
 }
 
 TEST_F(EntryContractOnGpu, AMissingEntryIsRefusedWhenLoaded) {
   const CompiledKernelImage image = unchecked_kernels();
   try {
-    GpuKernel kernel(image, "mangled", 0);
+    GpuKernel kernel(image, "mangled", EntryForm{});
     ADD_FAILURE() << "a C++ name was found as an extern \"C\" entry";
   } catch (const EntryContractError& e) {
     EXPECT_THAT(e.log(), HasSubstr("entry mangled is not in the compiled code: it is compiled as "

@@ -64,7 +64,7 @@ TEST_F(GpuPipeline, ShapeVerifierAcceptsTiledAtAnAwkwardShape) {
   for (const char* text : {"TILE=16,PAD=0,SWIZZLE=0", "TILE=16,PAD=0,SWIZZLE=1", "TILE=32,PAD=1,SWIZZLE=0"}) {
     const Configuration config = tmpl.parse_configuration(text);
     const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry,
-                         tmpl.tensor_maps.size());
+                         entry_form(tmpl));
     const auto wrong = verifier.verify(kernel, tmpl.launch_geometry(config, shape),
                                        Precision::fp32);
     EXPECT_FALSE(wrong.has_value()) << text << ": " << *wrong;
@@ -77,7 +77,7 @@ TEST_F(GpuPipeline, ShapeVerifierAcceptsNaiveWithWideLeadingDimensions) {
   const KernelTemplate tmpl = load_template(kTemplates / "naive.cu");
   const Configuration config = tmpl.parse_configuration("BLOCK_X=32,BLOCK_Y=4");
   const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry,
-                         tmpl.tensor_maps.size());
+                         entry_form(tmpl));
   const auto wrong = verifier.verify(kernel, tmpl.launch_geometry(config, problem.shape),
                                      Precision::fp32);
   EXPECT_FALSE(wrong.has_value()) << *wrong;
@@ -89,7 +89,7 @@ TEST_F(GpuPipeline, ShapeVerifierRejectsAMutantWithoutTheStoreMask) {
   const GemmShape shape{257, 263, 129};
   const Configuration config = mutant.parse_configuration("TILE=16,PAD=0,SWIZZLE=0");
   const GpuKernel kernel(compile_configuration(mutant, config, arch()), mutant.entry,
-                         mutant.tensor_maps.size());
+                         entry_form(mutant));
   ShapeVerifier verifier(*device_, GemmProblem::packed(shape), 1);
   try {
     const auto wrong = verifier.verify(kernel, mutant.launch_geometry(config, shape),
@@ -109,7 +109,7 @@ TEST_F(GpuPipeline, ShapeVerifierRejectsAKernelThatSkipsTheLastKTile) {
   const GemmShape shape{64, 64, 129};
   const Configuration config = mutant.parse_configuration("TILE=16,PAD=0,SWIZZLE=0");
   const GpuKernel kernel(compile_configuration(mutant, config, arch()), mutant.entry,
-                         mutant.tensor_maps.size());
+                         entry_form(mutant));
   ShapeVerifier verifier(*device_, GemmProblem::packed(shape), 3);
   const auto wrong = verifier.verify(kernel, mutant.launch_geometry(config, shape),
                                      Precision::fp32);
@@ -132,7 +132,7 @@ TEST_F(GpuPipeline, ShapeVerifierChecksAnyLaunchOfItsProblem) {
   const KernelTemplate tmpl = tiled();
   const Configuration config = tmpl.parse_configuration("TILE=16,PAD=0,SWIZZLE=0");
   const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry,
-                         tmpl.tensor_maps.size());
+                         entry_form(tmpl));
   const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
   int launches = 0;
   const auto right = verifier.verify([&](CUstream stream) {
@@ -183,7 +183,7 @@ TEST_F(GpuPipeline, TimeLaunchesRunsBetweenMinAndMaxRuns) {
   const KernelTemplate tmpl = tiled();
   const Configuration config = tmpl.parse_configuration("TILE=16,PAD=1,SWIZZLE=0");
   const GpuKernel kernel(compile_configuration(tmpl, config, arch()), tmpl.entry,
-                         tmpl.tensor_maps.size());
+                         entry_form(tmpl));
   const LaunchGeometry geometry = tmpl.launch_geometry(config, shape);
   int launches = 0;
   TimingSettings settings;

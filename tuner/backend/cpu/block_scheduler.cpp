@@ -249,19 +249,31 @@ context::fiber run_thread(CudaThreadFiber& fiber, const BlockLaunch& launch,
     const auto& maps = g.tensor_maps;
     // The entry's type has as many tensor maps as its template declares (cpu_kernel.cpp checked).
     const auto entry = reinterpret_cast<void (*)()>(launch.kernel->entry);
-    switch (g.tensor_map_count) {
-      case 0:
-        launch.kernel->entry(g.a, g.b, g.c, g.m, g.n, g.k, g.lda, g.ldb, g.ldc);
-        break;
-      case 1:
-        reinterpret_cast<void (*)(const float*, const float*, float*, int, int, int, int, int, int,
-                                  tt_tensor_map)>(entry)(
-            g.a, g.b, g.c, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, maps[0]);
-        break;
-      default:
-        reinterpret_cast<void (*)(const float*, const float*, float*, int, int, int, int, int, int,
-                                  tt_tensor_map, tt_tensor_map)>(entry)(
-            g.a, g.b, g.c, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, maps[0], maps[1]);
+    using F = const float*;
+    using Maps0 = void (*)(F, F, float*, int, int, int, int, int, int);
+    using Maps1 = void (*)(F, F, float*, int, int, int, int, int, int, tt_tensor_map);
+    using Maps2 = void (*)(F, F, float*, int, int, int, int, int, int, tt_tensor_map, tt_tensor_map);
+    using Args0 = void (*)(F, F, float*, int, int, int, int, int, int, ContractArgs);
+    using Args1 = void (*)(F, F, float*, int, int, int, int, int, int, ContractArgs, tt_tensor_map);
+    using Args2 = void (*)(F, F, float*, int, int, int, int, int, int, ContractArgs, tt_tensor_map,
+                           tt_tensor_map);
+    const auto run = [&](auto typed, auto... extra) {
+      reinterpret_cast<decltype(typed)>(entry)(g.a, g.b, g.c, g.m, g.n, g.k, g.lda, g.ldb, g.ldc,
+                                               extra...);
+    };
+    // A tt_gemm_args goes by value as ContractArgs, its layout (entry_contract.h).
+    if (!g.takes_contract_args) {
+      switch (g.tensor_map_count) {
+        case 0: run(Maps0{}); break;
+        case 1: run(Maps1{}, maps[0]); break;
+        default: run(Maps2{}, maps[0], maps[1]);
+      }
+    } else {
+      switch (g.tensor_map_count) {
+        case 0: run(Args0{}, g.contract_args); break;
+        case 1: run(Args1{}, g.contract_args, maps[0]); break;
+        default: run(Args2{}, g.contract_args, maps[0], maps[1]);
+      }
     }
     fiber.state = State::returned;
   } catch (const KernelTrap& trap) {

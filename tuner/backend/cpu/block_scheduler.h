@@ -59,6 +59,7 @@
 #define TT_CPU_BACKEND_HOST
 #endif
 #include "tuner/backend/cpu/cuda_on_cpu.h"
+#include "tuner/backend/entry_contract.h"
 
 namespace tiletune {
 
@@ -78,6 +79,8 @@ struct GemmArguments {
   const float* b;
   float* c;
   int m, n, k, lda, ldb, ldc;
+  bool takes_contract_args = false;  // the entry takes `contract_args` before any tensor map
+  ContractArgs contract_args{};
   std::array<tt_tensor_map, 2> tensor_maps{};  // the first `tensor_map_count` follow the contract's
   unsigned tensor_map_count = 0;
 };

@@ -75,6 +75,9 @@ std::optional<std::string> missing_entry_in_build_log(const std::string& log,
 }
 
 // What CUDA rejects at launch, so that the CPU backend rejects it too.
+// The largest gridDim.z a GPU launch may have.
+constexpr std::int64_t kMaxGridZ = 65535;
+
 void check_geometry(const LaunchGeometry& g) {
   const auto& [bx, by, bz] = g.block;
   if (bx > 1024 || by > 1024 || bz > 64 || g.threads_per_block() > 1024) {
@@ -101,7 +104,7 @@ void check_geometry(const LaunchGeometry& g) {
 CpuKernel::CpuKernel(const KernelTemplate& tmpl, const Configuration& config,
                      const CpuBackendOptions& options)
     : entry_(tmpl.entry), label_(fmt::format("{} ({})", tmpl.name, config.to_string())),
-      tensor_maps_(tmpl.tensor_maps.size()) {
+      form_(entry_form(tmpl)) {
   // An instrumented object loaded into a process without AddressSanitizer's runtime ends the
   // process, so it is refused beforehand.
   if (options.sanitize && dlsym(RTLD_DEFAULT, "__asan_init") == nullptr) {
@@ -170,11 +173,12 @@ void CpuKernel::load() {
   const auto abi_version = symbol<unsigned int (*)()>(module_.handle, "tt_cpu_abi_version");
   const auto bind = symbol<void (*)(const tt_cpu_host*)>(module_.handle, "tt_cpu_bind");
   const auto entry_tensor_maps = symbol<int (*)()>(module_.handle, "tt_cpu_entry_tensor_maps");
+  const auto entry_contract_args = symbol<int (*)()>(module_.handle, "tt_cpu_entry_contract_args");
   const auto entry_type = symbol<const char* (*)()>(module_.handle, "tt_cpu_entry_type");
   module_.enter = symbol<void (*)(const tt_cpu_thread*)>(module_.handle, "tt_cpu_enter");
   module_.entry = symbol<GemmEntry>(module_.handle, entry_.c_str());
   if (abi_version == nullptr || bind == nullptr || module_.enter == nullptr ||
-      entry_tensor_maps == nullptr || entry_type == nullptr ||
+      entry_tensor_maps == nullptr || entry_contract_args == nullptr || entry_type == nullptr ||
       abi_version() != TT_CPU_ABI_VERSION) {
     dlclose(module_.handle);
     module_.handle = nullptr;
@@ -193,8 +197,10 @@ void CpuKernel::load() {
                             "mangled); declare it extern \"C\"",
                             entry_));
   }
-  if (auto mismatch = entry_type_mismatch(entry_, entry_tensor_maps() == int(tensor_maps_),
-                                          type_in_pretty_function(entry_type()), tensor_maps_)) {
+  const bool is_contract = entry_tensor_maps() == int(form_.tensor_maps) &&
+                           (entry_contract_args() != 0) == form_.contract_args;
+  if (auto mismatch = entry_type_mismatch(entry_, is_contract,
+                                          type_in_pretty_function(entry_type()), form_)) {
     dlclose(module_.handle);
     module_.handle = nullptr;
     forget_copy();
@@ -229,17 +235,35 @@ unsigned CpuKernel::workers() const { return pool_->workers(); }
 void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const float* b, float* c,
                        int m, int n, int k, int lda, int ldb, int ldc,
                        std::uint64_t schedule_seed) const {
+  launch(geometry, a, b, c, GemmProblem{{m, n, k}, lda, ldb, ldc}, schedule_seed);
+}
+
+void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const float* b, float* c,
+                       const GemmProblem& problem, std::uint64_t schedule_seed,
+                       const float* bias) const {
   if (module_.handle == nullptr) throw LaunchError(object_path_.string() + " is not loaded");
-  check_geometry(geometry);
-  if (geometry.zero_output) {
-    for (int row = 0; row < m; ++row) std::fill_n(c + std::size_t(row) * ldc, n, 0.0f);
+  if (!form_.contract_args && !problem.plain()) {
+    throw std::logic_error("CpuKernel::launch: " + problem.to_string() +
+                           " for an entry of plain problems only");
   }
-  if (geometry.tensor_maps.size() != tensor_maps_) {
+  if (problem.batch > 1 && !geometry.tensor_maps.empty()) {
+    throw std::logic_error("CpuKernel::launch: a batch through tensor maps");
+  }
+  check_geometry(geometry);
+  const int m = int(problem.shape.m), n = int(problem.shape.n), k = int(problem.shape.k);
+  int lda = int(problem.lda), ldb = int(problem.ldb);
+  const int ldc = int(problem.ldc);
+  if (geometry.zero_output) {
+    for (std::int64_t entry = 0; entry < problem.batch; ++entry) {
+      float* const matrix = c + entry * problem.stride_c;
+      for (int row = 0; row < m; ++row) std::fill_n(matrix + std::size_t(row) * ldc, n, 0.0f);
+    }
+  }
+  if (geometry.tensor_maps.size() != form_.tensor_maps) {
     throw std::logic_error("CpuKernel::launch: a geometry of another template");
   }
   // Operands the tensor maps cannot read in place are copied first, as the GPU launcher does
   // (operand_staging.h); without copy_unaligned the driver would refuse such a map.
-  const GemmProblem problem{{m, n, k}, lda, ldb, ldc};
   const OperandStaging plan = plan_operand_staging(geometry, std::uintptr_t(a), std::uintptr_t(b), problem);
   struct alignas(16) Row16 { float floats[4]; };  // staged rows start 16-byte aligned, as TMA needs
   std::vector<Row16> staging((plan.floats + 3) / 4);
@@ -255,6 +279,7 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
     (is_a ? lda : ldb) = int(copy.to_ld);
   }
   GemmArguments arguments{a, b, c, m, n, k, lda, ldb, ldc};
+  arguments.takes_contract_args = form_.contract_args;
   for (const TensorMapBox& box : geometry.tensor_maps) {
     const bool is_a = box.operand == 'A';
     if (!tensor_map_reads_in_place(std::uintptr_t(is_a ? a : b), is_a ? lda : ldb)) {
@@ -273,15 +298,26 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
     static_assert(sizeof(map) <= sizeof(tt_tensor_map));
     std::memcpy(&arguments.tensor_maps[arguments.tensor_map_count++], &map, sizeof(map));
   }
-  const BlockLaunch launch{&module_,      arguments,
-                           geometry.grid, geometry.block,
-                           schedule_seed, sanitizer_report_count()};
-  const std::uint64_t blocks =
-      std::uint64_t(geometry.grid[0]) * geometry.grid[1] * geometry.grid[2];
-  const BlockOrder order = block_order(schedule_seed, blocks);
-  pool_->run(blocks, [&launch, order](BlockRunner& runner, std::uint64_t position) {
-    runner.run(launch, order(position));
-  });
+  // The batch runs in z, the template's grid z times over, in as many launches as the GPU's limit
+  // on gridDim.z makes (gpu_kernel.cpp), so that a kernel sees the same grids here.
+  const std::int64_t per_launch = std::max<std::int64_t>(1, kMaxGridZ / geometry.grid[2]);
+  for (std::int64_t first = 0; first < problem.batch; first += per_launch) {
+    const std::int64_t entries = std::min(per_launch, problem.batch - first);
+    GemmArguments part = arguments;
+    part.a = a + first * problem.stride_a;
+    part.b = b + first * problem.stride_b;
+    part.c = c + first * problem.stride_c;
+    part.contract_args = contract_args(problem, bias, entries);
+    std::array<std::uint32_t, 3> grid = geometry.grid;
+    grid[2] = std::uint32_t(grid[2] * entries);
+    const BlockLaunch launch{&module_, part, grid, geometry.block, schedule_seed,
+                             sanitizer_report_count()};
+    const std::uint64_t blocks = std::uint64_t(grid[0]) * grid[1] * grid[2];
+    const BlockOrder order = block_order(schedule_seed, blocks);
+    pool_->run(blocks, [&launch, order](BlockRunner& runner, std::uint64_t position) {
+      runner.run(launch, order(position));
+    });
+  }
 }
 
 }  // namespace tiletune

@@ -10,6 +10,7 @@
 
 #include "tuner/backend/cpu/block_scheduler.h"
 #include "tuner/backend/cpu/cpu_backend_options.h"
+#include "tuner/backend/entry_contract.h"
 #include "tuner/core/kernel_template.h"
 
 namespace tiletune {
@@ -35,6 +36,11 @@ class CpuKernel {
   // UnsupportedOnBackend for more dynamic shared memory than the backend provides.
   void launch(const LaunchGeometry& geometry, const float* a, const float* b, float* c, int m,
               int n, int k, int lda, int ldb, int ldc, std::uint64_t schedule_seed) const;
+  // The same for any problem of the BLAS contract the template supports (its batch in grid z, the
+  // geometry's z times the entries, as on the GPU), the epilogue reading `bias`.
+  void launch(const LaunchGeometry& geometry, const float* a, const float* b, float* c,
+              const GemmProblem& problem, std::uint64_t schedule_seed,
+              const float* bias = nullptr) const;
 
   // Loads the object afresh, its static data as the compiler left it: UBSan reports each check
   // of a loaded object once, and a reloaded one reports again. Throws what loading throws; the
@@ -53,7 +59,7 @@ class CpuKernel {
 
   std::string entry_;  // the entry point's name
   std::string label_;  // "tiled (TILE=16,PAD=0,SWIZZLE=0)", for messages
-  std::size_t tensor_maps_ = 0;  // the entry's parameters after the contract's
+  EntryForm form_;  // the entry's parameters after the contract's
   bool sanitized_ = false;
   std::filesystem::path object_path_;
   std::filesystem::path loaded_path_;

@@ -122,7 +122,7 @@ struct tt_cpu_host {
 }  // extern "C"
 
 // Bumped whenever the structures above or the exported functions below change.
-#define TT_CPU_ABI_VERSION 8
+#define TT_CPU_ABI_VERSION 9
 
 #ifndef TT_CPU_BACKEND_HOST
 
@@ -154,48 +154,65 @@ extern "C" void tt_cpu_enter(const tt_cpu_thread* thread) {
 // (kernel_build.cpp), so that the object tells whether its entry's type is the contract's and
 // prints that type as the compiler sees it (tt_cpu_entry_type). An entry taking other parameters
 // is then refused when the object is loaded, before it runs (cpu_kernel.cpp).
-typedef void tt_cpu_contract_entry(const float*, const float*, float*, int, int, int, int, int,
-                                   int);
-typedef void tt_cpu_contract_entry_noexcept(const float*, const float*, float*, int, int, int, int,
-                                            int, int) noexcept;
-// With one or two tensor maps after the contract's parameters (`// tiletune: tensor_map`).
-typedef void tt_cpu_contract_entry_1(const float*, const float*, float*, int, int, int, int, int,
-                                     int, tt_tensor_map);
-typedef void tt_cpu_contract_entry_1_noexcept(const float*, const float*, float*, int, int, int,
-                                              int, int, int, tt_tensor_map) noexcept;
-typedef void tt_cpu_contract_entry_2(const float*, const float*, float*, int, int, int, int, int,
-                                     int, tt_tensor_map, tt_tensor_map);
-typedef void tt_cpu_contract_entry_2_noexcept(const float*, const float*, float*, int, int, int,
-                                              int, int, int, tt_tensor_map, tt_tensor_map) noexcept;
-template <class A, class B>
-struct tt_cpu_same_type {
-  static const bool value = false;
+// The contract's nine parameters; then a tt_gemm_args where the template declares a part of the
+// BLAS contract (<tiletune/gemm_contract.h>: a class of 56 bytes, passed by value), then one or two
+// tensor maps (`// tiletune: tensor_map`).
+#define TT_CPU_CONTRACT_PARAMETERS const float*, const float*, float*, int, int, int, int, int, int
+template <class T>
+struct tt_cpu_without_noexcept {
+  typedef T type;
 };
-template <class A>
-struct tt_cpu_same_type<A, A> {
-  static const bool value = true;
+template <class... P>
+struct tt_cpu_without_noexcept<void(P...) noexcept> {
+  typedef void type(P...);
+};
+template <class G>
+struct tt_cpu_is_gemm_args {
+  static const bool value = __is_class(G) && sizeof(G) == 56;
+};
+// form: the tensor maps after the contract's parameters, -1 for a type none of the contract's;
+// args: whether a tt_gemm_args comes first.
+template <class T>
+struct tt_cpu_entry_form {
+  static const int form = -1, args = 0;
+};
+template <>
+struct tt_cpu_entry_form<void(TT_CPU_CONTRACT_PARAMETERS)> {
+  static const int form = 0, args = 0;
+};
+template <>
+struct tt_cpu_entry_form<void(TT_CPU_CONTRACT_PARAMETERS, tt_tensor_map)> {
+  static const int form = 1, args = 0;
+};
+template <>
+struct tt_cpu_entry_form<void(TT_CPU_CONTRACT_PARAMETERS, tt_tensor_map, tt_tensor_map)> {
+  static const int form = 2, args = 0;
+};
+template <class G>
+struct tt_cpu_entry_form<void(TT_CPU_CONTRACT_PARAMETERS, G)> {
+  static const int form = tt_cpu_is_gemm_args<G>::value ? 0 : -1, args = 1;
+};
+template <class G>
+struct tt_cpu_entry_form<void(TT_CPU_CONTRACT_PARAMETERS, G, tt_tensor_map)> {
+  static const int form = tt_cpu_is_gemm_args<G>::value ? 1 : -1, args = 1;
+};
+template <class G>
+struct tt_cpu_entry_form<void(TT_CPU_CONTRACT_PARAMETERS, G, tt_tensor_map, tt_tensor_map)> {
+  static const int form = tt_cpu_is_gemm_args<G>::value ? 2 : -1, args = 1;
 };
 // "const char* tt_cpu_type_text() [with T = void(int, int)]" (Clang: "[T = void (int, int)]").
 template <class T>
 const char* tt_cpu_type_text() { return __PRETTY_FUNCTION__; }
 // tt_cpu_entry_tensor_maps: how many tensor maps the entry takes after the contract's
-// parameters, -1 when its type is none of the contract's.
-#define TT_CPU_ENTRY_CONTRACT(entry)                                                   \
-  extern "C" int tt_cpu_entry_tensor_maps(void) {                                      \
-    if (tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry>::value ||              \
-        tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry_noexcept>::value) {     \
-      return 0;                                                                        \
-    }                                                                                  \
-    if (tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry_1>::value ||            \
-        tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry_1_noexcept>::value) {   \
-      return 1;                                                                        \
-    }                                                                                  \
-    if (tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry_2>::value ||            \
-        tt_cpu_same_type<decltype(entry), tt_cpu_contract_entry_2_noexcept>::value) {   \
-      return 2;                                                                        \
-    }                                                                                  \
-    return -1;                                                                         \
-  }                                                                                    \
+// parameters, -1 when its type is none of the contract's; tt_cpu_entry_contract_args: whether a
+// tt_gemm_args comes before them.
+#define TT_CPU_ENTRY_CONTRACT(entry)                                                          \
+  extern "C" int tt_cpu_entry_tensor_maps(void) {                                             \
+    return tt_cpu_entry_form<tt_cpu_without_noexcept<decltype(entry)>::type>::form;           \
+  }                                                                                           \
+  extern "C" int tt_cpu_entry_contract_args(void) {                                           \
+    return tt_cpu_entry_form<tt_cpu_without_noexcept<decltype(entry)>::type>::args;           \
+  }                                                                                           \
   extern "C" const char* tt_cpu_entry_type(void) { return tt_cpu_type_text<decltype(entry)>(); }
 
 // ---- qualifiers -----------------------------------------------------------------------------

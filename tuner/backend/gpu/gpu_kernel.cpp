@@ -45,18 +45,21 @@ std::optional<std::string> exceeds_device_limits(const LaunchGeometry& geometry,
 
 namespace {
 
+// The largest gridDim.z a launch may have.
+constexpr std::int64_t kMaxGridZ = 65535;
+
 // How many parameters to ask the driver about: as many as the cubin records for the entry, else
 // as many as the contract has. Never more: a question past the last parameter is an API error
 // (CUDA_ERROR_INVALID_VALUE), which compute-sanitizer's memcheck reports against every
 // configuration. An entry that takes more than the contract's and whose cubin cannot be read
 // passes this check; the one after NVRTC (check_compiled_entry) reads that cubin too.
 std::size_t parameters_to_ask(const CompiledKernelImage& image, const std::string& entry,
-                              std::size_t tensor_maps) {
+                              EntryForm form) {
   try {
     if (auto parameters = CubinElf(image.cubin).parameters(entry)) return parameters->size();
   } catch (const CubinFormatError&) {
   }
-  return contract_parameter_layout().size() + tensor_maps;
+  return contract_parameter_layout().size() + (form.contract_args ? 1 : 0) + form.tensor_maps;
 }
 
 // The loaded entry's parameters as the driver lays them out; none where the driver cannot tell
@@ -141,9 +144,8 @@ CUtensorMap encode_tensor_map(const TensorMapBox& box, CUdeviceptr a, CUdevicept
   return map;
 }
 
-GpuKernel::GpuKernel(const CompiledKernelImage& image, const std::string& entry,
-                     std::size_t tensor_maps)
-    : tensor_maps_(tensor_maps) {
+GpuKernel::GpuKernel(const CompiledKernelImage& image, const std::string& entry, EntryForm form)
+    : form_(form) {
   const CudaDriver& cu = cuda_driver();
   check_cuda(cu.cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData");
   const auto unload = [&] {
@@ -159,8 +161,8 @@ GpuKernel::GpuKernel(const CompiledKernelImage& image, const std::string& entry,
     check_cuda(found, fmt::format("cuModuleGetFunction('{}')", entry).c_str());
   }
   if (const auto layout =
-          driver_parameter_layout(function_, parameters_to_ask(image, entry, tensor_maps))) {
-    if (auto mismatch = parameter_layout_mismatch(entry, *layout, tensor_maps)) {
+          driver_parameter_layout(function_, parameters_to_ask(image, entry, form))) {
+    if (auto mismatch = parameter_layout_mismatch(entry, *layout, form)) {
       unload();
       throw EntryContractError(*mismatch);
     }
@@ -217,12 +219,22 @@ StagingBuffers::Staging StagingBuffers::reserve(CUstream stream, std::size_t byt
 
 void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CUdeviceptr a,
                          CUdeviceptr b, CUdeviceptr c, const GemmProblem& problem, CUstream stream,
-                         StagingBuffers& staging) {
+                         StagingBuffers& staging, EntryForm form, CUdeviceptr bias) {
   const CudaDriver& cu = cuda_driver();
+  if (!form.contract_args && !problem.plain()) {
+    throw std::logic_error("enqueue_gemm_launch: " + problem.to_string() +
+                           " for an entry of plain problems only");
+  }
+  if (problem.batch > 1 && !geometry.tensor_maps.empty()) {
+    throw std::logic_error("enqueue_gemm_launch: a batch through tensor maps");
+  }
   if (geometry.zero_output) {
-    check_cuda(cu.cuMemsetD2D32Async(c, problem.ldc * sizeof(float), 0, problem.shape.n,
-                                     problem.shape.m, stream),
-               "cuMemsetD2D32Async(C)");
+    for (std::int64_t entry = 0; entry < problem.batch; ++entry) {
+      check_cuda(cu.cuMemsetD2D32Async(c + entry * problem.stride_c * sizeof(float),
+                                       problem.ldc * sizeof(float), 0, problem.shape.n,
+                                       problem.shape.m, stream),
+                 "cuMemsetD2D32Async(C)");
+    }
   }
   GemmProblem read = problem;  // the operands as the kernel reads them: copies where staged
   const OperandStaging plan = plan_operand_staging(geometry, a, b, problem);
@@ -239,27 +251,41 @@ void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CU
   int m = int(read.shape.m), n = int(read.shape.n), k = int(read.shape.k);
   int lda = int(read.lda), ldb = int(read.ldb), ldc = int(read.ldc);
   std::array<CUtensorMap, 2> maps;
-  std::array<void*, 11> arguments = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc};
+  ContractArgs args;
+  std::array<void*, 12> arguments = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc};
+  std::size_t extra = 9;
+  if (form.contract_args) arguments[extra++] = &args;
   if (geometry.tensor_maps.size() > maps.size()) {
     throw std::logic_error("enqueue_gemm_launch: more tensor maps than operands");
   }
   for (std::size_t i = 0; i < geometry.tensor_maps.size(); ++i) {
     maps[i] = encode_tensor_map(geometry.tensor_maps[i], a, b, read);
-    arguments[9 + i] = &maps[i];
+    arguments[extra++] = &maps[i];
   }
-  check_cuda(cu.cuLaunchKernel(function, geometry.grid[0], geometry.grid[1], geometry.grid[2],
-                               geometry.block[0], geometry.block[1], geometry.block[2],
-                               geometry.dynamic_shared_bytes, stream, arguments.data(), nullptr),
-             "cuLaunchKernel");
+  // The batch runs in z, the template's grid z times over; as many entries a launch as z allows.
+  const std::int64_t per_launch = std::max<std::int64_t>(1, kMaxGridZ / geometry.grid[2]);
+  const CUdeviceptr a0 = a, b0 = b, c0 = c;
+  for (std::int64_t first = 0; first < problem.batch; first += per_launch) {
+    const std::int64_t entries = std::min(per_launch, problem.batch - first);
+    args = contract_args(problem, reinterpret_cast<const float*>(bias), entries);
+    a = a0 + first * problem.stride_a * sizeof(float);
+    b = b0 + first * problem.stride_b * sizeof(float);
+    c = c0 + first * problem.stride_c * sizeof(float);
+    check_cuda(cu.cuLaunchKernel(function, geometry.grid[0], geometry.grid[1],
+                                 std::uint32_t(geometry.grid[2] * entries), geometry.block[0],
+                                 geometry.block[1], geometry.block[2],
+                                 geometry.dynamic_shared_bytes, stream, arguments.data(), nullptr),
+               "cuLaunchKernel");
+  }
 }
 
 void GpuKernel::launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
-                       const GemmProblem& problem, CUstream stream) const {
-  if (geometry.tensor_maps.size() != tensor_maps_) {
+                       const GemmProblem& problem, CUstream stream, CUdeviceptr bias) const {
+  if (geometry.tensor_maps.size() != form_.tensor_maps) {
     throw std::logic_error("GpuKernel::launch: a geometry of another template");
   }
   reserve_dynamic_shared(geometry.dynamic_shared_bytes);
-  enqueue_gemm_launch(function_, geometry, a, b, c, problem, stream, staging_);
+  enqueue_gemm_launch(function_, geometry, a, b, c, problem, stream, staging_, form_, bias);
 }
 
 }  // namespace tiletune

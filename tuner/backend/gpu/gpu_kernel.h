@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "tuner/backend/entry_contract.h"
 #include "tuner/backend/gpu/cuda_driver.h"
 #include "tuner/backend/gpu/device_buffer.h"
 #include "tuner/backend/gpu/gpu_device.h"
@@ -47,23 +48,25 @@ class StagingBuffers {
   std::size_t max_pitch_ = 0;  // 0 until the first reserve
 };
 
-// Enqueues one launch of a contract entry on `stream` (0: the default stream): clears C's M x N
-// elements when the geometry asks for it, copies the operands its tensor maps cannot read in place
-// (operand_staging.h) into `staging`, encodes the maps for the operands the kernel then reads, and
-// launches with the nine contract arguments and the maps. Throws CudaError when a copy, an
-// encoding or the launch is rejected, GpuUnavailable when the driver cannot encode tensor maps;
-// errors inside the kernel surface at the next synchronisation.
+// Enqueues the launch of a contract entry of this form on `stream` (0: the default stream): clears
+// C's M x N elements (of every entry of a batch) when the geometry asks for it, copies the operands
+// its tensor maps cannot read in place (operand_staging.h) into `staging`, encodes the maps for
+// the operands the kernel then reads, and launches with the nine contract arguments, the problem's
+// tt_gemm_args (with `bias`) where the form takes one, and the maps. A batch runs in grid z, the
+// geometry's z times the entries, in as many launches as gridDim.z's limit needs. Throws CudaError
+// when a copy, an encoding or the launch is rejected, GpuUnavailable when the driver cannot encode
+// tensor maps; errors inside the kernel surface at the next synchronisation.
 void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CUdeviceptr a,
                          CUdeviceptr b, CUdeviceptr c, const GemmProblem& problem, CUstream stream,
-                         StagingBuffers& staging);
+                         StagingBuffers& staging, EntryForm form, CUdeviceptr bias = 0);
 
 class GpuKernel {
  public:
-  // Loads the cubin and finds the entry point, whose parameters must be the contract's with
-  // `tensor_maps` tensor maps (entry_contract.h) as far as the driver reports them (CUDA 12.4 and
-  // later). Throws EntryContractError (a CompileError) for an entry that is missing or breaks the
+  // Loads the cubin and finds the entry point, whose parameters must be the contract's of this form
+  // (entry_contract.h: entry_form(tmpl)) as far as the driver reports them (CUDA 12.4 and later).
+  // Throws EntryContractError (a CompileError) for an entry that is missing or breaks the
   // contract, CudaError for the rest.
-  GpuKernel(const CompiledKernelImage& image, const std::string& entry, std::size_t tensor_maps);
+  GpuKernel(const CompiledKernelImage& image, const std::string& entry, EntryForm form);
   ~GpuKernel();
   GpuKernel(const GpuKernel&) = delete;
   GpuKernel& operator=(const GpuKernel&) = delete;
@@ -71,7 +74,7 @@ class GpuKernel {
   // Enqueues one launch on `stream` as enqueue_gemm_launch does, its operand copies staged in
   // this kernel's buffers, after raising the entry's shared memory limit where it needs more.
   void launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
-              const GemmProblem& problem, CUstream stream = nullptr) const;
+              const GemmProblem& problem, CUstream stream = nullptr, CUdeviceptr bias = 0) const;
 
   // Raises the entry's dynamic shared memory limit to `bytes` when it is lower (above 48 KiB a
   // kernel must opt in). Thread-safe; launch calls it, the runtime library ahead of its launches.
@@ -87,7 +90,7 @@ class GpuKernel {
  private:
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
-  std::size_t tensor_maps_ = 0;
+  EntryForm form_;
   // Only ever raised, under limit_mutex_; read by launches on any thread (the runtime library).
   mutable std::atomic<int> dynamic_shared_limit_ = 48 * 1024;
   mutable std::mutex limit_mutex_;

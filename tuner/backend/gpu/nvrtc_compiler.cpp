@@ -211,12 +211,12 @@ CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Conf
       tmpl.source, nvrtc_file_name(tmpl), nvrtc_options(tmpl, config, arch), target, tmpl.entry,
       what);
   image.arch = arch;  // the GPU's own target (sm_90 for an sm_90a compile): loaders go by that
-  check_compiled_entry(image, tmpl.entry, what, tmpl.tensor_maps.size());
+  check_compiled_entry(image, tmpl.entry, what, entry_form(tmpl));
   return image;
 }
 
 void check_compiled_entry(const CompiledKernelImage& image, const std::string& entry,
-                          const std::string& what, std::size_t tensor_maps) {
+                          const std::string& what, EntryForm form) {
   std::optional<CubinElf> cubin;
   try {
     cubin.emplace(image.cubin);
@@ -227,7 +227,7 @@ void check_compiled_entry(const CompiledKernelImage& image, const std::string& e
     throw EntryContractError(what, missing_entry_line(entry, cubin->kernels()));
   }
   if (const auto layout = cubin->parameters(entry)) {
-    if (auto mismatch = parameter_layout_mismatch(entry, *layout, tensor_maps)) {
+    if (auto mismatch = parameter_layout_mismatch(entry, *layout, form)) {
       throw EntryContractError(what, *mismatch);
     }
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tuner/backend/backend_errors.h"  // CompileError
+#include "tuner/backend/entry_contract.h"
 #include "tuner/core/kernel_template.h"
 
 namespace tiletune {
@@ -76,6 +77,6 @@ CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Conf
 // cubin defines no kernel of that name, or when its parameter records say it takes other
 // parameters than the contract's. A cubin this reader cannot read is left to the GPU's check.
 void check_compiled_entry(const CompiledKernelImage& image, const std::string& entry,
-                          const std::string& what, std::size_t tensor_maps = 0);
+                          const std::string& what, EntryForm form = {});
 
 }  // namespace tiletune

@@ -45,7 +45,7 @@ class DeviceLibraryGpu : public testing_support::GpuTest {
     const KernelTemplate& tmpl = probe.kernel_template();
     const GpuKernel kernel(
         compile_configuration(tmpl, tmpl.parse_configuration("P=0"), device_->properties().arch()),
-        tmpl.entry, tmpl.tensor_maps.size());
+        tmpl.entry, entry_form(tmpl));
     const DeviceBuffer a = DeviceBuffer::from(in.empty() ? std::vector<float>{0.0f} : in);
     std::vector<float> out(outputs, from_bits(kUnwrittenBits));
     const DeviceBuffer c = DeviceBuffer::from(out);

@@ -220,7 +220,7 @@ class TensorMapGpu : public testing_support::GpuTest {
                                         int outer, std::size_t outputs) {
     const Configuration config = tmpl.parse_configuration("P=0");
     const GpuKernel kernel(compile_configuration(tmpl, config, device_->properties().arch()),
-                           tmpl.entry, tmpl.tensor_maps.size());
+                           tmpl.entry, entry_form(tmpl));
     const DeviceBuffer da = DeviceBuffer::from(a.values);
     const DeviceBuffer db = DeviceBuffer::from(std::vector<float>{float(inner), float(outer), 0, 0});
     std::vector<float> c(outputs, from_bits(kUnwritten));

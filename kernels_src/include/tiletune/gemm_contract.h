@@ -1,0 +1,84 @@
+// <tiletune/gemm_contract.h>: the BLAS contract beyond C = A * B, for templates that declare
+// `// tiletune: supports ...` (README, "Writing a template"). Their entry takes one more parameter
+// after ldc (and before any tensor map):
+//
+//   extern "C" __global__ void NAME(const float* A, const float* B, float* C, int M, int N, int K,
+//                                   int lda, int ldb, int ldc, const tt_gemm_args args)
+//
+// and computes, row-major, C = act(alpha * op(A) * op(B) + beta * C + bias) for each entry of a
+// batch. op(A) is M x K: A as stored (M x K, lda apart) or, with op_a, transposed (stored K x M).
+// op(B) is K x N: as stored (K x N) or, with op_b, transposed (stored N x K). tiletune launches
+// the template's grid `batch` times over in z (gridDim.z = the grid's z * batch).
+//
+//   tt_batch_index(args)        this block's entry of the batch
+//   tt_grid_z_index(args)       blockIdx.z within the template's own grid (a split-K slice)
+//   tt_batch_a(A, args)         A, B and C of this block's entry
+//   tt_op_a(A, lda, row, k, args)   element (row, k) of op(A), (k, col) of op(B): for kernels
+//   tt_op_b(B, ldb, k, col, args)   whose transposes are a runtime choice
+//   tt_epilogue(acc, c, col, args)  what to store at C's element *c of column col for the product
+//                                   acc: beta = 0 never reads *c (C may hold NaN there)
+//
+// A template whose transposes are compile-time choices reads TT_OP_A and TT_OP_B instead where it
+// declares them as parameters.
+#pragma once
+
+// The epilogue's codes (tiletune::Epilogue): bit 0 adds the bias, the rest is the activation.
+#define TT_EPILOGUE_NONE 0
+#define TT_EPILOGUE_BIAS 1
+#define TT_EPILOGUE_RELU 2
+#define TT_EPILOGUE_BIAS_RELU 3
+#define TT_EPILOGUE_GELU 4
+#define TT_EPILOGUE_BIAS_GELU 5
+
+// 56 bytes, 8-byte aligned, the same on the GPU and on the CPU backend (tiletune checks the
+// entry's parameter layout against it).
+struct tt_gemm_args {
+  float alpha;
+  float beta;
+  const float* bias;  // N floats, added to every row of C; read only by a bias epilogue
+  long long stride_a, stride_b, stride_c;  // elements between the entries of a batch
+  int batch;
+  int op_a, op_b;  // 0: as stored, 1: transposed
+  int epilogue;    // TT_EPILOGUE_*
+};
+
+__device__ __forceinline__ int tt_batch_index(const tt_gemm_args& args) {
+  return (int)(blockIdx.z / (gridDim.z / (unsigned)args.batch));
+}
+__device__ __forceinline__ int tt_grid_z_index(const tt_gemm_args& args) {
+  return (int)(blockIdx.z % (gridDim.z / (unsigned)args.batch));
+}
+__device__ __forceinline__ const float* tt_batch_a(const float* A, const tt_gemm_args& args) {
+  return A + (long long)tt_batch_index(args) * args.stride_a;
+}
+__device__ __forceinline__ const float* tt_batch_b(const float* B, const tt_gemm_args& args) {
+  return B + (long long)tt_batch_index(args) * args.stride_b;
+}
+__device__ __forceinline__ float* tt_batch_c(float* C, const tt_gemm_args& args) {
+  return C + (long long)tt_batch_index(args) * args.stride_c;
+}
+
+__device__ __forceinline__ float tt_op_a(const float* A, int lda, int row, int k,
+                                         const tt_gemm_args& args) {
+  return args.op_a ? A[(size_t)k * lda + row] : A[(size_t)row * lda + k];
+}
+__device__ __forceinline__ float tt_op_b(const float* B, int ldb, int k, int col,
+                                         const tt_gemm_args& args) {
+  return args.op_b ? B[(size_t)col * ldb + k] : B[(size_t)k * ldb + col];
+}
+
+// GELU in its tanh form, as cuBLASLt's epilogue: x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
+__device__ __forceinline__ float tt_gelu(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+__device__ __forceinline__ float tt_epilogue(float acc, const float* c, int col,
+                                             const tt_gemm_args& args) {
+  float v = args.alpha * acc;
+  if (args.beta != 0.0f) v += args.beta * *c;
+  if (args.epilogue & TT_EPILOGUE_BIAS) v += args.bias[col];
+  const int activation = args.epilogue >> 1;
+  if (activation == 1) v = v > 0.0f ? v : 0.0f;
+  if (activation == 2) v = tt_gelu(v);
+  return v;
+}
