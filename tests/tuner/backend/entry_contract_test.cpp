@@ -71,24 +71,45 @@ TEST(EntryContract, TensorMapsFollowTheContractsParametersAt128BytesEach) {
   std::vector<KernelParameter> two_maps = contract_parameter_layout();
   two_maps.push_back({48, 128});  // where sm_90's compiler puts a 64-byte aligned map
   two_maps.push_back({176, 128});
-  EXPECT_EQ(parameter_layout_mismatch("tma", two_maps, 2), std::nullopt);
-  EXPECT_EQ(parameter_layout_mismatch("tma", {two_maps.begin(), two_maps.end() - 1}, 1),
+  EXPECT_EQ(parameter_layout_mismatch("tma", two_maps, EntryForm{false, 2}), std::nullopt);
+  EXPECT_EQ(parameter_layout_mismatch("tma", {two_maps.begin(), two_maps.end() - 1}, EntryForm{false, 1}),
             std::nullopt);
   // A template that declares two maps and an entry that takes one, or none.
-  EXPECT_EQ(parameter_layout_mismatch("tma", {two_maps.begin(), two_maps.end() - 1}, 2),
+  EXPECT_EQ(parameter_layout_mismatch("tma", {two_maps.begin(), two_maps.end() - 1}, EntryForm{false, 2}),
             "entry tma takes 10 parameters (8, 8, 8, 4, 4, 4, 4, 4, 4, 128 bytes); the contract is "
             "11: (const float* A, const float* B, float* C, int M, int N, int K, int lda, int ldb, "
             "int ldc, const __grid_constant__ tt_tensor_map map0, const __grid_constant__ "
             "tt_tensor_map map1)");
-  EXPECT_NE(parameter_layout_mismatch("tma", contract_parameter_layout(), 1), std::nullopt);
-  EXPECT_NE(parameter_layout_mismatch("tma", two_maps, 0), std::nullopt);
+  EXPECT_NE(parameter_layout_mismatch("tma", contract_parameter_layout(), EntryForm{false, 1}), std::nullopt);
+  EXPECT_NE(parameter_layout_mismatch("tma", two_maps, EntryForm{false, 0}), std::nullopt);
   // A map of another size, or one overlapping the ints.
   std::vector<KernelParameter> small = two_maps;
   small.back().size = 64;
-  EXPECT_NE(parameter_layout_mismatch("tma", small, 2), std::nullopt);
+  EXPECT_NE(parameter_layout_mismatch("tma", small, EntryForm{false, 2}), std::nullopt);
   std::vector<KernelParameter> overlapping = two_maps;
   overlapping[9].offset = 32;
-  EXPECT_NE(parameter_layout_mismatch("tma", overlapping, 2), std::nullopt);
+  EXPECT_NE(parameter_layout_mismatch("tma", overlapping, EntryForm{false, 2}), std::nullopt);
+}
+
+TEST(EntryContract, AContractTemplatesEntryTakesItsGemmArgsRightAfterTheIntsBeforeAnyMap) {
+  std::vector<KernelParameter> args = contract_parameter_layout();
+  args.push_back({48, kContractArgsBytes});
+  EXPECT_EQ(parameter_layout_mismatch("blas", args, EntryForm{true, 0}), std::nullopt);
+  // A template that declares `supports` and an entry without the args, and the other way round.
+  EXPECT_EQ(parameter_layout_mismatch("blas", contract_parameter_layout(), EntryForm{true, 0}),
+            "entry blas takes 9 parameters (8, 8, 8, 4, 4, 4, 4, 4, 4 bytes); the contract is 10: "
+            "(const float* A, const float* B, float* C, int M, int N, int K, int lda, int ldb, "
+            "int ldc, const tt_gemm_args args)");
+  EXPECT_NE(parameter_layout_mismatch("blas", args, EntryForm{false, 0}), std::nullopt);
+  // The args are no tensor map, and come before one.
+  EXPECT_NE(parameter_layout_mismatch("blas", args, EntryForm{false, 1}), std::nullopt);
+  std::vector<KernelParameter> args_and_map = args;
+  args_and_map.push_back({112, 128});
+  EXPECT_EQ(parameter_layout_mismatch("blas", args_and_map, EntryForm{true, 1}), std::nullopt);
+  std::vector<KernelParameter> map_first = contract_parameter_layout();
+  map_first.push_back({48, 128});
+  map_first.push_back({176, kContractArgsBytes});
+  EXPECT_NE(parameter_layout_mismatch("blas", map_first, EntryForm{true, 1}), std::nullopt);
 }
 
 TEST(EntryContract, AMissingEntryIsNamedWithWhatTheCodeHasInstead) {
