@@ -69,7 +69,7 @@ std::int64_t get_size(const GemmProblem& p, const Size& size) {
 }  // namespace
 
 CaseRequirements::CaseRequirements(const KernelTemplate& tmpl, const Configuration& config)
-    : parameters_(tmpl.bindings(config)), requirements_(tmpl.requirements) {
+    : parameters_(tmpl.bindings(config)), contract_(tmpl.supports), requirements_(tmpl.requirements) {
   for (const std::int64_t modulus : remainder_moduli(config)) {
     const std::int64_t multiple = std::lcm(period_, modulus);
     period_ = multiple <= kLargestPeriod ? multiple : std::max(period_, modulus);
@@ -278,6 +278,59 @@ GemmProblem draw_problem(const std::vector<std::int64_t>& moduli, const CaseLimi
   return problem;
 }
 
+// The contract's choices of a case, drawn before its sizes are repaired; the batch strides follow
+// from the repaired sizes (batch_strides).
+struct ContractDraw {
+  std::int64_t a_gap = 0, b_gap = 0, c_gap = 0;  // rows between entries; -1: a broadcast operand
+};
+
+// An index that shrinks to 0, for a choice among `count` (a gen::element does not shrink).
+int choice(int count) { return *rc::gen::inRange(0, count); }
+
+ContractDraw draw_contract(GemmProblem& p, const ContractSupport& supports) {
+  ContractDraw draw;
+  const std::int64_t extra_a = p.lda - p.shape.k, extra_b = p.ldb - p.shape.n;
+  if (supports.op_a && *rc::gen::arbitrary<bool>()) p.op_a = Op::t;
+  if (supports.op_b && *rc::gen::arbitrary<bool>()) p.op_b = Op::t;
+  p.lda = p.a_columns() + extra_a;
+  p.ldb = p.b_columns() + extra_b;
+  if (supports.alpha_beta) {
+    // 1, 0 and -1 keep small-integer sums exact; the fourth choice draws a scale in [-2, 2]. The
+    // first is the plain problem's, where shrinking goes.
+    const auto scale = [](const std::array<float, 3>& units) {
+      const int which = choice(4);
+      return which < 3 ? units[which] : float(*rc::gen::inRange(-2000, 2001)) / 1000.0f;
+    };
+    p.alpha = scale({1, -1, 0});
+    p.beta = scale({0, 1, -1});
+  }
+  if (supports.epilogue) p.epilogue = Epilogue(choice(6));
+  if (supports.batch) {
+    p.batch = *rc::gen::inRange<std::int64_t>(1, 4);
+    if (p.batch > 1) {
+      const auto gap = [](bool may_broadcast) -> std::int64_t {
+        const int kind = choice(may_broadcast ? 3 : 2);  // packed, a gap, a broadcast
+        return kind == 0 ? 0 : kind == 1 ? *rc::gen::inRange<std::int64_t>(1, 3) : -1;
+      };
+      draw.a_gap = gap(true);
+      draw.b_gap = gap(true);
+      draw.c_gap = gap(false);
+    }
+  }
+  return draw;
+}
+
+// Strides of whole rows (what make_operands lays out): each entry's rows plus the gap.
+void batch_strides(GemmProblem& p, const ContractDraw& draw) {
+  if (p.batch == 1) return;
+  const auto stride = [](std::int64_t gap, std::int64_t rows, std::int64_t ld) -> std::int64_t {
+    return gap < 0 ? 0 : (rows + gap) * ld;
+  };
+  p.stride_a = stride(draw.a_gap, p.a_rows(), p.lda);
+  p.stride_b = stride(draw.b_gap, p.b_rows(), p.ldb);
+  p.stride_c = stride(draw.c_gap, p.shape.m, p.ldc);
+}
+
 }  // namespace
 
 rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const CaseLimits& limits,
@@ -286,6 +339,8 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
   return rc::gen::exec([moduli, limits, requirements, admissible] {
     GemmCase c;
     c.problem = draw_problem(moduli, limits);
+    ContractDraw contract;
+    if (requirements.contract().any()) contract = draw_contract(c.problem, requirements.contract());
     // Repaired here, inside the generator, so that every shrunk case is repaired too.
     const GemmProblem drawn = c.problem;
     for (int draw = 1; !requirements.empty() && !requirements.repair(c.problem); ++draw) {
@@ -295,6 +350,7 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
       }
       if (draw == kDraws) break;  // no known admissible problem: the runner refuses to get here
       c.problem = draw_problem(moduli, limits);
+      if (requirements.contract().any()) contract = draw_contract(c.problem, requirements.contract());
     }
     // A bound such as K >= 4096 can make a case far larger than its draw; its reference costs
     // M * N * K, so M and N come down within the requirements.
@@ -302,6 +358,7 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
     if (!(c.problem == drawn)) {
       requirements.fit_volume(c.problem, std::max(drawn_volume, kMaxRepairedVolume));
     }
+    batch_strides(c.problem, contract);
     // An index, not gen::element (which does not shrink): a failure shrinks towards the plainest
     // inputs that still show it, sparse to dense reals to small integers.
     constexpr InputKind kKinds[] = {InputKind::small_integers, InputKind::real,

@@ -4,7 +4,8 @@
 // are often wider than the matrix. Where races can show (a GPU), some cases are crowded: M and N
 // and K of many tiles, so that many blocks share each SM, each passing many barriers, and a
 // missing barrier gets caught in the act.
-// Shrinking goes toward fewer whole tiles, smaller remainders, packed strides and seed 0.
+// Shrinking goes toward fewer whole tiles, smaller remainders, packed strides and seed 0, and for a
+// template that serves the BLAS contract toward the plain problem.
 //
 // A configuration's requirements on the problem (`require M % 8 == 0`, `require lda % 4 == 0`)
 // hold for every case drawn: each draw is moved to the nearest admissible problem inside the
@@ -59,6 +60,10 @@ class CaseRequirements {
   std::optional<GemmProblem> find_admissible() const;
   // Why find_admissible() found nothing: "no problem meets requirement 'lda < 0' (...)".
   std::string why_none() const;
+  // The parts of the BLAS contract the template serves, which its cases draw: transposes, alpha
+  // and beta (0, 1, -1 or any), batches of 1 to 3 with gaps between entries or a broadcast A or B,
+  // epilogues with a bias. Each shrinks toward the plain problem.
+  const ContractSupport& contract() const { return contract_; }
 
  private:
   struct Conjunct {
@@ -68,6 +73,7 @@ class CaseRequirements {
   int unmet(const GemmProblem& problem, std::size_t* first = nullptr) const;
 
   Bindings parameters_;
+  ContractSupport contract_;
   std::int64_t period_ = 1;  // the tile sizes' least common multiple: a move by it keeps a partial tile
   std::vector<Expression> requirements_;
   std::vector<Conjunct> conjuncts_;

@@ -26,9 +26,9 @@ std::string CpuExecutor::backend_name() const {
 void CpuExecutor::launch(const GemmCase& gemm_case, GemmOperands& operands) const {
   const GemmProblem& p = gemm_case.problem;
   const LaunchGeometry geometry = template_.launch_geometry(config_, p.shape, drawn_sm_count(gemm_case.schedule_seed));
-  kernel_.launch(geometry, operands.a.data(), operands.b.data(), operands.c.data(), int(p.shape.m),
-                 int(p.shape.n), int(p.shape.k), int(p.lda), int(p.ldb), int(p.ldc),
-                 gemm_case.schedule_seed);
+  kernel_.launch(geometry, operands.a.data(), operands.b.data(), operands.c.data(), p,
+                 gemm_case.schedule_seed,
+                 operands.bias.storage.empty() ? nullptr : operands.bias.data());
 }
 
 PoisonedGuards::Region guarded_region(const GuardedMatrix& m) {

@@ -30,6 +30,9 @@ std::string place(const GuardedMatrix& m, std::size_t index) {
   if (index < m.guard) return "the guard before it";
   const std::size_t offset = index - m.guard;
   if (offset >= std::size_t(m.rows) * std::size_t(m.ld)) return "the guard after it";
+  if (!m.in_entry(std::int64_t(offset / m.ld))) {
+    return fmt::format("the gap between two entries of the batch, row {}", offset / m.ld);
+  }
   return fmt::format("padding at row {} column {} (width {}, leading dimension {})",
                      offset / m.ld, offset % m.ld, m.cols, m.ld);
 }
@@ -37,7 +40,8 @@ std::string place(const GuardedMatrix& m, std::size_t index) {
 bool inside_region(const GuardedMatrix& m, std::size_t index) {
   if (index < m.guard) return false;
   const std::size_t offset = index - m.guard;
-  return offset < std::size_t(m.rows) * std::size_t(m.ld) && std::int64_t(offset % m.ld) < m.cols;
+  return offset < std::size_t(m.rows) * std::size_t(m.ld) && std::int64_t(offset % m.ld) < m.cols &&
+         m.in_entry(std::int64_t(offset / m.ld));
 }
 
 std::optional<Finding> first_change(const GuardedMatrix& before, const GuardedMatrix& after,
@@ -173,9 +177,86 @@ ReferenceTable compute_reference(const GemmOperands& inputs) {
   return table;
 }
 
+namespace {
+
+// GELU in its tanh form, in double.
+double gelu(double x) {
+  return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+// The whole BLAS contract (gemm_shape.h), element by element: act(alpha * op(A) op(B) + beta * C0
+// + bias), in double, against each entry of the batch. The bound adds to the dot product's (times
+// |alpha|) a few roundings of each float operation after it; none where every one is exact (small
+// integers, alpha and beta in {-1, 0, 1}, no GELU): such a case is compared bit for bit.
+std::optional<Finding> judge_contract(const GemmCase& gemm_case, Precision precision,
+                                      const GemmOperands& before, const GemmOperands& after) {
+  const GemmProblem& p = gemm_case.problem;
+  const std::int64_t k_size = p.shape.k;
+  const double factor = bound_factor(gemm_case.inputs, precision, k_size);
+  const auto unit = [](float x) { return x == 0 || x == 1 || x == -1; };
+  const int activation = int(p.epilogue) >> 1;  // 1: ReLU, 2: GELU (TT_EPILOGUE_*)
+  const bool exact = gemm_case.inputs == InputKind::small_integers && unit(p.alpha) &&
+                     unit(p.beta) && activation != 2;
+  constexpr double u = 0x1p-24;
+  std::optional<Finding> first;
+  std::int64_t wrong = 0;
+  for (std::int64_t e = 0; e < p.batch; ++e) {
+    const std::int64_t a_entry = before.a.entry_stride_rows == 0 ? 0 : e;
+    const std::int64_t b_entry = before.b.entry_stride_rows == 0 ? 0 : e;
+    for (std::int64_t r = 0; r < p.shape.m; ++r) {
+      for (std::int64_t c = 0; c < p.shape.n; ++c) {
+        double sum = 0, magnitude = 0;
+        for (std::int64_t k = 0; k < k_size; ++k) {
+          const double a = p.op_a == Op::n ? before.a.at(a_entry, r, k) : before.a.at(a_entry, k, r);
+          const double b = p.op_b == Op::n ? before.b.at(b_entry, k, c) : before.b.at(b_entry, c, k);
+          sum += a * b;
+          magnitude += std::fabs(a * b);
+        }
+        const double scaled = double(p.alpha) * sum;
+        const double prior = p.beta != 0 ? double(p.beta) * before.c.at(e, r, c) : 0.0;
+        const double bias = adds_bias(p.epilogue) ? double(before.bias.at(0, c)) : 0.0;
+        double value = scaled + prior + bias;
+        double bound = exact ? 0.0
+                             : std::fabs(p.alpha) * factor * magnitude +
+                                   3 * u * (std::fabs(scaled) + std::fabs(prior) + std::fabs(bias));
+        if (activation == 1) value = value > 0 ? value : 0;
+        if (activation == 2) {
+          // GELU's slope is at most 1.13; tanhf adds a few units in the last place.
+          const double x = value;
+          value = gelu(x);
+          bound = 1.2 * bound + 8 * u * (std::fabs(x) + std::fabs(value));
+        }
+        const float got = after.c.at(e, r, c);
+        const char* what = nullptr;
+        if (is_poison(got)) what = "element never written, or computed from poisoned memory";
+        else if (std::isnan(got)) what = "NaN in C";
+        else if (std::isinf(got)) what = "Inf in C";
+        else if (std::fabs(double(got) - value) > bound) what = "wrong element";
+        if (what == nullptr) continue;
+        ++wrong;
+        if (!first) {
+          first = Finding{p.batch > 1 ? fmt::format("{} (batch entry {})", what, e) : std::string(what),
+                          r, c, got, value, bound, 0};
+        }
+      }
+    }
+  }
+  if (first) first->wrong_elements = wrong;
+  return first;
+}
+
+}  // namespace
+
 std::optional<Finding> judge_launch(const GemmCase& gemm_case, Precision precision,
                                     const GemmOperands& before, const GemmOperands& after,
                                     const ReferenceTable* reference) {
+  if (!gemm_case.problem.plain()) {
+    if (auto finding = first_change(before.c, after.c, "C", /*skip_region=*/true)) return finding;
+    if (auto finding = first_change(before.a, after.a, "A", false)) return finding;
+    if (auto finding = first_change(before.b, after.b, "B", false)) return finding;
+    if (auto finding = first_change(before.bias, after.bias, "bias", false)) return finding;
+    return judge_contract(gemm_case, precision, before, after);
+  }
   if (reference && (reference->rows != after.c.rows || reference->cols != after.c.cols ||
                     reference->depth != before.a.cols)) {
     throw std::invalid_argument(fmt::format("a reference of {}x{}x{} for a launch of {}x{}x{}",

@@ -7,6 +7,12 @@
 // bound for a dot product of length K in any order, gamma_K = K u / (1 - K u), u = 2^-24. NaN or
 // Inf in C always fails, and so does any change to the guards, to the padding between N and ldc,
 // or to A and B.
+//
+// A problem of the BLAS contract beyond C = A * B (transposes, alpha and beta, a batch, an
+// epilogue) is judged element by element against act(alpha * op(A) op(B) + beta * C0 + bias) in
+// double, every entry of the batch, the gaps between entries like the padding; its bound adds the
+// roundings of alpha, beta, the bias and GELU, none where all of them are exact. A reference
+// table is for plain problems only, and ignored for the others.
 #pragma once
 
 #include <cstdint>

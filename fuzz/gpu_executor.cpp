@@ -115,14 +115,18 @@ void GpuExecutor::run(const GemmCase& gemm_case, GemmOperands& operands) {
     upload_kept(a_, operands.a.storage);
     upload_kept(b_, operands.b.storage);
     upload_kept(c_, operands.c.storage);
+    const bool has_bias = !operands.bias.storage.empty();
+    if (has_bias) upload_kept(bias_, operands.bias.storage);
     const auto origin = [](const GuardedMatrix& m) { return m.guard * sizeof(float); };
     kernel.launch(geometry, a_.get() + origin(operands.a), b_.get() + origin(operands.b),
-                  c_.get() + origin(operands.c), gemm_case.problem);
+                  c_.get() + origin(operands.c), gemm_case.problem, nullptr,
+                  has_bias ? bias_.get() + origin(operands.bias) : 0);
     wait_for_kernel(gemm_case);
     // Only the case's bytes come back: what lies past them in a kept buffer is not the case's.
     a_.download_into(operands.a.storage);
     b_.download_into(operands.b.storage);
     c_.download_into(operands.c.storage);
+    if (has_bias) bias_.download_into(operands.bias.storage);
   } catch (const CudaError& e) {
     context_lost_ = e.context_is_lost();
     throw LaunchError(e.what());

@@ -50,6 +50,7 @@ class GpuExecutor : public GemmExecutor {
   std::unique_ptr<GpuKernel> skewed_kernel_;
   PtxasReport skewed_report_;
   DeviceBuffer a_, b_, c_;  // the device copies of a case's operands, guards included
+  DeviceBuffer bias_;       // and of its bias, where the epilogue reads one
   bool context_lost_ = false;
   std::chrono::milliseconds kernel_timeout_;
   CUevent done_ = nullptr;  // recorded after each launch when there is a timeout

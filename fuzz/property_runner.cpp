@@ -54,7 +54,7 @@ std::optional<std::string> run_and_judge(GemmExecutor& executor, const GemmCase&
     GemmOperands after = before;
     executor.run(gemm_case, after);
     std::shared_ptr<const ReferenceTable> cached;
-    if (!reference && cache) {
+    if (!reference && cache && gemm_case.problem.plain()) {  // tables are of plain problems
       cached = cache->get(gemm_case, before);
       reference = cached.get();
     }
