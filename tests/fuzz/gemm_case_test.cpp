@@ -108,11 +108,37 @@ TEST(GemmCase, NonNumericValueIsRejectedNamingTheItem) {
 }
 
 TEST(GemmCase, LeadingDimensionNarrowerThanTheMatrixIsRejected) {
-  for (const char* text : {"8x6x4 lda=3", "8x6x4 ldb=5", "8x6x4 ldc=5", "8x6x4 lda=-4"}) {
+  for (auto [text, why] : {std::pair{"8x6x4 lda=3", "lda=3 is not in [4, 2147483647] (K, A as stored)"},
+                           {"8x6x4 ldb=5", "ldb=5 is not in [6, 2147483647] (N, B as stored)"},
+                           {"8x6x4 ldc=5", "ldc=5 is not in [6, 2147483647] (N)"},
+                           {"8x6x4 lda=-4", "lda=-4 is not in [4"},
+                           // Transposed, A is stored K x M: lda >= M.
+                           {"8x6x4 lda=4 op=tn", "lda=4 is not in [8, 2147483647] (M, A transposed)"},
+                           {"8x6x4 lda=4 ldc=6 batch=2 stride_a=0 stride_b=0 stride_c=40",
+                            "stride_c=40 is below the 48 elements one C spans"}}) {
     const std::string message = parse_error(text);
-    EXPECT_THAT(message, HasSubstr("lda >= K, ldb >= N, ldc >= N")) << text;
+    EXPECT_THAT(message, HasSubstr(why)) << text;
     EXPECT_THAT(message, HasSubstr(text)) << "the message quotes the case";
   }
+}
+
+TEST(GemmCase, TheBlasContractRoundTripsThroughItsText) {
+  GemmCase c;
+  c.problem = GemmProblem{{8, 6, 4}, 9, 7, 6};
+  c.problem.op_a = Op::t;
+  c.problem.alpha = -0.125f;
+  c.problem.beta = 1.5f;
+  c.problem.batch = 3;
+  c.problem.stride_a = 0;
+  c.problem.stride_b = 56;
+  c.problem.stride_c = 60;
+  c.problem.epilogue = Epilogue::bias_gelu;
+  const std::string text = c.to_string();
+  EXPECT_EQ(text, "8x6x4 lda=9 ldb=7 ldc=6 op=tn alpha=-0.125 beta=1.5 batch=3 stride_a=0 "
+                  "stride_b=56 stride_c=60 epilogue=bias_gelu inputs=small_integers data=0 schedule=0");
+  EXPECT_EQ(GemmCase::parse(text).problem, c.problem);
+  EXPECT_THAT(parse_error("8x6x4 op=tx"), HasSubstr("'op=tx'"));
+  EXPECT_THAT(parse_error("8x6x4 epilogue=swish"), HasSubstr("'epilogue=swish'"));
 }
 
 TEST(GemmCase, TrailingGarbageOrSignInANumberIsRejected) {

@@ -236,7 +236,8 @@ TEST_F(GpuFuzz, PerturbedCasesCatchWarpTiledsBarrierRaces) {
 }
 
 TEST_F(GpuFuzz, MutantIgnoringLdcIsCaught) {
-  const KernelTemplate mutant = tiled_mutant("C[(size_t)row * ldc + col]", "C[(size_t)row * N + col]");
+  const KernelTemplate mutant = tiled_mutant("tt_batch_c(C, args) + (size_t)row * ldc + col",
+                                              "tt_batch_c(C, args) + (size_t)row * N + col");
   const Configuration config = mutant.parse_configuration("TILE=16,PAD=0,SWIZZLE=0");
   const FuzzReport report = fuzz(mutant, config, 30);
   ASSERT_EQ(report.verdict, FuzzVerdict::wrong_result);

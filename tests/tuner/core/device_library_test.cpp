@@ -60,7 +60,7 @@ TEST(DeviceLibrary, AnIncludeTheLibraryDoesNotHaveIsRefusedNamingTheOnesItHas) {
     ADD_FAILURE() << "accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_THAT(e.what(), HasSubstr("#include <tiletune/wmma.h>"));
-    EXPECT_THAT(e.what(), HasSubstr("<tiletune/async_copy.h>, <tiletune/named_barrier.h>, <tiletune/tensor_core.h>"));
+    EXPECT_THAT(e.what(), HasSubstr("<tiletune/async_copy.h>, <tiletune/gemm_contract.h>, <tiletune/named_barrier.h>, <tiletune/tensor_core.h>"));
   }
 }
 

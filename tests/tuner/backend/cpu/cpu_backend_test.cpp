@@ -940,10 +940,10 @@ TEST(CpuBackendSanitized, CorrectKernelsPass) {
 // tiled with A loaded without its K mask (the mutant missing_load_mask of fuzz/mutants/tiled.json).
 KernelTemplate tiled_without_load_mask() {
   std::string source = shipped("tiled").source;
-  const std::string masked = "(row < M && a_col < K) ? A[";
+  const std::string masked = "(row < M && a_col < K) ? tt_op_a(";
   const std::size_t at = source.find(masked);
   EXPECT_NE(at, std::string::npos);
-  source.replace(at, masked.size(), "(row < M) ? A[");
+  source.replace(at, masked.size(), "(row < M) ? tt_op_a(");
   return parse_template(source, "tiled_missing_load_mask.cu");
 }
 
