@@ -161,4 +161,82 @@ TEST_F(CApi, TheLastErrorIsEachThreadsOwnAndClearedBySuccess) {
   EXPECT_STREQ(tiletune_version(), "0.1.0");
 }
 
+TEST_F(CApi, BlasSgemmIsColumnMajorAndItsArgumentsAreCheckedAsCublasDoes) {
+  // Column-major C (5 x 3, ldc 7) = A (5 x 4, lda 6) * B (4 x 3, ldb 4): the fixture's templates
+  // serve the plain product it maps to.
+  std::vector<float> A(6 * 4), B(4 * 3), C(7 * 3, NAN);
+  for (std::size_t i = 0; i < A.size(); ++i) A[i] = float(int(i % 7) - 3) / 4;
+  for (std::size_t i = 0; i < B.size(); ++i) B[i] = float(int(i % 5) - 2) / 2;
+  ASSERT_EQ(tiletune_blas_sgemm(library_, 'N', 'N', 5, 3, 4, 1.0f, A.data(), 6, B.data(), 4, 0.0f, C.data(), 7,
+                                nullptr),
+            TILETUNE_OK)
+      << tiletune_last_error();
+  for (int j = 0; j < 3; ++j) {
+    for (int i = 0; i < 7; ++i) {
+      double expected = 0;
+      for (int k = 0; k < 4; ++k) expected += double(A[i + k * 6]) * B[k + j * 4];
+      if (i < 5) EXPECT_EQ(C[i + j * 7], expected) << i << "," << j;  // exact: quarters times halves
+      else EXPECT_TRUE(std::isnan(C[i + j * 7])) << "padding written at " << i << "," << j;
+    }
+  }
+  EXPECT_EQ(tiletune_blas_sgemm(library_, 'N', 'N', 5, 3, 4, 1.0f, A.data(), 4, B.data(), 4, 0.0f, C.data(), 7,
+                                nullptr),
+            TILETUNE_INVALID_PROBLEM);
+  EXPECT_NE(std::string(tiletune_last_error()).find("parameter number 9 (lda = 4)"), std::string::npos)
+      << tiletune_last_error();
+  EXPECT_EQ(tiletune_blas_sgemm(nullptr, 'N', 'N', 5, 3, 4, 1.0f, A.data(), 6, B.data(), 4, 0.0f, C.data(), 7,
+                                nullptr),
+            TILETUNE_ERROR);
+  EXPECT_STREQ(tiletune_last_error(), "tiletune_blas_sgemm: library is null");
+}
+
+TEST_F(CApi, StridedBatchedWithoutATemplateThatServesItIsNoConfigurationSayingWhy) {
+  // The fixture's templates predate the BLAS contract: none serves a batch.
+  std::vector<float> A(64, 1.0f), B(64, 1.0f), C(64, 5.0f);
+  const std::vector<float> before = C;
+  EXPECT_EQ(tiletune_blas_sgemm_strided_batched(library_, 'N', 'N', 2, 2, 2, 1.0f, A.data(), 2, 4, B.data(), 2, 4,
+                                                0.0f, C.data(), 2, 4, 3, nullptr),
+            TILETUNE_NO_CONFIGURATION);
+  const std::string why = tiletune_last_error();
+  EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  EXPECT_NE(why.find("no template serves"), std::string::npos) << why;
+  EXPECT_NE(why.find("warp_tiled serves no batch=3"), std::string::npos) << why;
+  EXPECT_EQ(C, before);
+  EXPECT_EQ(tiletune_blas_sgemm_strided_batched(library_, 'N', 'N', 2, 2, 2, 1.0f, A.data(), 2, 4, B.data(), 2, 4,
+                                                0.0f, C.data(), 2, 4, -1, nullptr),
+            TILETUNE_INVALID_PROBLEM);
+  EXPECT_NE(std::string(tiletune_last_error()).find("parameter number 18 (batchCount = -1)"), std::string::npos)
+      << tiletune_last_error();
+  // batch 0: nothing to do, nothing touched.
+  EXPECT_EQ(tiletune_blas_sgemm_strided_batched(library_, 'N', 'N', 2, 2, 2, 1.0f, nullptr, 2, 4, nullptr, 2, 4,
+                                                0.0f, C.data(), 2, 4, 0, nullptr),
+            TILETUNE_OK);
+  EXPECT_EQ(C, before);
+}
+
+TEST_F(CApi, AContractProblemPlansAndRunsAndItsFieldsAreChecked) {
+  tiletune_gemm* gemm = nullptr;
+  ASSERT_EQ(tiletune_gemm_get(library_, "tiled", &gemm), TILETUNE_OK) << tiletune_last_error();
+  tiletune_contract_problem p = tiletune_contract_problem_of(tiletune_problem{3, 2, 1, 1, 2, 2});
+  EXPECT_EQ(p.alpha, 1.0f);
+  EXPECT_EQ(p.batch, 1);
+  const float A[3] = {1, 2, 3}, B[2] = {4, 5};
+  float C[6] = {};
+  ASSERT_EQ(tiletune_gemm_run_contract(gemm, &p, A, B, C, nullptr, nullptr), TILETUNE_OK) << tiletune_last_error();
+  EXPECT_EQ(C[5], 15);
+  const float bias[2] = {1, 1};
+  EXPECT_EQ(tiletune_gemm_run_contract(gemm, &p, A, B, C, bias, nullptr), TILETUNE_INVALID_PROBLEM);
+  EXPECT_NE(std::string(tiletune_last_error()).find("a bias was given"), std::string::npos) << tiletune_last_error();
+  p.op_a = static_cast<tiletune_op>(5);
+  tiletune_plan plan;
+  EXPECT_EQ(tiletune_gemm_plan_contract(gemm, &p, &plan), TILETUNE_INVALID_PROBLEM);
+  EXPECT_STREQ(tiletune_last_error(), "tiletune_gemm_plan_contract: op_a 5 is neither TILETUNE_OP_N nor TILETUNE_OP_T");
+  p.op_a = TILETUNE_OP_T;
+  p.shape.lda = 3;
+  EXPECT_EQ(tiletune_gemm_plan_contract(gemm, &p, &plan), TILETUNE_NO_CONFIGURATION);  // the fixture's tiled
+  EXPECT_NE(std::string(tiletune_last_error()).find("serves no transposed A"), std::string::npos)
+      << tiletune_last_error();
+  tiletune_gemm_release(gemm);
+}
+
 }  // namespace

@@ -674,6 +674,18 @@ std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& proble
   return std::nullopt;
 }
 
+std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& problem, const Configuration& config,
+                                                       int sm_count) const {
+  if (std::optional<std::string> why = unsupported(problem)) return why;
+  if (problem.beta == 0 && problem.epilogue == Epilogue::none) return std::nullopt;
+  try {
+    const LaunchGeometry geometry = launch_geometry(config, problem.shape, sm_count);
+    return unsupported(problem, &geometry);
+  } catch (const TemplateError& e) {
+    return std::string(e.what());
+  }
+}
+
 std::string fnv1a_hex(std::string_view bytes) {
   std::uint64_t hash = 0xcbf29ce484222325ULL;  // the 64-bit FNV offset basis
   for (const unsigned char byte : bytes) {

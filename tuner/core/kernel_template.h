@@ -167,6 +167,11 @@ struct KernelTemplate {
   // problem reads C (beta != 0) or has an epilogue, which only a last pass over C could apply.
   std::optional<std::string> unsupported(const GemmProblem& problem,
                                          const LaunchGeometry* geometry = nullptr) const;
+  // The same for a configuration, its launch at the problem's shape on `sm_count` multiprocessors
+  // (SM_COUNT) computed only where the problem keeps C (beta != 0 or an epilogue): selection's
+  // check of each candidate. A launch that cannot be computed cannot serve it either.
+  std::optional<std::string> unsupported(const GemmProblem& problem, const Configuration& config,
+                                         int sm_count) const;
 
   // What NVRTC compiles for on a GPU whose own target is `device_arch` ("sm_90"): the template's
   // architecture-specific target where it declares one; empty where that target is another GPU

@@ -11,6 +11,7 @@
 
 struct tiletune_library {
   tiletune::Library library;
+  tiletune::Blas blas;  // its choices kept for the library's life
 };
 
 // A gemm holds its library too, so that it outlives tiletune_library_close.
@@ -56,6 +57,33 @@ void require(const void* pointer, const char* function, const char* argument) {
 
 tiletune::Problem to_problem(const tiletune_problem& p) {
   return tiletune::Problem{p.M, p.N, p.K, p.lda, p.ldb, p.ldc};
+}
+
+tiletune::Op to_op(tiletune_op op, const char* function, const char* field) {
+  if (op == TILETUNE_OP_N) return tiletune::Op::n;
+  if (op == TILETUNE_OP_T) return tiletune::Op::t;
+  throw tiletune::InvalidProblem(std::string(function) + ": " + field + " " +
+                                 std::to_string(static_cast<int>(op)) + " is neither TILETUNE_OP_N nor TILETUNE_OP_T");
+}
+
+tiletune::Problem to_problem(const tiletune_contract_problem& p, const char* function) {
+  tiletune::Problem problem = to_problem(p.shape);
+  problem.op_a = to_op(p.op_a, function, "op_a");
+  problem.op_b = to_op(p.op_b, function, "op_b");
+  problem.alpha = p.alpha;
+  problem.beta = p.beta;
+  problem.batch = p.batch;
+  problem.stride_a = p.stride_a;
+  problem.stride_b = p.stride_b;
+  problem.stride_c = p.stride_c;
+  if (p.epilogue < TILETUNE_EPILOGUE_NONE || p.epilogue > TILETUNE_EPILOGUE_BIAS_GELU) {
+    throw tiletune::InvalidProblem(std::string(function) + ": epilogue " +
+                                   std::to_string(static_cast<int>(p.epilogue)) + " is none of TILETUNE_EPILOGUE_*");
+  }
+  static_assert(int(tiletune::Epilogue::bias_gelu) == TILETUNE_EPILOGUE_BIAS_GELU &&
+                int(tiletune::Epilogue::relu) == TILETUNE_EPILOGUE_RELU);
+  problem.epilogue = static_cast<tiletune::Epilogue>(p.epilogue);  // the same order
+  return problem;
 }
 
 // Copies a name or configuration whole, or refuses: a cut one would name something else.
@@ -158,7 +186,8 @@ tiletune_status tiletune_library_open_with_precision(const char* path, tiletune_
     options.backend = backend == TILETUNE_BACKEND_CPU ? tiletune::Backend::cpu : tiletune::Backend::gpu;
     if (gpu_name != nullptr) options.gpu_name = gpu_name;
     options.lowest_precision = from_c(lowest_precision);
-    *library = new tiletune_library{tiletune::Library::open(path, options)};
+    const tiletune::Library opened = tiletune::Library::open(path, options);
+    *library = new tiletune_library{opened, tiletune::Blas(opened)};
   });
 }
 
@@ -225,6 +254,56 @@ tiletune_status tiletune_gemm_run(const tiletune_gemm* gemm, const tiletune_prob
     require(problem, "tiletune_gemm_run", "problem");
     // A, B and C are checked by Gemm::run, which reports a null one as an invalid problem.
     gemm->gemm.run(to_problem(*problem), A, B, C, stream);
+  });
+}
+
+tiletune_contract_problem tiletune_contract_problem_of(tiletune_problem problem) {
+  return {problem, TILETUNE_OP_N, TILETUNE_OP_N, 1.0f, 0.0f, 1, 0, 0, 0, TILETUNE_EPILOGUE_NONE};
+}
+
+tiletune_status tiletune_gemm_plan_contract(const tiletune_gemm* gemm, const tiletune_contract_problem* problem,
+                                            tiletune_plan* plan) {
+  return guarded([&] {
+    require(gemm, "tiletune_gemm_plan_contract", "gemm");
+    require(problem, "tiletune_gemm_plan_contract", "problem");
+    require(plan, "tiletune_gemm_plan_contract", "plan");
+    tiletune_plan filled{};
+    fill(filled, gemm->gemm.plan(to_problem(*problem, "tiletune_gemm_plan_contract")));
+    *plan = filled;
+  });
+}
+
+tiletune_status tiletune_gemm_run_contract(const tiletune_gemm* gemm, const tiletune_contract_problem* problem,
+                                           const float* A, const float* B, float* C, const float* bias,
+                                           void* stream) {
+  return guarded([&] {
+    require(gemm, "tiletune_gemm_run_contract", "gemm");
+    require(problem, "tiletune_gemm_run_contract", "problem");
+    // A, B, C and the bias are checked by Gemm::run, which reports them as an invalid problem.
+    gemm->gemm.run(to_problem(*problem, "tiletune_gemm_run_contract"), A, B, C, stream, bias);
+  });
+}
+
+tiletune_status tiletune_blas_sgemm(const tiletune_library* library, char transa, char transb, int64_t m,
+                                    int64_t n, int64_t k, float alpha, const float* A, int64_t lda,
+                                    const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                                    void* stream) {
+  return guarded([&] {
+    require(library, "tiletune_blas_sgemm", "library");
+    library->blas.sgemm(transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+  });
+}
+
+tiletune_status tiletune_blas_sgemm_strided_batched(const tiletune_library* library, char transa, char transb,
+                                                    int64_t m, int64_t n, int64_t k, float alpha,
+                                                    const float* A, int64_t lda, int64_t stride_a,
+                                                    const float* B, int64_t ldb, int64_t stride_b, float beta,
+                                                    float* C, int64_t ldc, int64_t stride_c, int64_t batch,
+                                                    void* stream) {
+  return guarded([&] {
+    require(library, "tiletune_blas_sgemm_strided_batched", "library");
+    library->blas.sgemm_strided_batched(transa, transb, m, n, k, alpha, A, lda, stride_a, B, ldb, stride_b,
+                                        beta, C, ldc, stride_c, batch, stream);
   });
 }
 

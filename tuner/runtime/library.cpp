@@ -3,7 +3,6 @@
 #include <tiletune/tiletune.h>
 
 #include <algorithm>
-#include <climits>
 #include <filesystem>
 #include <future>
 #include <mutex>
@@ -21,6 +20,7 @@
 #include "tuner/runtime/gpu_runner.h"
 #include "tuner/runtime/miss_log.h"
 #include "tuner/runtime/plan_cache.h"
+#include "tuner/runtime/public_problem.h"
 #include "tuner/runtime/selection.h"
 
 #ifndef TILETUNE_VERSION
@@ -48,20 +48,28 @@ auto translated(Body&& body) -> decltype(body()) {
   }
 }
 
-GemmProblem to_gemm_problem(const Problem& p) { return {{p.M, p.N, p.K}, p.lda, p.ldb, p.ldc}; }
+using runtime::to_gemm_problem;
 
-// One line naming the first thing wrong with the problem, or nothing.
-void check_problem(const Problem& p) {
-  const auto fail = [&](const std::string& why) {
-    throw InvalidProblem(fmt::format("problem {}: {}", p.to_string(), why));
-  };
-  if (p.M < 1 || p.N < 1 || p.K < 1) fail("M, N and K must be at least 1");
-  if (p.lda < p.K) fail(fmt::format("lda must be at least K ({})", p.K));
-  if (p.ldb < p.N) fail(fmt::format("ldb must be at least N ({})", p.N));
-  if (p.ldc < p.N) fail(fmt::format("ldc must be at least N ({})", p.N));
-  for (std::int64_t v : {p.M, p.N, p.K, p.lda, p.ldb, p.ldc}) {
-    if (v > INT_MAX) fail(fmt::format("{} exceeds the kernels' 32-bit sizes", v));
+// The problem, checked: throws InvalidProblem with one line naming the first thing wrong (sizes and
+// leading dimensions within the kernels' 32-bit range, the batch's strides).
+GemmProblem checked(const Problem& p) {
+  GemmProblem problem = to_gemm_problem(p);
+  if (const std::string why = problem.invalid_reason(); !why.empty()) {
+    throw InvalidProblem(fmt::format("problem {}: {}", problem.to_string(), why));
   }
+  return problem;
+}
+
+// The parts of the BLAS contract a plan serves, as its key has them (" op=tn, alpha and beta, a
+// batch, epilogue=bias"): not alpha's value, which the plan's problems may differ in.
+std::string contract_parts(const GemmProblem& p) {
+  std::string parts;
+  const auto add = [&](const std::string& part) { parts += (parts.empty() ? " " : ", ") + part; };
+  if (p.op_a != Op::n || p.op_b != Op::n) add(fmt::format("op={}{}", to_char(p.op_a), to_char(p.op_b)));
+  if (p.alpha != 1 || p.beta != 0) add(p.beta != 0 ? "alpha and beta (C read)" : "alpha");
+  if (p.batch != 1) add("a strided batch");
+  if (p.epilogue != Epilogue::none) add(fmt::format("epilogue={}", to_string(p.epilogue)));
+  return parts;
 }
 
 GpuMatch to_gpu_match(runtime::GpuStep step) {
@@ -82,7 +90,6 @@ namespace detail {
 // detail, not the unnamed namespace: GemmState, which keeps them, has external linkage.)
 struct Prepared {
   Plan plan;
-  GemmProblem problem;
   LaunchGeometry geometry;
   std::shared_ptr<const GpuKernel> gpu;
   std::shared_ptr<const CpuKernel> cpu;
@@ -156,15 +163,14 @@ class GemmState {
 
   // The prepared launch for the problem in the context (null on the CPU backend), from the cache
   // or prepared now.
-  std::shared_ptr<const Prepared> prepared(CUcontext context, const Problem& problem) {
-    const runtime::PlanKey key{context, problem.M, problem.N, problem.K, problem.lda, problem.ldb,
-                               problem.ldc};
+  std::shared_ptr<const Prepared> prepared(CUcontext context, const GemmProblem& problem) {
+    const runtime::PlanKey key = runtime::PlanKey::of(context, problem);
     if (auto found = cache_.find(key)) return found;
     return cache_.insert(key, prepare(context, problem));
   }
 
  private:
-  std::shared_ptr<const Prepared> prepare(CUcontext context, const Problem& problem);
+  std::shared_ptr<const Prepared> prepare(CUcontext context, const GemmProblem& problem);
 
   // What a first-call trial chose (timed 0: none; why then says why, or is empty).
   struct Trial {
@@ -206,16 +212,18 @@ GemmState& LibraryState::gemm(const std::string& name) {
   return *gemms_.emplace(name, std::make_unique<GemmState>(*this, *templ)).first->second;
 }
 
-std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Problem& problem) {
+std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const GemmProblem& problem) {
   LibraryState& library = library_;
   const Options& options = library.options;
   const bool on_gpu = options.backend == Backend::gpu;
   auto prepared = std::make_shared<Prepared>();
-  prepared->problem = to_gemm_problem(problem);
+  if (const std::optional<std::string> why = templ_.parsed->unsupported(problem)) {
+    throw NoConfiguration(fmt::format("problem {}: {}", problem.to_string(), *why));
+  }
 
   runtime::SelectionRequest request;
   request.template_name = templ_.name;
-  request.problem = prepared->problem;
+  request.problem = problem;
   request.gpu_name = options.gpu_name;
   request.lowest_precision = options.lowest_precision;
   const DeviceProperties* device = nullptr;
@@ -223,6 +231,9 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
     device = &library.gpu().device(context);
     request.here = runtime::GpuIdentity{device->name, device->cc_major, device->cc_minor};
   }
+  // The CPU backend launches with schedule seed 0 (Gemm::run), whose multiprocessor count this is.
+  const int sm_count = on_gpu ? device->sm_count : drawn_sm_count(0);
+  request.sm_count = sm_count;
   if (auto found = options.defaults.find(templ_.name); found != options.defaults.end()) {
     request.default_config = found->second;
   }
@@ -230,16 +241,21 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
   const runtime::Selection chosen =
       runtime::select_configuration(library.records(), request, &library.models());
 
-  // Where the model chose, a first-call trial may choose among its fastest instead.
-  const Trial trial = chosen.predicted && options.trial_candidates > 1 ? first_call_trial(context, device, chosen, prepared->problem)
-                                                                       : Trial{};
-  const std::string& chosen_config = trial.timed > 0 ? trial.config : chosen.config;
+  // Where the model chose, a first-call trial may choose among its fastest instead. It times C = A *
+  // B at the shape (packed where the problem is more): records are kept by shape, and the trial's
+  // times are kept as records of its shape.
+  const GemmProblem timed = problem.plain() ? problem : GemmProblem::packed(problem.shape);
+  Trial trial = chosen.predicted && options.trial_candidates > 1 ? first_call_trial(context, device, chosen, timed)
+                                                                 : Trial{};
   const KernelTemplate& parsed = *templ_.parsed;
+  // An earlier process's winner was found for C = A * B: a split-K one cannot keep this problem's C.
+  if (trial.timed > 0 && parsed.unsupported(problem, parsed.parse_configuration(trial.config), sm_count)) {
+    trial = Trial{};
+  }
+  const std::string& chosen_config = trial.timed > 0 ? trial.config : chosen.config;
   const Configuration config = parsed.parse_configuration(chosen_config);
-  parsed.check_requirements(config, prepared->problem);
-  // The CPU backend launches with schedule seed 0 (Gemm::run), whose multiprocessor count this is.
-  prepared->geometry = parsed.launch_geometry(config, prepared->problem.shape,
-                                              on_gpu ? device->sm_count : drawn_sm_count(0));
+  parsed.check_requirements(config, problem);
+  prepared->geometry = parsed.launch_geometry(config, problem.shape, sm_count);
 
   Plan& plan = prepared->plan;
   plan.template_name = templ_.name;
@@ -249,6 +265,10 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
   plan.gpu_match = to_gpu_match(chosen.step);
   plan.backend = options.backend;
   plan.why = chosen.why + trial.why;
+  if (!problem.plain()) {
+    // Records are keyed by shape: what was tuned for C = A * B serves the rest of the contract.
+    plan.why += fmt::format(" (tuned for C = A * B; serves{} at run time)", contract_parts(problem));
+  }
   if (const runtime::RecordedChoice* choice = chosen.choice) {
     plan.gpu = library.records().gpus[choice->gpu].name;
     plan.recorded_M = choice->shape.m;
@@ -257,7 +277,7 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
     plan.exact = chosen.step == runtime::GpuStep::this_gpu && chosen.exact_shape;
     plan.expected_ms = chosen.predicted
                            ? chosen.predicted->ms
-                           : choice->median_ms * prepared->problem.shape.flops() / choice->shape.flops();
+                           : choice->median_ms * problem.shape.flops() / choice->shape.flops();
     plan.fuzz_cases = choice->fuzz_cases;
     if (trial.timed > 0) {
       plan.expected_ms = trial.ms;
@@ -274,7 +294,9 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Prob
     const std::string gpu = !options.gpu_name.empty() ? options.gpu_name
                             : device != nullptr       ? device->name
                                                       : plan.gpu;
-    library.misses->record(gpu, templ_.name, prepared->problem);
+    // `tune --missed` tunes C = A * B at the shape, which is what serves the contract problem.
+    library.misses->record(gpu, templ_.name,
+                           problem.plain() ? problem : GemmProblem::packed(problem.shape));
   }
   if (on_gpu) {
     prepared->gpu = library.gpu().kernel(context, templ_, chosen_config, prepared->geometry);
@@ -379,9 +401,7 @@ int GemmState::fuzz_cases_of(const runtime::Selection& chosen, const std::string
 
 }  // namespace detail
 
-std::string Problem::to_string() const {
-  return fmt::format("{}x{}x{} lda={} ldb={} ldc={}", M, N, K, lda, ldb, ldc);
-}
+std::string Problem::to_string() const { return to_gemm_problem(*this).to_string(); }
 
 const char* to_string(GpuMatch match) {
   switch (match) {
@@ -419,34 +439,44 @@ Precision Gemm::precision() const { return state_->precision(); }
 
 Plan Gemm::plan(const Problem& problem) const {
   return translated([&] {
-    check_problem(problem);
+    const GemmProblem p = checked(problem);
     CUcontext context = nullptr;
     if (state_->library().options.backend == Backend::gpu) {
       context = state_->library().gpu().current_context();
     }
-    return state_->prepared(context, problem)->plan;
+    return state_->prepared(context, p)->plan;
   });
 }
 
 void Gemm::run(const Problem& problem, const float* A, const float* B, float* C, void* stream) const {
+  run(problem, A, B, C, stream, nullptr);
+}
+
+void Gemm::run(const Problem& problem, const float* A, const float* B, float* C, void* stream,
+               const float* bias) const {
   translated([&] {
-    check_problem(problem);
+    const GemmProblem p = checked(problem);
     if (A == nullptr || B == nullptr || C == nullptr) {
       throw InvalidProblem(fmt::format("problem {}: {} is a null pointer", problem.to_string(),
                                        A == nullptr ? "A" : B == nullptr ? "B" : "C"));
     }
+    if (adds_bias(problem.epilogue) != (bias != nullptr)) {
+      throw InvalidProblem(fmt::format("problem {}: {}", problem.to_string(),
+                                       bias == nullptr ? "its epilogue adds a bias, but the bias pointer is null"
+                                                       : "a bias was given, but its epilogue adds none"));
+    }
+    // The plan is shared by problems that differ in alpha, beta or the batch (PlanKey): the launch
+    // takes those from this one.
     detail::LibraryState& library = state_->library();
     if (library.options.backend == Backend::cpu) {
-      const std::shared_ptr<const detail::Prepared> prepared = state_->prepared(nullptr, problem);
-      const GemmProblem& p = prepared->problem;
-      prepared->cpu->launch(prepared->geometry, A, B, C, int(p.shape.m), int(p.shape.n),
-                            int(p.shape.k), int(p.lda), int(p.ldb), int(p.ldc), 0);
+      const std::shared_ptr<const detail::Prepared> prepared = state_->prepared(nullptr, p);
+      prepared->cpu->launch(prepared->geometry, A, B, C, p, 0, bias);
       return;
     }
     const CUcontext context = library.gpu().current_context();
-    const std::shared_ptr<const detail::Prepared> prepared = state_->prepared(context, problem);
-    prepared->gpu->launch(prepared->geometry, CUdeviceptr(A), CUdeviceptr(B), CUdeviceptr(C),
-                          prepared->problem, static_cast<CUstream>(stream));
+    const std::shared_ptr<const detail::Prepared> prepared = state_->prepared(context, p);
+    prepared->gpu->launch(prepared->geometry, CUdeviceptr(A), CUdeviceptr(B), CUdeviceptr(C), p,
+                          static_cast<CUstream>(stream), CUdeviceptr(bias));
   });
 }
 

@@ -333,7 +333,8 @@ std::optional<Prediction> PerformanceModel::predict(const Known& known, const Ge
   return Prediction{ms, known.model->shapes, known.model->own_fit};
 }
 
-PerformanceModel::Ranking PerformanceModel::rank(const GemmProblem& problem, std::size_t count) const {
+PerformanceModel::Ranking PerformanceModel::rank(const GemmProblem& problem, std::size_t count,
+                                                 int sm_count) const {
   Ranking ranking;
   if (!templ_.parsed || count == 0) return ranking;
   std::vector<std::pair<Ranked, const Known*>> predicted;
@@ -357,7 +358,8 @@ PerformanceModel::Ranking PerformanceModel::rank(const GemmProblem& problem, std
     if (ranking.fastest.size() == count) break;
     KernelTemplate::rebind(values, known->config);
     const bool may_run = (!reads_problem || !tmpl.violated_requirement(values, known->config, problem)) &&
-                         (known->measured_beyond_limits || tmpl.worth_tuning(values));
+                         (known->measured_beyond_limits || tmpl.worth_tuning(values)) &&
+                         !tmpl.unsupported(problem, known->config, sm_count);
     if (may_run) ranking.fastest.push_back(candidate);
     else ++ranking.passed_over;
   }

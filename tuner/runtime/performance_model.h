@@ -79,8 +79,9 @@ class PerformanceModel {
   // The `count` configurations predicted fastest at the problem's shape, fastest first (ties: by
   // text), of those that may run it there: their requirements admit the problem (checked only
   // where they read it) and their tuning limits (`tune_if`) admit the shape, unless they were
-  // measured beyond them too. Only the fastest predictions are checked, until `count` pass: the
-  // checks, not the predictions, are what a plan's time goes to.
+  // measured beyond them too, and they serve its part of the BLAS contract (a split-K one cannot
+  // keep C: KernelTemplate::unsupported, SM_COUNT = `sm_count`). Only the fastest predictions are
+  // checked, until `count` pass: the checks, not the predictions, are what a plan's time goes to.
   struct Ranked {
     const std::string* config = nullptr;
     Prediction prediction;
@@ -90,7 +91,7 @@ class PerformanceModel {
     int predicted = 0;    // configurations with a prediction at the shape
     int passed_over = 0;  // predicted faster than the last of `fastest`, but may not run it
   };
-  Ranking rank(const GemmProblem& problem, std::size_t count) const;
+  Ranking rank(const GemmProblem& problem, std::size_t count, int sm_count = 0) const;
 
   // The configurations it predicts for, in text order.
   const std::map<std::string, ConfigurationModel>& configurations() const { return models_; }

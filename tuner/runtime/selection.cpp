@@ -54,6 +54,8 @@ struct GpuOutcome {
   int excluded = 0;              // faster configurations whose requirements exclude the problem
   std::string first_violation;   // the requirement the fastest of those does not meet
   int candidates = 0;            // records of the template looked at
+  int cannot_serve = 0;          // configurations that cannot serve the problem's contract (split-K)
+  std::string first_cannot;      // why the first of those cannot
   bool had_exact_shape = false;  // some were at the problem's shape
   // Where the performance model chose: its prediction, how many configurations it predicted for
   // and passed over (faster, but they may not run the problem), and what the nearest recorded
@@ -204,14 +206,20 @@ class Selector {
       if (c->shape == shape) outcome.had_exact_shape = true;
       if (!templ_->parsed) return true;  // requirements cannot be read: served unchecked, as query did
       const Expression* violated = nullptr;
+      Configuration config;
       try {
-        violated = templ_->parsed->violated_requirement(
-            templ_->parsed->parse_configuration(c->config), &request_.problem);
+        config = templ_->parsed->parse_configuration(c->config);
+        violated = templ_->parsed->violated_requirement(config, &request_.problem);
       } catch (const TemplateError&) {
         return false;  // a configuration this version does not declare: nothing to run
       }
       if (violated && outcome.excluded++ == 0) outcome.first_violation = violated->text();
-      return violated == nullptr;
+      if (violated) return false;
+      if (std::optional<std::string> why = templ_->parsed->unsupported(request_.problem, config, request_.sm_count)) {
+        if (outcome.cannot_serve++ == 0) outcome.first_cannot = std::move(*why);
+        return false;
+      }
+      return true;
     };
     for (const auto& [other, distance, entry] : order) {
       const std::vector<const RecordedChoice*>& records = entry->second;
@@ -233,7 +241,7 @@ class Selector {
   void predict(std::size_t gpu, GpuOutcome& outcome) const {
     const PerformanceModel& model = models_->of(gpu, templ_index_);
     const GemmShape& shape = request_.problem.shape;
-    const PerformanceModel::Ranking ranking = model.rank(request_.problem, std::max<std::size_t>(1, request_.candidates));
+    const PerformanceModel::Ranking ranking = model.rank(request_.problem, std::max<std::size_t>(1, request_.candidates), request_.sm_count);
     outcome.weighed = ranking.predicted;
     outcome.passed_over = ranking.passed_over;
     if (ranking.fastest.empty()) return;
@@ -255,6 +263,10 @@ class Selector {
       return request_.exact_only ? fmt::format("no record of {} at {}", templ_->name,
                                                request_.problem.shape.to_string())
                                  : fmt::format("no record of {}", templ_->name);
+    }
+    if (outcome.cannot_serve > 0 && outcome.excluded == 0) {
+      return fmt::format("{} recorded configuration{} cannot serve it (first: {})", outcome.cannot_serve,
+                         outcome.cannot_serve == 1 ? "" : "s", outcome.first_cannot);
     }
     if (outcome.excluded == 0) {
       return fmt::format("{} recorded configuration{} not declared by the current version of {}",
@@ -301,7 +313,7 @@ class Selector {
                          gpu_name, asked, outcome.had_exact_shape ? " that fits" : "", p.ms, outcome.weighed,
                          outcome.passed_over == 0
                              ? std::string()
-                             : fmt::format(" that may run it, {} faster left out by requirements or tune_if",
+                             : fmt::format(" that may run it, {} faster left out by requirements, tune_if or split-K",
                                            outcome.passed_over),
                          p.own_fit ? "fitted to" : "the template's typical model scaled to", p.shapes,
                          p.shapes == 1 ? "" : "s");
@@ -355,6 +367,9 @@ class Selector {
           fmt::format("{}; the default configuration [{}] does not meet requirement "
                       "'{}' for {}",
                       looked, text, violated->text(), request_.problem.to_string()));
+    }
+    if (std::optional<std::string> why = templ_->parsed->unsupported(request_.problem, config, request_.sm_count)) {
+      throw NoSelection(fmt::format("{}; the default configuration [{}] cannot serve it: {}", looked, text, *why));
     }
     Selection selection;
     selection.templ = templ_;

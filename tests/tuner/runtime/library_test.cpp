@@ -95,9 +95,9 @@ Operands random_operands(const Problem& p, std::uint32_t seed) {
 }
 
 // A database at `path` holding one record of the shipped template `file` on `gpu`: the
-// configuration, timed at `shape` (1 ms).
+// configuration, timed at `shape` (`ms`).
 void record_one(const std::filesystem::path& path, const GpuRecord& gpu, const std::string& file,
-                const std::string& config, const GemmShape& shape) {
+                const std::string& config, const GemmShape& shape, double ms = 1) {
   ResultStore store(path);
   const std::int64_t id = store.register_gpu(gpu);
   const KernelTemplate tmpl = load_template(std::string(TILETUNE_SOURCE_DIR) + "/kernels_src/" + file);
@@ -107,7 +107,7 @@ void record_one(const std::filesystem::path& path, const GpuRecord& gpu, const s
   result.template_hash = tmpl.source_hash;
   result.config = config;
   result.shape = shape;
-  result.median_ms = result.min_ms = result.max_ms = 1;
+  result.median_ms = result.min_ms = result.max_ms = ms;
   result.runs = 1;
   store.record_result(id, gpu, result);
 }
@@ -288,12 +288,20 @@ TEST_F(LibraryTest, BadProblemsAreInvalidProblemWithTheirCause) {
     }
     return "accepted";
   };
-  EXPECT_NE(cause({0, 4, 4, 4, 4, 4}, a.data(), b.data(), c.data()).find("at least 1"), std::string::npos);
-  EXPECT_NE(cause({4, 4, 8, 4, 4, 4}, a.data(), b.data(), c.data()).find("lda must be at least K (8)"), std::string::npos);
-  EXPECT_NE(cause({4, 8, 4, 4, 4, 8}, a.data(), b.data(), c.data()).find("ldb must be at least N (8)"), std::string::npos);
-  EXPECT_NE(cause({4, 8, 4, 4, 8, 7}, a.data(), b.data(), c.data()).find("ldc must be at least N (8)"), std::string::npos);
+  EXPECT_NE(cause({0, 4, 4, 4, 4, 4}, a.data(), b.data(), c.data()).find("M=0 is not in [1, "), std::string::npos);
+  EXPECT_NE(cause({4, 4, 8, 4, 4, 4}, a.data(), b.data(), c.data()).find("lda=4 is not in [8, "), std::string::npos);
+  EXPECT_NE(cause({4, 8, 4, 4, 4, 8}, a.data(), b.data(), c.data()).find("ldb=4 is not in [8, "), std::string::npos);
+  EXPECT_NE(cause({4, 8, 4, 4, 8, 7}, a.data(), b.data(), c.data()).find("ldc=7 is not in [8, "), std::string::npos);
   EXPECT_NE(cause({4, 4, 4, 4, 4, 4}, a.data(), nullptr, c.data()).find("B is a null pointer"), std::string::npos);
-  EXPECT_NE(cause({4, 4, 1LL << 31, 1LL << 31, 4, 4}, a.data(), b.data(), c.data()).find("32-bit"), std::string::npos);
+  EXPECT_NE(cause({4, 4, 1LL << 31, 1LL << 31, 4, 4}, a.data(), b.data(), c.data()).find("K=2147483648 is not in [1, 2147483647]"),
+            std::string::npos);
+  Problem transposed{4, 8, 4, 4, 8, 8};  // A stored K x M: lda must hold M
+  transposed.op_a = Op::t;
+  transposed.M = 6;
+  EXPECT_NE(cause(transposed, a.data(), b.data(), c.data()).find("lda=4 is not in [6, "), std::string::npos);
+  Problem batch = Problem::packed(4, 4, 4);
+  batch.batch = 0;
+  EXPECT_NE(cause(batch, a.data(), b.data(), c.data()).find("batch=0"), std::string::npos);
   EXPECT_EQ(cause({4, 4, 4, 4, 4, 4}, a.data(), b.data(), c.data()), "accepted");
 }
 
@@ -635,6 +643,301 @@ TEST_F(LibraryGpuTest, AMissedProblemTunedWithTuneMissedIsExactAfterwards) {
   EXPECT_TRUE(runs_correctly(library.gemm("tiled"), p, 9));
   const ResultStore store(database_, ResultStore::Access::read_only);
   EXPECT_TRUE(store.missed_problems(device_->properties().name, "tiled").empty());
+}
+
+// ---- The BLAS contract: Gemm::run's epilogue, and Blas (cuBLAS's column-major SGEMM) ----------
+
+constexpr float kUntouched = 777.f;  // what every element outside the call's matrices holds
+
+// Column-major op(X)[r][c] of a matrix stored with leading dimension ld, as cuBLAS reads it.
+double element(char trans, const float* x, std::int64_t ld, std::int64_t r, std::int64_t c) {
+  return trans == 'N' || trans == 'n' ? x[r + c * ld] : x[c + r * ld];
+}
+
+// C after cublasSgemmStridedBatched's C = alpha * op(A) op(B) + beta * C against a double
+// reference from C's contents before: every element of each m x n entry within gamma_K of the
+// sums' magnitudes, and every other element of C (its rows beyond m, the gaps between entries)
+// as it was. beta = 0 must not read C (NaN there stays out).
+::testing::AssertionResult matches_cublas(char ta, char tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                                          float alpha, const std::vector<float>& a, std::int64_t lda,
+                                          std::int64_t stride_a, const std::vector<float>& b, std::int64_t ldb,
+                                          std::int64_t stride_b, float beta, const std::vector<float>& before,
+                                          const std::vector<float>& c, std::int64_t ldc, std::int64_t stride_c,
+                                          std::int64_t batch) {
+  const double u = std::ldexp(1.0, -24), gamma = (k + 2) * u / (1 - (k + 2) * u);
+  std::vector<bool> inside(c.size(), false);
+  for (std::int64_t e = 0; e < batch; ++e) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      for (std::int64_t i = 0; i < m; ++i) {
+        const std::size_t at = std::size_t(e * stride_c + i + j * ldc);
+        inside[at] = true;
+        double sum = 0, magnitude = 0;
+        for (std::int64_t p = 0; p < k; ++p) {
+          const double product = element(ta, a.data() + e * stride_a, lda, i, p) *
+                                 element(tb, b.data() + e * stride_b, ldb, p, j);
+          sum += product;
+          magnitude += std::fabs(product);
+        }
+        double expected = alpha * sum;
+        magnitude *= std::fabs(alpha);
+        if (beta != 0) {
+          expected += double(beta) * before[at];
+          magnitude += std::fabs(double(beta) * before[at]);
+        }
+        if (!(std::fabs(c[at] - expected) <= gamma * magnitude + 1e-30)) {
+          return ::testing::AssertionFailure() << "op " << ta << tb << ": C[" << e << "](" << i << ", " << j
+                                               << ") = " << c[at] << ", expected " << expected;
+        }
+      }
+    }
+  }
+  for (std::size_t at = 0; at < c.size(); ++at) {
+    if (!inside[at] && c[at] != before[at]) {
+      return ::testing::AssertionFailure() << "C[" << at << "] outside the matrices was written: " << c[at];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::vector<float> random_values(std::size_t count, std::uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> value(-1.f, 1.f);
+  std::vector<float> v(count);
+  for (float& x : v) x = value(generator);
+  return v;
+}
+
+// C's buffer for a batch: kUntouched everywhere, the entries' m x n elements random (or NaN).
+std::vector<float> c_buffer(std::int64_t m, std::int64_t n, std::int64_t ldc, std::int64_t stride_c,
+                            std::int64_t batch, bool nan, std::uint32_t seed) {
+  std::vector<float> c(std::size_t((batch - 1) * stride_c + n * ldc + 5), kUntouched);
+  const std::vector<float> values = random_values(c.size(), seed);
+  for (std::int64_t e = 0; e < batch; ++e) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      for (std::int64_t i = 0; i < m; ++i) {
+        const std::size_t at = std::size_t(e * stride_c + i + j * ldc);
+        c[at] = nan ? std::nanf("") : values[at];
+      }
+    }
+  }
+  return c;
+}
+
+// Databases of the contract's templates as kernels_src has them (the fixture's versions predate
+// `supports`): naive (2 ms) and tiled (1 ms) recorded at 64^3 on the H100.
+class BlasTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = fresh_test_folder("blas");
+    database_ = folder_ / "contract.db";
+    record(database_, 2, 1);
+  }
+  void record(const std::filesystem::path& path, double naive_ms, double tiled_ms) const {
+    const GpuRecord gpu{kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"};
+    record_one(path, gpu, "naive.cu", "BLOCK_X=16,BLOCK_Y=8", {64, 64, 64}, naive_ms);
+    record_one(path, gpu, "tiled.cu", "TILE=8,PAD=1,SWIZZLE=0", {64, 64, 64}, tiled_ms);
+  }
+  Library open(const std::filesystem::path& path) const {
+    Options options;
+    options.backend = Backend::cpu;
+    return Library::open(path.string(), options);
+  }
+  std::filesystem::path folder_, database_;
+};
+
+TEST_F(BlasTest, SgemmMatchesCublasForEveryTransposePairWithPaddedLeadingDimensions) {
+  const Blas blas(open(database_));
+  const std::int64_t m = 37, n = 29, k = 23;
+  for (const char ta : {'N', 't'}) {
+    for (const char tb : {'n', 'T'}) {
+      const std::int64_t lda = (ta == 'N' ? m : k) + 3, ldb = (tb == 'n' ? k : n) + 2, ldc = m + 4;
+      const std::vector<float> a = random_values(std::size_t(lda * (ta == 'N' ? k : m)), 1);
+      const std::vector<float> b = random_values(std::size_t(ldb * (tb == 'n' ? n : k)), 2);
+      const std::vector<float> before = c_buffer(m, n, ldc, 0, 1, false, 3);
+      std::vector<float> c = before;
+      blas.sgemm(ta, tb, m, n, k, 0.75f, a.data(), lda, b.data(), ldb, -1.5f, c.data(), ldc);
+      EXPECT_TRUE(matches_cublas(ta, tb, m, n, k, 0.75f, a, lda, 0, b, ldb, 0, -1.5f, before, c, ldc, 0, 1));
+    }
+  }
+}
+
+TEST_F(BlasTest, BetaZeroNeverReadsC) {
+  const Blas blas(open(database_));
+  const std::int64_t m = 19, n = 33, k = 17, lda = k + 1, ldb = n, ldc = m + 2;
+  const std::vector<float> a = random_values(std::size_t(lda * m), 4), b = random_values(std::size_t(ldb * k), 5);
+  const std::vector<float> before = c_buffer(m, n, ldc, 0, 1, true, 6);
+  std::vector<float> c = before;
+  blas.sgemm('T', 'T', m, n, k, 2.f, a.data(), lda, b.data(), ldb, 0.f, c.data(), ldc);
+  EXPECT_TRUE(matches_cublas('T', 'T', m, n, k, 2.f, a, lda, 0, b, ldb, 0, 0.f, before, c, ldc, 0, 1));
+}
+
+TEST_F(BlasTest, StridedBatchedRunsEachEntryAndLeavesTheGapsAlone) {
+  const Blas blas(open(database_));
+  const std::int64_t m = 21, n = 13, k = 9, batch = 3, lda = k + 2, ldb = n + 1, ldc = m + 3;
+  const std::int64_t stride_a = lda * m + 7, stride_b = 0, stride_c = ldc * n + 11;  // B shared by all
+  const std::vector<float> a = random_values(std::size_t(stride_a * batch), 7);
+  const std::vector<float> b = random_values(std::size_t(ldb * k), 8);
+  const std::vector<float> before = c_buffer(m, n, ldc, stride_c, batch, false, 9);
+  std::vector<float> c = before;
+  blas.sgemm_strided_batched('t', 'T', m, n, k, -1.f, a.data(), lda, stride_a, b.data(), ldb, stride_b, 0.5f,
+                             c.data(), ldc, stride_c, batch);
+  EXPECT_TRUE(matches_cublas('t', 'T', m, n, k, -1.f, a, lda, stride_a, b, ldb, stride_b, 0.5f, before, c, ldc,
+                             stride_c, batch));
+}
+
+TEST_F(BlasTest, ChoosesTheTemplateThatExpectsTheLeastTime) {
+  // Column-major 40x30x20 with op(A) = A^T is the row-major problem 30x40x20, A and B swapped.
+  Problem row_major{30, 40, 20, 20, 20, 40};
+  row_major.op_b = Op::t;
+  row_major.beta = 1;
+  const Plan tiled = Blas(open(database_)).plan(row_major);
+  EXPECT_EQ(tiled.template_name, "tiled") << tiled.to_string();
+  EXPECT_NE(tiled.why.find("tuned for C = A * B; serves op=nt, alpha and beta (C read) at run time"),
+            std::string::npos) << tiled.why;
+  record(folder_ / "naive_faster.db", 0.5, 1);
+  EXPECT_EQ(Blas(open(folder_ / "naive_faster.db")).plan(row_major).template_name, "naive");
+}
+
+TEST_F(BlasTest, EveryArgumentIsCheckedAndNamedAsCublasNumbersIt) {
+  const Blas blas(open(database_));
+  std::vector<float> a(64, 1.f), b(64, 1.f), c(64, kUntouched);
+  const auto cause = [&](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const InvalidProblem& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      return e.what();
+    }
+    return "accepted";
+  };
+  const auto sgemm = [&](char ta, char tb, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda,
+                         std::int64_t ldb, std::int64_t ldc) {
+    return cause([&] { blas.sgemm(ta, tb, m, n, k, 1, a.data(), lda, b.data(), ldb, 0, c.data(), ldc); });
+  };
+  const auto batched = [&](std::int64_t stride_a, std::int64_t stride_b, std::int64_t stride_c, std::int64_t batch) {
+    return cause([&] {
+      blas.sgemm_strided_batched('N', 'N', 2, 2, 2, 1, a.data(), 2, stride_a, b.data(), 2, stride_b, 0, c.data(), 2,
+                                 stride_c, batch);
+    });
+  };
+  EXPECT_EQ(sgemm('X', 'N', 2, 2, 2, 2, 2, 2), "sgemm: parameter number 2 (transa = 'X') is none of N, n, T, t, C, c");
+  EXPECT_NE(sgemm('N', '\0', 2, 2, 2, 2, 2, 2).find("parameter number 3 (transb = character 0)"), std::string::npos);
+  EXPECT_NE(sgemm('N', 'N', -1, 2, 2, 2, 2, 2).find("parameter number 4 (m = -1) is below 0"), std::string::npos);
+  EXPECT_NE(sgemm('N', 'N', 2, -1, 2, 2, 2, 2).find("parameter number 5 (n = -1)"), std::string::npos);
+  EXPECT_NE(sgemm('N', 'N', 2, 2, -3, 2, 2, 2).find("parameter number 6 (k = -3)"), std::string::npos);
+  EXPECT_NE(sgemm('N', 'N', 3, 2, 2, 2, 2, 3).find("parameter number 9 (lda = 2) is below 3 (max(1, m)"), std::string::npos);
+  EXPECT_NE(sgemm('T', 'N', 2, 2, 3, 2, 3, 2).find("parameter number 9 (lda = 2) is below 3 (max(1, k)"), std::string::npos);
+  EXPECT_NE(sgemm('N', 'N', 0, 0, 0, 0, 1, 1).find("parameter number 9 (lda = 0) is below 1"), std::string::npos);
+  EXPECT_NE(sgemm('N', 'N', 2, 2, 3, 2, 2, 2).find("parameter number 11 (ldb = 2) is below 3 (max(1, k)"), std::string::npos);
+  EXPECT_NE(sgemm('N', 'C', 2, 3, 2, 2, 2, 2).find("parameter number 11 (ldb = 2) is below 3 (max(1, n)"), std::string::npos);
+  EXPECT_NE(sgemm('N', 'N', 3, 2, 2, 3, 2, 2).find("parameter number 14 (ldc = 2) is below 3"), std::string::npos);
+  EXPECT_NE(sgemm('N', 'N', 1LL << 31, 2, 2, 1LL << 31, 2, 1LL << 31).find("parameter number 4 (m = 2147483648) exceeds"),
+            std::string::npos);
+  EXPECT_NE(batched(4, 4, 4, -1).find("sgemm_strided_batched: parameter number 18 (batchCount = -1)"), std::string::npos);
+  EXPECT_NE(batched(-4, 4, 4, 2).find("parameter number 10 (strideA = -4)"), std::string::npos);
+  EXPECT_NE(batched(4, -4, 4, 2).find("parameter number 13 (strideB = -4)"), std::string::npos);
+  EXPECT_NE(batched(4, 4, 3, 2).find("parameter number 17 (strideC = 3) is below the 4 elements"), std::string::npos);
+  EXPECT_EQ(batched(0, 0, 4, 2), "accepted");
+  EXPECT_EQ(sgemm('c', 't', 2, 2, 2, 2, 2, 2), "accepted");
+}
+
+TEST_F(BlasTest, EmptyProblemsTouchNothingAndKZeroOnlyServesBetaOne) {
+  const Blas blas(open(database_));
+  std::vector<float> c(16, kUntouched);
+  const std::vector<float> before = c;
+  // A and B may be null where nothing is read.
+  blas.sgemm('N', 'N', 0, 4, 4, 1, nullptr, 1, nullptr, 4, 0, c.data(), 1);
+  blas.sgemm('N', 'N', 4, 0, 4, 1, nullptr, 4, nullptr, 4, 0, c.data(), 4);
+  blas.sgemm_strided_batched('N', 'N', 2, 2, 2, 1, nullptr, 2, 4, nullptr, 2, 4, 0, c.data(), 2, 4, 0);
+  blas.sgemm('N', 'N', 4, 4, 0, 1, nullptr, 4, nullptr, 1, 1, c.data(), 4);  // C = 1 * C
+  EXPECT_EQ(c, before);
+  try {
+    blas.sgemm('N', 'N', 4, 4, 0, 1, nullptr, 4, nullptr, 1, 0.5f, c.data(), 4);
+    FAIL() << "expected NoConfiguration";
+  } catch (const NoConfiguration& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("k = 0 with beta = 0.5"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(c, before);
+}
+
+TEST_F(BlasTest, ABiasEpilogueRunsThroughGemmRunAndItsBiasIsChecked) {
+  const Gemm gemm = open(database_).gemm("tiled");
+  Problem p{23, 18, 11, 13, 20, 19};  // row-major, padded
+  p.alpha = 1.25f;
+  p.beta = 0;
+  for (const Epilogue epilogue : {Epilogue::bias_relu, Epilogue::bias_gelu}) {
+    p.epilogue = epilogue;
+    const std::vector<float> a = random_values(std::size_t(p.M * p.lda), 10), b = random_values(std::size_t(p.K * p.ldb), 11);
+    const std::vector<float> bias = random_values(std::size_t(p.N), 12);
+    std::vector<float> c(std::size_t(p.M * p.ldc), std::nanf(""));
+    gemm.run(p, a.data(), b.data(), c.data(), nullptr, bias.data());
+    const double u = std::ldexp(1.0, -24), gamma = (p.K + 2) * u / (1 - (p.K + 2) * u);
+    for (std::int64_t i = 0; i < p.M; ++i) {
+      for (std::int64_t j = 0; j < p.ldc; ++j) {
+        const float got = c[std::size_t(i * p.ldc + j)];
+        if (j >= p.N) {
+          ASSERT_TRUE(std::isnan(got)) << "padding written at " << i << "," << j;
+          continue;
+        }
+        double sum = 0, magnitude = std::fabs(bias[std::size_t(j)]);
+        for (std::int64_t q = 0; q < p.K; ++q) {
+          const double product = double(a[std::size_t(i * p.lda + q)]) * b[std::size_t(q * p.ldb + j)] * p.alpha;
+          sum += product;
+          magnitude += std::fabs(product);
+        }
+        const double x = sum + bias[std::size_t(j)];
+        const double expected = epilogue == Epilogue::bias_relu
+                                    ? std::max(x, 0.0)
+                                    : 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+        // GELU's tanh in float adds a few ulps of its own.
+        ASSERT_NEAR(got, expected, gamma * magnitude + 1e-6) << to_string(epilogue) << " at " << i << "," << j;
+      }
+    }
+  }
+  std::vector<float> a(400), b(400), c(500), bias(18);
+  try {
+    gemm.run(p, a.data(), b.data(), c.data(), nullptr);
+    FAIL() << "expected InvalidProblem";
+  } catch (const InvalidProblem& e) {
+    EXPECT_NE(std::string(e.what()).find("its epilogue adds a bias, but the bias pointer is null"), std::string::npos) << e.what();
+  }
+  p.epilogue = Epilogue::relu;
+  try {
+    gemm.run(p, a.data(), b.data(), c.data(), nullptr, bias.data());
+    FAIL() << "expected InvalidProblem";
+  } catch (const InvalidProblem& e) {
+    EXPECT_NE(std::string(e.what()).find("a bias was given, but its epilogue adds none"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(LibraryTest, ATemplateThatServesNoTransposeIsNoConfigurationSayingWhy) {
+  const Library library = Library::open(database_.string(), cpu());
+  Problem p{64, 64, 64, 64, 64, 64};
+  p.op_a = Op::t;
+  try {
+    library.gemm("warp_tiled").plan(p);
+    FAIL() << "expected NoConfiguration";
+  } catch (const NoConfiguration& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "problem 64x64x64 lda=64 ldb=64 ldc=64 op=tn: warp_tiled serves no transposed A (op_a=t) (it "
+              "supports plain C = A * B only)");
+  }
+  // The plain problem of the same shape still plans.
+  EXPECT_EQ(library.gemm("warp_tiled").plan(Problem::packed(64, 64, 64)).template_name, "warp_tiled");
+}
+
+TEST_F(LibraryTest, AProblemSaysTheContractBeyondThePlainProduct) {
+  Problem p = Problem::packed(8, 4, 2);
+  EXPECT_EQ(p.to_string(), "8x4x2 lda=2 ldb=4 ldc=4");
+  p.op_b = Op::t;
+  p.ldb = 2;
+  p.alpha = 2;
+  p.batch = 3;
+  p.stride_a = 16;
+  p.stride_c = 32;
+  p.epilogue = Epilogue::gelu;
+  EXPECT_EQ(p.to_string(), "8x4x2 lda=2 ldb=2 ldc=4 op=nt alpha=2 batch=3 stride_a=16 stride_b=0 stride_c=32 epilogue=gelu");
 }
 
 }  // namespace

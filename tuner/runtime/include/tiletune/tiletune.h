@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "tiletune/gemm_contract.h"
 #include "tiletune/precision.h"
 
 #if defined(_WIN32)
@@ -62,16 +63,26 @@ struct Options {
   int trial_candidates = 0;
 };
 
-// One GEMM: row-major C[M x N] = A[M x K] * B[K x N] in FP32, each a strided view with its
-// leading dimension (lda >= K, ldb >= N, ldc >= N).
+// One GEMM, row-major and in FP32: C[M x N] = act(alpha * op(A) * op(B) + beta * C + bias), each
+// matrix a strided view with its leading dimension. op(A) is M x K: A stored M x K (lda >= K) or,
+// op_a = t, stored K x M (lda >= M); op(B) is K x N: B stored K x N (ldb >= N) or, op_b = t, stored
+// N x K (ldb >= K); ldc >= N. beta = 0 never reads C. A batch runs entry i on A + i * stride_a,
+// B + i * stride_b, C + i * stride_c (A's and B's strides may be 0; C's entries may not overlap).
+// The epilogue's bias is N floats added to every row (Gemm::run's `bias`). The defaults are the
+// plain C = A * B: Problem{M, N, K, lda, ldb, ldc} means what it always has.
 struct TILETUNE_API Problem {
   std::int64_t M = 0, N = 0, K = 0;
   std::int64_t lda = 0, ldb = 0, ldc = 0;
+  Op op_a = Op::n, op_b = Op::n;
+  float alpha = 1, beta = 0;
+  std::int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+  Epilogue epilogue = Epilogue::none;
 
   static Problem packed(std::int64_t M, std::int64_t N, std::int64_t K) {
     return Problem{M, N, K, K, N, N};
   }
-  std::string to_string() const;  // "MxNxK lda=.. ldb=.. ldc=.."
+  // "MxNxK lda=.. ldb=.. ldc=..", then what differs from the plain problem (" op=tn alpha=2 ...").
+  std::string to_string() const;
 };
 
 // Whose record chose the configuration, in the order they are tried.
@@ -94,7 +105,8 @@ struct TILETUNE_API Plan {
   std::int64_t recorded_M = 0, recorded_N = 0, recorded_K = 0;  // the shape it was recorded at
   bool exact = false;         // recorded at this very shape on this very GPU
   double expected_ms = 0;     // the recorded median; at a shape not recorded, the performance
-                              // model's prediction (else the median scaled by flops); 0: unknown
+                              // model's prediction (else the median scaled by flops); 0: unknown.
+                              // Of C = A * B at the shape: one entry of a batch, before epilogue
   int fuzz_cases = 0;         // random cases it passed when tuned (0: unknown)
   int trial_candidates = 0;   // configurations a first-call trial timed for it (this process or
                               // an earlier one); expected_ms is then the trial's time
@@ -113,18 +125,22 @@ class TILETUNE_API Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-// The problem cannot be run as given: a size < 1, a leading dimension too small, a null pointer.
+// The problem cannot be run as given: a size < 1, a leading dimension too small, a null pointer, a
+// bias missing for (or given without) a bias epilogue, a BLAS argument out of range.
 class TILETUNE_API InvalidProblem : public Error {
  public:
   using Error::Error;
 };
-// No record (and no default) fits the problem, or the template is not in the library.
+// No record (and no default) fits the problem, the template serves no such problem (a transposed
+// operand, alpha and beta, a batch or an epilogue it does not declare), or the template is not in
+// the library.
 class TILETUNE_API NoConfiguration : public Error {
  public:
   using Error::Error;
 };
 
 namespace detail {
+class BlasState;
 class GemmState;
 class LibraryState;
 }  // namespace detail
@@ -143,6 +159,10 @@ class TILETUNE_API Gemm {
   // pointers, and run returns when C is written (the stream is not used).
   void run(const Problem& problem, const float* A, const float* B, float* C,
            void* stream = nullptr) const;
+  // The same with the epilogue's bias (N floats, on the backend's side as A, B and C are): given
+  // exactly when the problem's epilogue adds one (bias, bias_relu, bias_gelu).
+  void run(const Problem& problem, const float* A, const float* B, float* C, void* stream,
+           const float* bias) const;
 
  private:
   friend class Library;
@@ -180,6 +200,48 @@ class TILETUNE_API Library {
  private:
   explicit Library(std::shared_ptr<detail::LibraryState> state);
   std::shared_ptr<detail::LibraryState> state_;
+};
+
+// cuBLAS's SGEMM on the library's templates: the same column-major arguments, checks and results
+// as cublasSgemm and cublasSgemmStridedBatched (transa, transb in N, n, T, t, C, c: C is T for
+// real numbers), on device pointers (host pointers on the CPU backend).
+//
+// Column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T, so each call is the row-major
+// Problem M = n, N = m, K = k of B and A swapped (ldb and lda, stride_b and stride_a with them),
+// op_a from transb and op_b from transa. It runs on the template whose plan expects the least time
+// (Plan::expected_ms; ties: the template's name) of every template of the library that its
+// Options::lowest_precision accepts and that serves the problem; the choice is kept per problem.
+//
+// An argument out of range throws InvalidProblem naming it as cuBLAS numbers it (the handle is
+// parameter 1: "sgemm: parameter number 4 (m = -1) is below 0 ..."); so do what tiletune cannot
+// serve and cuBLAS leaves unchecked: a negative stride of A or B, C's entries overlapping, a size
+// beyond 32 bits. m, n or batch 0: nothing is read or written. k = 0 asks C = beta * C, which no
+// template computes (their K is at least 1): with beta = 1 it returns at once, as there is nothing
+// to do; any other beta is NoConfiguration, on both backends alike, so that a CPU-backend test
+// fails where the GPU would. alpha = 0 with k > 0 runs the kernel (A and B are read). A problem
+// no template serves is NoConfiguration, naming why each could not.
+//
+// The first call of a problem plans it on every serving template (each loading its kernel, as
+// Gemm::plan does); later calls of a problem differing only in alpha, beta's value (not whether it
+// is 0), the batch's size or strides reuse the choice.
+class TILETUNE_API Blas {
+ public:
+  explicit Blas(const Library& library);
+
+  void sgemm(char transa, char transb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+             const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
+             float* C, std::int64_t ldc, void* stream = nullptr) const;
+  void sgemm_strided_batched(char transa, char transb, std::int64_t m, std::int64_t n,
+                             std::int64_t k, float alpha, const float* A, std::int64_t lda,
+                             std::int64_t stride_a, const float* B, std::int64_t ldb,
+                             std::int64_t stride_b, float beta, float* C, std::int64_t ldc,
+                             std::int64_t stride_c, std::int64_t batch,
+                             void* stream = nullptr) const;
+  // The plan the call would run (the row-major problem it maps to, above), for people and tests.
+  Plan plan(const Problem& row_major) const;
+
+ private:
+  std::shared_ptr<detail::BlasState> state_;
 };
 
 // "0.1.0"

@@ -8,6 +8,10 @@
  *       tiletune_gemm_run(gemm, &p, A, B, C, stream) != TILETUNE_OK)
  *     fprintf(stderr, "%s\n", tiletune_last_error());
  *
+ * The BLAS contract (transposes, alpha and beta, strided batches, epilogues) through
+ * tiletune_contract_problem and tiletune_gemm_*_contract; cuBLAS's column-major SGEMM through
+ * tiletune_blas_sgemm and tiletune_blas_sgemm_strided_batched (tiletune::Blas).
+ *
  * C89 apart from <stdint.h>. Every function returns its status; nothing is thrown across it. On
  * failure tiletune_last_error() gives the one-line cause. Handles may be used from any thread.
  */
@@ -64,6 +68,38 @@ typedef struct tiletune_problem {
   int64_t M, N, K;
   int64_t lda, ldb, ldc;
 } tiletune_problem;
+
+/* op(X): X as stored, or its transpose (tiletune::Op). */
+typedef enum tiletune_op { TILETUNE_OP_N = 0, TILETUNE_OP_T = 1 } tiletune_op;
+
+/* What is applied to each element of C after alpha * op(A) * op(B) + beta * C (tiletune::Epilogue):
+ * a bias (N floats added to every row), ReLU, GELU (tanh form), or a bias and then either. */
+typedef enum tiletune_epilogue {
+  TILETUNE_EPILOGUE_NONE = 0,
+  TILETUNE_EPILOGUE_BIAS = 1,
+  TILETUNE_EPILOGUE_RELU = 2,
+  TILETUNE_EPILOGUE_BIAS_RELU = 3,
+  TILETUNE_EPILOGUE_GELU = 4,
+  TILETUNE_EPILOGUE_BIAS_GELU = 5
+} tiletune_epilogue;
+
+/* A problem of the whole BLAS contract (tiletune::Problem): row-major
+ * C[M x N] = act(alpha * op(A) * op(B) + beta * C + bias), batch times over matrices stride_*
+ * elements apart. op_a = T: A is stored K x M (lda >= M); op_b = T: B is stored N x K (ldb >= K).
+ * A struct of its own, not fields added to tiletune_problem, whose layout compiled callers rely
+ * on. Start from tiletune_contract_problem_of(p): its zero-initialised fields would mean alpha 0
+ * and batch 0. */
+typedef struct tiletune_contract_problem {
+  tiletune_problem shape;  /* M, N, K, lda, ldb, ldc */
+  tiletune_op op_a, op_b;
+  float alpha, beta;       /* beta 0: C is never read */
+  int64_t batch, stride_a, stride_b, stride_c;
+  tiletune_epilogue epilogue;
+} tiletune_contract_problem;
+
+/* The plain problem C = A * B of `problem` as a contract problem: no transposes, alpha 1, beta 0,
+ * one matrix, no epilogue. */
+TILETUNE_C_API tiletune_contract_problem tiletune_contract_problem_of(tiletune_problem problem);
 
 /* The sizes of tiletune_plan's text fields, terminating NUL included. */
 #define TILETUNE_NAME_SIZE 256
@@ -141,6 +177,33 @@ TILETUNE_C_API tiletune_status tiletune_gemm_plan_text(const tiletune_gemm* gemm
 TILETUNE_C_API tiletune_status tiletune_gemm_run(const tiletune_gemm* gemm,
                                                  const tiletune_problem* problem, const float* A,
                                                  const float* B, float* C, void* stream);
+
+/* tiletune_gemm_plan and tiletune_gemm_run for a problem of the whole contract. `bias` (N floats,
+ * on the same side as A, B and C) is given exactly when the epilogue adds one; otherwise NULL.
+ * A template that does not serve the problem is TILETUNE_NO_CONFIGURATION, saying why. */
+TILETUNE_C_API tiletune_status tiletune_gemm_plan_contract(const tiletune_gemm* gemm,
+                                                           const tiletune_contract_problem* problem,
+                                                           tiletune_plan* plan);
+TILETUNE_C_API tiletune_status tiletune_gemm_run_contract(const tiletune_gemm* gemm,
+                                                          const tiletune_contract_problem* problem,
+                                                          const float* A, const float* B, float* C,
+                                                          const float* bias, void* stream);
+
+/* cublasSgemm and cublasSgemmStridedBatched without the handle: column-major, the same arguments
+ * (transa, transb: 'N', 'n', 'T', 't', 'C', 'c'), checks and results, on the library's template
+ * that expects the least time for the problem (tiletune::Blas, whose comment says what k = 0 and
+ * tiletune's own limits do). An argument out of range is TILETUNE_INVALID_PROBLEM, the message
+ * naming it as cuBLAS numbers it ("parameter number 4 (m = -1) ..."). */
+TILETUNE_C_API tiletune_status tiletune_blas_sgemm(const tiletune_library* library, char transa,
+                                                   char transb, int64_t m, int64_t n, int64_t k,
+                                                   float alpha, const float* A, int64_t lda,
+                                                   const float* B, int64_t ldb, float beta,
+                                                   float* C, int64_t ldc, void* stream);
+TILETUNE_C_API tiletune_status tiletune_blas_sgemm_strided_batched(
+    const tiletune_library* library, char transa, char transb, int64_t m, int64_t n, int64_t k,
+    float alpha, const float* A, int64_t lda, int64_t stride_a, const float* B, int64_t ldb,
+    int64_t stride_b, float beta, float* C, int64_t ldc, int64_t stride_c, int64_t batch,
+    void* stream);
 
 #ifdef __cplusplus
 }
