@@ -70,6 +70,7 @@ std::int64_t get_size(const GemmProblem& p, const Size& size) {
 
 CaseRequirements::CaseRequirements(const KernelTemplate& tmpl, const Configuration& config)
     : parameters_(tmpl.bindings(config)), contract_(tmpl.supports), requirements_(tmpl.requirements) {
+  keeps_c_ = !tmpl.may_add_into_c(config);
   for (const std::int64_t modulus : remainder_moduli(config)) {
     const std::int64_t multiple = std::lcm(period_, modulus);
     period_ = multiple <= kLargestPeriod ? multiple : std::max(period_, modulus);
@@ -287,7 +288,7 @@ struct ContractDraw {
 // An index that shrinks to 0, for a choice among `count` (a gen::element does not shrink).
 int choice(int count) { return *rc::gen::inRange(0, count); }
 
-ContractDraw draw_contract(GemmProblem& p, const ContractSupport& supports) {
+ContractDraw draw_contract(GemmProblem& p, const ContractSupport& supports, bool keeps_c) {
   ContractDraw draw;
   const std::int64_t extra_a = p.lda - p.shape.k, extra_b = p.ldb - p.shape.n;
   if (supports.op_a && *rc::gen::arbitrary<bool>()) p.op_a = Op::t;
@@ -302,9 +303,9 @@ ContractDraw draw_contract(GemmProblem& p, const ContractSupport& supports) {
       return which < 3 ? units[which] : float(*rc::gen::inRange(-2000, 2001)) / 1000.0f;
     };
     p.alpha = scale({1, -1, 0});
-    p.beta = scale({0, 1, -1});
+    if (keeps_c) p.beta = scale({0, 1, -1});
   }
-  if (supports.epilogue) p.epilogue = Epilogue(choice(6));
+  if (supports.epilogue && keeps_c) p.epilogue = Epilogue(choice(6));
   if (supports.batch) {
     p.batch = *rc::gen::inRange<std::int64_t>(1, 4);
     if (p.batch > 1) {
@@ -340,7 +341,7 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
     GemmCase c;
     c.problem = draw_problem(moduli, limits);
     ContractDraw contract;
-    if (requirements.contract().any()) contract = draw_contract(c.problem, requirements.contract());
+    if (requirements.contract().any()) contract = draw_contract(c.problem, requirements.contract(), requirements.keeps_c());
     // Repaired here, inside the generator, so that every shrunk case is repaired too.
     const GemmProblem drawn = c.problem;
     for (int draw = 1; !requirements.empty() && !requirements.repair(c.problem); ++draw) {
@@ -350,7 +351,7 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
       }
       if (draw == kDraws) break;  // no known admissible problem: the runner refuses to get here
       c.problem = draw_problem(moduli, limits);
-      if (requirements.contract().any()) contract = draw_contract(c.problem, requirements.contract());
+      if (requirements.contract().any()) contract = draw_contract(c.problem, requirements.contract(), requirements.keeps_c());
     }
     // A bound such as K >= 4096 can make a case far larger than its draw; its reference costs
     // M * N * K, so M and N come down within the requirements.

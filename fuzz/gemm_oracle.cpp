@@ -186,8 +186,10 @@ double gelu(double x) {
 
 // The whole BLAS contract (gemm_shape.h), element by element: act(alpha * op(A) op(B) + beta * C0
 // + bias), in double, against each entry of the batch. The bound adds to the dot product's (times
-// |alpha|) a few roundings of each float operation after it; none where every one is exact (small
-// integers, alpha and beta in {-1, 0, 1}, no GELU): such a case is compared bit for bit.
+// |alpha|, and where alpha is no unit the fp32 bound of a sum of K terms: a split-K kernel scales
+// each slice's partial sum and adds the slices in float) a few roundings of each float operation
+// after it; none where every one is exact (small integers, alpha and beta in {-1, 0, 1}, no GELU):
+// such a case is compared bit for bit.
 std::optional<Finding> judge_contract(const GemmCase& gemm_case, Precision precision,
                                       const GemmOperands& before, const GemmOperands& after) {
   const GemmProblem& p = gemm_case.problem;
@@ -198,6 +200,9 @@ std::optional<Finding> judge_contract(const GemmCase& gemm_case, Precision preci
   const bool exact = gemm_case.inputs == InputKind::small_integers && unit(p.alpha) &&
                      unit(p.beta) && activation != 2;
   constexpr double u = 0x1p-24;
+  // alpha other than 1, 0 or -1 rounds each product it scales; a kernel that splits K scales each
+  // slice's partial sum and adds the slices in float: at most K of them.
+  const double scale_factor = unit(p.alpha) ? 0.0 : relative_error_bound(Precision::fp32, k_size);
   std::optional<Finding> first;
   std::int64_t wrong = 0;
   for (std::int64_t e = 0; e < p.batch; ++e) {
@@ -217,7 +222,7 @@ std::optional<Finding> judge_contract(const GemmCase& gemm_case, Precision preci
         const double bias = adds_bias(p.epilogue) ? double(before.bias.at(0, c)) : 0.0;
         double value = scaled + prior + bias;
         double bound = exact ? 0.0
-                             : std::fabs(p.alpha) * factor * magnitude +
+                             : std::fabs(p.alpha) * (factor + scale_factor) * magnitude +
                                    3 * u * (std::fabs(scaled) + std::fabs(prior) + std::fabs(bias));
         if (activation == 1) value = value > 0 ? value : 0;
         if (activation == 2) {

@@ -41,9 +41,15 @@
 //
 // SPLIT_K > 1 splits K over gridDim.z: each slice adds its partial product into C with atomicAdd,
 // and the launcher clears C first (zero_output), for shapes whose M x N gives too few blocks.
+//
+// The BLAS contract (<tiletune/gemm_contract.h>): a transposed operand is copied through the same
+// tiles with its strides swapped, four 4-byte copies a group (its groups are not contiguous);
+// alpha, beta and the epilogue are applied at the store, alpha alone to a K slice's atomic adds
+// (split-K serves no beta and no epilogue).
 #pragma once
 
 #include <tiletune/async_copy.h>
+#include <tiletune/gemm_contract.h>
 #include <tiletune/tensor_core.h>
 
 constexpr int kBM = TT_BM, kBN = TT_BN, kBK = TT_BK, kWM = TT_WM, kWN = TT_WN;
@@ -103,34 +109,40 @@ struct TileSplit {
 struct TileCopier {
   const float* a;  // A's element (m0, k) and B's (k, n0), k the next step's first
   const float* b;
-  int lda, ldb;
+  // Between two rows and two columns of each tile in global memory: (ld, 1) as stored, (1, ld)
+  // for a transposed operand.
+  size_t a_row, a_col, b_row, b_col;
   int rows_left, cols_left;  // of C from the block's corner (masks at the edge)
   int tid;
 
   __device__ __forceinline__ TileCopier(const float* A, const float* B, int M, int N, int lda,
-                                        int ldb, int m0, int n0, int k0, int tid)
-      : a(A + (size_t)m0 * lda + k0), b(B + (size_t)k0 * ldb + n0), lda(lda), ldb(ldb),
-        rows_left(M - m0), cols_left(N - n0), tid(tid) {}
+                                        int ldb, int m0, int n0, int k0, int tid,
+                                        const tt_gemm_args& args)
+      : a_row(args.op_a ? 1 : lda), a_col(args.op_a ? lda : 1), b_row(args.op_b ? 1 : ldb),
+        b_col(args.op_b ? ldb : 1), rows_left(M - m0), cols_left(N - n0), tid(tid) {
+    a = A + m0 * a_row + k0 * a_col;
+    b = B + k0 * b_row + n0 * b_col;
+  }
 
   // Copies this thread's groups of one tile: `src` is the tile's first element in global memory,
   // rows_valid x cols_valid of it exist (the rest is zero-filled unless Full), IsA: A's layout in
   // the stage, else B's. A group is one 16-byte copy (Vectors), else four 4-byte ones from the
   // same address, each masked by itself.
   template <class Split, bool IsA, bool Full, bool Vectors>
-  __device__ __forceinline__ void copy_tile(float* stage, const float* src, int ld, int rows_valid,
-                                            int cols_valid) {
+  __device__ __forceinline__ void copy_tile(float* stage, const float* src, size_t row_stride,
+                                            size_t col_stride, int rows_valid, int cols_valid) {
 #pragma unroll
     for (int pass = 0; pass < Split::kPasses; ++pass) {
       const int row = Split::row(tid, pass), col = Split::col(tid);
       const int valid = Full ? 4 : (row < rows_valid ? min(max(cols_valid - col, 0), 4) : 0);
-      const float* const from = valid > 0 ? src + (size_t)row * ld + col : src;
+      const float* const from = valid > 0 ? src + row * row_stride + col * col_stride : src;
       float* const to = stage + (IsA ? offset_a(row, col) : offset_b(row, col));
       if (Vectors) {
         tt_cp_async_16(to, from, 4 * valid);
       } else {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          tt_cp_async_4(to + e, e < valid ? from + e : src, e < valid ? 4 : 0);
+          tt_cp_async_4(to + e, e < valid ? from + e * col_stride : src, e < valid ? 4 : 0);
         }
       }
     }
@@ -142,10 +154,10 @@ struct TileCopier {
   // (the block's first element), and zero-fills its destination.
   template <bool Full, bool Vectors>
   __device__ __forceinline__ void copy_step(float* As, float* Bs, int k_left) {
-    copy_tile<TileSplit<kBM, kBK>, true, Full, Vectors>(As, a, lda, rows_left, k_left);
-    copy_tile<TileSplit<kBK, kBN>, false, Full, Vectors>(Bs, b, ldb, k_left, cols_left);
-    a += kBK;
-    b += (size_t)kBK * ldb;
+    copy_tile<TileSplit<kBM, kBK>, true, Full, Vectors>(As, a, a_row, a_col, rows_left, k_left);
+    copy_tile<TileSplit<kBK, kBN>, false, Full, Vectors>(Bs, b, b_row, b_col, k_left, cols_left);
+    a += kBK * a_col;
+    b += kBK * b_row;
   }
 };
 
@@ -229,13 +241,14 @@ __device__ __forceinline__ void multiply_stage(const float* As, const float* Bs,
 
 // ---- the whole GEMM ---------------------------------------------------------------------------
 
-// C = A B for the block (blockIdx.x, blockIdx.y) and K slice blockIdx.z; `shared` holds STAGES
-// tiles of A, then STAGES of B. Vectors: 16-byte copies of both tiles, else 4-byte ones.
+// C = A B for the block (blockIdx.x, blockIdx.y) and its K slice of grid z; `shared` holds
+// STAGES tiles of A, then STAGES of B. Vectors: 16-byte copies of both tiles, else 4-byte ones.
 template <class Product, bool Vectors>
 __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
                                                  const float* __restrict__ B,
                                                  float* __restrict__ C, int M, int N, int K,
-                                                 int lda, int ldb, int ldc, float* shared) {
+                                                 int lda, int ldb, int ldc,
+                                                 const tt_gemm_args& args, float* shared) {
   // Steps in flight beyond the one multiplied: one more where stages are rounded ahead.
   constexpr int kAhead = Product::kRoundsStages ? 1 : 0;
   static_assert(kStages >= 2 + kAhead, "STAGES: 2, or 3 where stages are rounded in place");
@@ -249,14 +262,14 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
 
   // This block's slice of K: whole steps, so that only the slice's last step is partial.
   const int k_per_slice = ceil_div(K, kSplitK * kBK) * kBK;
-  const int k_begin = blockIdx.z * k_per_slice;
+  const int k_begin = tt_grid_z_index(args) * k_per_slice;
   const int k_end = min(K, k_begin + k_per_slice);
   if (kSplitK > 1 && k_begin >= k_end) return;  // an empty slice adds nothing
   const int steps = ceil_div(max(k_end - k_begin, 0), kBK);
 
   const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
   const bool interior = m0 + kBM <= M && n0 + kBN <= N;
-  TileCopier copier(A, B, M, N, lda, ldb, m0, n0, k_begin, tid);
+  TileCopier copier(A, B, M, N, lda, ldb, m0, n0, k_begin, tid, args);
   // Copies step `step` (the next one in order) into its stage: unmasked unless it is at an edge.
   const auto copy_step = [&](int step) {
     float* const as = As + (step % kStages) * kTileA;
@@ -324,13 +337,19 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
         const int col = n0 + col0 + 8 * j + 2 * t;
         const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
         if (kSplitK > 1) {
-          if (interior || col < N) atomicAdd(c_row + col, v0);
-          if (interior || col + 1 < N) atomicAdd(c_row + col + 1, v1);
-        } else if (c_pairs && (interior || col + 1 < N)) {
-          *reinterpret_cast<float2*>(c_row + col) = make_float2(v0, v1);
+          if (interior || col < N) atomicAdd(c_row + col, args.alpha * v0);
+          if (interior || col + 1 < N) atomicAdd(c_row + col + 1, args.alpha * v1);
+          continue;
+        }
+        // Only elements inside C are read (beta) and written.
+        const float c0 = interior || col < N ? tt_epilogue(v0, c_row + col, col, args) : 0.0f;
+        const float c1 =
+            interior || col + 1 < N ? tt_epilogue(v1, c_row + col + 1, col + 1, args) : 0.0f;
+        if (c_pairs && (interior || col + 1 < N)) {
+          *reinterpret_cast<float2*>(c_row + col) = make_float2(c0, c1);
         } else {
-          if (interior || col < N) c_row[col] = v0;
-          if (interior || col + 1 < N) c_row[col + 1] = v1;
+          if (interior || col < N) c_row[col] = c0;
+          if (interior || col + 1 < N) c_row[col + 1] = c1;
         }
       }
     }
@@ -338,17 +357,21 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
 }
 
 // The kernel's body: one copy of the main loop for 16-byte copies (lda and ldb multiples of 4, A
-// and B 16-byte aligned) and one for 4-byte copies, chosen once, so that neither pays for the
-// other's addresses in registers.
+// and B 16-byte aligned and neither transposed) and one for 4-byte copies, chosen once, so that
+// neither pays for the other's addresses in registers. A batch's entry is this block's of grid z.
 template <class Product>
 __device__ __forceinline__ void mma_gemm(const float* __restrict__ A, const float* __restrict__ B,
                                          float* __restrict__ C, int M, int N, int K, int lda,
-                                         int ldb, int ldc, float* shared) {
-  const bool vectors = lda % 4 == 0 && ldb % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0 &&
-                       reinterpret_cast<size_t>(B) % 16 == 0;
+                                         int ldb, int ldc, const tt_gemm_args& args,
+                                         float* shared) {
+  const float* const a = tt_batch_a(A, args);
+  const float* const b = tt_batch_b(B, args);
+  float* const c = tt_batch_c(C, args);
+  const bool vectors = !args.op_a && !args.op_b && lda % 4 == 0 && ldb % 4 == 0 &&
+                       reinterpret_cast<size_t>(a) % 16 == 0 && reinterpret_cast<size_t>(b) % 16 == 0;
   if (vectors) {
-    mma_gemm_copying<Product, true>(A, B, C, M, N, K, lda, ldb, ldc, shared);
+    mma_gemm_copying<Product, true>(a, b, c, M, N, K, lda, ldb, ldc, args, shared);
   } else {
-    mma_gemm_copying<Product, false>(A, B, C, M, N, K, lda, ldb, ldc, shared);
+    mma_gemm_copying<Product, false>(a, b, c, M, N, K, lda, ldb, ldc, args, shared);
   }
 }

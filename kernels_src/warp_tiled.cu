@@ -26,6 +26,12 @@
 // the launcher clears C first (the zero_output declaration). It pays where M x N gives too few
 // blocks to fill the GPU and K is long.
 //
+// It serves the whole BLAS contract (<tiletune/gemm_contract.h>). Transposes are a runtime choice
+// of the copies' strides and of which thread copies which element, so that a transposed operand's
+// copies run along its stored rows too (coalesced); a transposed B is copied 4 bytes at a time.
+// alpha, beta and the epilogue are applied at the store; a configuration that adds into a cleared
+// C (split-K, stream-K's shares) serves no beta and no epilogue (the library and the fuzz know).
+//
 // STREAM_K > 0 schedules the tiles in waves of STREAM_K x SM_COUNT blocks (the GPU's
 // multiprocessor count, from the launcher; STREAM_K stands for the blocks an SM holds). When the
 // tiles do not fill a whole number of waves, the last whole wave's tiles and the partial wave's
@@ -72,8 +78,10 @@
 // tiletune: grid STREAM_K ? STREAM_K * SM_COUNT : ceil_div(N, BN), STREAM_K ? max(ceil_div(M, BM) * ceil_div(N, BN) / (STREAM_K * SM_COUNT), 1) : ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN + (SWIZZLE ? 0 : 4)) * 4
 // tiletune: zero_output SPLIT_K > 1 || (STREAM_K > 0 && (ceil_div(M, BM) * ceil_div(N, BN)) % (STREAM_K * SM_COUNT) != 0)
+// tiletune: supports op_a op_b alpha_beta batch epilogue
 
 #include <tiletune/async_copy.h>
+#include <tiletune/gemm_contract.h>
 
 constexpr int kBM = TT_BM, kBN = TT_BN, kBK = TT_BK, kTM = TT_TM, kTN = TT_TN;
 constexpr int kStages = TT_STAGES;
@@ -99,7 +107,9 @@ __device__ __forceinline__ int slot_a(int k, int m) {
 
 // Which elements of each step's tiles this thread copies, fixed for the whole kernel. Thread t
 // copies column t % BK of A's tile in rows t / BK + R i (R = threads / BK), and the 4-float group
-// t % (BN / 4) of B's tile in rows t / (BN / 4) + S j (S = threads / (BN / 4)).
+// t % (BN / 4) of B's tile in rows t / (BN / 4) + S j (S = threads / (BN / 4)). A transposed
+// operand is stored along M (A) or K (B): there neighbouring threads take neighbouring rows
+// instead, t % R and t % S, so that a warp's copies still read consecutive addresses.
 struct CopyPlan {
   static constexpr int kRowsA = kThreads / kBK;         // R
   static constexpr int kPassesA = kBM / kRowsA;
@@ -109,19 +119,28 @@ struct CopyPlan {
 
   const float* a;  // this thread's first A element of the next step
   const float* b;  // and of B
-  size_t a_pass, b_pass, b_step;  // pointer steps between passes, and B's between steps
+  size_t a_pass, a_step, b_pass, b_step;  // pointer steps between passes, and between steps
+  size_t b_column;  // between two columns of B: 1, or ldb when B is transposed
   int a_row, a_col, b_row, b_col;  // within the tiles
   int rows_left, cols_left;       // of C from the block's corner (masks at the edge)
 
   __device__ __forceinline__ CopyPlan(const float* A, const float* B, int M, int N, int lda,
-                                      int ldb, int m0, int n0, int k0, int tid) {
-    a_row = tid / kBK, a_col = tid % kBK;
-    b_row = tid / kGroupsB, b_col = 4 * (tid % kGroupsB);
-    a = A + (size_t)(m0 + a_row) * lda + k0 + a_col;
-    b = B + (size_t)(k0 + b_row) * ldb + n0 + b_col;
-    a_pass = (size_t)kRowsA * lda;
-    b_pass = (size_t)kRowsB * ldb;
-    b_step = (size_t)kBK * ldb;
+                                      int ldb, int m0, int n0, int k0, int tid, bool a_transposed,
+                                      bool b_transposed) {
+    // Element (m, k) of op(A) lies at m * a_m + k * a_k, element (k, n) of op(B) at k * b_k + n * b_n.
+    const size_t a_m = a_transposed ? 1 : lda, a_k = a_transposed ? lda : 1;
+    const size_t b_k = b_transposed ? 1 : ldb, b_n = b_transposed ? ldb : 1;
+    a_row = a_transposed ? tid % kRowsA : tid / kBK;
+    a_col = a_transposed ? tid / kRowsA : tid % kBK;
+    b_row = b_transposed ? tid % kRowsB : tid / kGroupsB;
+    b_col = 4 * (b_transposed ? tid / kRowsB : tid % kGroupsB);
+    a = A + (m0 + a_row) * a_m + (k0 + a_col) * a_k;
+    b = B + (k0 + b_row) * b_k + (n0 + b_col) * b_n;
+    a_pass = kRowsA * a_m;
+    a_step = kBK * a_k;
+    b_pass = kRowsB * b_k;
+    b_step = kBK * b_k;
+    b_column = b_n;
     rows_left = M - m0, cols_left = N - n0;
   }
 
@@ -154,11 +173,11 @@ struct CopyPlan {
       } else {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          tt_cp_async_4(dst + c, c < valid ? src + c : B, c < valid ? 4 : 0);
+          tt_cp_async_4(dst + c, c < valid ? src + c * b_column : B, c < valid ? 4 : 0);
         }
       }
     }
-    a += kBK;
+    a += a_step;
     b += b_step;
   }
 };
@@ -210,7 +229,8 @@ __device__ __forceinline__ int next_stage(int stage) {
 }
 
 // The product of A's rows from m0 and B's columns from n0 over k_begin to k_end, a tile of C,
-// with B's copies 16 bytes wide (BVectors) or 4; stored, or added into C (`accumulate`).
+// with B's copies 16 bytes wide (BVectors) or 4; stored through the epilogue, or (times alpha)
+// added into C (`accumulate`).
 // `stage` is where the first step lands, and on return the stage after the last step's: a block
 // that computes several (stream-K) keeps the stages turning, so that the next one's first copies
 // go to every stage but the one the last step read, which every thread was done with when it
@@ -218,8 +238,9 @@ __device__ __forceinline__ int next_stage(int stage) {
 template <bool BVectors>
 __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const float* __restrict__ B,
                                           float* __restrict__ C, int M, int N, int K, int lda,
-                                          int ldb, int ldc, float* const As, int m0, int n0,
-                                          int k_begin, int k_end, bool accumulate, int& stage) {
+                                          int ldb, int ldc, const tt_gemm_args& args,
+                                          float* const As, int m0, int n0, int k_begin, int k_end,
+                                          bool accumulate, int& stage) {
   float* const Bs = As + kStages * kTileA;  // kStages tiles of A, then of B
 
   const int tid = threadIdx.x;
@@ -229,7 +250,7 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
 
   const int steps = ceil_div(max(k_end - k_begin, 0), kBK);
   const bool interior = m0 + kBM <= M && n0 + kBN <= N;
-  CopyPlan plan(A, B, M, N, lda, ldb, m0, n0, k_begin, tid);
+  CopyPlan plan(A, B, M, N, lda, ldb, m0, n0, k_begin, tid, args.op_a, args.op_b);
   int k_left = k_end - k_begin;  // of the slice, from the first k of the next step to copy
   // Copies the next step in order into stage `into`: unmasked unless it is at an edge.
   const auto copy_step = [&](int into) {
@@ -283,9 +304,9 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
       const int col = n0 + b_col + 32 * (j / 4) + j % 4;
       if (!interior && col >= N) continue;
       if (accumulate) {
-        atomicAdd(c_row + col, acc[i][j]);
+        atomicAdd(c_row + col, args.alpha * acc[i][j]);
       } else {
-        c_row[col] = acc[i][j];
+        c_row[col] = tt_epilogue(acc[i][j], c_row + col, col, args);
       }
     }
   }
@@ -300,7 +321,8 @@ constexpr int kMinBlocksPerSM = kTM * kTN <= 64 && !TT_SWIZZLE ? 512 / kThreads 
 template <bool BVectors>
 __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const float* __restrict__ B,
                                            float* __restrict__ C, int M, int N, int K, int lda,
-                                           int ldb, int ldc, float* const As) {
+                                           int ldb, int ldc, const tt_gemm_args& args,
+                                           float* const As) {
 #if TT_STREAM_K
   const int tiles_n = ceil_div(N, kBN), tiles = ceil_div(M, kBM) * tiles_n;
   const int wave = gridDim.x;
@@ -323,7 +345,7 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
   for (int stage = 0; begin < end;) {
     const int tile = int(begin / steps), k0 = int(begin % steps);
     const int k1 = int(min((long long)steps, k0 + (end - begin)));
-    gemm_tile<BVectors>(A, B, C, M, N, K, lda, ldb, ldc, As, (tile / tiles_n) * kBM,
+    gemm_tile<BVectors>(A, B, C, M, N, K, lda, ldb, ldc, args, As, (tile / tiles_n) * kBM,
                         (tile % tiles_n) * kBN, k0 * kBK, min(K, k1 * kBK), k0 > 0 || k1 < steps,
                         stage);
     begin += k1 - k0;
@@ -331,24 +353,28 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
 #else
   // This block's slice of K: whole steps, so that only the slice's last step is partial.
   const int k_per_slice = ceil_div(K, TT_SPLIT_K * kBK) * kBK;
-  const int k_begin = blockIdx.z * k_per_slice;
+  const int k_begin = tt_grid_z_index(args) * k_per_slice;
   const int k_end = min(K, k_begin + k_per_slice);
   if (TT_SPLIT_K > 1 && k_begin >= k_end) return;  // an empty slice adds nothing
   int stage = 0;
-  gemm_tile<BVectors>(A, B, C, M, N, K, lda, ldb, ldc, As, blockIdx.y * kBM, blockIdx.x * kBN,
+  gemm_tile<BVectors>(A, B, C, M, N, K, lda, ldb, ldc, args, As, blockIdx.y * kBM, blockIdx.x * kBN,
                       k_begin, k_end, TT_SPLIT_K > 1, stage);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)
     warp_tiled_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-                    int M, int N, int K, int lda, int ldb, int ldc) {
+                    int M, int N, int K, int lda, int ldb, int ldc, const tt_gemm_args args) {
   extern __shared__ float4 shared_tiles[];
   float* const tiles = reinterpret_cast<float*>(shared_tiles);
-  const bool b_vectors = ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
+  const float* const a = tt_batch_a(A, args);
+  const float* const b = tt_batch_b(B, args);
+  float* const c = tt_batch_c(C, args);
+  // 16-byte copies of B need its rows along N (not transposed) and 16-byte aligned.
+  const bool b_vectors = !args.op_b && ldb % 4 == 0 && reinterpret_cast<size_t>(b) % 16 == 0;
   if (b_vectors) {
-    gemm_block<true>(A, B, C, M, N, K, lda, ldb, ldc, tiles);
+    gemm_block<true>(a, b, c, M, N, K, lda, ldb, ldc, args, tiles);
   } else {
-    gemm_block<false>(A, B, C, M, N, K, lda, ldb, ldc, tiles);
+    gemm_block<false>(a, b, c, M, N, K, lda, ldb, ldc, args, tiles);
   }
 }

@@ -650,8 +650,7 @@ std::string ContractSupport::to_string() const {
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, " "));
 }
 
-std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& problem,
-                                                       const LaunchGeometry* geometry) const {
+std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& problem) const {
   const auto refuse = [&](std::string_view what) {
     return fmt::format("{} serves no {} (it supports {})", name, what,
                        supports.any() ? supports.to_string() : "plain C = A * B only");
@@ -665,24 +664,25 @@ std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& proble
   if (problem.epilogue != Epilogue::none && !supports.epilogue) {
     return refuse(fmt::format("epilogue={}", tiletune::to_string(problem.epilogue)));
   }
-  if (geometry != nullptr && geometry->zero_output &&
-      (problem.beta != 0 || problem.epilogue != Epilogue::none)) {
-    return fmt::format("{}: a configuration that adds into a cleared C (split-K) cannot apply "
-                       "beta={} or epilogue={}", name, problem.beta,
-                       tiletune::to_string(problem.epilogue));
+  return std::nullopt;
+}
+
+std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& problem,
+                                                       const Configuration& config) const {
+  if (std::optional<std::string> why = unsupported(problem)) return why;
+  if ((problem.beta != 0 || problem.epilogue != Epilogue::none) && may_add_into_c(config)) {
+    return fmt::format("{} [{}] may add into a cleared C (zero_output '{}'): it serves no beta={} "
+                       "and no epilogue={}", name, config.to_string(), zero_output.text(),
+                       problem.beta, tiletune::to_string(problem.epilogue));
   }
   return std::nullopt;
 }
 
-std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& problem, const Configuration& config,
-                                                       int sm_count) const {
-  if (std::optional<std::string> why = unsupported(problem)) return why;
-  if (problem.beta == 0 && problem.epilogue == Epilogue::none) return std::nullopt;
+bool KernelTemplate::may_add_into_c(const Configuration& config) const {
   try {
-    const LaunchGeometry geometry = launch_geometry(config, problem.shape, sm_count);
-    return unsupported(problem, &geometry);
-  } catch (const TemplateError& e) {
-    return std::string(e.what());
+    return zero_output.evaluate(bindings(config)) != 0;
+  } catch (const std::exception&) {
+    return true;  // it reads the problem or the GPU
   }
 }
 

@@ -161,17 +161,17 @@ struct KernelTemplate {
   std::vector<TensorMapDeclaration> tensor_maps;  // the entry's parameters after the contract's
   ContractSupport supports;
 
-  // Why a configuration of this template cannot serve the problem's part of the BLAS contract, in
-  // one line ("tiled serves no transposed A (it supports op_b batch)"), or nothing. With a
-  // geometry, also a configuration that adds into a cleared C (zero_output: split-K) where the
-  // problem reads C (beta != 0) or has an epilogue, which only a last pass over C could apply.
+  // Why this template cannot serve the problem's part of the BLAS contract, in one line
+  // ("tiled serves no transposed A (op_a=t) (it supports op_b batch)"), or nothing.
+  std::optional<std::string> unsupported(const GemmProblem& problem) const;
+  // The same for one configuration, which also cannot serve beta != 0 or an epilogue where it may
+  // add into a cleared C (may_add_into_c): only a last pass over C could apply them.
   std::optional<std::string> unsupported(const GemmProblem& problem,
-                                         const LaunchGeometry* geometry = nullptr) const;
-  // The same for a configuration, its launch at the problem's shape on `sm_count` multiprocessors
-  // (SM_COUNT) computed only where the problem keeps C (beta != 0 or an epilogue): selection's
-  // check of each candidate. A launch that cannot be computed cannot serve it either.
-  std::optional<std::string> unsupported(const GemmProblem& problem, const Configuration& config,
-                                         int sm_count) const;
+                                         const Configuration& config) const;
+  // Whether the configuration's launch may clear C and add into it (split-K, stream-K's shares):
+  // its zero_output is not 0 for the parameters alone (short-circuit evaluation, so that
+  // "SPLIT_K > 1 || (STREAM_K > 0 && ...)" is 0 without a problem where both are off).
+  bool may_add_into_c(const Configuration& config) const;
 
   // What NVRTC compiles for on a GPU whose own target is `device_arch` ("sm_90"): the template's
   // architecture-specific target where it declares one; empty where that target is another GPU

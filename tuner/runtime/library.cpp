@@ -249,7 +249,7 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Gemm
                                                                  : Trial{};
   const KernelTemplate& parsed = *templ_.parsed;
   // An earlier process's winner was found for C = A * B: a split-K one cannot keep this problem's C.
-  if (trial.timed > 0 && parsed.unsupported(problem, parsed.parse_configuration(trial.config), sm_count)) {
+  if (trial.timed > 0 && parsed.unsupported(problem, parsed.parse_configuration(trial.config))) {
     trial = Trial{};
   }
   const std::string& chosen_config = trial.timed > 0 ? trial.config : chosen.config;

@@ -359,7 +359,7 @@ PerformanceModel::Ranking PerformanceModel::rank(const GemmProblem& problem, std
     KernelTemplate::rebind(values, known->config);
     const bool may_run = (!reads_problem || !tmpl.violated_requirement(values, known->config, problem)) &&
                          (known->measured_beyond_limits || tmpl.worth_tuning(values)) &&
-                         !tmpl.unsupported(problem, known->config, sm_count);
+                         !tmpl.unsupported(problem, known->config);
     if (may_run) ranking.fastest.push_back(candidate);
     else ++ranking.passed_over;
   }

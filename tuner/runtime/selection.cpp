@@ -215,7 +215,7 @@ class Selector {
       }
       if (violated && outcome.excluded++ == 0) outcome.first_violation = violated->text();
       if (violated) return false;
-      if (std::optional<std::string> why = templ_->parsed->unsupported(request_.problem, config, request_.sm_count)) {
+      if (std::optional<std::string> why = templ_->parsed->unsupported(request_.problem, config)) {
         if (outcome.cannot_serve++ == 0) outcome.first_cannot = std::move(*why);
         return false;
       }
@@ -368,7 +368,7 @@ class Selector {
                       "'{}' for {}",
                       looked, text, violated->text(), request_.problem.to_string()));
     }
-    if (std::optional<std::string> why = templ_->parsed->unsupported(request_.problem, config, request_.sm_count)) {
+    if (std::optional<std::string> why = templ_->parsed->unsupported(request_.problem, config)) {
       throw NoSelection(fmt::format("{}; the default configuration [{}] cannot serve it: {}", looked, text, *why));
     }
     Selection selection;
