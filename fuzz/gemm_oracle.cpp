@@ -179,11 +179,6 @@ ReferenceTable compute_reference(const GemmOperands& inputs) {
 
 namespace {
 
-// GELU in its tanh form, in double.
-double gelu(double x) {
-  return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-}
-
 // The whole BLAS contract (gemm_shape.h), element by element: act(alpha * op(A) op(B) + beta * C0
 // + bias), in double, against each entry of the batch. The bound adds to the dot product's (times
 // |alpha|, and where alpha is no unit the fp32 bound of a sum of K terms: a split-K kernel scales
@@ -224,11 +219,10 @@ std::optional<Finding> judge_contract(const GemmCase& gemm_case, Precision preci
         double bound = exact ? 0.0
                              : std::fabs(p.alpha) * (factor + scale_factor) * magnitude +
                                    3 * u * (std::fabs(scaled) + std::fabs(prior) + std::fabs(bias));
-        if (activation == 1) value = value > 0 ? value : 0;
+        const double x = value;
+        value = activate(p.epilogue, x);
         if (activation == 2) {
           // GELU's slope is at most 1.13; tanhf adds a few units in the last place.
-          const double x = value;
-          value = gelu(x);
           bound = 1.2 * bound + 8 * u * (std::fabs(x) + std::fabs(value));
         }
         const float got = after.c.at(e, r, c);

@@ -27,7 +27,9 @@ class CublasSgemm {
   CublasSgemm(const CublasSgemm&) = delete;
   CublasSgemm& operator=(const CublasSgemm&) = delete;
 
-  // Row-major C = A * B, enqueued on `stream`: FP32 math (no TF32), or TF32 for Precision::tf32.
+  // Row-major C = alpha op(A) op(B) + beta C, a strided batch where the problem has one,
+  // enqueued on `stream`: FP32 math (no TF32), or TF32 for Precision::tf32. cuBLAS applies no
+  // epilogue: std::invalid_argument for a problem with one.
   void run(const GemmProblem& problem, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
            CUstream stream) const;
 

@@ -65,7 +65,7 @@ FuzzSettings fuzz_settings(const MutantsOptions& options, const FuzzBackend& bac
   return settings;
 }
 
-constexpr std::string_view kResultPrefix = "tiletune-mutant-result: ";
+constexpr std::string_view kMutantResultPrefix = "tiletune-mutant-result: ";
 
 ConfigVerdict evaluate_in_process(FuzzBackend& backend, const KernelTemplate& mutated,
                                   const Configuration& config, const FuzzSettings& settings,
@@ -115,7 +115,7 @@ ConfigVerdict evaluate_in_child(const MutantsOptions& options, const MutantSuite
   ChildProcessOptions child_options;
   child_options.timeout = std::chrono::milliseconds(std::int64_t(options.watchdog_seconds * 1000));
   const ChildProcessResult child = run_child_process(argv, child_options);
-  const std::size_t at = child.output.rfind(kResultPrefix);
+  const std::size_t at = child.output.rfind(kMutantResultPrefix);
   ConfigVerdict verdict;
   if (at == std::string::npos && child.timed_out) {
     // A kernel that never finishes (a wait for a phase that never completes, on the GPU where
@@ -132,8 +132,8 @@ ConfigVerdict evaluate_in_child(const MutantsOptions& options, const MutantSuite
                                   child.output);
     return verdict;
   }
-  const std::string line = child.output.substr(at + kResultPrefix.size(),
-                                               child.output.find('\n', at) - at - kResultPrefix.size());
+  const std::string line = child.output.substr(at + kMutantResultPrefix.size(),
+                                               child.output.find('\n', at) - at - kMutantResultPrefix.size());
   const nlohmann::json result = nlohmann::json::parse(line);
   verdict.kind = ConfigVerdict::Kind(result.at("kind").get<int>());
   verdict.finding = result.at("finding").get<std::string>();
@@ -267,7 +267,7 @@ int run(const MutantsOptions& options) {
     const ConfigVerdict verdict = evaluate_in_process(
         backend, suite.apply(mutant), suite.original.parse_configuration(options.config), settings,
         replay);
-    fmt::print("{}{}\n", kResultPrefix, to_json(verdict).dump());
+    fmt::print("{}{}\n", kMutantResultPrefix, to_json(verdict).dump());
     return kSuccess;
   }
 

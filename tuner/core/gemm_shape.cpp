@@ -81,6 +81,19 @@ bool adds_bias(Epilogue epilogue) {
          epilogue == Epilogue::bias_gelu;
 }
 
+double activate(Epilogue epilogue, double x) {
+  switch (epilogue) {
+    case Epilogue::relu:
+    case Epilogue::bias_relu: return x > 0 ? x : 0;
+    case Epilogue::gelu:
+    case Epilogue::bias_gelu:
+      return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case Epilogue::none:
+    case Epilogue::bias: return x;
+  }
+  return x;
+}
+
 std::string GemmProblem::invalid_reason() const {
   const auto size = [](const char* name, std::int64_t value) -> std::string {
     if (value < 1 || value > kMaxSize) return fmt::format("{}={} is not in [1, {}]", name, value, kMaxSize);

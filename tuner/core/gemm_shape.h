@@ -44,6 +44,9 @@ const char* to_string(Epilogue epilogue);   // "none", "bias_relu", ...
 // "bias_relu" -> Epilogue::bias_relu; nothing for another word.
 std::optional<Epilogue> parse_epilogue(std::string_view text);
 bool adds_bias(Epilogue epilogue);  // bias, bias_relu, bias_gelu
+// The epilogue's activation of x in double: ReLU, GELU in its tanh form, or x itself. What the
+// references judge a kernel's float epilogue by.
+double activate(Epilogue epilogue, double x);
 
 // A shape with the strides of its three matrices and the rest of the BLAS contract: the unit the
 // fuzzer generates and a kernel runs.

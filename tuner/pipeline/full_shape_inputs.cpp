@@ -8,9 +8,11 @@
 namespace tiletune {
 namespace {
 
-// The start of the matrix's SplitMix64 sequence: A and B of one seed draw from unrelated streams.
+// The start of the matrix's SplitMix64 sequence: A, B and the bias of one seed draw from unrelated
+// streams.
 std::uint64_t stream(FullShapeMatrix matrix, std::uint64_t seed) {
-  return splitmix64_mix(splitmix64_mix(seed) ^ (matrix == FullShapeMatrix::a ? 0x0a : 0x0b));
+  const std::uint64_t salt = matrix == FullShapeMatrix::a ? 0x0a : matrix == FullShapeMatrix::b ? 0x0b : 0x0c;
+  return splitmix64_mix(splitmix64_mix(seed) ^ salt);
 }
 
 // 24 random bits j as (2j + 1) / 2^24 - 1: odd over a power of two, so never zero and exact.

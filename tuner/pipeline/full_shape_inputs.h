@@ -13,7 +13,8 @@
 
 namespace tiletune {
 
-enum class FullShapeMatrix { a, b };
+// bias: an epilogue's N floats, drawn as the matrices are.
+enum class FullShapeMatrix { a, b, bias };
 
 // One element: in (-1, 1), never zero, exact in float.
 float full_shape_value(FullShapeMatrix matrix, std::uint64_t seed, std::size_t index);
