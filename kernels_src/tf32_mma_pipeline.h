@@ -325,6 +325,7 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
   // as pairs (8 bytes) where ldc and C allow.
   const int g = lane / 4, t = lane % 4;
   const bool c_pairs = ldc % 2 == 0 && reinterpret_cast<size_t>(C) % 8 == 0;
+  const bool plain_store = tt_plain_store(args);
 #pragma unroll
   for (int i = 0; i < kMmaM; ++i) {
 #pragma unroll
@@ -341,10 +342,11 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
           if (interior || col + 1 < N) atomicAdd(c_row + col + 1, args.alpha * v1);
           continue;
         }
-        // Only elements inside C are read (beta) and written.
-        const float c0 = interior || col < N ? tt_epilogue(v0, c_row + col, col, args) : 0.0f;
+        // The contract's epilogue through a call, only for elements inside C (beta reads them).
+        const bool in0 = interior || col < N, in1 = interior || col + 1 < N;
+        const float c0 = plain_store || !in0 ? v0 : tt_epilogue_call(v0, c_row + col, col, args);
         const float c1 =
-            interior || col + 1 < N ? tt_epilogue(v1, c_row + col + 1, col + 1, args) : 0.0f;
+            plain_store || !in1 ? v1 : tt_epilogue_call(v1, c_row + col + 1, col + 1, args);
         if (c_pairs && (interior || col + 1 < N)) {
           *reinterpret_cast<float2*>(c_row + col) = make_float2(c0, c1);
         } else {

@@ -293,7 +293,9 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
   stage = read_stage;
 
   // Epilogue: this thread's rows a_col + 16 (i / 4) + i % 4 and columns b_col + 32 (j / 4) + j % 4,
-  // one scalar store each (see the top of the file for why not vectors).
+  // one scalar store each (see the top of the file for why not vectors); the contract's epilogue
+  // through a call, so that the plain product's stores stay as they were.
+  const bool plain_store = tt_plain_store(args);
 #pragma unroll
   for (int i = 0; i < kTM; ++i) {
     const int row = m0 + a_col + 16 * (i / 4) + i % 4;
@@ -305,8 +307,10 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
       if (!interior && col >= N) continue;
       if (accumulate) {
         atomicAdd(c_row + col, args.alpha * acc[i][j]);
+      } else if (plain_store) {
+        c_row[col] = acc[i][j];
       } else {
-        c_row[col] = tt_epilogue(acc[i][j], c_row + col, col, args);
+        c_row[col] = tt_epilogue_call(acc[i][j], c_row + col, col, args);
       }
     }
   }

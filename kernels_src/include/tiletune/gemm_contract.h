@@ -17,6 +17,11 @@
 //   tt_op_b(B, ldb, k, col, args)   whose transposes are a runtime choice
 //   tt_epilogue(acc, c, col, args)  what to store at C's element *c of column col for the product
 //                                   acc: beta = 0 never reads *c (C may hold NaN there)
+//   tt_plain_store(args)            alpha 1, beta 0, no epilogue: store acc as it is
+//   tt_epilogue_call(acc, c, col, args)  tt_epilogue as a call: for kernels that store many
+//                                   accumulators a thread, whose unrolled stores would each
+//                                   carry the epilogue's code (GELU's tanhf among it); they store
+//                                   the plain product directly where tt_plain_store holds
 //
 // A template whose transposes are compile-time choices reads TT_OP_A and TT_OP_B instead where it
 // declares them as parameters.
@@ -81,4 +86,24 @@ __device__ __forceinline__ float tt_epilogue(float acc, const float* c, int col,
   if (activation == 1) v = v > 0.0f ? v : 0.0f;
   if (activation == 2) v = tt_gelu(v);
   return v;
+}
+
+__device__ __forceinline__ bool tt_plain_store(const tt_gemm_args& args) {
+  return args.alpha == 1.0f && args.beta == 0.0f && args.epilogue == TT_EPILOGUE_NONE;
+}
+
+// The arguments by value: a call that took the kernel parameter's address would copy it to local
+// memory.
+__device__ __noinline__ float tt_epilogue_by_value(float acc, const float* c, int col, float alpha,
+                                                   float beta, const float* bias, int epilogue) {
+  tt_gemm_args args;
+  args.alpha = alpha;
+  args.beta = beta;
+  args.bias = bias;
+  args.epilogue = epilogue;
+  return tt_epilogue(acc, c, col, args);
+}
+__device__ __forceinline__ float tt_epilogue_call(float acc, const float* c, int col,
+                                                  const tt_gemm_args& args) {
+  return tt_epilogue_by_value(acc, c, col, args.alpha, args.beta, args.bias, args.epilogue);
 }

@@ -223,6 +223,7 @@ const char* tt_cpu_type_text() { return __PRETTY_FUNCTION__; }
 #define __constant__
 #define __managed__
 #define __forceinline__ __attribute__((always_inline)) inline
+#define __noinline__ __attribute__((noinline))
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
 #define __grid_constant__
