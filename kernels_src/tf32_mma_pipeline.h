@@ -342,11 +342,10 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
           if (interior || col + 1 < N) atomicAdd(c_row + col + 1, args.alpha * v1);
           continue;
         }
-        // The contract's epilogue through a call, only for elements inside C (beta reads them).
+        // Scaled by alpha and beta (C read only inside it); bias and activation follow below.
         const bool in0 = interior || col < N, in1 = interior || col + 1 < N;
-        const float c0 = plain_store || !in0 ? v0 : tt_epilogue_call(v0, c_row + col, col, args);
-        const float c1 =
-            plain_store || !in1 ? v1 : tt_epilogue_call(v1, c_row + col + 1, col + 1, args);
+        const float c0 = plain_store || !in0 ? v0 : tt_scale(v0, c_row + col, args);
+        const float c1 = plain_store || !in1 ? v1 : tt_scale(v1, c_row + col + 1, args);
         if (c_pairs && (interior || col + 1 < N)) {
           *reinterpret_cast<float2*>(c_row + col) = make_float2(c0, c1);
         } else {
@@ -354,6 +353,21 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
           if (interior || col + 1 < N) c_row[col + 1] = c1;
         }
       }
+    }
+  }
+  if (kSplitK > 1 || args.epilogue == TT_EPILOGUE_NONE) return;
+  // The bias and activation over the elements this lane stored (its own writes: no barrier), in
+  // a rolled loop: the activation's code once, not once per accumulator.
+#pragma unroll 1
+  for (int r = 0; r < 2 * kMmaM; ++r) {
+    const int row = m0 + row0 + 16 * (r / 2) + 8 * (r % 2) + g;
+    if (!interior && row >= M) continue;
+#pragma unroll 1
+    for (int e = 0; e < 2 * kMmaN; ++e) {
+      const int col = n0 + col0 + 8 * (e / 2) + 2 * t + e % 2;
+      if (!interior && col >= N) continue;
+      float* const c = C + (size_t)row * ldc + col;
+      *c = tt_activate(*c, col, args);
     }
   }
 }

@@ -293,8 +293,8 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
   stage = read_stage;
 
   // Epilogue: this thread's rows a_col + 16 (i / 4) + i % 4 and columns b_col + 32 (j / 4) + j % 4,
-  // one scalar store each (see the top of the file for why not vectors); the contract's epilogue
-  // through a call, so that the plain product's stores stay as they were.
+  // one scalar store each (see the top of the file for why not vectors). The plain product's
+  // stores stay as they were; the contract's are scaled, then given bias and activation below.
   const bool plain_store = tt_plain_store(args);
 #pragma unroll
   for (int i = 0; i < kTM; ++i) {
@@ -310,8 +310,22 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
       } else if (plain_store) {
         c_row[col] = acc[i][j];
       } else {
-        c_row[col] = tt_epilogue_call(acc[i][j], c_row + col, col, args);
+        c_row[col] = tt_scale(acc[i][j], c_row + col, args);
       }
+    }
+  }
+  if (accumulate || args.epilogue == TT_EPILOGUE_NONE) return;
+  // The bias and activation over the elements this thread stored (its own writes: no barrier).
+#pragma unroll 1
+  for (int i = 0; i < kTM; ++i) {
+    const int row = m0 + a_col + 16 * (i / 4) + i % 4;
+    if (!interior && row >= M) continue;
+#pragma unroll 1
+    for (int j = 0; j < kTN; ++j) {
+      const int col = n0 + b_col + 32 * (j / 4) + j % 4;
+      if (!interior && col >= N) continue;
+      float* const c = C + (size_t)row * ldc + col;
+      *c = tt_activate(*c, col, args);
     }
   }
 }

@@ -18,10 +18,11 @@
 //   tt_epilogue(acc, c, col, args)  what to store at C's element *c of column col for the product
 //                                   acc: beta = 0 never reads *c (C may hold NaN there)
 //   tt_plain_store(args)            alpha 1, beta 0, no epilogue: store acc as it is
-//   tt_epilogue_call(acc, c, col, args)  tt_epilogue as a call: for kernels that store many
-//                                   accumulators a thread, whose unrolled stores would each
-//                                   carry the epilogue's code (GELU's tanhf among it); they store
-//                                   the plain product directly where tt_plain_store holds
+//   tt_scale(acc, c, args)          tt_epilogue in two parts, for kernels that store many
+//   tt_activate(v, col, args)       accumulators a thread: their unrolled stores scale (a few
+//                                   instructions each), and a rolled loop over the elements they
+//                                   stored applies the bias and activation in place, so that
+//                                   the activation's code (GELU's tanhf) is there once
 //
 // A template whose transposes are compile-time choices reads TT_OP_A and TT_OP_B instead where it
 // declares them as parameters.
@@ -77,10 +78,15 @@ __device__ __forceinline__ float tt_gelu(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
-__device__ __forceinline__ float tt_epilogue(float acc, const float* c, int col,
-                                             const tt_gemm_args& args) {
+// alpha * acc + beta * C0, reading C only where beta is not 0.
+__device__ __forceinline__ float tt_scale(float acc, const float* c, const tt_gemm_args& args) {
   float v = args.alpha * acc;
   if (args.beta != 0.0f) v += args.beta * *c;
+  return v;
+}
+
+// The bias, then the activation, of an element of column col.
+__device__ __forceinline__ float tt_activate(float v, int col, const tt_gemm_args& args) {
   if (args.epilogue & TT_EPILOGUE_BIAS) v += args.bias[col];
   const int activation = args.epilogue >> 1;
   if (activation == 1) v = v > 0.0f ? v : 0.0f;
@@ -88,22 +94,11 @@ __device__ __forceinline__ float tt_epilogue(float acc, const float* c, int col,
   return v;
 }
 
-__device__ __forceinline__ bool tt_plain_store(const tt_gemm_args& args) {
-  return args.alpha == 1.0f && args.beta == 0.0f && args.epilogue == TT_EPILOGUE_NONE;
+__device__ __forceinline__ float tt_epilogue(float acc, const float* c, int col,
+                                             const tt_gemm_args& args) {
+  return tt_activate(tt_scale(acc, c, args), col, args);
 }
 
-// The arguments by value: a call that took the kernel parameter's address would copy it to local
-// memory.
-__device__ __noinline__ float tt_epilogue_by_value(float acc, const float* c, int col, float alpha,
-                                                   float beta, const float* bias, int epilogue) {
-  tt_gemm_args args;
-  args.alpha = alpha;
-  args.beta = beta;
-  args.bias = bias;
-  args.epilogue = epilogue;
-  return tt_epilogue(acc, c, col, args);
-}
-__device__ __forceinline__ float tt_epilogue_call(float acc, const float* c, int col,
-                                                  const tt_gemm_args& args) {
-  return tt_epilogue_by_value(acc, c, col, args.alpha, args.beta, args.bias, args.epilogue);
+__device__ __forceinline__ bool tt_plain_store(const tt_gemm_args& args) {
+  return args.alpha == 1.0f && args.beta == 0.0f && args.epilogue == TT_EPILOGUE_NONE;
 }
