@@ -295,16 +295,14 @@ ContractDraw draw_contract(GemmProblem& p, const ContractSupport& supports, bool
   if (supports.op_b && *rc::gen::arbitrary<bool>()) p.op_b = Op::t;
   p.lda = p.a_columns() + extra_a;
   p.ldb = p.b_columns() + extra_b;
-  if (supports.alpha_beta) {
-    // 1, 0 and -1 keep small-integer sums exact; the fourth choice draws a scale in [-2, 2]. The
-    // first is the plain problem's, where shrinking goes.
-    const auto scale = [](const std::array<float, 3>& units) {
-      const int which = choice(4);
-      return which < 3 ? units[which] : float(*rc::gen::inRange(-2000, 2001)) / 1000.0f;
-    };
-    p.alpha = scale({1, -1, 0});
-    if (keeps_c) p.beta = scale({0, 1, -1});
-  }
+  // 1, 0 and -1 keep small-integer sums exact; the fourth choice draws a scale in [-2, 2]. The
+  // first is the plain problem's, where shrinking goes.
+  const auto scale = [](const std::array<float, 3>& units) {
+    const int which = choice(4);
+    return which < 3 ? units[which] : float(*rc::gen::inRange(-2000, 2001)) / 1000.0f;
+  };
+  if (supports.alpha) p.alpha = scale({1, -1, 0});
+  if (supports.beta && keeps_c) p.beta = scale({0, 1, -1});
   if (supports.epilogue && keeps_c) p.epilogue = Epilogue(choice(6));
   if (supports.batch) {
     p.batch = *rc::gen::inRange<std::int64_t>(1, 4);

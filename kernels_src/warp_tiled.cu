@@ -26,11 +26,13 @@
 // the launcher clears C first (the zero_output declaration). It pays where M x N gives too few
 // blocks to fill the GPU and K is long.
 //
-// It serves the whole BLAS contract (<tiletune/gemm_contract.h>). Transposes are a runtime choice
+// It serves the BLAS contract (<tiletune/gemm_contract.h>) but beta. Transposes are a runtime choice
 // of the copies' strides and of which thread copies which element, so that a transposed operand's
 // copies run along its stored rows too (coalesced); a transposed B is copied 4 bytes at a time.
-// alpha, beta and the epilogue are applied at the store; a configuration that adds into a cleared
-// C (split-K, stream-K's shares) serves no beta and no epilogue (the library and the fuzz know).
+// alpha and the epilogue are applied after the store, in a rolled pass over the thread's own
+// elements; a configuration that adds into a cleared C (split-K, stream-K's shares) serves no
+// epilogue (the library and the fuzz know). beta (reading C) is not served yet: its unrolled
+// loads nearly doubled the kernel's code, and a rolled pass cannot read C once it is stored.
 //
 // STREAM_K > 0 schedules the tiles in waves of STREAM_K x SM_COUNT blocks (the GPU's
 // multiprocessor count, from the launcher; STREAM_K stands for the blocks an SM holds). When the
@@ -78,7 +80,7 @@
 // tiletune: grid STREAM_K ? STREAM_K * SM_COUNT : ceil_div(N, BN), STREAM_K ? max(ceil_div(M, BM) * ceil_div(N, BN) / (STREAM_K * SM_COUNT), 1) : ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN + (SWIZZLE ? 0 : 4)) * 4
 // tiletune: zero_output SPLIT_K > 1 || (STREAM_K > 0 && (ceil_div(M, BM) * ceil_div(N, BN)) % (STREAM_K * SM_COUNT) != 0)
-// tiletune: supports op_a op_b alpha_beta batch epilogue
+// tiletune: supports op_a op_b alpha batch epilogue
 
 #include <tiletune/async_copy.h>
 #include <tiletune/gemm_contract.h>
@@ -224,6 +226,36 @@ __device__ __forceinline__ void multiply_tiles(const float* As, const float* Bs,
   }
 }
 
+// The kinds of store of a tile of C: the product as it is, or alpha times it added into C
+// (split-K, stream-K's shares).
+struct PlainStore {
+  __device__ __forceinline__ void operator()(float* c, float v) const { *c = v; }
+};
+struct AddingStore {
+  float alpha;
+  __device__ __forceinline__ void operator()(float* c, float v) const { atomicAdd(c, alpha * v); }
+};
+// Stores this thread's accumulators: rows row0 + 16 (i / 4) + i % 4 and columns col0 + 32 (j / 4)
+// + j % 4, one scalar store each (see the top of the file for why not vectors), masked at C's
+// edge.
+template <class Store>
+__device__ __forceinline__ void store_tile(const float (&acc)[kTM][kTN], float* C, int M, int N,
+                                           int ldc, int row0, int col0, bool interior,
+                                           Store store) {
+#pragma unroll
+  for (int i = 0; i < kTM; ++i) {
+    const int row = row0 + 16 * (i / 4) + i % 4;
+    if (!interior && row >= M) continue;
+    float* const c_row = C + (size_t)row * ldc;
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) {
+      const int col = col0 + 32 * (j / 4) + j % 4;
+      if (!interior && col >= N) continue;
+      store(c_row + col, acc[i][j]);
+    }
+  }
+}
+
 __device__ __forceinline__ int next_stage(int stage) {
   return stage == kStages - 1 ? 0 : stage + 1;
 }
@@ -292,30 +324,16 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
   }
   stage = read_stage;
 
-  // Epilogue: this thread's rows a_col + 16 (i / 4) + i % 4 and columns b_col + 32 (j / 4) + j % 4,
-  // one scalar store each (see the top of the file for why not vectors). The plain product's
-  // stores stay as they were; the contract's are scaled, then given bias and activation below.
-  const bool plain_store = tt_plain_store(args);
-#pragma unroll
-  for (int i = 0; i < kTM; ++i) {
-    const int row = m0 + a_col + 16 * (i / 4) + i % 4;
-    if (!interior && row >= M) continue;
-    float* const c_row = C + (size_t)row * ldc;
-#pragma unroll
-    for (int j = 0; j < kTN; ++j) {
-      const int col = n0 + b_col + 32 * (j / 4) + j % 4;
-      if (!interior && col >= N) continue;
-      if (accumulate) {
-        atomicAdd(c_row + col, args.alpha * acc[i][j]);
-      } else if (plain_store) {
-        c_row[col] = acc[i][j];
-      } else {
-        c_row[col] = tt_scale(acc[i][j], c_row + col, args);
-      }
-    }
+  // Epilogue: the product as it is, or (times alpha) added into C; the contract's alpha, bias and
+  // activation then in a rolled pass over the elements this thread stored (its own writes: no
+  // barrier). Unrolled, any kind of store beside the plain one nearly doubled the kernel's code
+  // and its compile time; rolled, the activation's code is there once.
+  if (accumulate) {
+    store_tile(acc, C, M, N, ldc, m0 + a_col, n0 + b_col, interior, AddingStore{args.alpha});
+    return;
   }
-  if (accumulate || args.epilogue == TT_EPILOGUE_NONE) return;
-  // The bias and activation over the elements this thread stored (its own writes: no barrier).
+  store_tile(acc, C, M, N, ldc, m0 + a_col, n0 + b_col, interior, PlainStore{});
+  if (tt_plain_store(args)) return;
 #pragma unroll 1
   for (int i = 0; i < kTM; ++i) {
     const int row = m0 + a_col + 16 * (i / 4) + i % 4;
@@ -325,7 +343,7 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
       const int col = n0 + b_col + 32 * (j / 4) + j % 4;
       if (!interior && col >= N) continue;
       float* const c = C + (size_t)row * ldc + col;
-      *c = tt_activate(*c, col, args);
+      *c = tt_activate(args.alpha * *c, col, args);
     }
   }
 }

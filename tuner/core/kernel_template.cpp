@@ -26,7 +26,7 @@ constexpr std::string_view kDirectivePrefix = "// tiletune:";
 constexpr std::string_view kDirectiveList =
     "name, entry, param, require, tune_if, block, grid, shared, zero_output, precision, arch, "
     "tensor_map, supports";
-constexpr std::string_view kContractFeatures = "op_a, op_b, alpha_beta, batch, epilogue";
+constexpr std::string_view kContractFeatures = "op_a, op_b, alpha, beta, alpha_beta, batch, epilogue";
 constexpr std::string_view kCopyUnaligned = "copy_unaligned";
 constexpr std::string_view kBlanks = " \t\r\f\v";
 constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
@@ -268,17 +268,20 @@ class TemplateParser {
     while (!argument.empty()) {
       const auto [word, rest] = split_word(argument);
       argument = rest;
-      bool* flag = word == "op_a"         ? &tmpl_.supports.op_a
-                   : word == "op_b"       ? &tmpl_.supports.op_b
-                   : word == "alpha_beta" ? &tmpl_.supports.alpha_beta
-                   : word == "batch"      ? &tmpl_.supports.batch
-                   : word == "epilogue"   ? &tmpl_.supports.epilogue
-                                          : nullptr;
-      if (flag == nullptr) {
+      std::vector<bool*> flags;
+      if (word == "op_a") flags = {&tmpl_.supports.op_a};
+      if (word == "op_b") flags = {&tmpl_.supports.op_b};
+      if (word == "alpha" || word == "alpha_beta") flags.push_back(&tmpl_.supports.alpha);
+      if (word == "beta" || word == "alpha_beta") flags.push_back(&tmpl_.supports.beta);
+      if (word == "batch") flags = {&tmpl_.supports.batch};
+      if (word == "epilogue") flags = {&tmpl_.supports.epilogue};
+      if (flags.empty()) {
         fail(line, fmt::format("supports '{}' (expected some of {})", word, kContractFeatures));
       }
-      if (*flag) fail(line, fmt::format("supports '{}' twice", word));
-      *flag = true;
+      for (bool* flag : flags) {
+        if (*flag) fail(line, fmt::format("supports '{}' twice", word));
+        *flag = true;
+      }
     }
   }
 
@@ -644,7 +647,8 @@ std::string ContractSupport::to_string() const {
   std::vector<std::string_view> parts;
   if (op_a) parts.push_back("op_a");
   if (op_b) parts.push_back("op_b");
-  if (alpha_beta) parts.push_back("alpha_beta");
+  if (alpha) parts.push_back("alpha");
+  if (beta) parts.push_back("beta");
   if (batch) parts.push_back("batch");
   if (epilogue) parts.push_back("epilogue");
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, " "));
@@ -657,8 +661,9 @@ std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& proble
   };
   if (problem.op_a == Op::t && !supports.op_a) return refuse("transposed A (op_a=t)");
   if (problem.op_b == Op::t && !supports.op_b) return refuse("transposed B (op_b=t)");
-  if ((problem.alpha != 1 || problem.beta != 0) && !supports.alpha_beta) {
-    return refuse(fmt::format("alpha={} beta={}", problem.alpha, problem.beta));
+  if (problem.alpha != 1 && !supports.alpha) return refuse(fmt::format("alpha={}", problem.alpha));
+  if (problem.beta != 0 && !supports.beta) {
+    return refuse(fmt::format("beta={} (it does not read C)", problem.beta));
   }
   if (problem.batch != 1 && !supports.batch) return refuse(fmt::format("batch={}", problem.batch));
   if (problem.epilogue != Epilogue::none && !supports.epilogue) {

@@ -35,10 +35,11 @@
 //                                               then the launcher copies such an operand into
 //                                               aligned rows first (operand_staging.h))
 //   // tiletune: supports op_a op_b alpha_beta batch epilogue
-//                                              (the parts of the BLAS contract the entry serves,
-//                                               any of those five: transposed A, transposed B,
-//                                               alpha and beta, strided batches, epilogues; the
-//                                               entry then takes a tt_gemm_args after ldc
+//                                              (the parts of the BLAS contract the entry serves:
+//                                               transposed A, transposed B, alpha, beta (C
+//                                               read), strided batches, epilogues; alpha_beta is
+//                                               alpha and beta; the entry then takes a
+//                                               tt_gemm_args after ldc
 //                                               (<tiletune/gemm_contract.h>). Without the line it
 //                                               serves plain problems, C = A * B, only)
 //
@@ -134,10 +135,10 @@ struct LaunchGeometry {
 
 // The parts of the BLAS contract (gemm_shape.h) a template's entry serves.
 struct ContractSupport {
-  bool op_a = false, op_b = false, alpha_beta = false, batch = false, epilogue = false;
+  bool op_a = false, op_b = false, alpha = false, beta = false, batch = false, epilogue = false;
   // Whether the entry takes a tt_gemm_args: it declares any part.
-  bool any() const { return op_a || op_b || alpha_beta || batch || epilogue; }
-  std::string to_string() const;  // "op_a op_b batch", or "none"
+  bool any() const { return op_a || op_b || alpha || beta || batch || epilogue; }
+  std::string to_string() const;  // "op_a op_b alpha batch", or "none"
   friend bool operator==(const ContractSupport&, const ContractSupport&) = default;
 };
 

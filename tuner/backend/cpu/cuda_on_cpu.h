@@ -501,6 +501,8 @@ inline double max(double a, double b) { return fmax(a, b); }
 
 template <class T>
 inline T __ldg(const T* p) { return *p; }
+template <class T>
+inline T __ldcg(const T* p) { return *p; }
 
 inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 inline float __fmul_rn(float a, float b) { return a * b; }
