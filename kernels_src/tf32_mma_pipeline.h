@@ -42,10 +42,10 @@
 // SPLIT_K > 1 splits K over gridDim.z: each slice adds its partial product into C with atomicAdd,
 // and the launcher clears C first (zero_output), for shapes whose M x N gives too few blocks.
 //
-// The BLAS contract (<tiletune/gemm_contract.h>) but beta: a transposed operand is copied through
-// the same tiles with its strides swapped, four 4-byte copies a group (its groups are not
-// contiguous); alpha and the epilogue are applied after the store in a rolled pass, alpha alone
-// to a K slice's atomic adds (split-K serves no epilogue).
+// Of the BLAS contract (<tiletune/gemm_contract.h>): alpha and the epilogue after the store, in a
+// rolled pass over the lane's own elements (alpha alone on a K slice's atomic adds: split-K serves
+// no epilogue), strided batches in grid z. Not yet transposes or beta: as runtime choices their
+// copies' strides and C's loads cost the plain product (4% on an H200, 40-70% more NVRTC time).
 #pragma once
 
 #include <tiletune/async_copy.h>
@@ -109,40 +109,34 @@ struct TileSplit {
 struct TileCopier {
   const float* a;  // A's element (m0, k) and B's (k, n0), k the next step's first
   const float* b;
-  // Between two rows and two columns of each tile in global memory: (ld, 1) as stored, (1, ld)
-  // for a transposed operand.
-  size_t a_row, a_col, b_row, b_col;
+  int lda, ldb;
   int rows_left, cols_left;  // of C from the block's corner (masks at the edge)
   int tid;
 
   __device__ __forceinline__ TileCopier(const float* A, const float* B, int M, int N, int lda,
-                                        int ldb, int m0, int n0, int k0, int tid,
-                                        const tt_gemm_args& args)
-      : a_row(args.op_a ? 1 : lda), a_col(args.op_a ? lda : 1), b_row(args.op_b ? 1 : ldb),
-        b_col(args.op_b ? ldb : 1), rows_left(M - m0), cols_left(N - n0), tid(tid) {
-    a = A + m0 * a_row + k0 * a_col;
-    b = B + k0 * b_row + n0 * b_col;
-  }
+                                        int ldb, int m0, int n0, int k0, int tid)
+      : a(A + (size_t)m0 * lda + k0), b(B + (size_t)k0 * ldb + n0), lda(lda), ldb(ldb),
+        rows_left(M - m0), cols_left(N - n0), tid(tid) {}
 
   // Copies this thread's groups of one tile: `src` is the tile's first element in global memory,
   // rows_valid x cols_valid of it exist (the rest is zero-filled unless Full), IsA: A's layout in
   // the stage, else B's. A group is one 16-byte copy (Vectors), else four 4-byte ones from the
   // same address, each masked by itself.
   template <class Split, bool IsA, bool Full, bool Vectors>
-  __device__ __forceinline__ void copy_tile(float* stage, const float* src, size_t row_stride,
-                                            size_t col_stride, int rows_valid, int cols_valid) {
+  __device__ __forceinline__ void copy_tile(float* stage, const float* src, int ld, int rows_valid,
+                                            int cols_valid) {
 #pragma unroll
     for (int pass = 0; pass < Split::kPasses; ++pass) {
       const int row = Split::row(tid, pass), col = Split::col(tid);
       const int valid = Full ? 4 : (row < rows_valid ? min(max(cols_valid - col, 0), 4) : 0);
-      const float* const from = valid > 0 ? src + row * row_stride + col * col_stride : src;
+      const float* const from = valid > 0 ? src + (size_t)row * ld + col : src;
       float* const to = stage + (IsA ? offset_a(row, col) : offset_b(row, col));
       if (Vectors) {
         tt_cp_async_16(to, from, 4 * valid);
       } else {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          tt_cp_async_4(to + e, e < valid ? from + e * col_stride : src, e < valid ? 4 : 0);
+          tt_cp_async_4(to + e, e < valid ? from + e : src, e < valid ? 4 : 0);
         }
       }
     }
@@ -154,10 +148,10 @@ struct TileCopier {
   // (the block's first element), and zero-fills its destination.
   template <bool Full, bool Vectors>
   __device__ __forceinline__ void copy_step(float* As, float* Bs, int k_left) {
-    copy_tile<TileSplit<kBM, kBK>, true, Full, Vectors>(As, a, a_row, a_col, rows_left, k_left);
-    copy_tile<TileSplit<kBK, kBN>, false, Full, Vectors>(Bs, b, b_row, b_col, k_left, cols_left);
-    a += kBK * a_col;
-    b += kBK * b_row;
+    copy_tile<TileSplit<kBM, kBK>, true, Full, Vectors>(As, a, lda, rows_left, k_left);
+    copy_tile<TileSplit<kBK, kBN>, false, Full, Vectors>(Bs, b, ldb, k_left, cols_left);
+    a += kBK;
+    b += (size_t)kBK * ldb;
   }
 };
 
@@ -269,7 +263,7 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
 
   const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
   const bool interior = m0 + kBM <= M && n0 + kBN <= N;
-  TileCopier copier(A, B, M, N, lda, ldb, m0, n0, k_begin, tid, args);
+  TileCopier copier(A, B, M, N, lda, ldb, m0, n0, k_begin, tid);
   // Copies step `step` (the next one in order) into its stage: unmasked unless it is at an edge.
   const auto copy_step = [&](int step) {
     float* const as = As + (step % kStages) * kTileA;
@@ -366,7 +360,7 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
 }
 
 // The kernel's body: one copy of the main loop for 16-byte copies (lda and ldb multiples of 4, A
-// and B 16-byte aligned and neither transposed) and one for 4-byte copies, chosen once, so that
+// and B 16-byte aligned) and one for 4-byte copies, chosen once, so that
 // neither pays for the other's addresses in registers. A batch's entry is this block's of grid z.
 template <class Product>
 __device__ __forceinline__ void mma_gemm(const float* __restrict__ A, const float* __restrict__ B,
@@ -376,8 +370,8 @@ __device__ __forceinline__ void mma_gemm(const float* __restrict__ A, const floa
   const float* const a = tt_batch_a(A, args);
   const float* const b = tt_batch_b(B, args);
   float* const c = tt_batch_c(C, args);
-  const bool vectors = !args.op_a && !args.op_b && lda % 4 == 0 && ldb % 4 == 0 &&
-                       reinterpret_cast<size_t>(a) % 16 == 0 && reinterpret_cast<size_t>(b) % 16 == 0;
+  const bool vectors = lda % 4 == 0 && ldb % 4 == 0 && reinterpret_cast<size_t>(a) % 16 == 0 &&
+                       reinterpret_cast<size_t>(b) % 16 == 0;
   if (vectors) {
     mma_gemm_copying<Product, true>(a, b, c, M, N, K, lda, ldb, ldc, args, shared);
   } else {

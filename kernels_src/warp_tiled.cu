@@ -26,13 +26,12 @@
 // the launcher clears C first (the zero_output declaration). It pays where M x N gives too few
 // blocks to fill the GPU and K is long.
 //
-// It serves the BLAS contract (<tiletune/gemm_contract.h>) but beta. Transposes are a runtime choice
-// of the copies' strides and of which thread copies which element, so that a transposed operand's
-// copies run along its stored rows too (coalesced); a transposed B is copied 4 bytes at a time.
-// alpha and the epilogue are applied after the store, in a rolled pass over the thread's own
-// elements; a configuration that adds into a cleared C (split-K, stream-K's shares) serves no
-// epilogue (the library and the fuzz know). beta (reading C) is not served yet: its unrolled
-// loads nearly doubled the kernel's code, and a rolled pass cannot read C once it is stored.
+// Of the BLAS contract (<tiletune/gemm_contract.h>) it serves alpha, strided batches (in grid z)
+// and epilogues, applied after the plain stores in a rolled pass over the thread's own elements; a
+// configuration that adds into a cleared C (split-K, stream-K's shares) serves no epilogue. Not
+// yet transposes or beta: as runtime choices they cost the plain product 3-8% on an H200 (copy
+// strides live in registers through the main loop), and beta's unrolled loads nearly doubled
+// NVRTC's time; they want compile-time variants.
 //
 // STREAM_K > 0 schedules the tiles in waves of STREAM_K x SM_COUNT blocks (the GPU's
 // multiprocessor count, from the launcher; STREAM_K stands for the blocks an SM holds). When the
@@ -80,7 +79,7 @@
 // tiletune: grid STREAM_K ? STREAM_K * SM_COUNT : ceil_div(N, BN), STREAM_K ? max(ceil_div(M, BM) * ceil_div(N, BN) / (STREAM_K * SM_COUNT), 1) : ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN + (SWIZZLE ? 0 : 4)) * 4
 // tiletune: zero_output SPLIT_K > 1 || (STREAM_K > 0 && (ceil_div(M, BM) * ceil_div(N, BN)) % (STREAM_K * SM_COUNT) != 0)
-// tiletune: supports op_a op_b alpha batch epilogue
+// tiletune: supports alpha batch epilogue
 
 #include <tiletune/async_copy.h>
 #include <tiletune/gemm_contract.h>
@@ -109,9 +108,7 @@ __device__ __forceinline__ int slot_a(int k, int m) {
 
 // Which elements of each step's tiles this thread copies, fixed for the whole kernel. Thread t
 // copies column t % BK of A's tile in rows t / BK + R i (R = threads / BK), and the 4-float group
-// t % (BN / 4) of B's tile in rows t / (BN / 4) + S j (S = threads / (BN / 4)). A transposed
-// operand is stored along M (A) or K (B): there neighbouring threads take neighbouring rows
-// instead, t % R and t % S, so that a warp's copies still read consecutive addresses.
+// t % (BN / 4) of B's tile in rows t / (BN / 4) + S j (S = threads / (BN / 4)).
 struct CopyPlan {
   static constexpr int kRowsA = kThreads / kBK;         // R
   static constexpr int kPassesA = kBM / kRowsA;
@@ -121,28 +118,19 @@ struct CopyPlan {
 
   const float* a;  // this thread's first A element of the next step
   const float* b;  // and of B
-  size_t a_pass, a_step, b_pass, b_step;  // pointer steps between passes, and between steps
-  size_t b_column;  // between two columns of B: 1, or ldb when B is transposed
+  size_t a_pass, b_pass, b_step;  // pointer steps between passes, and B's between steps
   int a_row, a_col, b_row, b_col;  // within the tiles
   int rows_left, cols_left;       // of C from the block's corner (masks at the edge)
 
   __device__ __forceinline__ CopyPlan(const float* A, const float* B, int M, int N, int lda,
-                                      int ldb, int m0, int n0, int k0, int tid, bool a_transposed,
-                                      bool b_transposed) {
-    // Element (m, k) of op(A) lies at m * a_m + k * a_k, element (k, n) of op(B) at k * b_k + n * b_n.
-    const size_t a_m = a_transposed ? 1 : lda, a_k = a_transposed ? lda : 1;
-    const size_t b_k = b_transposed ? 1 : ldb, b_n = b_transposed ? ldb : 1;
-    a_row = a_transposed ? tid % kRowsA : tid / kBK;
-    a_col = a_transposed ? tid / kRowsA : tid % kBK;
-    b_row = b_transposed ? tid % kRowsB : tid / kGroupsB;
-    b_col = 4 * (b_transposed ? tid / kRowsB : tid % kGroupsB);
-    a = A + (m0 + a_row) * a_m + (k0 + a_col) * a_k;
-    b = B + (k0 + b_row) * b_k + (n0 + b_col) * b_n;
-    a_pass = kRowsA * a_m;
-    a_step = kBK * a_k;
-    b_pass = kRowsB * b_k;
-    b_step = kBK * b_k;
-    b_column = b_n;
+                                      int ldb, int m0, int n0, int k0, int tid) {
+    a_row = tid / kBK, a_col = tid % kBK;
+    b_row = tid / kGroupsB, b_col = 4 * (tid % kGroupsB);
+    a = A + (size_t)(m0 + a_row) * lda + k0 + a_col;
+    b = B + (size_t)(k0 + b_row) * ldb + n0 + b_col;
+    a_pass = (size_t)kRowsA * lda;
+    b_pass = (size_t)kRowsB * ldb;
+    b_step = (size_t)kBK * ldb;
     rows_left = M - m0, cols_left = N - n0;
   }
 
@@ -175,11 +163,11 @@ struct CopyPlan {
       } else {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          tt_cp_async_4(dst + c, c < valid ? src + c * b_column : B, c < valid ? 4 : 0);
+          tt_cp_async_4(dst + c, c < valid ? src + c : B, c < valid ? 4 : 0);
         }
       }
     }
-    a += a_step;
+    a += kBK;
     b += b_step;
   }
 };
@@ -282,7 +270,7 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
 
   const int steps = ceil_div(max(k_end - k_begin, 0), kBK);
   const bool interior = m0 + kBM <= M && n0 + kBN <= N;
-  CopyPlan plan(A, B, M, N, lda, ldb, m0, n0, k_begin, tid, args.op_a, args.op_b);
+  CopyPlan plan(A, B, M, N, lda, ldb, m0, n0, k_begin, tid);
   int k_left = k_end - k_begin;  // of the slice, from the first k of the next step to copy
   // Copies the next step in order into stage `into`: unmasked unless it is at an edge.
   const auto copy_step = [&](int into) {
@@ -406,8 +394,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)
   const float* const a = tt_batch_a(A, args);
   const float* const b = tt_batch_b(B, args);
   float* const c = tt_batch_c(C, args);
-  // 16-byte copies of B need its rows along N (not transposed) and 16-byte aligned.
-  const bool b_vectors = !args.op_b && ldb % 4 == 0 && reinterpret_cast<size_t>(b) % 16 == 0;
+  const bool b_vectors = ldb % 4 == 0 && reinterpret_cast<size_t>(b) % 16 == 0;
   if (b_vectors) {
     gemm_block<true>(a, b, c, M, N, K, lda, ldb, ldc, args, tiles);
   } else {
