@@ -42,10 +42,10 @@
 // SPLIT_K > 1 splits K over gridDim.z: each slice adds its partial product into C with atomicAdd,
 // and the launcher clears C first (zero_output), for shapes whose M x N gives too few blocks.
 //
-// Of the BLAS contract (<tiletune/gemm_contract.h>): alpha and the epilogue after the store, in a
-// rolled pass over the lane's own elements (alpha alone on a K slice's atomic adds: split-K serves
-// no epilogue), strided batches in grid z. Not yet transposes or beta: as runtime choices their
-// copies' strides and C's loads cost the plain product (4% on an H200, 40-70% more NVRTC time).
+// Of the BLAS contract (<tiletune/gemm_contract.h>) it serves strided batches, each entry a
+// block's z beside its K slice. Not yet transposes, alpha, beta or epilogues: as runtime choices
+// they cost the plain product 4-13% on an H200 (ptxas's registers and schedule change with any
+// code after the stores) and 40-70% more NVRTC time; they want compile-time variants.
 #pragma once
 
 #include <tiletune/async_copy.h>
@@ -235,14 +235,14 @@ __device__ __forceinline__ void multiply_stage(const float* As, const float* Bs,
 
 // ---- the whole GEMM ---------------------------------------------------------------------------
 
-// C = A B for the block (blockIdx.x, blockIdx.y) and its K slice of grid z; `shared` holds
-// STAGES tiles of A, then STAGES of B. Vectors: 16-byte copies of both tiles, else 4-byte ones.
+// C = A B for the block (blockIdx.x, blockIdx.y) and K slice k_slice; `shared` holds STAGES
+// tiles of A, then STAGES of B. Vectors: 16-byte copies of both tiles, else 4-byte ones.
 template <class Product, bool Vectors>
 __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
                                                  const float* __restrict__ B,
                                                  float* __restrict__ C, int M, int N, int K,
-                                                 int lda, int ldb, int ldc,
-                                                 const tt_gemm_args& args, float* shared) {
+                                                 int lda, int ldb, int ldc, int k_slice,
+                                                 float* shared) {
   // Steps in flight beyond the one multiplied: one more where stages are rounded ahead.
   constexpr int kAhead = Product::kRoundsStages ? 1 : 0;
   static_assert(kStages >= 2 + kAhead, "STAGES: 2, or 3 where stages are rounded in place");
@@ -256,7 +256,7 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
 
   // This block's slice of K: whole steps, so that only the slice's last step is partial.
   const int k_per_slice = ceil_div(K, kSplitK * kBK) * kBK;
-  const int k_begin = tt_grid_z_index(args) * k_per_slice;
+  const int k_begin = k_slice * k_per_slice;
   const int k_end = min(K, k_begin + k_per_slice);
   if (kSplitK > 1 && k_begin >= k_end) return;  // an empty slice adds nothing
   const int steps = ceil_div(max(k_end - k_begin, 0), kBK);
@@ -331,8 +331,8 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
         const int col = n0 + col0 + 8 * j + 2 * t;
         const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
         if (kSplitK > 1) {
-          if (interior || col < N) atomicAdd(c_row + col, args.alpha * v0);
-          if (interior || col + 1 < N) atomicAdd(c_row + col + 1, args.alpha * v1);
+          if (interior || col < N) atomicAdd(c_row + col, v0);
+          if (interior || col + 1 < N) atomicAdd(c_row + col + 1, v1);
         } else if (c_pairs && (interior || col + 1 < N)) {
           *reinterpret_cast<float2*>(c_row + col) = make_float2(v0, v1);
         } else {
@@ -342,39 +342,27 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
       }
     }
   }
-  if (kSplitK > 1 || tt_plain_store(args)) return;
-  // The contract's alpha, bias and activation over the elements this lane stored (its own writes:
-  // no barrier), in a rolled loop: unrolled, they took 40-70% more NVRTC time a configuration.
-#pragma unroll 1
-  for (int r = 0; r < 2 * kMmaM; ++r) {
-    const int row = m0 + row0 + 16 * (r / 2) + 8 * (r % 2) + g;
-    if (!interior && row >= M) continue;
-#pragma unroll 1
-    for (int e = 0; e < 2 * kMmaN; ++e) {
-      const int col = n0 + col0 + 8 * (e / 2) + 2 * t + e % 2;
-      if (!interior && col >= N) continue;
-      float* const c = C + (size_t)row * ldc + col;
-      *c = tt_activate(args.alpha * *c, col, args);
-    }
-  }
 }
 
 // The kernel's body: one copy of the main loop for 16-byte copies (lda and ldb multiples of 4, A
-// and B 16-byte aligned) and one for 4-byte copies, chosen once, so that
-// neither pays for the other's addresses in registers. A batch's entry is this block's of grid z.
+// and B 16-byte aligned) and one for 4-byte copies, chosen once, so that neither pays for the
+// other's addresses in registers. The block computes its entry of the batch (tt_batch_a's
+// division by a runtime value had ptxas spill in the small tiles).
 template <class Product>
 __device__ __forceinline__ void mma_gemm(const float* __restrict__ A, const float* __restrict__ B,
                                          float* __restrict__ C, int M, int N, int K, int lda,
-                                         int ldb, int ldc, const tt_gemm_args& args,
+                                         int ldb, int ldc, const tt_gemm_args args,
                                          float* shared) {
-  const float* const a = tt_batch_a(A, args);
-  const float* const b = tt_batch_b(B, args);
-  float* const c = tt_batch_c(C, args);
+  // The grid's z is SPLIT_K times the batch: a division by a constant.
+  const int entry = blockIdx.z / kSplitK, k_slice = blockIdx.z % kSplitK;
+  const float* const a = A + entry * args.stride_a;
+  const float* const b = B + entry * args.stride_b;
+  float* const c = C + entry * args.stride_c;
   const bool vectors = lda % 4 == 0 && ldb % 4 == 0 && reinterpret_cast<size_t>(a) % 16 == 0 &&
                        reinterpret_cast<size_t>(b) % 16 == 0;
   if (vectors) {
-    mma_gemm_copying<Product, true>(a, b, c, M, N, K, lda, ldb, ldc, args, shared);
+    mma_gemm_copying<Product, true>(a, b, c, M, N, K, lda, ldb, ldc, k_slice, shared);
   } else {
-    mma_gemm_copying<Product, false>(a, b, c, M, N, K, lda, ldb, ldc, args, shared);
+    mma_gemm_copying<Product, false>(a, b, c, M, N, K, lda, ldb, ldc, k_slice, shared);
   }
 }

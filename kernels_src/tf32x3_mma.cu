@@ -53,7 +53,7 @@
 // tiletune: grid ceil_div(N, BN), ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN) * 4
 // tiletune: zero_output SPLIT_K > 1
-// tiletune: supports alpha batch epilogue
+// tiletune: supports batch
 
 #include "tf32_mma_pipeline.h"
 

@@ -26,12 +26,11 @@
 // the launcher clears C first (the zero_output declaration). It pays where M x N gives too few
 // blocks to fill the GPU and K is long.
 //
-// Of the BLAS contract (<tiletune/gemm_contract.h>) it serves alpha, strided batches (in grid z)
-// and epilogues, applied after the plain stores in a rolled pass over the thread's own elements; a
-// configuration that adds into a cleared C (split-K, stream-K's shares) serves no epilogue. Not
-// yet transposes or beta: as runtime choices they cost the plain product 3-8% on an H200 (copy
-// strides live in registers through the main loop), and beta's unrolled loads nearly doubled
-// NVRTC's time; they want compile-time variants.
+// Of the BLAS contract (<tiletune/gemm_contract.h>) it serves strided batches, each entry a
+// block's z beside its K slice. Not yet transposes, alpha, beta or epilogues: as runtime choices
+// in this kernel they cost the plain product 3-8% on an H200 (the copies' strides live in
+// registers through the main loop; any code after the stores changes ptxas's registers and
+// schedule) and up to twice NVRTC's time; they want compile-time variants.
 //
 // STREAM_K > 0 schedules the tiles in waves of STREAM_K x SM_COUNT blocks (the GPU's
 // multiprocessor count, from the launcher; STREAM_K stands for the blocks an SM holds). When the
@@ -79,7 +78,7 @@
 // tiletune: grid STREAM_K ? STREAM_K * SM_COUNT : ceil_div(N, BN), STREAM_K ? max(ceil_div(M, BM) * ceil_div(N, BN) / (STREAM_K * SM_COUNT), 1) : ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN + (SWIZZLE ? 0 : 4)) * 4
 // tiletune: zero_output SPLIT_K > 1 || (STREAM_K > 0 && (ceil_div(M, BM) * ceil_div(N, BN)) % (STREAM_K * SM_COUNT) != 0)
-// tiletune: supports alpha batch epilogue
+// tiletune: supports batch
 
 #include <tiletune/async_copy.h>
 #include <tiletune/gemm_contract.h>
@@ -214,43 +213,12 @@ __device__ __forceinline__ void multiply_tiles(const float* As, const float* Bs,
   }
 }
 
-// The kinds of store of a tile of C: the product as it is, or alpha times it added into C
-// (split-K, stream-K's shares).
-struct PlainStore {
-  __device__ __forceinline__ void operator()(float* c, float v) const { *c = v; }
-};
-struct AddingStore {
-  float alpha;
-  __device__ __forceinline__ void operator()(float* c, float v) const { atomicAdd(c, alpha * v); }
-};
-// Stores this thread's accumulators: rows row0 + 16 (i / 4) + i % 4 and columns col0 + 32 (j / 4)
-// + j % 4, one scalar store each (see the top of the file for why not vectors), masked at C's
-// edge.
-template <class Store>
-__device__ __forceinline__ void store_tile(const float (&acc)[kTM][kTN], float* C, int M, int N,
-                                           int ldc, int row0, int col0, bool interior,
-                                           Store store) {
-#pragma unroll
-  for (int i = 0; i < kTM; ++i) {
-    const int row = row0 + 16 * (i / 4) + i % 4;
-    if (!interior && row >= M) continue;
-    float* const c_row = C + (size_t)row * ldc;
-#pragma unroll
-    for (int j = 0; j < kTN; ++j) {
-      const int col = col0 + 32 * (j / 4) + j % 4;
-      if (!interior && col >= N) continue;
-      store(c_row + col, acc[i][j]);
-    }
-  }
-}
-
 __device__ __forceinline__ int next_stage(int stage) {
   return stage == kStages - 1 ? 0 : stage + 1;
 }
 
 // The product of A's rows from m0 and B's columns from n0 over k_begin to k_end, a tile of C,
-// with B's copies 16 bytes wide (BVectors) or 4; stored through the epilogue, or (times alpha)
-// added into C (`accumulate`).
+// with B's copies 16 bytes wide (BVectors) or 4; stored, or added into C (`accumulate`).
 // `stage` is where the first step lands, and on return the stage after the last step's: a block
 // that computes several (stream-K) keeps the stages turning, so that the next one's first copies
 // go to every stage but the one the last step read, which every thread was done with when it
@@ -258,9 +226,8 @@ __device__ __forceinline__ int next_stage(int stage) {
 template <bool BVectors>
 __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const float* __restrict__ B,
                                           float* __restrict__ C, int M, int N, int K, int lda,
-                                          int ldb, int ldc, const tt_gemm_args& args,
-                                          float* const As, int m0, int n0, int k_begin, int k_end,
-                                          bool accumulate, int& stage) {
+                                          int ldb, int ldc, float* const As, int m0, int n0,
+                                          int k_begin, int k_end, bool accumulate, int& stage) {
   float* const Bs = As + kStages * kTileA;  // kStages tiles of A, then of B
 
   const int tid = threadIdx.x;
@@ -312,26 +279,22 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
   }
   stage = read_stage;
 
-  // Epilogue: the product as it is, or (times alpha) added into C; the contract's alpha, bias and
-  // activation then in a rolled pass over the elements this thread stored (its own writes: no
-  // barrier). Unrolled, any kind of store beside the plain one nearly doubled the kernel's code
-  // and its compile time; rolled, the activation's code is there once.
-  if (accumulate) {
-    store_tile(acc, C, M, N, ldc, m0 + a_col, n0 + b_col, interior, AddingStore{args.alpha});
-    return;
-  }
-  store_tile(acc, C, M, N, ldc, m0 + a_col, n0 + b_col, interior, PlainStore{});
-  if (tt_plain_store(args)) return;
-#pragma unroll 1
+  // Epilogue: this thread's rows a_col + 16 (i / 4) + i % 4 and columns b_col + 32 (j / 4) + j % 4,
+  // one scalar store each (see the top of the file for why not vectors).
+#pragma unroll
   for (int i = 0; i < kTM; ++i) {
     const int row = m0 + a_col + 16 * (i / 4) + i % 4;
     if (!interior && row >= M) continue;
-#pragma unroll 1
+    float* const c_row = C + (size_t)row * ldc;
+#pragma unroll
     for (int j = 0; j < kTN; ++j) {
       const int col = n0 + b_col + 32 * (j / 4) + j % 4;
       if (!interior && col >= N) continue;
-      float* const c = C + (size_t)row * ldc + col;
-      *c = tt_activate(args.alpha * *c, col, args);
+      if (accumulate) {
+        atomicAdd(c_row + col, acc[i][j]);
+      } else {
+        c_row[col] = acc[i][j];
+      }
     }
   }
 }
@@ -345,8 +308,7 @@ constexpr int kMinBlocksPerSM = kTM * kTN <= 64 && !TT_SWIZZLE ? 512 / kThreads 
 template <bool BVectors>
 __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const float* __restrict__ B,
                                            float* __restrict__ C, int M, int N, int K, int lda,
-                                           int ldb, int ldc, const tt_gemm_args& args,
-                                           float* const As) {
+                                           int ldb, int ldc, int k_slice, float* const As) {
 #if TT_STREAM_K
   const int tiles_n = ceil_div(N, kBN), tiles = ceil_div(M, kBM) * tiles_n;
   const int wave = gridDim.x;
@@ -369,7 +331,7 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
   for (int stage = 0; begin < end;) {
     const int tile = int(begin / steps), k0 = int(begin % steps);
     const int k1 = int(min((long long)steps, k0 + (end - begin)));
-    gemm_tile<BVectors>(A, B, C, M, N, K, lda, ldb, ldc, args, As, (tile / tiles_n) * kBM,
+    gemm_tile<BVectors>(A, B, C, M, N, K, lda, ldb, ldc, As, (tile / tiles_n) * kBM,
                         (tile % tiles_n) * kBN, k0 * kBK, min(K, k1 * kBK), k0 > 0 || k1 < steps,
                         stage);
     begin += k1 - k0;
@@ -377,11 +339,11 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
 #else
   // This block's slice of K: whole steps, so that only the slice's last step is partial.
   const int k_per_slice = ceil_div(K, TT_SPLIT_K * kBK) * kBK;
-  const int k_begin = tt_grid_z_index(args) * k_per_slice;
+  const int k_begin = k_slice * k_per_slice;
   const int k_end = min(K, k_begin + k_per_slice);
   if (TT_SPLIT_K > 1 && k_begin >= k_end) return;  // an empty slice adds nothing
   int stage = 0;
-  gemm_tile<BVectors>(A, B, C, M, N, K, lda, ldb, ldc, args, As, blockIdx.y * kBM, blockIdx.x * kBN,
+  gemm_tile<BVectors>(A, B, C, M, N, K, lda, ldb, ldc, As, blockIdx.y * kBM, blockIdx.x * kBN,
                       k_begin, k_end, TT_SPLIT_K > 1, stage);
 #endif
 }
@@ -391,13 +353,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)
                     int M, int N, int K, int lda, int ldb, int ldc, const tt_gemm_args args) {
   extern __shared__ float4 shared_tiles[];
   float* const tiles = reinterpret_cast<float*>(shared_tiles);
-  const float* const a = tt_batch_a(A, args);
-  const float* const b = tt_batch_b(B, args);
-  float* const c = tt_batch_c(C, args);
+  // This block's entry of the batch and its K slice: the grid's z is SPLIT_K times the batch.
+  const int entry = blockIdx.z / TT_SPLIT_K, k_slice = blockIdx.z % TT_SPLIT_K;
+  const float* const a = A + entry * args.stride_a;
+  const float* const b = B + entry * args.stride_b;
+  float* const c = C + entry * args.stride_c;
   const bool b_vectors = ldb % 4 == 0 && reinterpret_cast<size_t>(b) % 16 == 0;
   if (b_vectors) {
-    gemm_block<true>(a, b, c, M, N, K, lda, ldb, ldc, args, tiles);
+    gemm_block<true>(a, b, c, M, N, K, lda, ldb, ldc, k_slice, tiles);
   } else {
-    gemm_block<false>(a, b, c, M, N, K, lda, ldb, ldc, args, tiles);
+    gemm_block<false>(a, b, c, M, N, K, lda, ldb, ldc, k_slice, tiles);
   }
 }
