@@ -47,7 +47,6 @@
 // tiletune: grid ceil_div(N, BN), ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN) * 4
 // tiletune: zero_output SPLIT_K > 1
-// tiletune: supports batch
 
 #include "tf32_mma_pipeline.h"
 
@@ -80,9 +79,7 @@ struct RoundedProduct {
 
 extern "C" __global__ void __launch_bounds__(kThreads)
     tf32_mma_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-                  int M, int N, int K, int lda, int ldb, int ldc,
-                  const tt_gemm_args args) {
+                  int M, int N, int K, int lda, int ldb, int ldc) {
   extern __shared__ float4 shared_tiles[];
-  mma_gemm<RoundedProduct>(A, B, C, M, N, K, lda, ldb, ldc, args,
-                          reinterpret_cast<float*>(shared_tiles));
+  mma_gemm<RoundedProduct>(A, B, C, M, N, K, lda, ldb, ldc, reinterpret_cast<float*>(shared_tiles));
 }

@@ -41,15 +41,9 @@
 //
 // SPLIT_K > 1 splits K over gridDim.z: each slice adds its partial product into C with atomicAdd,
 // and the launcher clears C first (zero_output), for shapes whose M x N gives too few blocks.
-//
-// Of the BLAS contract (<tiletune/gemm_contract.h>) it serves strided batches, each entry a
-// block's z beside its K slice. Not yet transposes, alpha, beta or epilogues: as runtime choices
-// they cost the plain product 4-13% on an H200 (ptxas's registers and schedule change with any
-// code after the stores) and 40-70% more NVRTC time; they want compile-time variants.
 #pragma once
 
 #include <tiletune/async_copy.h>
-#include <tiletune/gemm_contract.h>
 #include <tiletune/tensor_core.h>
 
 constexpr int kBM = TT_BM, kBN = TT_BN, kBK = TT_BK, kWM = TT_WM, kWN = TT_WN;
@@ -235,14 +229,13 @@ __device__ __forceinline__ void multiply_stage(const float* As, const float* Bs,
 
 // ---- the whole GEMM ---------------------------------------------------------------------------
 
-// C = A B for the block (blockIdx.x, blockIdx.y) and K slice k_slice; `shared` holds STAGES
+// C = A B for the block (blockIdx.x, blockIdx.y) and K slice blockIdx.z; `shared` holds STAGES
 // tiles of A, then STAGES of B. Vectors: 16-byte copies of both tiles, else 4-byte ones.
 template <class Product, bool Vectors>
 __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
                                                  const float* __restrict__ B,
                                                  float* __restrict__ C, int M, int N, int K,
-                                                 int lda, int ldb, int ldc, int k_slice,
-                                                 float* shared) {
+                                                 int lda, int ldb, int ldc, float* shared) {
   // Steps in flight beyond the one multiplied: one more where stages are rounded ahead.
   constexpr int kAhead = Product::kRoundsStages ? 1 : 0;
   static_assert(kStages >= 2 + kAhead, "STAGES: 2, or 3 where stages are rounded in place");
@@ -256,7 +249,7 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
 
   // This block's slice of K: whole steps, so that only the slice's last step is partial.
   const int k_per_slice = ceil_div(K, kSplitK * kBK) * kBK;
-  const int k_begin = k_slice * k_per_slice;
+  const int k_begin = blockIdx.z * k_per_slice;
   const int k_end = min(K, k_begin + k_per_slice);
   if (kSplitK > 1 && k_begin >= k_end) return;  // an empty slice adds nothing
   const int steps = ceil_div(max(k_end - k_begin, 0), kBK);
@@ -346,23 +339,16 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
 
 // The kernel's body: one copy of the main loop for 16-byte copies (lda and ldb multiples of 4, A
 // and B 16-byte aligned) and one for 4-byte copies, chosen once, so that neither pays for the
-// other's addresses in registers. The block computes its entry of the batch (tt_batch_a's
-// division by a runtime value had ptxas spill in the small tiles).
+// other's addresses in registers.
 template <class Product>
 __device__ __forceinline__ void mma_gemm(const float* __restrict__ A, const float* __restrict__ B,
                                          float* __restrict__ C, int M, int N, int K, int lda,
-                                         int ldb, int ldc, const tt_gemm_args args,
-                                         float* shared) {
-  // The grid's z is SPLIT_K times the batch: a division by a constant.
-  const int entry = blockIdx.z / kSplitK, k_slice = blockIdx.z % kSplitK;
-  const float* const a = A + entry * args.stride_a;
-  const float* const b = B + entry * args.stride_b;
-  float* const c = C + entry * args.stride_c;
-  const bool vectors = lda % 4 == 0 && ldb % 4 == 0 && reinterpret_cast<size_t>(a) % 16 == 0 &&
-                       reinterpret_cast<size_t>(b) % 16 == 0;
+                                         int ldb, int ldc, float* shared) {
+  const bool vectors = lda % 4 == 0 && ldb % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0 &&
+                       reinterpret_cast<size_t>(B) % 16 == 0;
   if (vectors) {
-    mma_gemm_copying<Product, true>(a, b, c, M, N, K, lda, ldb, ldc, k_slice, shared);
+    mma_gemm_copying<Product, true>(A, B, C, M, N, K, lda, ldb, ldc, shared);
   } else {
-    mma_gemm_copying<Product, false>(a, b, c, M, N, K, lda, ldb, ldc, k_slice, shared);
+    mma_gemm_copying<Product, false>(A, B, C, M, N, K, lda, ldb, ldc, shared);
   }
 }

@@ -53,7 +53,6 @@
 // tiletune: grid ceil_div(N, BN), ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN) * 4
 // tiletune: zero_output SPLIT_K > 1
-// tiletune: supports batch
 
 #include "tf32_mma_pipeline.h"
 
@@ -98,9 +97,7 @@ struct SplitProduct {
 
 extern "C" __global__ void __launch_bounds__(kThreads)
     tf32x3_mma_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-                    int M, int N, int K, int lda, int ldb, int ldc,
-                    const tt_gemm_args args) {
+                    int M, int N, int K, int lda, int ldb, int ldc) {
   extern __shared__ float4 shared_tiles[];
-  mma_gemm<SplitProduct>(A, B, C, M, N, K, lda, ldb, ldc, args,
-                        reinterpret_cast<float*>(shared_tiles));
+  mma_gemm<SplitProduct>(A, B, C, M, N, K, lda, ldb, ldc, reinterpret_cast<float*>(shared_tiles));
 }

@@ -26,12 +26,6 @@
 // the launcher clears C first (the zero_output declaration). It pays where M x N gives too few
 // blocks to fill the GPU and K is long.
 //
-// Of the BLAS contract (<tiletune/gemm_contract.h>) it serves strided batches, each entry a
-// block's z beside its K slice. Not yet transposes, alpha, beta or epilogues: as runtime choices
-// in this kernel they cost the plain product 3-8% on an H200 (the copies' strides live in
-// registers through the main loop; any code after the stores changes ptxas's registers and
-// schedule) and up to twice NVRTC's time; they want compile-time variants.
-//
 // STREAM_K > 0 schedules the tiles in waves of STREAM_K x SM_COUNT blocks (the GPU's
 // multiprocessor count, from the launcher; STREAM_K stands for the blocks an SM holds). When the
 // tiles do not fill a whole number of waves, the last whole wave's tiles and the partial wave's
@@ -78,10 +72,8 @@
 // tiletune: grid STREAM_K ? STREAM_K * SM_COUNT : ceil_div(N, BN), STREAM_K ? max(ceil_div(M, BM) * ceil_div(N, BN) / (STREAM_K * SM_COUNT), 1) : ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN + (SWIZZLE ? 0 : 4)) * 4
 // tiletune: zero_output SPLIT_K > 1 || (STREAM_K > 0 && (ceil_div(M, BM) * ceil_div(N, BN)) % (STREAM_K * SM_COUNT) != 0)
-// tiletune: supports batch
 
 #include <tiletune/async_copy.h>
-#include <tiletune/gemm_contract.h>
 
 constexpr int kBM = TT_BM, kBN = TT_BN, kBK = TT_BK, kTM = TT_TM, kTN = TT_TN;
 constexpr int kStages = TT_STAGES;
@@ -308,7 +300,7 @@ constexpr int kMinBlocksPerSM = kTM * kTN <= 64 && !TT_SWIZZLE ? 512 / kThreads 
 template <bool BVectors>
 __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const float* __restrict__ B,
                                            float* __restrict__ C, int M, int N, int K, int lda,
-                                           int ldb, int ldc, int k_slice, float* const As) {
+                                           int ldb, int ldc, float* const As) {
 #if TT_STREAM_K
   const int tiles_n = ceil_div(N, kBN), tiles = ceil_div(M, kBM) * tiles_n;
   const int wave = gridDim.x;
@@ -339,7 +331,7 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
 #else
   // This block's slice of K: whole steps, so that only the slice's last step is partial.
   const int k_per_slice = ceil_div(K, TT_SPLIT_K * kBK) * kBK;
-  const int k_begin = k_slice * k_per_slice;
+  const int k_begin = blockIdx.z * k_per_slice;
   const int k_end = min(K, k_begin + k_per_slice);
   if (TT_SPLIT_K > 1 && k_begin >= k_end) return;  // an empty slice adds nothing
   int stage = 0;
@@ -350,18 +342,13 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
 
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)
     warp_tiled_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-                    int M, int N, int K, int lda, int ldb, int ldc, const tt_gemm_args args) {
+                    int M, int N, int K, int lda, int ldb, int ldc) {
   extern __shared__ float4 shared_tiles[];
   float* const tiles = reinterpret_cast<float*>(shared_tiles);
-  // This block's entry of the batch and its K slice: the grid's z is SPLIT_K times the batch.
-  const int entry = blockIdx.z / TT_SPLIT_K, k_slice = blockIdx.z % TT_SPLIT_K;
-  const float* const a = A + entry * args.stride_a;
-  const float* const b = B + entry * args.stride_b;
-  float* const c = C + entry * args.stride_c;
-  const bool b_vectors = ldb % 4 == 0 && reinterpret_cast<size_t>(b) % 16 == 0;
+  const bool b_vectors = ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
   if (b_vectors) {
-    gemm_block<true>(a, b, c, M, N, K, lda, ldb, ldc, k_slice, tiles);
+    gemm_block<true>(A, B, C, M, N, K, lda, ldb, ldc, tiles);
   } else {
-    gemm_block<false>(a, b, c, M, N, K, lda, ldb, ldc, k_slice, tiles);
+    gemm_block<false>(A, B, C, M, N, K, lda, ldb, ldc, tiles);
   }
 }
