@@ -17,12 +17,8 @@
 //   tt_op_b(B, ldb, k, col, args)   whose transposes are a runtime choice
 //   tt_epilogue(acc, c, col, args)  what to store at C's element *c of column col for the product
 //                                   acc: beta = 0 never reads *c (C may hold NaN there)
-//   tt_plain_store(args)            alpha 1, beta 0, no epilogue: store acc as it is
-//   tt_scale(acc, c, args)          tt_epilogue in two parts, for kernels that store many
-//   tt_activate(v, col, args)       accumulators a thread: their unrolled stores scale (a few
-//                                   instructions each), and a rolled loop over the elements they
-//                                   stored applies the bias and activation in place, so that
-//                                   the activation's code (GELU's tanhf) is there once
+//   tt_scale(acc, c, args)          tt_epilogue's two parts: alpha * acc + beta * C0, then
+//   tt_activate(v, col, args)       the bias and the activation
 //
 // A template whose transposes are compile-time choices reads TT_OP_A and TT_OP_B instead where it
 // declares them as parameters.
@@ -97,8 +93,4 @@ __device__ __forceinline__ float tt_activate(float v, int col, const tt_gemm_arg
 __device__ __forceinline__ float tt_epilogue(float acc, const float* c, int col,
                                              const tt_gemm_args& args) {
   return tt_activate(tt_scale(acc, c, args), col, args);
-}
-
-__device__ __forceinline__ bool tt_plain_store(const tt_gemm_args& args) {
-  return args.alpha == 1.0f && args.beta == 0.0f && args.epilogue == TT_EPILOGUE_NONE;
 }

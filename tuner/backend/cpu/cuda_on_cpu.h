@@ -223,7 +223,6 @@ const char* tt_cpu_type_text() { return __PRETTY_FUNCTION__; }
 #define __constant__
 #define __managed__
 #define __forceinline__ __attribute__((always_inline)) inline
-#define __noinline__ __attribute__((noinline))
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
 #define __grid_constant__
@@ -501,8 +500,6 @@ inline double max(double a, double b) { return fmax(a, b); }
 
 template <class T>
 inline T __ldg(const T* p) { return *p; }
-template <class T>
-inline T __ldcg(const T* p) { return *p; }
 
 inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 inline float __fmul_rn(float a, float b) { return a * b; }
