@@ -49,7 +49,7 @@ inline GpuRecord test_gpu(const std::string& name, int cc_major, int cc_minor) {
 
 inline void register_source(ResultStore& store, const std::string& source, const std::string& path) {
   const KernelTemplate tmpl = parse_template(source, path);
-  store.register_template({tmpl.name, tmpl.source_hash, path, source});
+  store.register_template({tmpl.name, tmpl.source_hash, path, tmpl.source});  // as parsed: includes put in
 }
 
 inline void record(ResultStore& store, const GpuRecord& gpu, const std::string& template_source,

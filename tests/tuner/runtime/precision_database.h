@@ -35,7 +35,8 @@ inline void write_precision_database(const std::filesystem::path& path) {
     std::ifstream in(file, std::ios::binary);
     const std::string source{std::istreambuf_iterator<char>(in), {}};
     const KernelTemplate tmpl = parse_template(source, file.string());
-    store.register_template({tmpl.name, tmpl.source_hash, file.string(), source, tmpl.precision});
+    // The text as parsed (its library includes put in): what a tune records and the hash is of.
+    store.register_template({tmpl.name, tmpl.source_hash, file.string(), tmpl.source, tmpl.precision});
     ResultRecord r;
     r.template_name = tmpl.name;
     r.template_hash = tmpl.source_hash;
