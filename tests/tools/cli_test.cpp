@@ -1344,6 +1344,8 @@ TEST_F(CpuTune, ATemplateNameThatIsAPathIsRefusedAndNothingIsWrittenOutside) {
   std::string source = read_file(kTemplates / "naive.cu");
   const std::string name = "// tiletune: name naive";
   ASSERT_NE(source.find(name), std::string::npos);
+  const std::string line = std::to_string(
+      1 + std::count(source.begin(), source.begin() + std::ptrdiff_t(source.find(name)), '\n'));
   source.replace(source.find(name), name.size(), "// tiletune: name ../../../../escaped");
   const fs::path kernel = deep / "escape.cu";
   write_file(kernel, source);
@@ -1356,7 +1358,8 @@ TEST_F(CpuTune, ATemplateNameThatIsAPathIsRefusedAndNothingIsWrittenOutside) {
     SCOPED_TRACE(args.front());
     const Outcome run = tiletune(args);
     expect_one_line_failure(run, 2);
-    EXPECT_THAT(run.err, HasSubstr(kernel.string() + ":7: name '../../../../escaped' is not an identifier")) << run;
+    EXPECT_THAT(run.err, HasSubstr(kernel.string() + ":" + line +
+                                   ": name '../../../../escaped' is not an identifier")) << run;
   }
   for (const auto& entry : fs::recursive_directory_iterator(dir_)) {
     EXPECT_THAT(entry.path().filename().string(), ::testing::Not(HasSubstr("escaped"))) << entry.path();
