@@ -200,18 +200,28 @@ std::optional<Finding> judge_contract(const GemmCase& gemm_case, Precision preci
   const double scale_factor = unit(p.alpha) ? 0.0 : relative_error_bound(Precision::fp32, k_size);
   std::optional<Finding> first;
   std::int64_t wrong = 0;
+  // One entry's op(A) as rows and op(B) as columns, contiguous: the reference then runs on dot.
+  std::vector<float> a_rows(std::size_t(p.shape.m * k_size)), b_columns(std::size_t(p.shape.n * k_size));
   for (std::int64_t e = 0; e < p.batch; ++e) {
     const std::int64_t a_entry = before.a.entry_stride_rows == 0 ? 0 : e;
     const std::int64_t b_entry = before.b.entry_stride_rows == 0 ? 0 : e;
     for (std::int64_t r = 0; r < p.shape.m; ++r) {
+      for (std::int64_t k = 0; k < k_size; ++k) {
+        a_rows[std::size_t(r * k_size + k)] =
+            p.op_a == Op::n ? before.a.at(a_entry, r, k) : before.a.at(a_entry, k, r);
+      }
+    }
+    for (std::int64_t c = 0; c < p.shape.n; ++c) {
+      for (std::int64_t k = 0; k < k_size; ++k) {
+        b_columns[std::size_t(c * k_size + k)] =
+            p.op_b == Op::n ? before.b.at(b_entry, k, c) : before.b.at(b_entry, c, k);
+      }
+    }
+    for (std::int64_t r = 0; r < p.shape.m; ++r) {
       for (std::int64_t c = 0; c < p.shape.n; ++c) {
-        double sum = 0, magnitude = 0;
-        for (std::int64_t k = 0; k < k_size; ++k) {
-          const double a = p.op_a == Op::n ? before.a.at(a_entry, r, k) : before.a.at(a_entry, k, r);
-          const double b = p.op_b == Op::n ? before.b.at(b_entry, k, c) : before.b.at(b_entry, c, k);
-          sum += a * b;
-          magnitude += std::fabs(a * b);
-        }
+        const ReferenceElement dot_product =
+            dot(a_rows.data() + r * k_size, b_columns.data() + c * k_size, k_size, 1.0);
+        const double sum = dot_product.value, magnitude = dot_product.bound;
         const double scaled = double(p.alpha) * sum;
         const double prior = p.beta != 0 ? double(p.beta) * before.c.at(e, r, c) : 0.0;
         const double bias = adds_bias(p.epilogue) ? double(before.bias.at(0, c)) : 0.0;
