@@ -21,6 +21,11 @@ EntryForm entry_form(const KernelTemplate& tmpl) {
   return {tmpl.supports.any(), tmpl.tensor_maps.size()};
 }
 
+std::int64_t batch_entries_per_launch(std::uint32_t grid_z) {
+  constexpr std::int64_t kMaxGridZ = 65535;
+  return std::max<std::int64_t>(1, kMaxGridZ / std::max<std::uint32_t>(grid_z, 1));
+}
+
 ContractArgs contract_args(const GemmProblem& problem, const float* bias, std::int64_t batch) {
   return {problem.alpha,
           problem.beta,

@@ -51,6 +51,11 @@ struct ContractArgs {
 };
 static_assert(sizeof(ContractArgs) == kContractArgsBytes && alignof(ContractArgs) == 8);
 
+// How many entries of a batch one launch covers: the template's grid z times the entries must stay
+// within gridDim.z's limit (65535), so a long batch takes several launches, on the GPU and, alike,
+// on the CPU backend.
+std::int64_t batch_entries_per_launch(std::uint32_t grid_z);
+
 // The arguments of one launch of the problem over `batch` of its entries (a launch covers at most
 // 65535 / grid z of them), with the bias the epilogue reads.
 ContractArgs contract_args(const GemmProblem& problem, const float* bias, std::int64_t batch);

@@ -180,14 +180,12 @@ bool GemmProblem::parse_contract_item(std::string_view key, std::string_view val
     number(alpha);
   } else if (key == "beta") {
     number(beta);
-  } else if (key == "batch") {
-    number(batch);
-  } else if (key == "stride_a") {
-    number(stride_a);
-  } else if (key == "stride_b") {
-    number(stride_b);
-  } else if (key == "stride_c") {
-    number(stride_c);
+  } else if (std::int64_t* field = key == "batch"      ? &batch
+                                   : key == "stride_a" ? &stride_a
+                                   : key == "stride_b" ? &stride_b
+                                   : key == "stride_c" ? &stride_c
+                                                       : nullptr) {
+    number(*field);
   } else if (key == "epilogue") {
     const std::optional<Epilogue> e = parse_epilogue(value);
     if (!e) throw bad();

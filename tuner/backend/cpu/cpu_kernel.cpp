@@ -75,9 +75,6 @@ std::optional<std::string> missing_entry_in_build_log(const std::string& log,
 }
 
 // What CUDA rejects at launch, so that the CPU backend rejects it too.
-// The largest gridDim.z a GPU launch may have.
-constexpr std::int64_t kMaxGridZ = 65535;
-
 void check_geometry(const LaunchGeometry& g) {
   const auto& [bx, by, bz] = g.block;
   if (bx > 1024 || by > 1024 || bz > 64 || g.threads_per_block() > 1024) {
@@ -300,7 +297,7 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
   }
   // The batch runs in z, the template's grid z times over, in as many launches as the GPU's limit
   // on gridDim.z makes (gpu_kernel.cpp), so that a kernel sees the same grids here.
-  const std::int64_t per_launch = std::max<std::int64_t>(1, kMaxGridZ / geometry.grid[2]);
+  const std::int64_t per_launch = batch_entries_per_launch(geometry.grid[2]);
   for (std::int64_t first = 0; first < problem.batch; first += per_launch) {
     const std::int64_t entries = std::min(per_launch, problem.batch - first);
     GemmArguments part = arguments;

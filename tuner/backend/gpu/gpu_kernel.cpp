@@ -45,9 +45,6 @@ std::optional<std::string> exceeds_device_limits(const LaunchGeometry& geometry,
 
 namespace {
 
-// The largest gridDim.z a launch may have.
-constexpr std::int64_t kMaxGridZ = 65535;
-
 // How many parameters to ask the driver about: as many as the cubin records for the entry, else
 // as many as the contract has. Never more: a question past the last parameter is an API error
 // (CUDA_ERROR_INVALID_VALUE), which compute-sanitizer's memcheck reports against every
@@ -263,7 +260,7 @@ void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CU
     arguments[extra++] = &maps[i];
   }
   // The batch runs in z, the template's grid z times over; as many entries a launch as z allows.
-  const std::int64_t per_launch = std::max<std::int64_t>(1, kMaxGridZ / geometry.grid[2]);
+  const std::int64_t per_launch = batch_entries_per_launch(geometry.grid[2]);
   const CUdeviceptr a0 = a, b0 = b, c0 = c;
   for (std::int64_t first = 0; first < problem.batch; first += per_launch) {
     const std::int64_t entries = std::min(per_launch, problem.batch - first);
