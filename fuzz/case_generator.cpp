@@ -68,8 +68,10 @@ std::int64_t get_size(const GemmProblem& p, const Size& size) {
 
 }  // namespace
 
-CaseRequirements::CaseRequirements(const KernelTemplate& tmpl, const Configuration& config)
-    : parameters_(tmpl.bindings(config)), contract_(tmpl.supports), requirements_(tmpl.requirements) {
+CaseRequirements::CaseRequirements(const KernelTemplate& tmpl, const Configuration& config,
+                                   const Specialization& build)
+    : parameters_(tmpl.bindings(config)), contract_(tmpl.supports), specialized_(tmpl.specializes),
+      build_(build), requirements_(tmpl.requirements) {
   keeps_c_ = !tmpl.may_add_into_c(config);
   for (const std::int64_t modulus : remainder_moduli(config)) {
     const std::int64_t multiple = std::lcm(period_, modulus);
@@ -288,22 +290,39 @@ struct ContractDraw {
 // An index that shrinks to 0, for a choice among `count` (a gen::element does not shrink).
 int choice(int count) { return *rc::gen::inRange(0, count); }
 
-ContractDraw draw_contract(GemmProblem& p, const ContractSupport& supports, bool keeps_c) {
+// A scale of the plain problem's value `plain` or, where the build specializes it as not plain,
+// one of the others: 1, 0 and -1 keep small-integer sums exact; the fourth choice draws a scale
+// in [-2, 2]. The first is where shrinking goes.
+float draw_scale(float plain, const std::array<float, 2>& others, bool specialized, bool built) {
+  if (specialized && !built) return plain;
+  const std::array<float, 3> units = {plain, others[0], others[1]};
+  const int skip = specialized ? 1 : 0;  // a build that specializes it never sees the plain value
+  const int which = skip + choice(4 - skip);
+  if (which < 3) return units[which];
+  const float drawn = float(*rc::gen::inRange(-2000, 2001)) / 1000.0f;
+  return specialized && drawn == plain ? others[0] : drawn;
+}
+
+ContractDraw draw_contract(GemmProblem& p, const CaseRequirements& requirements) {
+  const ContractSupport& supports = requirements.contract();
+  const ContractSupport& specialized = requirements.specialized();
+  const Specialization& build = requirements.build();
+  const bool keeps_c = requirements.keeps_c();
   ContractDraw draw;
   const std::int64_t extra_a = p.lda - p.shape.k, extra_b = p.ldb - p.shape.n;
-  if (supports.op_a && *rc::gen::arbitrary<bool>()) p.op_a = Op::t;
-  if (supports.op_b && *rc::gen::arbitrary<bool>()) p.op_b = Op::t;
+  const auto op = [](bool served, bool fixed, Op built) {
+    if (!served) return Op::n;
+    return fixed ? built : *rc::gen::arbitrary<bool>() ? Op::t : Op::n;
+  };
+  p.op_a = op(supports.op_a, specialized.op_a, build.op_a);
+  p.op_b = op(supports.op_b, specialized.op_b, build.op_b);
   p.lda = p.a_columns() + extra_a;
   p.ldb = p.b_columns() + extra_b;
-  // 1, 0 and -1 keep small-integer sums exact; the fourth choice draws a scale in [-2, 2]. The
-  // first is the plain problem's, where shrinking goes.
-  const auto scale = [](const std::array<float, 3>& units) {
-    const int which = choice(4);
-    return which < 3 ? units[which] : float(*rc::gen::inRange(-2000, 2001)) / 1000.0f;
-  };
-  if (supports.alpha) p.alpha = scale({1, -1, 0});
-  if (supports.beta && keeps_c) p.beta = scale({0, 1, -1});
-  if (supports.epilogue && keeps_c) p.epilogue = Epilogue(choice(6));
+  if (supports.alpha) p.alpha = draw_scale(1, {-1, 0}, specialized.alpha, build.alpha);
+  if (supports.beta && keeps_c) p.beta = draw_scale(0, {1, -1}, specialized.beta, build.beta);
+  if (supports.epilogue && keeps_c) {
+    p.epilogue = specialized.epilogue ? build.epilogue : Epilogue(choice(6));
+  }
   if (supports.batch) {
     p.batch = *rc::gen::inRange<std::int64_t>(1, 4);
     if (p.batch > 1) {
@@ -339,7 +358,7 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
     GemmCase c;
     c.problem = draw_problem(moduli, limits);
     ContractDraw contract;
-    if (requirements.contract().any()) contract = draw_contract(c.problem, requirements.contract(), requirements.keeps_c());
+    if (requirements.contract().any()) contract = draw_contract(c.problem, requirements);
     // Repaired here, inside the generator, so that every shrunk case is repaired too.
     const GemmProblem drawn = c.problem;
     for (int draw = 1; !requirements.empty() && !requirements.repair(c.problem); ++draw) {
@@ -349,7 +368,7 @@ rc::Gen<GemmCase> gen_gemm_case(const std::vector<std::int64_t>& moduli, const C
       }
       if (draw == kDraws) break;  // no known admissible problem: the runner refuses to get here
       c.problem = draw_problem(moduli, limits);
-      if (requirements.contract().any()) contract = draw_contract(c.problem, requirements.contract(), requirements.keeps_c());
+      if (requirements.contract().any()) contract = draw_contract(c.problem, requirements);
     }
     // A bound such as K >= 4096 can make a case far larger than its draw; its reference costs
     // M * N * K, so M and N come down within the requirements.

@@ -43,7 +43,10 @@ struct CaseLimits {
 class CaseRequirements {
  public:
   CaseRequirements() = default;
-  CaseRequirements(const KernelTemplate& tmpl, const Configuration& config);
+  // `build`: the build of the configuration the cases run on, whose specialized parts
+  // (KernelTemplate::specializes) every case has; the template's other parts are drawn.
+  CaseRequirements(const KernelTemplate& tmpl, const Configuration& config,
+                   const Specialization& build = {});
 
   bool empty() const { return conjuncts_.empty(); }
   // The text of the first requirement the problem does not meet, or nothing.
@@ -67,6 +70,9 @@ class CaseRequirements {
   // False where the configuration may add into a cleared C (KernelTemplate::may_add_into_c): it
   // serves no beta and no epilogue, and its cases draw neither.
   bool keeps_c() const { return keeps_c_; }
+  // The parts fixed by the build, and their values.
+  const ContractSupport& specialized() const { return specialized_; }
+  const Specialization& build() const { return build_; }
 
  private:
   struct Conjunct {
@@ -77,6 +83,8 @@ class CaseRequirements {
 
   Bindings parameters_;
   ContractSupport contract_;
+  ContractSupport specialized_;
+  Specialization build_;
   bool keeps_c_ = true;
   std::int64_t period_ = 1;  // the tile sizes' least common multiple: a move by it keeps a partial tile
   std::vector<Expression> requirements_;

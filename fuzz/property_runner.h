@@ -26,6 +26,10 @@ struct FuzzSettings {
   std::uint64_t seed = 0;
   bool shrink = true;
   CaseLimits limits;
+  // A template that compiles parts of the contract in (`specializes`): the builds of a
+  // configuration beyond the plain one that its fuzz runs, each with `cases` cases, drawn per
+  // configuration from the seed; -1: every build.
+  int extra_builds = 1;
 };
 
 enum class FuzzVerdict {

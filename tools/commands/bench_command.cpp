@@ -229,7 +229,9 @@ int run(const BenchOptions& options) {
                  shape.to_string(), tmpl.name, best->config, contract_cell(problem), *cannot);
       continue;
     }
-    const GpuKernel kernel(compile_configuration(tmpl, config, gpu.arch()), tmpl.entry,
+    // The build that serves the problem, where the template compiles parts of it in.
+    const Configuration build = tmpl.build_configuration(config, tmpl.specialization(problem));
+    const GpuKernel kernel(compile_configuration(tmpl, build, gpu.arch()), tmpl.entry,
                            entry_form(tmpl));
     const LaunchGeometry geometry = tmpl.launch_geometry(config, shape, gpu.sm_count);
     ShapeVerifier verifier(device, problem, 7);

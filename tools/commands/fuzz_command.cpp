@@ -1,4 +1,4 @@
-// tiletune fuzz KERNEL.cu... [--backend gpu|cpu] [--cases N] [--seed S]
+// tiletune fuzz KERNEL.cu... [--backend gpu|cpu] [--cases N] [--seed S] [--builds N|all]
 //               [--config A=1,B=2 ... | --sample N | --cover | --except-sample N] [--shard I/N]
 //               [--case '...']... [--sanitize] [--sanitize-cases N]
 //
@@ -15,11 +15,13 @@
 // the GPU a kernel still running after --watchdog seconds ends the run with one line naming the
 // case: a hung kernel cannot be stopped within the process (GpuExecutor).
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <fstream>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "fuzz/compute_sanitizer.h"
 #include "tools/cli/command_line.h"
@@ -49,6 +51,7 @@ struct FuzzOptions {
   int except_sample = 0;
   std::vector<std::string> replay_cases;
   bool no_shrink = false;
+  int extra_builds = 1;  // -1: every build (--builds all)
   std::string backend = "gpu";
   bool sanitize = false;
   int sanitize_cases = 4;
@@ -185,6 +188,7 @@ int run(const FuzzOptions& options) {
   settings.cases = options.cases;
   settings.seed = options.seed;
   settings.shrink = !options.no_shrink;
+  settings.extra_builds = options.extra_builds;
   settings.limits = backend.case_limits();
   if (!options.isolated_config.empty()) {
     for (const KernelTemplate& tmpl : templates) {
@@ -235,7 +239,10 @@ int run(const FuzzOptions& options) {
         case Kind::passed:
           ++passed;
           cases_run += outcome.report.cases_passed;
-          progress_line(fmt::format("pass {}: {} cases{}", label, outcome.report.cases_passed,
+          progress_line(fmt::format("pass {}: {} cases{}{}", label, outcome.report.cases_passed,
+                                    outcome.builds.empty()
+                                        ? ""
+                                        : fmt::format(" (builds: {})", fmt::join(outcome.builds, "; ")),
                                     outcome.probe.empty() ? "" : ", " + outcome.probe),
                         true);
           break;
@@ -313,6 +320,23 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
   command->add_option("--backend", options->backend, "gpu, or cpu: the same source on the host compiler, threads as fibers")
       ->capture_default_str()->check(CLI::IsMember({"gpu", "cpu"}));
   command->add_flag("--no-shrink", options->no_shrink, "report the first failing case as found");
+  command->add_option_function<std::string>(
+      "--builds",
+      [options](const std::string& text) {
+        if (text == "all") {
+          options->extra_builds = -1;
+          return;
+        }
+        int count = -1;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+        if (error != std::errc() || end != text.data() + text.size() || count < 0 || count > 1000) {
+          throw CLI::ValidationError("--builds", "expected a count of 0 to 1000, or all, not '" +
+                                                     text.substr(0, 40) + "'");
+        }
+        options->extra_builds = count;
+      },
+      "a template that specializes parts of the contract: the builds of each configuration fuzzed "
+      "beyond the plain one, drawn with --seed (default 1), or all");
   command->add_flag("--sanitize", options->sanitize,
                     "cpu: build kernels with AddressSanitizer and UndefinedBehaviorSanitizer, guards "
                     "and padding poisoned; gpu: also replay a sample of cases under compute-sanitizer "

@@ -11,6 +11,7 @@
 #include "fuzz/make_executor.h"
 #include "fuzz/perturbed_launch.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/core/splitmix64.h"
 #include "tuner/pipeline/backend_factory.h"
 
 namespace tiletune::cli {
@@ -106,6 +107,23 @@ std::unique_ptr<GemmExecutor> executor_for(FuzzBackend& backend, const KernelTem
 
 }  // namespace
 
+std::vector<Specialization> builds_to_fuzz(const KernelTemplate& tmpl, const Configuration& config,
+                                           const FuzzSettings& settings) {
+  std::vector<Specialization> all = tmpl.builds(config);
+  if (settings.extra_builds < 0 || std::size_t(settings.extra_builds) + 1 >= all.size()) return all;
+  // The plain build, then others drawn for this configuration and seed: over the configurations of
+  // a template every build comes up.
+  std::vector<Specialization> chosen{all.front()};
+  std::vector<Specialization> others(all.begin() + 1, all.end());
+  std::uint64_t state = settings.seed ^ std::hash<std::string>{}(config.to_string());
+  for (int i = 0; i < settings.extra_builds; ++i) {
+    const std::size_t pick = splitmix64_next(state) % others.size();
+    chosen.push_back(others[pick]);
+    others.erase(others.begin() + std::ptrdiff_t(pick));
+  }
+  return chosen;
+}
+
 ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTemplate& tmpl,
                                            const Configuration& config,
                                            const FuzzSettings& settings,
@@ -121,37 +139,70 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
     return outcome;
   }
   bool lost = false;  // a launch broke the CUDA context
+  int asked = 0;
   try {
     const GemmShape typical = replay.empty() ? GemmShape{64, 64, 64} : replay.front().problem.shape;
+    // One executor per build of the configuration, made when a case first needs it.
+    std::map<std::string, std::unique_ptr<GemmExecutor>> executors;
     std::string skip_reason;
-    std::unique_ptr<GemmExecutor> executor =
-        executor_for(backend, tmpl, config, typical, skip_reason);
-    auto* gpu = dynamic_cast<GpuExecutor*>(executor.get());  // the probe needs its kernel
-    if (!executor) {
-      outcome.kind = Kind::skipped;
-      outcome.detail = skip_reason;
-    } else if (replay.empty()) {
-      outcome.report = fuzz_configuration(*executor, config, tmpl.precision, settings,
-                                          CaseRequirements(tmpl, config));
-      if (gpu != nullptr && outcome.report.verdict == FuzzVerdict::passed) {
-        const LargeIndexProbe& probe = *backend.large_index_probe();
-        if (auto why = probe.unavailable()) {
-          outcome.probe = "large-index probe skipped: " + *why;
-        } else if (std::vector<std::string> skipped;
-                   auto finding = probe.check(gpu->kernel(), tmpl, config, &skipped)) {
-          record_probe_finding(*finding, outcome.report);
-          lost = finding->context_lost;
-        } else if (skipped.size() == LargeIndexProbe::problems().size()) {
-          outcome.probe = fmt::format("large-index probe skipped: {}", fmt::join(skipped, "; "));
-        } else {
-          outcome.probe = skipped.empty() ? "large-index probe passed"
-                                          : fmt::format("large-index probe passed ({} skipped: {})",
-                                                        skipped.size(), fmt::join(skipped, "; "));
+    const auto executor_of = [&](const Specialization& build) -> GemmExecutor* {
+      std::unique_ptr<GemmExecutor>& executor = executors[build.to_string()];
+      if (!executor) {
+        executor = executor_for(backend, tmpl, tmpl.build_configuration(config, build), typical,
+                                skip_reason);
+      }
+      return executor.get();
+    };
+    const auto gpu_of = [](GemmExecutor* executor) { return dynamic_cast<GpuExecutor*>(executor); };
+    if (replay.empty()) {
+      for (const Specialization& build : builds_to_fuzz(tmpl, config, settings)) {
+        GemmExecutor* executor = executor_of(build);
+        if (executor == nullptr) {
+          outcome.kind = Kind::skipped;
+          outcome.detail = skip_reason;
+          break;
+        }
+        const FuzzReport report = fuzz_configuration(*executor, config, tmpl.precision, settings,
+                                                     CaseRequirements(tmpl, config, build));
+        asked += settings.cases;
+        outcome.report.cases_passed += report.cases_passed;
+        if (tmpl.specializes.any()) outcome.builds.push_back(build.to_string());
+        if (report.verdict != FuzzVerdict::passed) {
+          const int passed_before = outcome.report.cases_passed - report.cases_passed;
+          outcome.report = report;
+          outcome.report.cases_passed += passed_before;
+          break;
+        }
+        // The probe's problems are plain ones: the plain build runs them.
+        if (GpuExecutor* gpu = gpu_of(executor); gpu != nullptr && build.plain()) {
+          const LargeIndexProbe& probe = *backend.large_index_probe();
+          if (auto why = probe.unavailable()) {
+            outcome.probe = "large-index probe skipped: " + *why;
+          } else if (std::vector<std::string> skipped;
+                     auto finding = probe.check(gpu->kernel(), tmpl, config, &skipped)) {
+            record_probe_finding(*finding, outcome.report);
+            lost = finding->context_lost;
+            break;
+          } else if (skipped.size() == LargeIndexProbe::problems().size()) {
+            outcome.probe = fmt::format("large-index probe skipped: {}", fmt::join(skipped, "; "));
+          } else {
+            outcome.probe = skipped.empty() ? "large-index probe passed"
+                                            : fmt::format("large-index probe passed ({} skipped: {})",
+                                                          skipped.size(), fmt::join(skipped, "; "));
+          }
         }
       }
     } else {
+      asked = int(replay.size());
       for (const GemmCase& gemm_case : replay) {
         FuzzReport one;
+        GemmExecutor* executor = executor_of(tmpl.specialization(gemm_case.problem));
+        GpuExecutor* gpu = gpu_of(executor);
+        if (executor == nullptr) {
+          outcome.kind = Kind::skipped;
+          outcome.detail = skip_reason;
+          break;
+        }
         if (gpu != nullptr && is_probe_problem(gemm_case.problem)) {
           if (auto finding = backend.large_index_probe()->check(gpu->kernel(), tmpl, config,
                                                                 gemm_case.problem)) {
@@ -177,12 +228,14 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
         }
       }
     }
-    lost = lost || (gpu != nullptr && gpu->context_lost());
-    executor.reset();
+    for (const auto& [name, executor] : executors) {
+      lost = lost || (executor && gpu_of(executor.get()) != nullptr && executor->context_lost());
+    }
+    executors.clear();
     if (lost) backend.mark_context_lost(fmt::format("{} [{}]", tmpl.name, config.to_string()));
     // A pass is every case asked for, run and passed (fuzz_configuration settles the same).
-    const int asked = replay.empty() ? settings.cases : int(replay.size());
-    if (outcome.report.verdict == FuzzVerdict::passed && outcome.report.cases_passed < asked) {
+    if (outcome.kind != Kind::skipped && outcome.report.verdict == FuzzVerdict::passed &&
+        outcome.report.cases_passed < asked) {
       outcome.report.verdict = FuzzVerdict::too_few_cases;
       outcome.report.finding = fmt::format("only {} of {} cases ran", outcome.report.cases_passed, asked);
     }

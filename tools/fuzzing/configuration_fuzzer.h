@@ -71,7 +71,14 @@ struct ConfigurationOutcome {
   // failed: how the process fuzzing it died ("" when it did not); report.counterexample is then
   // the case it was running, not a minimal one (isolated_fuzz.h).
   std::string died;
+  // The builds fuzzed, of a template that specializes parts ("plain", "op_b=t epilogue=relu").
+  std::vector<std::string> builds;
 };
+
+// The builds of the configuration a fuzz runs: the plain one, then settings.extra_builds others
+// drawn for the configuration from the seed (all of them where it is -1).
+std::vector<Specialization> builds_to_fuzz(const KernelTemplate& tmpl, const Configuration& config,
+                                           const FuzzSettings& settings);
 
 // Fuzzes one configuration with `settings`, or when `replay` is not empty runs exactly those
 // cases. Never throws for what the configuration does; throws only for the environment.

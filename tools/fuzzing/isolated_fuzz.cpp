@@ -43,6 +43,7 @@ json to_json(const ConfigurationOutcome& outcome) {
           {"finding", r.finding},
           {"detail", outcome.detail},
           {"probe", outcome.probe},
+          {"builds", outcome.builds},
           {"seconds", outcome.seconds}};
 }
 
@@ -59,6 +60,7 @@ ConfigurationOutcome outcome_from_json(const json& j) {
   r.finding = j.at("finding").get<std::string>();
   outcome.detail = j.at("detail").get<std::string>();
   outcome.probe = j.at("probe").get<std::string>();
+  outcome.builds = j.at("builds").get<std::vector<std::string>>();
   outcome.seconds = j.at("seconds").get<double>();
   return outcome;
 }

@@ -25,8 +25,10 @@ namespace {
 constexpr std::string_view kDirectivePrefix = "// tiletune:";
 constexpr std::string_view kDirectiveList =
     "name, entry, param, require, tune_if, block, grid, shared, zero_output, precision, arch, "
-    "tensor_map, supports";
+    "tensor_map, supports, specializes";
 constexpr std::string_view kContractFeatures = "op_a, op_b, alpha, beta, alpha_beta, batch, epilogue";
+// The macros' names (after TT_) of a build's specialized parts.
+constexpr std::string_view kSpecializedParts[] = {"OP_A", "OP_B", "ALPHA", "BETA", "EPILOGUE"};
 constexpr std::string_view kCopyUnaligned = "copy_unaligned";
 constexpr std::string_view kBlanks = " \t\r\f\v";
 constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
@@ -136,6 +138,7 @@ class TemplateParser {
     }
     if (!first_line_.contains("shared")) tmpl_.dynamic_shared_bytes = Expression::parse("0");
     if (!first_line_.contains("zero_output")) tmpl_.zero_output = Expression::parse("0");
+    check_specializations();
     tmpl_.source_hash = fnv1a_hex(tmpl_.source);
     return std::move(tmpl_);
   }
@@ -155,7 +158,8 @@ class TemplateParser {
     const bool known = word == "name" || word == "entry" || word == "param" || word == "require" ||
                        word == "tune_if" || word == "block" || word == "grid" ||
                        word == "shared" || word == "zero_output" || word == "precision" ||
-                       word == "arch" || word == "tensor_map" || word == "supports";
+                       word == "arch" || word == "tensor_map" || word == "supports" ||
+                       word == "specializes";
     if (!known) {
       fail(line, fmt::format("unknown directive '{}' (expected one of {})", word, kDirectiveList));
     }
@@ -218,6 +222,8 @@ class TemplateParser {
       tmpl_.feature_arch = std::string(argument);
     } else if (word == "supports") {
       supports(line, argument);
+    } else if (word == "specializes") {
+      specializes(line, argument);
     } else {
       dimensions(line, word, argument, word == "block" ? tmpl_.block : tmpl_.grid);
       if (word == "grid") sm_count_lines_.insert(line);
@@ -265,21 +271,33 @@ class TemplateParser {
 
   // "op_a op_b alpha_beta batch epilogue": the parts of the BLAS contract the entry serves.
   void supports(std::size_t line, std::string_view argument) {
+    contract_parts(line, "supports", argument, tmpl_.supports);
+  }
+
+  // "op_a op_b alpha beta epilogue": the supported parts each build compiles in. A batch is where
+  // a block's pointers start, nothing worth a build of its own.
+  void specializes(std::size_t line, std::string_view argument) {
+    contract_parts(line, "specializes", argument, tmpl_.specializes);
+    specializes_line_ = line;
+  }
+
+  void contract_parts(std::size_t line, std::string_view directive, std::string_view argument,
+                      ContractSupport& parts) {
     while (!argument.empty()) {
       const auto [word, rest] = split_word(argument);
       argument = rest;
       std::vector<bool*> flags;
-      if (word == "op_a") flags = {&tmpl_.supports.op_a};
-      if (word == "op_b") flags = {&tmpl_.supports.op_b};
-      if (word == "alpha" || word == "alpha_beta") flags.push_back(&tmpl_.supports.alpha);
-      if (word == "beta" || word == "alpha_beta") flags.push_back(&tmpl_.supports.beta);
-      if (word == "batch") flags = {&tmpl_.supports.batch};
-      if (word == "epilogue") flags = {&tmpl_.supports.epilogue};
+      if (word == "op_a") flags = {&parts.op_a};
+      if (word == "op_b") flags = {&parts.op_b};
+      if (word == "alpha" || word == "alpha_beta") flags.push_back(&parts.alpha);
+      if (word == "beta" || word == "alpha_beta") flags.push_back(&parts.beta);
+      if (word == "batch") flags = {&parts.batch};
+      if (word == "epilogue") flags = {&parts.epilogue};
       if (flags.empty()) {
-        fail(line, fmt::format("supports '{}' (expected some of {})", word, kContractFeatures));
+        fail(line, fmt::format("{} '{}' (expected some of {})", directive, word, kContractFeatures));
       }
       for (bool* flag : flags) {
-        if (*flag) fail(line, fmt::format("supports '{}' twice", word));
+        if (*flag) fail(line, fmt::format("{} '{}' twice", directive, word));
         *flag = true;
       }
     }
@@ -372,8 +390,35 @@ class TemplateParser {
     }
   }
 
+  // Only supported parts, never the batch; their macros' names are no parameter's.
+  void check_specializations() const {
+    const ContractSupport& s = tmpl_.specializes;
+    const ContractSupport& served = tmpl_.supports;
+    if (s.batch) fail(specializes_line_, "specializes 'batch': a batch is read at run time, never built in");
+    const std::pair<bool, bool> parts[] = {{s.op_a, served.op_a}, {s.op_b, served.op_b},
+                                           {s.alpha, served.alpha}, {s.beta, served.beta},
+                                           {s.epilogue, served.epilogue}};
+    for (const auto& [specialized, supported] : parts) {
+      if (specialized && !supported) {
+        fail(specializes_line_, fmt::format("specializes {} but supports {}: a build specializes "
+                                            "only what the template serves", s.to_string(),
+                                            served.to_string()));
+      }
+    }
+    for (const Parameter& parameter : tmpl_.parameters) {
+      for (std::string_view bound : kSpecializedParts) {
+        if (parameter.name == bound) {
+          fail(parameter_lines_.at(parameter.name),
+               fmt::format("parameter name '{}' is reserved for a specialized part of the contract",
+                           bound));
+        }
+      }
+    }
+  }
+
   const std::string& origin_;
   KernelTemplate tmpl_;
+  std::size_t specializes_line_ = 0;
   std::map<std::string, std::size_t, std::less<>> first_line_;       // once-only directives
   std::map<std::string, std::size_t, std::less<>> parameter_lines_;  // parameter -> its line
   std::vector<std::pair<std::size_t, Expression>> expression_lines_;
@@ -681,6 +726,58 @@ std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& proble
                        problem.beta, tiletune::to_string(problem.epilogue));
   }
   return std::nullopt;
+}
+
+std::string Specialization::to_string() const {
+  std::vector<std::string> parts;
+  if (op_a == Op::t) parts.push_back("op_a=t");
+  if (op_b == Op::t) parts.push_back("op_b=t");
+  if (alpha) parts.push_back("alpha");
+  if (beta) parts.push_back("beta");
+  if (epilogue != Epilogue::none) parts.push_back(std::string("epilogue=") + tiletune::to_string(epilogue));
+  return parts.empty() ? "plain" : fmt::format("{}", fmt::join(parts, " "));
+}
+
+Specialization KernelTemplate::specialization(const GemmProblem& problem) const {
+  Specialization build;
+  if (specializes.op_a) build.op_a = problem.op_a;
+  if (specializes.op_b) build.op_b = problem.op_b;
+  if (specializes.alpha) build.alpha = problem.alpha != 1;
+  if (specializes.beta) build.beta = problem.beta != 0;
+  if (specializes.epilogue) build.epilogue = problem.epilogue;
+  return build;
+}
+
+Configuration KernelTemplate::build_configuration(const Configuration& config,
+                                                  const Specialization& build) const {
+  Configuration built = config;
+  const auto add = [&](std::string_view name, std::int64_t value) {
+    if (value != 0) built.values.emplace_back(std::string(name), value);
+  };
+  add(kSpecializedParts[0], build.op_a == Op::t);
+  add(kSpecializedParts[1], build.op_b == Op::t);
+  add(kSpecializedParts[2], build.alpha);
+  add(kSpecializedParts[3], build.beta);
+  add(kSpecializedParts[4], std::int64_t(build.epilogue));
+  return built;
+}
+
+std::vector<Specialization> KernelTemplate::builds(const Configuration& config) const {
+  const bool keeps_c = !may_add_into_c(config);
+  const auto values = [](bool part) { return part ? 2 : 1; };
+  std::vector<Specialization> all;
+  for (int op_a = 0; op_a < values(specializes.op_a); ++op_a) {
+    for (int op_b = 0; op_b < values(specializes.op_b); ++op_b) {
+      for (int alpha = 0; alpha < values(specializes.alpha); ++alpha) {
+        for (int beta = 0; beta < values(specializes.beta && keeps_c); ++beta) {
+          for (int epilogue = 0; epilogue < (specializes.epilogue && keeps_c ? 6 : 1); ++epilogue) {
+            all.push_back({Op(op_a), Op(op_b), alpha != 0, beta != 0, Epilogue(epilogue)});
+          }
+        }
+      }
+    }
+  }
+  return all;
 }
 
 bool KernelTemplate::may_add_into_c(const Configuration& config) const {

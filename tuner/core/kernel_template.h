@@ -42,6 +42,17 @@
 //                                               tt_gemm_args after ldc
 //                                               (<tiletune/gemm_contract.h>). Without the line it
 //                                               serves plain problems, C = A * B, only)
+//   // tiletune: specializes op_a op_b alpha beta epilogue
+//                                              (the supported parts compiled into each build
+//                                               rather than read at run time: a problem's values
+//                                               of them reach the source as TT_OP_A, TT_OP_B (0
+//                                               or 1), TT_ALPHA (1: alpha != 1), TT_BETA (1: beta
+//                                               != 0, C read) and TT_EPILOGUE (TT_EPILOGUE_*);
+//                                               each configuration is built once per combination
+//                                               a problem asks for. The plain combination defines
+//                                               none of them (<tiletune/gemm_contract.h> defaults
+//                                               them to the plain problem's), so the build tuned
+//                                               and recorded is the one without the line)
 //
 // Parameters reach the source as macros with the prefix TT_ (TILE becomes -DTT_TILE=16): a bare
 // macro named T would break NVRTC's own headers. Expressions (expression.h) may use every
@@ -142,6 +153,20 @@ struct ContractSupport {
   friend bool operator==(const ContractSupport&, const ContractSupport&) = default;
 };
 
+// The values of a template's specialized parts (`specializes`) for one build: what TT_OP_A,
+// TT_OP_B, TT_ALPHA, TT_BETA and TT_EPILOGUE say there. A part the template does not specialize
+// stays at the plain problem's value.
+struct Specialization {
+  Op op_a = Op::n, op_b = Op::n;
+  bool alpha = false;  // alpha != 1: the build scales by tt_gemm_args::alpha
+  bool beta = false;   // beta != 0: the build reads C
+  Epilogue epilogue = Epilogue::none;
+
+  bool plain() const { return *this == Specialization{}; }
+  std::string to_string() const;  // "op_b=t beta epilogue=bias_relu", or "plain"
+  friend bool operator==(const Specialization&, const Specialization&) = default;
+};
+
 struct KernelTemplate {
   std::string name;
   std::string entry;
@@ -161,6 +186,17 @@ struct KernelTemplate {
   std::string feature_arch;  // "sm_90a", or empty
   std::vector<TensorMapDeclaration> tensor_maps;  // the entry's parameters after the contract's
   ContractSupport supports;
+  ContractSupport specializes;  // a subset of supports, batch never: compiled in, per problem
+
+  // The problem's values of the specialized parts: the build that serves it.
+  Specialization specialization(const GemmProblem& problem) const;
+  // The configuration as that build compiles it: its parameters, then OP_A, OP_B, ALPHA, BETA or
+  // EPILOGUE for each specialized value that is not the plain one (so the plain build is the
+  // configuration itself). For compiling only: records name configurations, never builds.
+  Configuration build_configuration(const Configuration& config, const Specialization& build) const;
+  // Every build the configuration has, the plain one first: every combination of the specialized
+  // parts (beta and an epilogue only where it keeps C, !may_add_into_c).
+  std::vector<Specialization> builds(const Configuration& config) const;
 
   // Why this template cannot serve the problem's part of the BLAS contract, in one line
   // ("tiled serves no transposed A (op_a=t) (it supports op_b batch)"), or nothing.

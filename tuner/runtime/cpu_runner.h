@@ -4,6 +4,7 @@
 
 #include <future>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,13 +20,15 @@ class CpuRunner {
   // `cache_dir` empty: the user's CPU kernel cache.
   explicit CpuRunner(std::filesystem::path cache_dir);
 
-  // Built once; concurrent first calls wait for the one build. Throws what CpuKernel throws.
-  std::shared_ptr<const CpuKernel> kernel(const RecordedTemplate& templ, const std::string& config);
+  // The configuration's build (KernelTemplate::build_configuration), built once; concurrent first
+  // calls wait for the one build. Throws what CpuKernel throws.
+  std::shared_ptr<const CpuKernel> kernel(const RecordedTemplate& templ, const std::string& config,
+                                          const Specialization& build);
 
  private:
   CpuBackendOptions options_;
   std::mutex mutex_;
-  std::map<std::pair<std::string, std::string>, std::shared_future<std::shared_ptr<const CpuKernel>>>
+  std::map<std::tuple<std::string, std::string, std::string>, std::shared_future<std::shared_ptr<const CpuKernel>>>
       kernels_;
 };
 

@@ -48,8 +48,10 @@ const DeviceProperties& GpuRunner::device(CUcontext context) {
 }
 
 CompiledKernelImage GpuRunner::build_image(const RecordedTemplate& templ, const std::string& config,
+                                           const Specialization& build,
                                            const DeviceProperties& device) {
-  if (bundle_ != nullptr) {
+  // A bundle carries the plain build of each configuration.
+  if (bundle_ != nullptr && build.plain()) {
     if (auto cubin = bundle_->cubin_for(templ.source_hash, config, device.cc_major, device.cc_minor)) {
       CompiledKernelImage image;
       image.arch = device.arch();
@@ -59,7 +61,8 @@ CompiledKernelImage GpuRunner::build_image(const RecordedTemplate& templ, const 
   }
   // No cubin fits: build from the source (the bundle's JIT fallback, or a database's template).
   const KernelTemplate& parsed = *templ.parsed;
-  const Configuration configuration = parsed.parse_configuration(config);
+  const Configuration configuration =
+      parsed.build_configuration(parsed.parse_configuration(config), build);
   CubinCache cache(cache_dir_);
   const CubinKey key = CubinKey::of(parsed, configuration, device.arch());
   if (std::optional<CompileOutcome> stored = cache.load(key)) {
@@ -81,20 +84,24 @@ CompiledKernelImage GpuRunner::build_image(const RecordedTemplate& templ, const 
 
 std::shared_ptr<const CompiledKernelImage> GpuRunner::image(const RecordedTemplate& templ,
                                                             const std::string& config,
+                                                            const Specialization& build,
                                                             const DeviceProperties& device) {
-  return build_once(mutex_, images_, ImageKey{templ.source_hash, config, device.arch()}, [&] {
+  const ImageKey key{templ.source_hash, config, build.to_string(), device.arch()};
+  return build_once(mutex_, images_, key, [&] {
     return std::shared_ptr<const CompiledKernelImage>(
-        std::make_shared<CompiledKernelImage>(build_image(templ, config, device)));
+        std::make_shared<CompiledKernelImage>(build_image(templ, config, build, device)));
   });
 }
 
 std::shared_ptr<const GpuKernel> GpuRunner::kernel(CUcontext context, const RecordedTemplate& templ,
                                                    const std::string& config,
+                                                   const Specialization& build,
                                                    const LaunchGeometry& geometry) {
   const DeviceProperties& props = device(context);
+  const KernelKey key{context, templ.source_hash, config, build.to_string()};
   std::shared_ptr<const GpuKernel> loaded =
-      build_once(mutex_, kernels_, KernelKey{context, templ.source_hash, config}, [&] {
-        const std::shared_ptr<const CompiledKernelImage> built = image(templ, config, props);
+      build_once(mutex_, kernels_, key, [&] {
+        const std::shared_ptr<const CompiledKernelImage> built = image(templ, config, build, props);
         return std::shared_ptr<const GpuKernel>(std::make_shared<GpuKernel>(
             *built, templ.parsed->entry, entry_form(*templ.parsed)));
       });

@@ -33,20 +33,25 @@ class GpuRunner {
   // The device of a context current on the calling thread.
   const DeviceProperties& device(CUcontext context);
 
-  // The configuration loaded in the context (current on the calling thread), ready to launch
-  // `geometry` (dynamic shared memory reserved, device limits checked). Throws CompileError,
-  // EntryContractError, CudaError, NvrtcError, std::runtime_error naming the cause.
+  // The configuration's build (KernelTemplate::build_configuration) loaded in the context
+  // (current on the calling thread), ready to launch `geometry` (dynamic shared memory reserved,
+  // device limits checked). Throws CompileError, EntryContractError, CudaError, NvrtcError,
+  // std::runtime_error naming the cause.
   std::shared_ptr<const GpuKernel> kernel(CUcontext context, const RecordedTemplate& templ,
-                                          const std::string& config, const LaunchGeometry& geometry);
+                                          const std::string& config, const Specialization& build,
+                                          const LaunchGeometry& geometry);
 
  private:
-  using ImageKey = std::tuple<std::string, std::string, std::string>;  // hash, config, arch
-  using KernelKey = std::tuple<CUcontext, std::string, std::string>;   // context, hash, config
+  // hash, config, build, arch
+  using ImageKey = std::tuple<std::string, std::string, std::string, std::string>;
+  // context, hash, config, build
+  using KernelKey = std::tuple<CUcontext, std::string, std::string, std::string>;
   std::shared_ptr<const CompiledKernelImage> image(const RecordedTemplate& templ,
                                                    const std::string& config,
+                                                   const Specialization& build,
                                                    const DeviceProperties& device);
   CompiledKernelImage build_image(const RecordedTemplate& templ, const std::string& config,
-                                  const DeviceProperties& device);
+                                  const Specialization& build, const DeviceProperties& device);
 
   const Bundle* bundle_;
   std::filesystem::path cache_dir_;

@@ -298,10 +298,11 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Gemm
     library.misses->record(gpu, templ_.name,
                            problem.plain() ? problem : GemmProblem::packed(problem.shape));
   }
+  const Specialization build = templ_.parsed->specialization(problem);
   if (on_gpu) {
-    prepared->gpu = library.gpu().kernel(context, templ_, chosen_config, prepared->geometry);
+    prepared->gpu = library.gpu().kernel(context, templ_, chosen_config, build, prepared->geometry);
   } else {
-    prepared->cpu = library.cpu().kernel(templ_, chosen_config);
+    prepared->cpu = library.cpu().kernel(templ_, chosen_config, build);
   }
   return prepared;
 }
@@ -353,8 +354,9 @@ GemmState::Trial GemmState::first_call_trial(CUcontext context, const DeviceProp
       templ_.parsed->check_requirements(config, problem);
       candidate.geometry = templ_.parsed->launch_geometry(config, problem.shape,
                                                           on_gpu ? device->sm_count : drawn_sm_count(0));
-      if (on_gpu) candidate.gpu = library.gpu().kernel(context, templ_, text, candidate.geometry);
-      else candidate.cpu = library.cpu().kernel(templ_, text);
+      const Specialization build = templ_.parsed->specialization(problem);
+      if (on_gpu) candidate.gpu = library.gpu().kernel(context, templ_, text, build, candidate.geometry);
+      else candidate.cpu = library.cpu().kernel(templ_, text, build);
       candidates.push_back(std::move(candidate));
     }
     const std::vector<runtime::TrialTime> times =

@@ -20,8 +20,18 @@
 //   tt_scale(acc, c, args)          tt_epilogue's two parts: alpha * acc + beta * C0, then
 //   tt_activate(v, col, args)       the bias and the activation
 //
-// A template whose transposes are compile-time choices reads TT_OP_A and TT_OP_B instead where it
-// declares them as parameters.
+// A template that compiles parts in (`// tiletune: specializes op_a op_b alpha beta epilogue`) is
+// built once per combination a problem asks for, each build with the problem's values as macros:
+//
+//   TT_OP_A, TT_OP_B   1: op(A) / op(B) is transposed
+//   TT_ALPHA           1: alpha != 1 (else the build never multiplies by it)
+//   TT_BETA            1: beta != 0 (else the build never reads C)
+//   TT_EPILOGUE        the epilogue's code (TT_EPILOGUE_*)
+//
+// The plain build defines none of them, and they default to the plain problem's values here, so
+// that the build tiletune tunes and records is the template's code without any of it. Branch on
+// them with `if` (the compiler drops the dead side) and use tt_built_epilogue for what the build
+// stores; the parts a template serves but does not specialize it reads from args as above.
 #pragma once
 
 // The epilogue's codes (tiletune::Epilogue): bit 0 adds the bias, the rest is the activation.
@@ -31,6 +41,22 @@
 #define TT_EPILOGUE_BIAS_RELU 3
 #define TT_EPILOGUE_GELU 4
 #define TT_EPILOGUE_BIAS_GELU 5
+
+#ifndef TT_OP_A
+#define TT_OP_A 0
+#endif
+#ifndef TT_OP_B
+#define TT_OP_B 0
+#endif
+#ifndef TT_ALPHA
+#define TT_ALPHA 0
+#endif
+#ifndef TT_BETA
+#define TT_BETA 0
+#endif
+#ifndef TT_EPILOGUE
+#define TT_EPILOGUE TT_EPILOGUE_NONE
+#endif
 
 // 56 bytes, 8-byte aligned, the same on the GPU and on the CPU backend (tiletune checks the
 // entry's parameter layout against it).
@@ -93,4 +119,16 @@ __device__ __forceinline__ float tt_activate(float v, int col, const tt_gemm_arg
 __device__ __forceinline__ float tt_epilogue(float acc, const float* c, int col,
                                              const tt_gemm_args& args) {
   return tt_activate(tt_scale(acc, c, args), col, args);
+}
+
+// tt_epilogue as a build that specializes alpha, beta and the epilogue computes it: only what the
+// build's macros ask for, the rest compiled away (the plain build stores acc).
+__device__ __forceinline__ float tt_built_epilogue(float acc, const float* c, int col,
+                                                   const tt_gemm_args& args) {
+  float v = TT_ALPHA ? args.alpha * acc : acc;
+  if (TT_BETA) v += args.beta * *c;
+  if (TT_EPILOGUE & TT_EPILOGUE_BIAS) v += args.bias[col];
+  if ((TT_EPILOGUE >> 1) == 1) v = v > 0.0f ? v : 0.0f;
+  if ((TT_EPILOGUE >> 1) == 2) v = tt_gelu(v);
+  return v;
 }
