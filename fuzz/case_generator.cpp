@@ -324,7 +324,10 @@ ContractDraw draw_contract(GemmProblem& p, const CaseRequirements& requirements)
     p.epilogue = specialized.epilogue ? build.epilogue : Epilogue(choice(6));
   }
   if (supports.batch) {
-    p.batch = *rc::gen::inRange<std::int64_t>(1, 4);
+    // A build that specializes the batch has one of 2 or 3 entries, or one.
+    p.batch = !specialized.batch ? *rc::gen::inRange<std::int64_t>(1, 4)
+              : build.batch      ? *rc::gen::inRange<std::int64_t>(2, 4)
+                                 : 1;
     if (p.batch > 1) {
       const auto gap = [](bool may_broadcast) -> std::int64_t {
         const int kind = choice(may_broadcast ? 3 : 2);  // packed, a gap, a broadcast

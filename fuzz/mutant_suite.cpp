@@ -48,6 +48,8 @@ Mutant parse_mutant(const json& entry) {
     mutant.gpu_only = text_member(entry, "gpu_only", false);
     const std::string where = text_member(entry, "where", false);
     if (!where.empty()) mutant.where = Expression::parse(where);
+    const std::string build = text_member(entry, "build", false);
+    if (!build.empty()) mutant.build = Specialization::parse(build);
     const auto replace = entry.find("replace");
     if (replace == entry.end() || !replace->is_array() || replace->empty()) {
       throw std::invalid_argument("\"replace\" must be a non-empty list of {from, to}");

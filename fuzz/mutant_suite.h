@@ -9,6 +9,8 @@
 //         "bug": "C is stored without the M/N mask",
 //         "replace": [ { "from": "if (row < M && col < N) {", "to": "{" } ],
 //         "where": "SWIZZLE",                      (optional: the configurations the bug is live in)
+//         "build": "op_b=t beta",                  (optional: the build it is live in, of a template
+//                                                   that specializes parts of the contract)
 //         "gpu_only": "needs matrices over 2^31 elements" } ] }  (optional: why the CPU cannot)
 //
 // Mutants are edits of the shipped source rather than copies of it, so they follow the template as
@@ -41,6 +43,7 @@ struct Mutant {
   std::string bug;   // one line, for reports
   std::vector<SourceEdit> edits;
   std::optional<Expression> where;  // absent: live in every configuration
+  std::optional<Specialization> build;  // fuzzed beside the plain build; absent: drawn ones
   std::string gpu_only;             // non-empty: why the CPU backend cannot catch it
 
   // The template's configurations in which the planted bug is live.

@@ -30,6 +30,8 @@ struct FuzzSettings {
   // configuration beyond the plain one that its fuzz runs, each with `cases` cases, drawn per
   // configuration from the seed; -1: every build.
   int extra_builds = 1;
+  // Where not empty: exactly these builds, instead (those the configuration has).
+  std::vector<Specialization> builds;
 };
 
 enum class FuzzVerdict {

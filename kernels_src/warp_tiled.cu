@@ -17,6 +17,15 @@
 // only the copies it issues. Only blocks on the edge of C, and the last step of K, take the masked
 // copies; full tiles take the unmasked ones.
 //
+// The BLAS contract (<tiletune/gemm_contract.h>) is compiled in, one build per combination a
+// problem asks for, so that the plain build, the one tuned, is the code above alone. Both tiles
+// are held k-major whatever the operands' layout, so a transpose only changes the copies: a
+// transposed A is stored k-major already and is copied like B (16 bytes where lda allows); a
+// transposed B is copied like A, 4 bytes an element, into a tile whose 4-float groups are then
+// XOR-swizzled by k (its rows are multiples of 32 floats: unswizzled, those copies would all hit
+// one bank). alpha, beta, the bias and the activation are applied as C is stored; a batch offsets
+// the pointers by its entry (grid z: SPLIT_K slices for each entry).
+//
 // C is written with scalar stores. Vector stores would pin each row of four accumulators to an
 // aligned register quad, the same register bank as the B fragment each of them meets in its FFMA:
 // ptxas then allocates most FFMAs two reads from one bank (77% of them at 8x8, against 18% with
@@ -36,6 +45,8 @@
 //
 // tiletune: name warp_tiled
 // tiletune: entry warp_tiled_gemm
+// tiletune: supports op_a op_b alpha beta batch epilogue
+// tiletune: specializes op_a op_b alpha beta batch epilogue
 // tiletune: param BM 32 64 128 256
 // tiletune: param BN 32 64 128 256
 // tiletune: param BK 8 16 32
@@ -74,6 +85,7 @@
 // tiletune: zero_output SPLIT_K > 1 || (STREAM_K > 0 && (ceil_div(M, BM) * ceil_div(N, BN)) % (STREAM_K * SM_COUNT) != 0)
 
 #include <tiletune/async_copy.h>
+#include <tiletune/gemm_contract.h>
 
 constexpr int kBM = TT_BM, kBN = TT_BN, kBK = TT_BK, kTM = TT_TM, kTN = TT_TN;
 constexpr int kStages = TT_STAGES;
@@ -84,84 +96,92 @@ constexpr int kWarpsN = kBN / kWarpN;
 constexpr int kStrideA = kBM + (TT_SWIZZLE ? 0 : 4);  // floats per k-row of the transposed A tile
 constexpr int kTileA = kBK * kStrideA;
 constexpr int kTileB = kBK * kBN;
+// B's tile is swizzled where B is transposed: its copies are then 4 bytes wide, k apart, and
+// would otherwise all land in one bank (its rows are multiples of 32 floats).
+constexpr bool kSwizzleA = TT_SWIZZLE, kSwizzleB = TT_OP_B;
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// Where element (k, m) of A's tile lives in its k-row: swizzling moves whole 4-float groups, so
-// a 16-byte read of four consecutive m stays one aligned vector.
-__device__ __forceinline__ int slot_a(int k, int m) {
-#if TT_SWIZZLE
-  return m ^ ((k & 7) << 2);
-#else
-  return m;
-#endif
+// Where element (k, x) of a tile lives in its k-row: swizzling moves whole 4-float groups, so a
+// 16-byte read of four consecutive x stays one aligned vector.
+template <bool Swizzled>
+__device__ __forceinline__ int slot(int k, int x) {
+  return Swizzled ? x ^ ((k & 7) << 2) : x;
 }
 
-// Which elements of each step's tiles this thread copies, fixed for the whole kernel. Thread t
-// copies column t % BK of A's tile in rows t / BK + R i (R = threads / BK), and the 4-float group
-// t % (BN / 4) of B's tile in rows t / (BN / 4) + S j (S = threads / (BN / 4)).
-struct CopyPlan {
-  static constexpr int kRowsA = kThreads / kBK;         // R
-  static constexpr int kPassesA = kBM / kRowsA;
-  static constexpr int kGroupsB = kBN / 4;
-  static constexpr int kRowsB = kThreads / kGroupsB;    // S
-  static constexpr int kPassesB = ceil_div(kBK, kRowsB);
+// One operand's share of each step's copies, fixed for the whole kernel. Its tile is held k-major,
+// tile[k][x] with x along M (A) or N (B), kX wide and kStride floats a row.
+//  - an operand stored x-major (A as stored, B transposed: K contiguous): thread t copies k
+//    = t % BK of the x-rows t / BK + R i (R = threads / BK), an element each, which changes place;
+//  - one stored k-major (B as stored, A transposed): the 4-float group t % (kX / 4) of the k-rows
+//    t / (kX / 4) + S j (S = threads / (kX / 4)), 16 bytes at once where `Vectors` allows.
+template <int kX, int kStride, bool Swizzled, bool KMajor>
+struct OperandCopy {
+  static constexpr int kRows = KMajor ? kThreads / (kX / 4) : kThreads / kBK;
+  static constexpr int kPasses = KMajor ? ceil_div(kBK, kRows) : kX / kRows;
 
-  const float* a;  // this thread's first A element of the next step
-  const float* b;  // and of B
-  size_t a_pass, b_pass, b_step;  // pointer steps between passes, and B's between steps
-  int a_row, a_col, b_row, b_col;  // within the tiles
-  int rows_left, cols_left;       // of C from the block's corner (masks at the edge)
+  const float* p;                 // this thread's first element of the next step
+  size_t pass_step, k_step;       // pointer steps between passes, and between steps
+  int row, col;                   // of the stored operand, within the step's tile
+  int x_left;                     // of op's rows (A) or columns (B) from the block's corner
 
-  __device__ __forceinline__ CopyPlan(const float* A, const float* B, int M, int N, int lda,
-                                      int ldb, int m0, int n0, int k0, int tid) {
-    a_row = tid / kBK, a_col = tid % kBK;
-    b_row = tid / kGroupsB, b_col = 4 * (tid % kGroupsB);
-    a = A + (size_t)(m0 + a_row) * lda + k0 + a_col;
-    b = B + (size_t)(k0 + b_row) * ldb + n0 + b_col;
-    a_pass = (size_t)kRowsA * lda;
-    b_pass = (size_t)kRowsB * ldb;
-    b_step = (size_t)kBK * ldb;
-    rows_left = M - m0, cols_left = N - n0;
+  __device__ __forceinline__ OperandCopy(const float* base, int ld, int x0, int k0, int x_size,
+                                         int tid) {
+    if (KMajor) {
+      row = tid / (kX / 4), col = 4 * (tid % (kX / 4));  // row: k, col: x
+      p = base + (size_t)(k0 + row) * ld + x0 + col;
+      k_step = (size_t)kBK * ld;
+    } else {
+      row = tid / kBK, col = tid % kBK;  // row: x, col: k
+      p = base + (size_t)(x0 + row) * ld + k0 + col;
+      k_step = kBK;
+    }
+    pass_step = (size_t)kRows * ld;
+    x_left = x_size - x0;
   }
 
-  // Copies one step's tiles into a stage; `k_left` is how much of the slice's K remains from this
-  // step's first k (>= kBK: no mask in K), `full` says the block is inside C as well.
-  template <bool Full, bool BVectors>
-  __device__ __forceinline__ void copy_step(float* As, float* Bs, int k_left, const float* A,
-                                            const float* B) {
+  // Copies one step's tile into a stage; `k_left` is how much of the slice's K remains from this
+  // step's first k (>= kBK: no mask in K), `Full` says the block is inside C as well. `any` is a
+  // valid address for the copies that bring nothing.
+  template <bool Full, bool Vectors>
+  __device__ __forceinline__ void copy_step(float* tile, int k_left, const float* any) {
+    if (!KMajor) {
 #pragma unroll
-    for (int pass = 0; pass < kPassesA; ++pass) {
-      const int m = a_row + pass * kRowsA;
-      float* dst = As + a_col * kStrideA + slot_a(a_col, m);
-      const float* src = a + pass * a_pass;
-      if (Full) {
-        tt_cp_async_4(dst, src, 4);
-      } else {
-        const bool inside = m < rows_left && a_col < k_left;
-        tt_cp_async_4(dst, inside ? src : A, inside ? 4 : 0);
+      for (int pass = 0; pass < kPasses; ++pass) {
+        const int x = row + pass * kRows;
+        float* dst = tile + col * kStride + slot<Swizzled>(col, x);
+        const float* src = p + pass * pass_step;
+        if (Full) {
+          tt_cp_async_4(dst, src, 4);
+        } else {
+          const bool inside = x < x_left && col < k_left;
+          tt_cp_async_4(dst, inside ? src : any, inside ? 4 : 0);
+        }
       }
-    }
+    } else {
 #pragma unroll
-    for (int pass = 0; pass < kPassesB; ++pass) {
-      const int k = b_row + pass * kRowsB;
-      if (kBK % kRowsB != 0 && k >= kBK) break;
-      float* dst = Bs + k * kBN + b_col;
-      const float* src = b + pass * b_pass;
-      const int valid = Full ? 4 : (k < k_left ? min(max(cols_left - b_col, 0), 4) : 0);
-      if (BVectors) {
-        tt_cp_async_16(dst, valid > 0 ? src : B, 4 * valid);
-      } else {
+      for (int pass = 0; pass < kPasses; ++pass) {
+        const int k = row + pass * kRows;
+        if (kBK % kRows != 0 && k >= kBK) break;
+        float* dst = tile + k * kStride + slot<Swizzled>(k, col);
+        const float* src = p + pass * pass_step;
+        const int valid = Full ? 4 : (k < k_left ? min(max(x_left - col, 0), 4) : 0);
+        if (Vectors) {
+          tt_cp_async_16(dst, valid > 0 ? src : any, 4 * valid);
+        } else {
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          tt_cp_async_4(dst + c, c < valid ? src + c : B, c < valid ? 4 : 0);
+          for (int c = 0; c < 4; ++c) {
+            tt_cp_async_4(dst + c, c < valid ? src + c : any, c < valid ? 4 : 0);
+          }
         }
       }
     }
-    a += kBK;
-    b += b_step;
+    p += k_step;
   }
 };
+
+using CopyA = OperandCopy<kBM, kStrideA, kSwizzleA, TT_OP_A != 0>;
+using CopyB = OperandCopy<kBN, kBN, kSwizzleB, TT_OP_B == 0>;
 
 // One k of this thread's rows of A and columns of B: TM / 4 and TN / 4 16-byte reads.
 struct Fragments {
@@ -171,12 +191,14 @@ struct Fragments {
                                        int b_col) {
 #pragma unroll
     for (int i = 0; i < kTM / 4; ++i) {
-      const float4 v = *reinterpret_cast<const float4*>(As + k * kStrideA + slot_a(k, a_col + 16 * i));
+      const float4 v =
+          *reinterpret_cast<const float4*>(As + k * kStrideA + slot<kSwizzleA>(k, a_col + 16 * i));
       a[4 * i] = v.x, a[4 * i + 1] = v.y, a[4 * i + 2] = v.z, a[4 * i + 3] = v.w;
     }
 #pragma unroll
     for (int j = 0; j < kTN / 4; ++j) {
-      const float4 v = *reinterpret_cast<const float4*>(Bs + k * kBN + b_col + 32 * j);
+      const float4 v =
+          *reinterpret_cast<const float4*>(Bs + k * kBN + slot<kSwizzleB>(k, b_col + 32 * j));
       b[4 * j] = v.x, b[4 * j + 1] = v.y, b[4 * j + 2] = v.z, b[4 * j + 3] = v.w;
     }
   }
@@ -209,17 +231,19 @@ __device__ __forceinline__ int next_stage(int stage) {
   return stage == kStages - 1 ? 0 : stage + 1;
 }
 
-// The product of A's rows from m0 and B's columns from n0 over k_begin to k_end, a tile of C,
-// with B's copies 16 bytes wide (BVectors) or 4; stored, or added into C (`accumulate`).
-// `stage` is where the first step lands, and on return the stage after the last step's: a block
-// that computes several (stream-K) keeps the stages turning, so that the next one's first copies
-// go to every stage but the one the last step read, which every thread was done with when it
-// passed that step's barrier. No barrier is needed between them.
-template <bool BVectors>
+// The product of op(A)'s rows from m0 and op(B)'s columns from n0 over k_begin to k_end, a tile
+// of C, with A's and B's k-major copies 16 bytes wide (AVectors, BVectors) or 4; stored through
+// the build's epilogue, or added into C (`accumulate`). `stage` is where the first step lands,
+// and on return the stage after the last step's: a block that computes several (stream-K) keeps
+// the stages turning, so that the next one's first copies go to every stage but the one the last
+// step read, which every thread was done with when it passed that step's barrier. No barrier is
+// needed between them.
+template <bool AVectors, bool BVectors>
 __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const float* __restrict__ B,
                                           float* __restrict__ C, int M, int N, int K, int lda,
-                                          int ldb, int ldc, float* const As, int m0, int n0,
-                                          int k_begin, int k_end, bool accumulate, int& stage) {
+                                          int ldb, int ldc, const tt_gemm_args& args,
+                                          float* const As, int m0, int n0, int k_begin, int k_end,
+                                          bool accumulate, int& stage) {
   float* const Bs = As + kStages * kTileA;  // kStages tiles of A, then of B
 
   const int tid = threadIdx.x;
@@ -229,14 +253,17 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
 
   const int steps = ceil_div(max(k_end - k_begin, 0), kBK);
   const bool interior = m0 + kBM <= M && n0 + kBN <= N;
-  CopyPlan plan(A, B, M, N, lda, ldb, m0, n0, k_begin, tid);
+  CopyA copy_a(A, lda, m0, k_begin, M, tid);
+  CopyB copy_b(B, ldb, n0, k_begin, N, tid);
   int k_left = k_end - k_begin;  // of the slice, from the first k of the next step to copy
   // Copies the next step in order into stage `into`: unmasked unless it is at an edge.
   const auto copy_step = [&](int into) {
     if (interior && k_left >= kBK) {
-      plan.copy_step<true, BVectors>(As + into * kTileA, Bs + into * kTileB, k_left, A, B);
+      copy_a.template copy_step<true, AVectors>(As + into * kTileA, k_left, A);
+      copy_b.template copy_step<true, BVectors>(Bs + into * kTileB, k_left, B);
     } else {
-      plan.copy_step<false, BVectors>(As + into * kTileA, Bs + into * kTileB, k_left, A, B);
+      copy_a.template copy_step<false, AVectors>(As + into * kTileA, k_left, A);
+      copy_b.template copy_step<false, BVectors>(Bs + into * kTileB, k_left, B);
     }
     k_left -= kBK;
   };
@@ -272,7 +299,8 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
   stage = read_stage;
 
   // Epilogue: this thread's rows a_col + 16 (i / 4) + i % 4 and columns b_col + 32 (j / 4) + j % 4,
-  // one scalar store each (see the top of the file for why not vectors).
+  // one scalar store each (see the top of the file for why not vectors). The plain build stores
+  // acc; the others what the problem asks (tt_built_epilogue).
 #pragma unroll
   for (int i = 0; i < kTM; ++i) {
     const int row = m0 + a_col + 16 * (i / 4) + i % 4;
@@ -283,9 +311,9 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
       const int col = n0 + b_col + 32 * (j / 4) + j % 4;
       if (!interior && col >= N) continue;
       if (accumulate) {
-        atomicAdd(c_row + col, acc[i][j]);
+        atomicAdd(c_row + col, TT_ALPHA ? args.alpha * acc[i][j] : acc[i][j]);
       } else {
-        c_row[col] = acc[i][j];
+        c_row[col] = tt_built_epilogue(acc[i][j], c_row + col, col, args);
       }
     }
   }
@@ -297,10 +325,11 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
 constexpr int kMinBlocksPerSM = kTM * kTN <= 64 && !TT_SWIZZLE ? 512 / kThreads : 1;
 
 // What this block computes: its slice of K of its tile, or under stream-K its tile or its share.
-template <bool BVectors>
+template <bool AVectors, bool BVectors>
 __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const float* __restrict__ B,
                                            float* __restrict__ C, int M, int N, int K, int lda,
-                                           int ldb, int ldc, float* const As) {
+                                           int ldb, int ldc, const tt_gemm_args& args,
+                                           float* const As) {
 #if TT_STREAM_K
   const int tiles_n = ceil_div(N, kBN), tiles = ceil_div(M, kBM) * tiles_n;
   const int wave = gridDim.x;
@@ -323,32 +352,48 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
   for (int stage = 0; begin < end;) {
     const int tile = int(begin / steps), k0 = int(begin % steps);
     const int k1 = int(min((long long)steps, k0 + (end - begin)));
-    gemm_tile<BVectors>(A, B, C, M, N, K, lda, ldb, ldc, As, (tile / tiles_n) * kBM,
-                        (tile % tiles_n) * kBN, k0 * kBK, min(K, k1 * kBK), k0 > 0 || k1 < steps,
-                        stage);
+    gemm_tile<AVectors, BVectors>(A, B, C, M, N, K, lda, ldb, ldc, args, As,
+                                  (tile / tiles_n) * kBM, (tile % tiles_n) * kBN, k0 * kBK,
+                                  min(K, k1 * kBK), k0 > 0 || k1 < steps, stage);
     begin += k1 - k0;
   }
 #else
   // This block's slice of K: whole steps, so that only the slice's last step is partial.
   const int k_per_slice = ceil_div(K, TT_SPLIT_K * kBK) * kBK;
-  const int k_begin = blockIdx.z * k_per_slice;
+  const int k_begin = (blockIdx.z % TT_SPLIT_K) * k_per_slice;
   const int k_end = min(K, k_begin + k_per_slice);
   if (TT_SPLIT_K > 1 && k_begin >= k_end) return;  // an empty slice adds nothing
   int stage = 0;
-  gemm_tile<BVectors>(A, B, C, M, N, K, lda, ldb, ldc, As, blockIdx.y * kBM, blockIdx.x * kBN,
-                      k_begin, k_end, TT_SPLIT_K > 1, stage);
+  gemm_tile<AVectors, BVectors>(A, B, C, M, N, K, lda, ldb, ldc, args, As, blockIdx.y * kBM,
+                                blockIdx.x * kBN, k_begin, k_end, TT_SPLIT_K > 1, stage);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocksPerSM)
     warp_tiled_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-                    int M, int N, int K, int lda, int ldb, int ldc) {
+                    int M, int N, int K, int lda, int ldb, int ldc, const tt_gemm_args args) {
   extern __shared__ float4 shared_tiles[];
   float* const tiles = reinterpret_cast<float*>(shared_tiles);
-  const bool b_vectors = ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
-  if (b_vectors) {
-    gemm_block<true>(A, B, C, M, N, K, lda, ldb, ldc, tiles);
+  // The batch's entries follow the template's grid in z (SPLIT_K slices each).
+  if (TT_BATCH) {
+    const long long entry = blockIdx.z / TT_SPLIT_K;
+    A += entry * args.stride_a;
+    B += entry * args.stride_b;
+    C += entry * args.stride_c;
+  }
+  // 16-byte copies of an operand held k-major (B as stored, A transposed) where its rows and the
+  // entry's pointer allow: one instance of the main loop for each choice the build has.
+  const bool a_vectors = TT_OP_A && lda % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0;
+  const bool b_vectors = !TT_OP_B && ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
+  if (a_vectors) {
+    if (b_vectors) {
+      gemm_block<true, true>(A, B, C, M, N, K, lda, ldb, ldc, args, tiles);
+    } else {
+      gemm_block<true, false>(A, B, C, M, N, K, lda, ldb, ldc, args, tiles);
+    }
+  } else if (b_vectors) {
+    gemm_block<false, true>(A, B, C, M, N, K, lda, ldb, ldc, args, tiles);
   } else {
-    gemm_block<false>(A, B, C, M, N, K, lda, ldb, ldc, tiles);
+    gemm_block<false, false>(A, B, C, M, N, K, lda, ldb, ldc, args, tiles);
   }
 }

@@ -1,5 +1,5 @@
 // tiletune compile KERNEL.cu... [--arch sm_90] [--config C | --cover [--seed S] | --shape MxNxK...]
-//                  [--cubin-dir DIR] [--no-cache]:
+//                  [--builds] [--cubin-dir DIR] [--no-cache]:
 // every configuration (or one, or a sample taking every parameter value, or those a tune of the
 // shapes would time) through NVRTC on all cores, no GPU needed; prints ptxas's registers, shared
 // memory and spills, and exits 1 if any configuration fails. --cubin-dir keeps the cubins, for cuobjdump -sass. The outcomes go into
@@ -34,6 +34,7 @@ struct CompileOptions {
   std::string cubin_dir;  // where to write each configuration's cubin
   bool no_cache = false;  // compile even what the cubin cache holds, and store nothing there
   bool verbose = false;
+  bool builds = false;  // every build of each configuration (KernelTemplate::builds)
 };
 
 // This machine's GPU, if it has one.
@@ -84,6 +85,15 @@ int run(const CompileOptions& options) {
     } else {
       configs = options.cover ? covering_sample(tmpl, options.seed) : enumerate_configurations(tmpl);
       check_not_empty(tmpl, configs);
+    }
+    if (options.builds) {
+      std::vector<Configuration> built;
+      for (const Configuration& config : configs) {
+        for (const Specialization& build : tmpl.builds(config)) {
+          built.push_back(tmpl.build_configuration(config, build));
+        }
+      }
+      configs = std::move(built);
     }
     // Compiled on all cores, or taken from the cache; reported in the space's order.
     std::vector<CompileOutcome> outcomes(configs.size());
@@ -136,6 +146,9 @@ void add_compile_command(CLI::App& app, int& exit_code) {
   command->add_option("--cubin-dir", options->cubin_dir, "write each configuration's cubin into this folder");
   command->add_flag("--no-cache", options->no_cache,
                     "compile even what the cubin cache holds (to time NVRTC), and store nothing there");
+  command->add_flag("--builds", options->builds,
+                    "every build of each configuration, for a template that specializes parts of the "
+                    "contract (its configuration shows the parts: OP_B=1,EPILOGUE=3)");
   command->add_flag("-v,--verbose", options->verbose, "print NVRTC's whole log");
   command->callback([options, &exit_code] { exit_code = run(*options); });
 }

@@ -56,8 +56,12 @@ struct ConfigVerdict {
   double seconds = 0;
 };
 
-FuzzSettings fuzz_settings(const MutantsOptions& options, const FuzzBackend& backend) {
+// `mutant`: a mutant whose bug lives in one build of a template that specializes parts of the
+// contract has that build fuzzed, beside the plain one.
+FuzzSettings fuzz_settings(const MutantsOptions& options, const FuzzBackend& backend,
+                           const Mutant& mutant) {
   FuzzSettings settings;
+  if (mutant.build) settings.builds = {Specialization{}, *mutant.build};
   settings.cases = options.cases;
   settings.seed = options.seed;
   settings.limits = backend.case_limits();
@@ -188,7 +192,7 @@ void run_mutant(const MutantsOptions& options, FuzzBackend& backend, const Mutan
       if (mutant.live_in(suite.original, config)) configs.push_back(std::move(config));
     }
   }
-  const FuzzSettings settings = fuzz_settings(options, backend);
+  const FuzzSettings settings = fuzz_settings(options, backend, mutant);
   // A replayed case the requirements exclude is bad input (RequirementNotMet), not a catch.
   for (const Configuration& config : configs) {
     for (const GemmCase& gemm_case : replay) suite.original.check_requirements(config, gemm_case.problem);
@@ -263,7 +267,7 @@ int run(const MutantsOptions& options) {
     }
     const MutantSuite& suite = suites.front();
     const Mutant& mutant = suite.find(options.mutant);
-    const FuzzSettings settings = fuzz_settings(options, backend);
+    const FuzzSettings settings = fuzz_settings(options, backend, mutant);
     const ConfigVerdict verdict = evaluate_in_process(
         backend, suite.apply(mutant), suite.original.parse_configuration(options.config), settings,
         replay);

@@ -110,6 +110,13 @@ std::unique_ptr<GemmExecutor> executor_for(FuzzBackend& backend, const KernelTem
 std::vector<Specialization> builds_to_fuzz(const KernelTemplate& tmpl, const Configuration& config,
                                            const FuzzSettings& settings) {
   std::vector<Specialization> all = tmpl.builds(config);
+  if (!settings.builds.empty()) {
+    std::vector<Specialization> asked;
+    for (const Specialization& build : settings.builds) {
+      if (std::find(all.begin(), all.end(), build) != all.end()) asked.push_back(build);
+    }
+    return asked;
+  }
   if (settings.extra_builds < 0 || std::size_t(settings.extra_builds) + 1 >= all.size()) return all;
   // The plain build, then others drawn for this configuration and seed: over the configurations of
   // a template every build comes up.

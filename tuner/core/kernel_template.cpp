@@ -28,7 +28,8 @@ constexpr std::string_view kDirectiveList =
     "tensor_map, supports, specializes";
 constexpr std::string_view kContractFeatures = "op_a, op_b, alpha, beta, alpha_beta, batch, epilogue";
 // The macros' names (after TT_) of a build's specialized parts.
-constexpr std::string_view kSpecializedParts[] = {"OP_A", "OP_B", "ALPHA", "BETA", "EPILOGUE"};
+constexpr std::string_view kSpecializedParts[] = {"OP_A", "OP_B", "ALPHA", "BETA", "BATCH",
+                                                  "EPILOGUE"};
 constexpr std::string_view kCopyUnaligned = "copy_unaligned";
 constexpr std::string_view kBlanks = " \t\r\f\v";
 constexpr std::string_view kProblemSizes[] = {"M", "N", "K"};
@@ -274,8 +275,7 @@ class TemplateParser {
     contract_parts(line, "supports", argument, tmpl_.supports);
   }
 
-  // "op_a op_b alpha beta epilogue": the supported parts each build compiles in. A batch is where
-  // a block's pointers start, nothing worth a build of its own.
+  // "op_a op_b alpha beta batch epilogue": the supported parts each build compiles in.
   void specializes(std::size_t line, std::string_view argument) {
     contract_parts(line, "specializes", argument, tmpl_.specializes);
     specializes_line_ = line;
@@ -390,14 +390,13 @@ class TemplateParser {
     }
   }
 
-  // Only supported parts, never the batch; their macros' names are no parameter's.
+  // Only supported parts; their macros' names are no parameter's.
   void check_specializations() const {
     const ContractSupport& s = tmpl_.specializes;
     const ContractSupport& served = tmpl_.supports;
-    if (s.batch) fail(specializes_line_, "specializes 'batch': a batch is read at run time, never built in");
     const std::pair<bool, bool> parts[] = {{s.op_a, served.op_a}, {s.op_b, served.op_b},
                                            {s.alpha, served.alpha}, {s.beta, served.beta},
-                                           {s.epilogue, served.epilogue}};
+                                           {s.batch, served.batch}, {s.epilogue, served.epilogue}};
     for (const auto& [specialized, supported] : parts) {
       if (specialized && !supported) {
         fail(specializes_line_, fmt::format("specializes {} but supports {}: a build specializes "
@@ -734,8 +733,31 @@ std::string Specialization::to_string() const {
   if (op_b == Op::t) parts.push_back("op_b=t");
   if (alpha) parts.push_back("alpha");
   if (beta) parts.push_back("beta");
+  if (batch) parts.push_back("batch");
   if (epilogue != Epilogue::none) parts.push_back(std::string("epilogue=") + tiletune::to_string(epilogue));
   return parts.empty() ? "plain" : fmt::format("{}", fmt::join(parts, " "));
+}
+
+Specialization Specialization::parse(std::string_view text) {
+  Specialization build;
+  for (std::string_view rest = text; !trim(rest).empty();) {
+    const auto [word, after] = split_word(rest);
+    rest = after;
+    if (word == "plain") continue;
+    if (word == "op_a=t") build.op_a = Op::t;
+    else if (word == "op_b=t") build.op_b = Op::t;
+    else if (word == "alpha") build.alpha = true;
+    else if (word == "beta") build.beta = true;
+    else if (word == "batch") build.batch = true;
+    else if (word.starts_with("epilogue=") && parse_epilogue(word.substr(9))) {
+      build.epilogue = *parse_epilogue(word.substr(9));
+    } else {
+      throw std::invalid_argument(fmt::format(
+          "build '{}': unknown part '{}' (expected plain, op_a=t, op_b=t, alpha, beta, batch, "
+          "epilogue=NAME)", text, word));
+    }
+  }
+  return build;
 }
 
 Specialization KernelTemplate::specialization(const GemmProblem& problem) const {
@@ -744,6 +766,7 @@ Specialization KernelTemplate::specialization(const GemmProblem& problem) const 
   if (specializes.op_b) build.op_b = problem.op_b;
   if (specializes.alpha) build.alpha = problem.alpha != 1;
   if (specializes.beta) build.beta = problem.beta != 0;
+  if (specializes.batch) build.batch = problem.batch != 1;
   if (specializes.epilogue) build.epilogue = problem.epilogue;
   return build;
 }
@@ -758,7 +781,8 @@ Configuration KernelTemplate::build_configuration(const Configuration& config,
   add(kSpecializedParts[1], build.op_b == Op::t);
   add(kSpecializedParts[2], build.alpha);
   add(kSpecializedParts[3], build.beta);
-  add(kSpecializedParts[4], std::int64_t(build.epilogue));
+  add(kSpecializedParts[4], build.batch);
+  add(kSpecializedParts[5], std::int64_t(build.epilogue));
   return built;
 }
 
@@ -770,8 +794,10 @@ std::vector<Specialization> KernelTemplate::builds(const Configuration& config) 
     for (int op_b = 0; op_b < values(specializes.op_b); ++op_b) {
       for (int alpha = 0; alpha < values(specializes.alpha); ++alpha) {
         for (int beta = 0; beta < values(specializes.beta && keeps_c); ++beta) {
-          for (int epilogue = 0; epilogue < (specializes.epilogue && keeps_c ? 6 : 1); ++epilogue) {
-            all.push_back({Op(op_a), Op(op_b), alpha != 0, beta != 0, Epilogue(epilogue)});
+          for (int batch = 0; batch < values(specializes.batch); ++batch) {
+            for (int epilogue = 0; epilogue < (specializes.epilogue && keeps_c ? 6 : 1); ++epilogue) {
+              all.push_back({Op(op_a), Op(op_b), alpha != 0, beta != 0, batch != 0, Epilogue(epilogue)});
+            }
           }
         }
       }

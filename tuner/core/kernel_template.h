@@ -42,12 +42,13 @@
 //                                               tt_gemm_args after ldc
 //                                               (<tiletune/gemm_contract.h>). Without the line it
 //                                               serves plain problems, C = A * B, only)
-//   // tiletune: specializes op_a op_b alpha beta epilogue
+//   // tiletune: specializes op_a op_b alpha beta batch epilogue
 //                                              (the supported parts compiled into each build
 //                                               rather than read at run time: a problem's values
 //                                               of them reach the source as TT_OP_A, TT_OP_B (0
 //                                               or 1), TT_ALPHA (1: alpha != 1), TT_BETA (1: beta
-//                                               != 0, C read) and TT_EPILOGUE (TT_EPILOGUE_*);
+//                                               != 0, C read), TT_BATCH (1: batch != 1) and
+//                                               TT_EPILOGUE (TT_EPILOGUE_*);
 //                                               each configuration is built once per combination
 //                                               a problem asks for. The plain combination defines
 //                                               none of them (<tiletune/gemm_contract.h> defaults
@@ -160,10 +161,13 @@ struct Specialization {
   Op op_a = Op::n, op_b = Op::n;
   bool alpha = false;  // alpha != 1: the build scales by tt_gemm_args::alpha
   bool beta = false;   // beta != 0: the build reads C
+  bool batch = false;  // batch != 1: the build offsets its pointers by its entry's strides
   Epilogue epilogue = Epilogue::none;
 
   bool plain() const { return *this == Specialization{}; }
-  std::string to_string() const;  // "op_b=t beta epilogue=bias_relu", or "plain"
+  std::string to_string() const;  // "op_b=t beta batch epilogue=bias_relu", or "plain"
+  // Reads to_string()'s text; throws std::invalid_argument naming a word it does not know.
+  static Specialization parse(std::string_view text);
   friend bool operator==(const Specialization&, const Specialization&) = default;
 };
 
@@ -186,12 +190,12 @@ struct KernelTemplate {
   std::string feature_arch;  // "sm_90a", or empty
   std::vector<TensorMapDeclaration> tensor_maps;  // the entry's parameters after the contract's
   ContractSupport supports;
-  ContractSupport specializes;  // a subset of supports, batch never: compiled in, per problem
+  ContractSupport specializes;  // a subset of supports: compiled in, per problem
 
   // The problem's values of the specialized parts: the build that serves it.
   Specialization specialization(const GemmProblem& problem) const;
-  // The configuration as that build compiles it: its parameters, then OP_A, OP_B, ALPHA, BETA or
-  // EPILOGUE for each specialized value that is not the plain one (so the plain build is the
+  // The configuration as that build compiles it: its parameters, then OP_A, OP_B, ALPHA, BETA,
+  // BATCH or EPILOGUE for each specialized value that is not the plain one (so the plain build is the
   // configuration itself). For compiling only: records name configurations, never builds.
   Configuration build_configuration(const Configuration& config, const Specialization& build) const;
   // Every build the configuration has, the plain one first: every combination of the specialized

@@ -20,12 +20,13 @@
 //   tt_scale(acc, c, args)          tt_epilogue's two parts: alpha * acc + beta * C0, then
 //   tt_activate(v, col, args)       the bias and the activation
 //
-// A template that compiles parts in (`// tiletune: specializes op_a op_b alpha beta epilogue`) is
+// A template that compiles parts in (`// tiletune: specializes op_a op_b alpha beta batch epilogue`) is
 // built once per combination a problem asks for, each build with the problem's values as macros:
 //
 //   TT_OP_A, TT_OP_B   1: op(A) / op(B) is transposed
 //   TT_ALPHA           1: alpha != 1 (else the build never multiplies by it)
 //   TT_BETA            1: beta != 0 (else the build never reads C)
+//   TT_BATCH           1: batch != 1 (else the build has one entry: no strides to apply)
 //   TT_EPILOGUE        the epilogue's code (TT_EPILOGUE_*)
 //
 // The plain build defines none of them, and they default to the plain problem's values here, so
@@ -53,6 +54,9 @@
 #endif
 #ifndef TT_BETA
 #define TT_BETA 0
+#endif
+#ifndef TT_BATCH
+#define TT_BATCH 0
 #endif
 #ifndef TT_EPILOGUE
 #define TT_EPILOGUE TT_EPILOGUE_NONE
