@@ -143,18 +143,22 @@ TEST(CompiledKernels, PreparesAtOnceCompileEachConfigurationOnce) {
 }
 
 // warp_tiled's configurations for NVRTC: every pair of values of two parameters that some valid
-// configuration takes, the block size counted as a parameter (its launch bounds are the block
-// size and a count of blocks that follows from TM * TN and SWIZZLE), then the configurations
-// with the most and the fewest threads, accumulators per thread, k in flight, FFMAs per step and
-// dynamic shared memory. Greedy: each next configuration adds the most of what is not yet taken,
-// the first in the space's order on ties, so the sample is the same every run (37 + 6 of 592).
+// configuration takes, its launch bounds counted as two more parameters (the block size, and the
+// blocks per SM it asks for: warp_tiled.cu's kMinBlocksPerSM, from TM * TN, SWIZZLE and the block
+// size), so that every launch bound the space has is compiled; then the configurations with the
+// most and the fewest threads, accumulators per thread, k in flight, FFMAs per step and dynamic
+// shared memory. Greedy: each next configuration adds the most of what is not yet taken, the
+// first in the space's order on ties, so the sample is the same every run.
 std::vector<Configuration> warp_tiled_nvrtc_sample(const KernelTemplate& tmpl,
                                                    const std::vector<Configuration>& configs) {
   using Value = std::pair<std::string, std::int64_t>;
   const GemmShape shape{4096, 4096, 4096};
   const auto values_of = [&](const Configuration& config) {
     std::vector<Value> values = config.values;
-    values.emplace_back("threads", tmpl.launch_geometry(config, shape, 132).threads_per_block());
+    const auto threads = std::int64_t(tmpl.launch_geometry(config, shape, 132).threads_per_block());
+    values.emplace_back("threads", threads);
+    const bool small_tile = config.at("TM") * config.at("TN") <= 64 && config.at("SWIZZLE") == 0;
+    values.emplace_back("min_blocks_per_sm", small_tile ? 512 / threads : 1);
     return values;
   };
   std::vector<std::set<std::pair<Value, Value>>> pairs_of;
