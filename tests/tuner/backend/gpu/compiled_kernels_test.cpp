@@ -209,9 +209,9 @@ std::vector<Configuration> warp_tiled_nvrtc_sample(const KernelTemplate& tmpl,
 // fuzz, so an error in the template's own code in any configuration fails there; what only NVRTC
 // and ptxas see is the device side of <tiletune/async_copy.h> (the same two copy widths in every
 // configuration), the launch bounds, and register and shared-memory allocation, which follow from
-// the parameters' values and the block size: a sample that takes every pair of those and the
-// extremes (warp_tiled_nvrtc_sample) is compiled here, in parallel, as a tune does. The main job
-// compiles a new covering sample each run beside it, and the GPU checks (tools/scripts/
+// the parameters' values and the launch bounds: a sample that takes every pair of those and the
+// extremes (warp_tiled_nvrtc_sample) is compiled here, in parallel, as a tune does. In CI the main
+// job compiles a new covering sample each run besides, and the GPU checks (tools/scripts/
 // gpu_fuzz_check.sh, gpu_scale.sh) compile every configuration. A few of the largest thread tiles
 // spill a little (ptxas's choice; they run correctly and are timed like the rest): the count is
 // printed, not failed.
@@ -229,7 +229,6 @@ TEST(CompiledKernels, WarpTiledPairwiseSampleCompilesForHopper) {
       })) << parameter.name << "=" << value << " is not compiled";
     }
   }
-  EXPECT_LT(configs.size(), space.size() / 8) << "a sample, not the space";
   // Through the user's cubin cache, as `tiletune compile` stores there: in CI what the main job's
   // covering sample compiled is not compiled again (a cached outcome is the compile's own).
   CompiledKernels compiled("sm_90", 0, default_cubin_cache());
