@@ -8,7 +8,8 @@
 #    $TILETUNE_MAIN_JOB_SEED to repeat one): compile it with NVRTC for sm_90, fuzz it on the CPU
 #    backend (40 cases each), tune every template for a small shape on the CPU backend into a
 #    database and query it. --all compiles and fuzzes every configuration instead (715; about
-#    half an hour on 2 cores), which the tests do in CI.
+#    half an hour on 2 cores), which the tests do in CI (but warp_tiled's NVRTC compile, which
+#    they take a pairwise sample of).
 # The last line is a one-line summary. The exit status is the worst of the steps': 0 when every
 # step passed, else the failing step's (1 findings, 2 bad input, 3 no NVRTC...).
 set -uo pipefail
