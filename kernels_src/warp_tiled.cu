@@ -21,9 +21,8 @@
 // problem asks for, so that the plain build, the one tuned, is the code above alone. Both tiles
 // are held k-major whatever the operands' layout, so a transpose only changes the copies: a
 // transposed A is stored k-major already and is copied like B (16 bytes where lda allows); a
-// transposed B is copied like A, 4 bytes an element, into a tile whose 4-float groups are then
-// XOR-swizzled by k (its rows are multiples of 32 floats: unswizzled, those copies would all hit
-// one bank). alpha, beta, the bias and the activation are applied as C is stored; a batch offsets
+// transposed B is copied like A, 4 bytes an element, into a tile padded like A's by four floats
+// a row (the build's larger shared memory: `shared` reads OP_B). alpha, beta, the bias and the activation are applied as C is stored; a batch offsets
 // the pointers by its entry (grid z: SPLIT_K slices for each entry).
 //
 // C is written with scalar stores. Vector stores would pin each row of four accumulators to an
@@ -81,7 +80,7 @@
 // tiletune: block (BM / TM) * (BN / TN)
 // Stream-K: the wave across, the waves down (the whole-tile waves, then the shared one).
 // tiletune: grid STREAM_K ? STREAM_K * SM_COUNT : ceil_div(N, BN), STREAM_K ? max(ceil_div(M, BM) * ceil_div(N, BN) / (STREAM_K * SM_COUNT), 1) : ceil_div(M, BM), SPLIT_K
-// tiletune: shared STAGES * BK * (BM + BN + (SWIZZLE ? 0 : 4)) * 4
+// tiletune: shared STAGES * BK * (BM + BN + (SWIZZLE ? 0 : 4) + (OP_B ? 4 : 0)) * 4
 // tiletune: zero_output SPLIT_K > 1 || (STREAM_K > 0 && (ceil_div(M, BM) * ceil_div(N, BN)) % (STREAM_K * SM_COUNT) != 0)
 
 #include <tiletune/async_copy.h>
@@ -95,10 +94,12 @@ constexpr int kWarpN = 8 * kTN;
 constexpr int kWarpsN = kBN / kWarpN;
 constexpr int kStrideA = kBM + (TT_SWIZZLE ? 0 : 4);  // floats per k-row of the transposed A tile
 constexpr int kTileA = kBK * kStrideA;
-constexpr int kTileB = kBK * kBN;
-// B's tile is swizzled where B is transposed: its copies are then 4 bytes wide, k apart, and
-// would otherwise all land in one bank (its rows are multiples of 32 floats).
-constexpr bool kSwizzleA = TT_SWIZZLE, kSwizzleB = TT_OP_B;
+// B's tile is padded by four floats per row where B is transposed: its copies are then 4 bytes
+// wide, k apart, and would otherwise all land in one bank (BN is a multiple of 32 floats). Padded
+// rather than swizzled: the fragments' reads keep immediate offsets.
+constexpr int kStrideB = kBN + (TT_OP_B ? 4 : 0);
+constexpr int kTileB = kBK * kStrideB;
+constexpr bool kSwizzleA = TT_SWIZZLE;
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -181,7 +182,7 @@ struct OperandCopy {
 };
 
 using CopyA = OperandCopy<kBM, kStrideA, kSwizzleA, TT_OP_A != 0>;
-using CopyB = OperandCopy<kBN, kBN, kSwizzleB, TT_OP_B == 0>;
+using CopyB = OperandCopy<kBN, kStrideB, false, TT_OP_B == 0>;
 
 // One k of this thread's rows of A and columns of B: TM / 4 and TN / 4 16-byte reads.
 struct Fragments {
@@ -198,7 +199,7 @@ struct Fragments {
 #pragma unroll
     for (int j = 0; j < kTN / 4; ++j) {
       const float4 v =
-          *reinterpret_cast<const float4*>(Bs + k * kBN + slot<kSwizzleB>(k, b_col + 32 * j));
+          *reinterpret_cast<const float4*>(Bs + k * kStrideB + b_col + 32 * j);
       b[4 * j] = v.x, b[4 * j + 1] = v.y, b[4 * j + 2] = v.z, b[4 * j + 3] = v.w;
     }
   }

@@ -72,9 +72,9 @@ class DirectLaunch {
     const CudaDriver& cu = cuda_driver();
     const Configuration config = tmpl.parse_configuration(config_text);
     tmpl.check_requirements(config, problem);
-    geometry_ = tmpl.launch_geometry(config, problem.shape, device.sm_count);
-    const CompiledKernelImage image = compile_configuration(
-        tmpl, tmpl.build_configuration(config, tmpl.specialization(problem)), device.arch());
+    const Configuration build = tmpl.build_configuration(config, tmpl.specialization(problem));
+    geometry_ = tmpl.launch_geometry(build, problem.shape, device.sm_count);
+    const CompiledKernelImage image = compile_configuration(tmpl, build, device.arch());
     check_cuda(cu.cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData");
     check_cuda(cu.cuModuleGetFunction(&function_, module_, tmpl.entry.c_str()), "cuModuleGetFunction");
     if (geometry_.dynamic_shared_bytes > 48 * 1024) {

@@ -186,8 +186,8 @@ int run(const BenchOptions& options) {
     const GemmShape& shape = shapes[i];
     const GemmProblem& problem = problems[i];
     std::optional<ResultRecord> best = store.best(gpu.name, shape, only, precision);
-    if (!best) {
-      if (!tuning && !templates.empty()) {
+    if (!best && !templates.empty()) {  // no templates given: nothing to tune it with
+      if (!tuning) {
         tuning = std::make_unique<TuningSession>(SessionOptions{}, std::vector<int>{});
       }
       TuningRun& run = tuning->run(store, TuningSettings{});
@@ -233,7 +233,7 @@ int run(const BenchOptions& options) {
     const Configuration build = tmpl.build_configuration(config, tmpl.specialization(problem));
     const GpuKernel kernel(compile_configuration(tmpl, build, gpu.arch()), tmpl.entry,
                            entry_form(tmpl));
-    const LaunchGeometry geometry = tmpl.launch_geometry(config, shape, gpu.sm_count);
+    const LaunchGeometry geometry = tmpl.launch_geometry(build, shape, gpu.sm_count);
     ShapeVerifier verifier(device, problem, 7);
     const auto our_launch = [&](CUstream s) {
       kernel.launch(geometry, verifier.a(), verifier.b(), verifier.c(), problem, s, verifier.bias());

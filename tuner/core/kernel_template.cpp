@@ -205,6 +205,7 @@ class TemplateParser {
       tmpl_.entry = std::string(argument);
     } else if (word == "shared") {
       tmpl_.dynamic_shared_bytes = expression(line, word, argument);
+      shared_line_ = line;
     } else if (word == "zero_output") {
       tmpl_.zero_output = expression(line, word, argument);
       sm_count_lines_.insert(line);
@@ -380,6 +381,13 @@ class TemplateParser {
           }
           continue;
         }
+        if (const std::string_view* part = specialized_part(name)) {
+          if (line != shared_line_) {
+            fail(line, fmt::format("expression '{}' reads '{}': only 'shared' may read a build's "
+                                   "specialized parts", expression.text(), *part));
+          }
+          continue;
+        }
         if (!is_problem_size(name) && !is_leading_dimension(name) &&
             !parameter_lines_.contains(name)) {
           fail(line, fmt::format("expression '{}' reads '{}', which is neither a parameter ({}) "
@@ -415,9 +423,20 @@ class TemplateParser {
     }
   }
 
+  // The macro name of a part this template specializes ("OP_B"), or nullptr.
+  const std::string_view* specialized_part(std::string_view name) const {
+    const ContractSupport& s = tmpl_.specializes;
+    const bool parts[] = {s.op_a, s.op_b, s.alpha, s.beta, s.batch, s.epilogue};
+    for (std::size_t i = 0; i < std::size(parts); ++i) {
+      if (parts[i] && name == kSpecializedParts[i]) return &kSpecializedParts[i];
+    }
+    return nullptr;
+  }
+
   const std::string& origin_;
   KernelTemplate tmpl_;
   std::size_t specializes_line_ = 0;
+  std::size_t shared_line_ = 0;
   std::map<std::string, std::size_t, std::less<>> first_line_;       // once-only directives
   std::map<std::string, std::size_t, std::less<>> parameter_lines_;  // parameter -> its line
   std::vector<std::pair<std::size_t, Expression>> expression_lines_;
@@ -467,6 +486,10 @@ std::vector<std::string> KernelTemplate::macro_definitions(const Configuration& 
 
 Bindings KernelTemplate::bindings(const Configuration& config, const GemmShape* shape) const {
   Bindings result(config.values.begin(), config.values.end());
+  if (specializes.any()) {
+    // A build's parts, the plain build's (0) where the configuration is not a build's.
+    for (std::string_view part : kSpecializedParts) result.emplace(std::string(part), 0);
+  }
   if (shape != nullptr) {
     result["M"] = shape->m;
     result["N"] = shape->n;

@@ -53,7 +53,9 @@
 //                                               a problem asks for. The plain combination defines
 //                                               none of them (<tiletune/gemm_contract.h> defaults
 //                                               them to the plain problem's), so the build tuned
-//                                               and recorded is the one without the line)
+//                                               and recorded is the one without the line. 'shared'
+//                                               may read them by those names, without TT_: a
+//                                               build may lay its tiles out otherwise)
 //
 // Parameters reach the source as macros with the prefix TT_ (TILE becomes -DTT_TILE=16): a bare
 // macro named T would break NVRTC's own headers. Expressions (expression.h) may use every

@@ -255,7 +255,9 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Gemm
   const std::string& chosen_config = trial.timed > 0 ? trial.config : chosen.config;
   const Configuration config = parsed.parse_configuration(chosen_config);
   parsed.check_requirements(config, problem);
-  prepared->geometry = parsed.launch_geometry(config, problem.shape, sm_count);
+  const Specialization build = parsed.specialization(problem);
+  prepared->geometry =
+      parsed.launch_geometry(parsed.build_configuration(config, build), problem.shape, sm_count);
 
   Plan& plan = prepared->plan;
   plan.template_name = templ_.name;
@@ -298,7 +300,6 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Gemm
     library.misses->record(gpu, templ_.name,
                            problem.plain() ? problem : GemmProblem::packed(problem.shape));
   }
-  const Specialization build = templ_.parsed->specialization(problem);
   if (on_gpu) {
     prepared->gpu = library.gpu().kernel(context, templ_, chosen_config, build, prepared->geometry);
   } else {
@@ -352,9 +353,9 @@ GemmState::Trial GemmState::first_call_trial(CUcontext context, const DeviceProp
       candidate.config = text;
       const Configuration config = templ_.parsed->parse_configuration(text);
       templ_.parsed->check_requirements(config, problem);
-      candidate.geometry = templ_.parsed->launch_geometry(config, problem.shape,
-                                                          on_gpu ? device->sm_count : drawn_sm_count(0));
       const Specialization build = templ_.parsed->specialization(problem);
+      candidate.geometry = templ_.parsed->launch_geometry(templ_.parsed->build_configuration(config, build), problem.shape,
+                                                          on_gpu ? device->sm_count : drawn_sm_count(0));
       if (on_gpu) candidate.gpu = library.gpu().kernel(context, templ_, text, build, candidate.geometry);
       else candidate.cpu = library.cpu().kernel(templ_, text, build);
       candidates.push_back(std::move(candidate));
