@@ -97,19 +97,89 @@ constexpr int kTileA = kBK * kStrideA;
 // B's tile is padded by four floats per row where B is transposed: its copies are then 4 bytes
 // wide, k apart, and would otherwise all land in one bank (BN is a multiple of 32 floats). Padded
 // rather than swizzled: the fragments' reads keep immediate offsets.
-constexpr int kStrideB = kBN + (TT_OP_B ? 4 : 0);
-constexpr int kTileB = kBK * kStrideB;
-constexpr bool kSwizzleA = TT_SWIZZLE;
+constexpr int kTileB = kBK * (kBN + (TT_OP_B ? 4 : 0));
+constexpr int kStrideB = kTileB / kBK;
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// Where element (k, x) of a tile lives in its k-row: swizzling moves whole 4-float groups, so a
-// 16-byte read of four consecutive x stays one aligned vector.
-template <bool Swizzled>
-__device__ __forceinline__ int slot(int k, int x) {
-  return Swizzled ? x ^ ((k & 7) << 2) : x;
+// Where element (k, m) of A's tile lives in its k-row: swizzling moves whole 4-float groups, so
+// a 16-byte read of four consecutive m stays one aligned vector.
+__device__ __forceinline__ int slot_a(int k, int m) {
+#if TT_SWIZZLE
+  return m ^ ((k & 7) << 2);
+#else
+  return m;
+#endif
 }
 
+#if !TT_OP_A && !TT_OP_B
+// Which elements of each step's tiles this thread copies, fixed for the whole kernel. Thread t
+// copies column t % BK of A's tile in rows t / BK + R i (R = threads / BK), and the 4-float group
+// t % (BN / 4) of B's tile in rows t / (BN / 4) + S j (S = threads / (BN / 4)).
+struct CopyPlan {
+  static constexpr int kRowsA = kThreads / kBK;         // R
+  static constexpr int kPassesA = kBM / kRowsA;
+  static constexpr int kGroupsB = kBN / 4;
+  static constexpr int kRowsB = kThreads / kGroupsB;    // S
+  static constexpr int kPassesB = ceil_div(kBK, kRowsB);
+
+  const float* a;  // this thread's first A element of the next step
+  const float* b;  // and of B
+  size_t a_pass, b_pass, b_step;  // pointer steps between passes, and B's between steps
+  int a_row, a_col, b_row, b_col;  // within the tiles
+  int rows_left, cols_left;       // of C from the block's corner (masks at the edge)
+
+  __device__ __forceinline__ CopyPlan(const float* A, const float* B, int M, int N, int lda,
+                                      int ldb, int m0, int n0, int k0, int tid) {
+    a_row = tid / kBK, a_col = tid % kBK;
+    b_row = tid / kGroupsB, b_col = 4 * (tid % kGroupsB);
+    a = A + (size_t)(m0 + a_row) * lda + k0 + a_col;
+    b = B + (size_t)(k0 + b_row) * ldb + n0 + b_col;
+    a_pass = (size_t)kRowsA * lda;
+    b_pass = (size_t)kRowsB * ldb;
+    b_step = (size_t)kBK * ldb;
+    rows_left = M - m0, cols_left = N - n0;
+  }
+
+  // Copies one step's tiles into a stage; `k_left` is how much of the slice's K remains from this
+  // step's first k (>= kBK: no mask in K), `full` says the block is inside C as well.
+  template <bool Full, bool AVectors, bool BVectors>
+  __device__ __forceinline__ void copy_step(float* As, float* Bs, int k_left, const float* A,
+                                            const float* B) {
+#pragma unroll
+    for (int pass = 0; pass < kPassesA; ++pass) {
+      const int m = a_row + pass * kRowsA;
+      float* dst = As + a_col * kStrideA + slot_a(a_col, m);
+      const float* src = a + pass * a_pass;
+      if (Full) {
+        tt_cp_async_4(dst, src, 4);
+      } else {
+        const bool inside = m < rows_left && a_col < k_left;
+        tt_cp_async_4(dst, inside ? src : A, inside ? 4 : 0);
+      }
+    }
+#pragma unroll
+    for (int pass = 0; pass < kPassesB; ++pass) {
+      const int k = b_row + pass * kRowsB;
+      if (kBK % kRowsB != 0 && k >= kBK) break;
+      float* dst = Bs + k * kBN + b_col;
+      const float* src = b + pass * b_pass;
+      const int valid = Full ? 4 : (k < k_left ? min(max(cols_left - b_col, 0), 4) : 0);
+      if (BVectors) {
+        tt_cp_async_16(dst, valid > 0 ? src : B, 4 * valid);
+      } else {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          tt_cp_async_4(dst + c, c < valid ? src + c : B, c < valid ? 4 : 0);
+        }
+      }
+    }
+    a += kBK;
+    b += b_step;
+  }
+};
+#else
+// A build with a transposed operand: each operand copied as its layout asks (OperandCopy).
 // One operand's share of each step's copies, fixed for the whole kernel. Its tile is held k-major,
 // tile[k][x] with x along M (A) or N (B), kX wide and kStride floats a row.
 //  - an operand stored x-major (A as stored, B transposed: K contiguous): thread t copies k
@@ -150,7 +220,7 @@ struct OperandCopy {
 #pragma unroll
       for (int pass = 0; pass < kPasses; ++pass) {
         const int x = row + pass * kRows;
-        float* dst = tile + col * kStride + slot<Swizzled>(col, x);
+        float* dst = tile + col * kStride + (Swizzled ? slot_a(col, x) : x);
         const float* src = p + pass * pass_step;
         if (Full) {
           tt_cp_async_4(dst, src, 4);
@@ -164,7 +234,7 @@ struct OperandCopy {
       for (int pass = 0; pass < kPasses; ++pass) {
         const int k = row + pass * kRows;
         if (kBK % kRows != 0 && k >= kBK) break;
-        float* dst = tile + k * kStride + slot<Swizzled>(k, col);
+        float* dst = tile + k * kStride + (Swizzled ? slot_a(k, col) : col);
         const float* src = p + pass * pass_step;
         const int valid = Full ? 4 : (k < k_left ? min(max(x_left - col, 0), 4) : 0);
         if (Vectors) {
@@ -181,8 +251,25 @@ struct OperandCopy {
   }
 };
 
-using CopyA = OperandCopy<kBM, kStrideA, kSwizzleA, TT_OP_A != 0>;
+using CopyA = OperandCopy<kBM, kStrideA, TT_SWIZZLE != 0, TT_OP_A != 0>;
 using CopyB = OperandCopy<kBN, kStrideB, false, TT_OP_B == 0>;
+
+struct CopyPlan {
+  CopyA a_copy;
+  CopyB b_copy;
+
+  __device__ __forceinline__ CopyPlan(const float* A, const float* B, int M, int N, int lda,
+                                      int ldb, int m0, int n0, int k0, int tid)
+      : a_copy(A, lda, m0, k0, M, tid), b_copy(B, ldb, n0, k0, N, tid) {}
+
+  template <bool Full, bool AVectors, bool BVectors>
+  __device__ __forceinline__ void copy_step(float* As, float* Bs, int k_left, const float* A,
+                                            const float* B) {
+    a_copy.template copy_step<Full, AVectors>(As, k_left, A);
+    b_copy.template copy_step<Full, BVectors>(Bs, k_left, B);
+  }
+};
+#endif
 
 // One k of this thread's rows of A and columns of B: TM / 4 and TN / 4 16-byte reads.
 struct Fragments {
@@ -193,7 +280,7 @@ struct Fragments {
 #pragma unroll
     for (int i = 0; i < kTM / 4; ++i) {
       const float4 v =
-          *reinterpret_cast<const float4*>(As + k * kStrideA + slot<kSwizzleA>(k, a_col + 16 * i));
+          *reinterpret_cast<const float4*>(As + k * kStrideA + slot_a(k, a_col + 16 * i));
       a[4 * i] = v.x, a[4 * i + 1] = v.y, a[4 * i + 2] = v.z, a[4 * i + 3] = v.w;
     }
 #pragma unroll
@@ -254,17 +341,14 @@ __device__ __forceinline__ void gemm_tile(const float* __restrict__ A, const flo
 
   const int steps = ceil_div(max(k_end - k_begin, 0), kBK);
   const bool interior = m0 + kBM <= M && n0 + kBN <= N;
-  CopyA copy_a(A, lda, m0, k_begin, M, tid);
-  CopyB copy_b(B, ldb, n0, k_begin, N, tid);
+  CopyPlan plan(A, B, M, N, lda, ldb, m0, n0, k_begin, tid);
   int k_left = k_end - k_begin;  // of the slice, from the first k of the next step to copy
   // Copies the next step in order into stage `into`: unmasked unless it is at an edge.
   const auto copy_step = [&](int into) {
     if (interior && k_left >= kBK) {
-      copy_a.template copy_step<true, AVectors>(As + into * kTileA, k_left, A);
-      copy_b.template copy_step<true, BVectors>(Bs + into * kTileB, k_left, B);
+      plan.copy_step<true, AVectors, BVectors>(As + into * kTileA, Bs + into * kTileB, k_left, A, B);
     } else {
-      copy_a.template copy_step<false, AVectors>(As + into * kTileA, k_left, A);
-      copy_b.template copy_step<false, BVectors>(Bs + into * kTileB, k_left, B);
+      plan.copy_step<false, AVectors, BVectors>(As + into * kTileA, Bs + into * kTileB, k_left, A, B);
     }
     k_left -= kBK;
   };
@@ -361,7 +445,8 @@ __device__ __forceinline__ void gemm_block(const float* __restrict__ A, const fl
 #else
   // This block's slice of K: whole steps, so that only the slice's last step is partial.
   const int k_per_slice = ceil_div(K, TT_SPLIT_K * kBK) * kBK;
-  const int k_begin = (blockIdx.z % TT_SPLIT_K) * k_per_slice;
+  // (z is the slice alone where there is no batch: written so, the plain build is the code tuned)
+  const int k_begin = (TT_BATCH ? blockIdx.z % TT_SPLIT_K : blockIdx.z) * k_per_slice;
   const int k_end = min(K, k_begin + k_per_slice);
   if (TT_SPLIT_K > 1 && k_begin >= k_end) return;  // an empty slice adds nothing
   int stage = 0;
