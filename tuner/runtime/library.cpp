@@ -269,7 +269,10 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Gemm
   plan.why = chosen.why + trial.why;
   if (!problem.plain()) {
     // Records are keyed by shape: what was tuned for C = A * B serves the rest of the contract.
-    plan.why += fmt::format(" (tuned for C = A * B; serves{} at run time)", contract_parts(problem));
+    plan.why += build.plain()
+                    ? fmt::format(" (tuned for C = A * B; serves{} at run time)", contract_parts(problem))
+                    : fmt::format(" (tuned for C = A * B; serves{} in its build {})", contract_parts(problem),
+                                  build.to_string());
   }
   if (const runtime::RecordedChoice* choice = chosen.choice) {
     plan.gpu = library.records().gpus[choice->gpu].name;

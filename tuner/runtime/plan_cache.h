@@ -17,20 +17,21 @@ namespace tiletune::runtime {
 
 // What a plan depends on: the context, the shape and leading dimensions (requirements read them),
 // and the parts of the BLAS contract that decide which templates and configurations may serve the
-// problem (KernelTemplate::unsupported). Not alpha's and beta's values, nor the batch's size and
-// strides: a launch takes those from the problem it runs.
+// problem (KernelTemplate::unsupported) and which build of the configuration serves it
+// (KernelTemplate::specialization: alpha != 1, beta != 0, a batch). Not alpha's and beta's values,
+// nor the batch's size and strides: a launch takes those from the problem it runs.
 struct PlanKey {
   const void* context = nullptr;  // the CUDA context (null on the CPU backend)
   std::int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   Op op_a = Op::n, op_b = Op::n;
-  bool scaled = false;   // alpha != 1 or beta != 0
+  bool scaled = false;   // alpha != 1
   bool keeps_c = false;  // beta != 0: C is read (split-K cannot serve it)
   bool batched = false;
   Epilogue epilogue = Epilogue::none;
 
   static PlanKey of(const void* context, const GemmProblem& p) {
     return {context, p.shape.m, p.shape.n, p.shape.k, p.lda, p.ldb, p.ldc, p.op_a, p.op_b,
-            p.alpha != 1 || p.beta != 0, p.beta != 0, p.batch != 1, p.epilogue};
+            p.alpha != 1, p.beta != 0, p.batch != 1, p.epilogue};
   }
   friend bool operator==(const PlanKey&, const PlanKey&) = default;
 };

@@ -785,6 +785,37 @@ TEST_F(BlasTest, StridedBatchedRunsEachEntryAndLeavesTheGapsAlone) {
                              stride_c, batch));
 }
 
+// warp_tiled compiles the contract in (`specializes`): each problem runs the build that serves
+// it, and a plan made for one build is not taken for a problem of another (alpha 1 against 2).
+TEST_F(BlasTest, ATemplateThatCompilesTheContractInRunsTheBuildOfEachProblem) {
+  const std::filesystem::path database = folder_ / "warp_tiled.db";
+  const GpuRecord gpu{kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"};
+  record_one(database, gpu, "warp_tiled.cu", "BM=32,BN=64,BK=8,TM=4,TN=4,STAGES=3,SWIZZLE=0,SPLIT_K=1,STREAM_K=0",
+             {64, 64, 64});
+  const Blas blas(open(database));
+  const std::int64_t m = 37, n = 29, k = 23;
+  for (const char ta : {'N', 'T'}) {
+    for (const char tb : {'N', 'T'}) {
+      for (const float alpha : {1.f, 2.f}) {
+        const std::int64_t lda = (ta == 'N' ? m : k) + 1, ldb = (tb == 'N' ? k : n) + 3, ldc = m + 2;
+        const std::vector<float> a = random_values(std::size_t(lda * (ta == 'N' ? k : m)), 11);
+        const std::vector<float> b = random_values(std::size_t(ldb * (tb == 'N' ? n : k)), 12);
+        const std::vector<float> before = c_buffer(m, n, ldc, 0, 1, false, 13);
+        std::vector<float> c = before;
+        blas.sgemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, 0.5f, c.data(), ldc);
+        EXPECT_TRUE(matches_cublas(ta, tb, m, n, k, alpha, a, lda, 0, b, ldb, 0, 0.5f, before, c, ldc, 0, 1))
+            << "alpha " << alpha;
+      }
+    }
+  }
+  Problem row_major{29, 37, 23, 29 + 3, 37 + 1, 37 + 2};
+  row_major.op_a = Op::t;
+  row_major.beta = 0.5f;
+  const Plan plan = Blas(open(database)).plan(row_major);
+  EXPECT_EQ(plan.template_name, "warp_tiled") << plan.to_string();
+  EXPECT_NE(plan.why.find("in its build op_a=t beta"), std::string::npos) << plan.why;
+}
+
 TEST_F(BlasTest, ChoosesTheTemplateThatExpectsTheLeastTime) {
   // Column-major 40x30x20 with op(A) = A^T is the row-major problem 30x40x20, A and B swapped.
   Problem row_major{30, 40, 20, 20, 20, 40};
