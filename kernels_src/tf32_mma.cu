@@ -12,6 +12,16 @@
 // copies where the leading dimensions allow, split-K over gridDim.z. This file supplies the product
 // of one k8 slice: round the fragments (unless the pipeline rounded the stage), one mma per tile.
 //
+// It serves the whole BLAS contract (C = act(alpha op(A) op(B) + beta C + bias), strided batches),
+// compiled in rather than chosen at run time: `specializes` builds each configuration once per
+// combination of transposes, alpha, beta, batch and epilogue that a problem asks for (up to 192
+// builds, 16 with split K, which takes no beta and no epilogue), so the tuned plain build is the
+// code without any of it (the same registers as before the contract, checked with `tiletune
+// compile`), and each build pays only for what it serves. A transposed operand
+// keeps its stored layout in shared memory (a transposed B read by ldmatrix, a transposed A by
+// scalar loads), alpha, beta, the bias and the activation are applied at the store
+// (tf32_mma_pipeline.h).
+//
 // tiletune: name tf32_mma
 // tiletune: entry tf32_mma_gemm
 // tiletune: precision tf32
@@ -47,6 +57,8 @@
 // tiletune: grid ceil_div(N, BN), ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN) * 4
 // tiletune: zero_output SPLIT_K > 1
+// tiletune: supports op_a op_b alpha beta batch epilogue
+// tiletune: specializes op_a op_b alpha beta batch epilogue
 
 #include "tf32_mma_pipeline.h"
 
@@ -79,7 +91,9 @@ struct RoundedProduct {
 
 extern "C" __global__ void __launch_bounds__(kThreads)
     tf32_mma_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-                  int M, int N, int K, int lda, int ldb, int ldc) {
+                  int M, int N, int K, int lda, int ldb, int ldc,
+                  const __grid_constant__ tt_gemm_args args) {
   extern __shared__ float4 shared_tiles[];
-  mma_gemm<RoundedProduct>(A, B, C, M, N, K, lda, ldb, ldc, reinterpret_cast<float*>(shared_tiles));
+  mma_gemm<RoundedProduct>(A, B, C, M, N, K, lda, ldb, ldc, args,
+                           reinterpret_cast<float*>(shared_tiles));
 }

@@ -24,6 +24,13 @@
 //    aligned 32 floats, so the 4 rows cover all 32 banks.
 // The swizzle permutes groups within a row's aligned 32 floats, so a 128-byte phase of copies (8
 // threads' 16 bytes, or 32 threads' 4) still writes 32 distinct banks.
+// A transposed operand (op_a = t: A stored K x M; op_b = t: B stored N x K) keeps its stored
+// orientation as well, so that its copies are the same 16-byte (or 4-byte), coalesced, conflict-
+// free copies of rows: a transposed A is At[k][m] (BM floats a row) in B's layout and swizzle,
+// read by scalar loads as B is; a transposed B is Bt[n][k] (BK floats a row) in A's, read by
+// ldmatrix as A is (one instruction for two B fragments). Copying them element by element into
+// the other orientation instead would have read global memory 4 bytes a lane and, into a k-major
+// tile whose rows are a multiple of 32 floats, written all lanes of a phase into one bank.
 //
 // Copies. Each step's tiles are copied STAGES - 1 steps ahead of their use with cp.async, one
 // commit group per step, so that one barrier per step suffices. 16-byte copies where the leading
@@ -41,9 +48,25 @@
 //
 // SPLIT_K > 1 splits K over gridDim.z: each slice adds its partial product into C with atomicAdd,
 // and the launcher clears C first (zero_output), for shapes whose M x N gives too few blocks.
+//
+// The BLAS contract (<tiletune/gemm_contract.h>): the including template declares
+// `supports op_a op_b alpha beta batch epilogue` and `specializes` all of them, so that each
+// configuration is compiled per combination a problem asks for (TT_OP_A, TT_OP_B, TT_ALPHA,
+// TT_BETA, TT_BATCH, TT_EPILOGUE), every branch on them `if constexpr` or constant, and the plain
+// build, which defines none of them, is the code without them: the same copies, loops and
+// registers as before the contract. A transposed operand changes the tile's layout and the
+// fragment loads (above); alpha, beta (C read only where beta != 0), the bias (N floats, by column)
+// and the activation are applied once per element of C at the store (tt_built_epilogue), and a
+// split-K slice adds alpha times its share, never more: the tool gives split-K no beta and no
+// epilogue (KernelTemplate::may_add_into_c; a static_assert here), as an activation of each
+// slice's share is not that of the sum. A batch build (TT_BATCH) runs the grid once per entry in
+// z (blockIdx.z / SPLIT_K the entry, blockIdx.z % SPLIT_K the slice), and each block offsets A, B
+// and C by its entry's 64-bit strides, A and B before their alignment is tested for 16-byte
+// copies.
 #pragma once
 
 #include <tiletune/async_copy.h>
+#include <tiletune/gemm_contract.h>
 #include <tiletune/tensor_core.h>
 
 constexpr int kBM = TT_BM, kBN = TT_BN, kBK = TT_BK, kWM = TT_WM, kWN = TT_WN;
@@ -55,6 +78,10 @@ constexpr int kMmaN = kWN / 8;   // and across
 constexpr int kTileA = kBM * kBK;  // floats of one stage's A tile
 constexpr int kTileB = kBK * kBN;  // and B tile
 static_assert(kBK % 16 == 0 && kBK <= 32, "BK is 16 or 32: a row of A's tile fits the 32 banks");
+// The tool gives split-K (which adds into a cleared C) no beta and no epilogue
+// (KernelTemplate::may_add_into_c): only a last pass over C could apply them.
+static_assert(kSplitK == 1 || (!TT_BETA && TT_EPILOGUE == TT_EPILOGUE_NONE),
+              "a split-K build serves alpha only");
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -80,6 +107,24 @@ __device__ __forceinline__ int offset_a(int m, int k) {
 __device__ __forceinline__ int offset_b(int k, int n) {
   return k * kBN + 4 * ((n / 4) ^ swizzle_b(k)) + n % 4;
 }
+// A transposed operand keeps its stored orientation too: a transposed A (stored K x M) is At[k][m]
+// (BM floats a row) in B's layout and swizzle, a transposed B (stored N x K) is Bt[n][k] (BK
+// floats a row) in A's.
+__device__ __forceinline__ int offset_at(int k, int m) {
+  return k * kBM + 4 * ((m / 4) ^ swizzle_b(k)) + m % 4;
+}
+__device__ __forceinline__ int offset_bt(int n, int k) {
+  return n * kBK + 4 * ((k / 4) ^ swizzle_a(n)) + k % 4;
+}
+// The four tile layouts, as copy_tile names them.
+enum TileLayout { kLayoutA, kLayoutB, kLayoutAt, kLayoutBt };
+template <int Layout>
+__device__ __forceinline__ int tile_offset(int row, int col) {
+  if constexpr (Layout == kLayoutA) return offset_a(row, col);
+  else if constexpr (Layout == kLayoutB) return offset_b(row, col);
+  else if constexpr (Layout == kLayoutAt) return offset_at(row, col);
+  else return offset_bt(row, col);
+}
 
 // ---- copies of a step's tiles into shared memory ---------------------------------------------
 
@@ -101,7 +146,8 @@ struct TileSplit {
 
 // Copies each step's tiles into shared memory.
 struct TileCopier {
-  const float* a;  // A's element (m0, k) and B's (k, n0), k the next step's first
+  // A's element (m0, k) and B's (k, n0) as stored, k the next step's first
+  const float* a;
   const float* b;
   int lda, ldb;
   int rows_left, cols_left;  // of C from the block's corner (masks at the edge)
@@ -109,14 +155,15 @@ struct TileCopier {
 
   __device__ __forceinline__ TileCopier(const float* A, const float* B, int M, int N, int lda,
                                         int ldb, int m0, int n0, int k0, int tid)
-      : a(A + (size_t)m0 * lda + k0), b(B + (size_t)k0 * ldb + n0), lda(lda), ldb(ldb),
+      : a(TT_OP_A ? A + (size_t)k0 * lda + m0 : A + (size_t)m0 * lda + k0),
+        b(TT_OP_B ? B + (size_t)n0 * ldb + k0 : B + (size_t)k0 * ldb + n0), lda(lda), ldb(ldb),
         rows_left(M - m0), cols_left(N - n0), tid(tid) {}
 
   // Copies this thread's groups of one tile: `src` is the tile's first element in global memory,
-  // rows_valid x cols_valid of it exist (the rest is zero-filled unless Full), IsA: A's layout in
-  // the stage, else B's. A group is one 16-byte copy (Vectors), else four 4-byte ones from the
-  // same address, each masked by itself.
-  template <class Split, bool IsA, bool Full, bool Vectors>
+  // rows_valid x cols_valid of it exist (the rest is zero-filled unless Full), Layout: where its
+  // elements go in the stage (tile_offset). A group is one 16-byte copy (Vectors), else four 4-byte
+  // ones from the same address, each masked by itself.
+  template <class Split, int Layout, bool Full, bool Vectors>
   __device__ __forceinline__ void copy_tile(float* stage, const float* src, int ld, int rows_valid,
                                             int cols_valid) {
 #pragma unroll
@@ -124,7 +171,7 @@ struct TileCopier {
       const int row = Split::row(tid, pass), col = Split::col(tid);
       const int valid = Full ? 4 : (row < rows_valid ? min(max(cols_valid - col, 0), 4) : 0);
       const float* const from = valid > 0 ? src + (size_t)row * ld + col : src;
-      float* const to = stage + (IsA ? offset_a(row, col) : offset_b(row, col));
+      float* const to = stage + tile_offset<Layout>(row, col);
       if (Vectors) {
         tt_cp_async_16(to, from, 4 * valid);
       } else {
@@ -139,13 +186,24 @@ struct TileCopier {
   // Copies one step's tiles into a stage and moves on to the next step; `k_left` is how much of
   // the slice's K remains from this step's first k. Full: the block is inside C and k_left >= BK,
   // so nothing is masked. A copy that reads nothing names `a` or `b`, which is always valid
-  // (the block's first element), and zero-fills its destination.
+  // (the block's first element), and zero-fills its destination. A transposed operand's tile is
+  // copied as stored (k rows of A's m, n rows of B's k), as coalesced and as wide as the other.
   template <bool Full, bool Vectors>
   __device__ __forceinline__ void copy_step(float* As, float* Bs, int k_left) {
-    copy_tile<TileSplit<kBM, kBK>, true, Full, Vectors>(As, a, lda, rows_left, k_left);
-    copy_tile<TileSplit<kBK, kBN>, false, Full, Vectors>(Bs, b, ldb, k_left, cols_left);
-    a += kBK;
-    b += (size_t)kBK * ldb;
+    if constexpr (TT_OP_A) {
+      copy_tile<TileSplit<kBK, kBM>, kLayoutAt, Full, Vectors>(As, a, lda, k_left, rows_left);
+      a += (size_t)kBK * lda;
+    } else {
+      copy_tile<TileSplit<kBM, kBK>, kLayoutA, Full, Vectors>(As, a, lda, rows_left, k_left);
+      a += kBK;
+    }
+    if constexpr (TT_OP_B) {
+      copy_tile<TileSplit<kBN, kBK>, kLayoutBt, Full, Vectors>(Bs, b, ldb, cols_left, k_left);
+      b += kBK;
+    } else {
+      copy_tile<TileSplit<kBK, kBN>, kLayoutB, Full, Vectors>(Bs, b, ldb, k_left, cols_left);
+      b += (size_t)kBK * ldb;
+    }
   }
 };
 
@@ -173,19 +231,43 @@ __device__ __forceinline__ void round_tile(float* tile, int tid) {
 // and from element (t, col0 + 8 j + g) of B's tile the others of its B fragments lie whole rows
 // and 32-float blocks away: one offset per k8 slice of A and per B fragment of a 32-column block,
 // the rest immediates.
+// The transposed tiles swap the two schemes: a transposed B (Bt[n][k], A's layout) comes by
+// ldmatrix, two B fragments (columns 8 j and 8 j + 8) an instruction, lane L naming row
+// col0 + 16 p + 8 (L / 16) + L % 8 of column group k / 4 + L / 8 % 2; a transposed A (At[k][m],
+// B's layout) by scalar loads, a[0] and a[1] of mma row i at rows 16 i + g and 16 i + 8 + g of
+// k + t, a[2] and a[3] four rows of k further, conflict-free as B's are: one offset per 8 rows
+// of a 32-row block (slot s: rows 8 s + g), the others whole rows and 32-float blocks away.
 struct FragmentOffsets {
   static constexpr int kBlocksB = kMmaN < 4 ? kMmaN : 4;  // B fragments per 32 columns
-  int a[kBK / 8];   // of the row this lane names for A's k8 slice q
-  int b[kBlocksB];  // of B's element (t, col0 + 8 j + g)
+  static constexpr int kSlotsAt = 4;  // 8-row slots of a transposed A's 32-float block
+  // As stored: of the row this lane names for A's k8 slice q; transposed: of At's element
+  // (t, row0 + 8 s + g)
+  int a[TT_OP_A ? kSlotsAt : kBK / 8];
+  // As stored: of B's element (t, col0 + 8 j + g); transposed: of the row this lane names for
+  // Bt's k8 slice q
+  int b[TT_OP_B ? kBK / 8 : kBlocksB];
 
   __device__ __forceinline__ FragmentOffsets(int row0, int col0, int lane) {
     const int g = lane / 4, t = lane % 4;
+    if constexpr (TT_OP_A) {
+      static_assert(kWM % 32 == 0, "a transposed A's warp tile spans whole 32-row blocks");
 #pragma unroll
-    for (int q = 0; q < kBK / 8; ++q) {
-      a[q] = offset_a(row0 + 8 * (lane / 8 % 2) + lane % 8, 8 * q + 4 * (lane / 16));
+      for (int s = 0; s < kSlotsAt; ++s) a[s] = offset_at(t, row0 + 8 * s + g);
+    } else {
+#pragma unroll
+      for (int q = 0; q < kBK / 8; ++q) {
+        a[q] = offset_a(row0 + 8 * (lane / 8 % 2) + lane % 8, 8 * q + 4 * (lane / 16));
+      }
     }
+    if constexpr (TT_OP_B) {
 #pragma unroll
-    for (int j = 0; j < kBlocksB; ++j) b[j] = offset_b(t, col0 + 8 * j + g);
+      for (int q = 0; q < kBK / 8; ++q) {
+        b[q] = offset_bt(col0 + 8 * (lane / 16) + lane % 8, 8 * q + 4 * (lane / 8 % 2));
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kBlocksB; ++j) b[j] = offset_b(t, col0 + 8 * j + g);
+    }
   }
 };
 
@@ -193,13 +275,38 @@ struct FragmentOffsets {
 // (+ 4), one ldmatrix per mma row; B rows k + t (+ 4), columns col0 + 8 j + g.
 __device__ __forceinline__ void load_fragments(WarpFragments& f, const float* As, const float* Bs,
                                                int k, const FragmentOffsets& at) {
+  if constexpr (TT_OP_A) {
 #pragma unroll
-  for (int i = 0; i < kMmaM; ++i) tt_ldmatrix_x4(f.a[i], As + at.a[k / 8] + (16 * i) * kBK);
+    for (int i = 0; i < kMmaM; ++i) {
 #pragma unroll
-  for (int j = 0; j < kMmaN; ++j) {
-    const float* const b = Bs + at.b[j % FragmentOffsets::kBlocksB] + 32 * (j / FragmentOffsets::kBlocksB);
-    f.b[j][0] = b[k * kBN];
-    f.b[j][1] = b[(k + 4) * kBN];
+      for (int h = 0; h < 2; ++h) {
+        const float* const a = As + at.a[2 * (i % 2) + h] + 32 * (i / 2);
+        f.a[i][h] = a[k * kBM];
+        f.a[i][h + 2] = a[(k + 4) * kBM];
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i) tt_ldmatrix_x4(f.a[i], As + at.a[k / 8] + (16 * i) * kBK);
+  }
+  if constexpr (TT_OP_B) {
+    static_assert(kMmaN % 2 == 0, "a transposed B's fragments come in pairs");
+#pragma unroll
+    for (int p = 0; p < kMmaN / 2; ++p) {
+      float pair[4];  // b[2 p][0], b[2 p][1], b[2 p + 1][0], b[2 p + 1][1]
+      tt_ldmatrix_x4(pair, Bs + at.b[k / 8] + (16 * p) * kBK);
+      f.b[2 * p][0] = pair[0];
+      f.b[2 * p][1] = pair[1];
+      f.b[2 * p + 1][0] = pair[2];
+      f.b[2 * p + 1][1] = pair[3];
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kMmaN; ++j) {
+      const float* const b = Bs + at.b[j % FragmentOffsets::kBlocksB] + 32 * (j / FragmentOffsets::kBlocksB);
+      f.b[j][0] = b[k * kBN];
+      f.b[j][1] = b[(k + 4) * kBN];
+    }
   }
 }
 
@@ -229,13 +336,17 @@ __device__ __forceinline__ void multiply_stage(const float* As, const float* Bs,
 
 // ---- the whole GEMM ---------------------------------------------------------------------------
 
-// C = A B for the block (blockIdx.x, blockIdx.y) and K slice blockIdx.z; `shared` holds STAGES
-// tiles of A, then STAGES of B. Vectors: 16-byte copies of both tiles, else 4-byte ones.
+// C = A B for the block (blockIdx.x, blockIdx.y) and K slice `slice` of its entry of the batch
+// (A and B already that entry's, C's found at the store, which cost a batch build fewer
+// registers); `shared` holds STAGES tiles of A, then STAGES of B. Vectors:
+// 16-byte copies of both tiles, else 4-byte ones.
 template <class Product, bool Vectors>
 __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
                                                  const float* __restrict__ B,
                                                  float* __restrict__ C, int M, int N, int K,
-                                                 int lda, int ldb, int ldc, float* shared) {
+                                                 int lda, int ldb, int ldc,
+                                                 const tt_gemm_args& args, int slice,
+                                                 float* shared) {
   // Steps in flight beyond the one multiplied: one more where stages are rounded ahead.
   constexpr int kAhead = Product::kRoundsStages ? 1 : 0;
   static_assert(kStages >= 2 + kAhead, "STAGES: 2, or 3 where stages are rounded in place");
@@ -249,7 +360,7 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
 
   // This block's slice of K: whole steps, so that only the slice's last step is partial.
   const int k_per_slice = ceil_div(K, kSplitK * kBK) * kBK;
-  const int k_begin = blockIdx.z * k_per_slice;
+  const int k_begin = slice * k_per_slice;
   const int k_end = min(K, k_begin + k_per_slice);
   if (kSplitK > 1 && k_begin >= k_end) return;  // an empty slice adds nothing
   const int steps = ceil_div(max(k_end - k_begin, 0), kBK);
@@ -309,8 +420,12 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
   }
 
   // Epilogue: each lane holds rows g and g + 8 of each mma tile, columns 2t and 2t + 1, stored
-  // as pairs (8 bytes) where ldc and C allow.
+  // as pairs (8 bytes) where ldc and C allow, through the build's epilogue (tt_built_epilogue:
+  // alpha, beta, the bias and the activation as the build's macros ask; the plain build stores
+  // the accumulators). C is read only by a beta build. A split-K slice adds alpha times its
+  // share (alpha is linear; the tool gives split-K nothing else).
   const int g = lane / 4, t = lane % 4;
+  if (TT_BATCH) C += (long long)(blockIdx.z / kSplitK) * args.stride_c;  // this block's entry's
   const bool c_pairs = ldc % 2 == 0 && reinterpret_cast<size_t>(C) % 8 == 0;
 #pragma unroll
   for (int i = 0; i < kMmaM; ++i) {
@@ -324,13 +439,18 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
         const int col = n0 + col0 + 8 * j + 2 * t;
         const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
         if (kSplitK > 1) {
-          if (interior || col < N) atomicAdd(c_row + col, v0);
-          if (interior || col + 1 < N) atomicAdd(c_row + col + 1, v1);
+          if (interior || col < N) atomicAdd(c_row + col, TT_ALPHA ? args.alpha * v0 : v0);
+          if (interior || col + 1 < N) atomicAdd(c_row + col + 1, TT_ALPHA ? args.alpha * v1 : v1);
         } else if (c_pairs && (interior || col + 1 < N)) {
-          *reinterpret_cast<float2*>(c_row + col) = make_float2(v0, v1);
+          float2* const pair = reinterpret_cast<float2*>(c_row + col);
+          const float2 c0 = TT_BETA ? *pair : make_float2(0.0f, 0.0f);  // C0, for beta
+          *pair = make_float2(tt_built_epilogue(v0, &c0.x, col, args),
+                              tt_built_epilogue(v1, &c0.y, col + 1, args));
         } else {
-          if (interior || col < N) c_row[col] = v0;
-          if (interior || col + 1 < N) c_row[col + 1] = v1;
+          if (interior || col < N) c_row[col] = tt_built_epilogue(v0, c_row + col, col, args);
+          if (interior || col + 1 < N) {
+            c_row[col + 1] = tt_built_epilogue(v1, c_row + col + 1, col + 1, args);
+          }
         }
       }
     }
@@ -339,16 +459,30 @@ __device__ __forceinline__ void mma_gemm_copying(const float* __restrict__ A,
 
 // The kernel's body: one copy of the main loop for 16-byte copies (lda and ldb multiples of 4, A
 // and B 16-byte aligned) and one for 4-byte copies, chosen once, so that neither pays for the
-// other's addresses in registers.
+// other's addresses in registers. A batch build's launch runs the grid once per entry of the batch
+// in z (gridDim.z = SPLIT_K * batch): the entry is blockIdx.z / SPLIT_K and the slice of K
+// blockIdx.z % SPLIT_K, divisions by a constant; the entry's A and B are found (64-bit strides)
+// before their alignment is tested, so each block picks its own copies. `args` is the entry's
+// __grid_constant__ parameter: read where used, from the parameter bank (taken as a plain
+// by-value parameter, its fields read after the main loop were held in registers through it,
+// 3 to 6 more in the plain build).
 template <class Product>
 __device__ __forceinline__ void mma_gemm(const float* __restrict__ A, const float* __restrict__ B,
                                          float* __restrict__ C, int M, int N, int K, int lda,
-                                         int ldb, int ldc, float* shared) {
+                                         int ldb, int ldc, const tt_gemm_args& args,
+                                         float* shared) {
+  // A build without batches has gridDim.z = SPLIT_K: blockIdx.z is the slice, as before batches.
+  const int slice = TT_BATCH ? blockIdx.z % kSplitK : blockIdx.z;
+  if (TT_BATCH) {
+    const long long entry = blockIdx.z / kSplitK;
+    A += entry * args.stride_a;
+    B += entry * args.stride_b;
+  }
   const bool vectors = lda % 4 == 0 && ldb % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0 &&
                        reinterpret_cast<size_t>(B) % 16 == 0;
   if (vectors) {
-    mma_gemm_copying<Product, true>(A, B, C, M, N, K, lda, ldb, ldc, shared);
+    mma_gemm_copying<Product, true>(A, B, C, M, N, K, lda, ldb, ldc, args, slice, shared);
   } else {
-    mma_gemm_copying<Product, false>(A, B, C, M, N, K, lda, ldb, ldc, shared);
+    mma_gemm_copying<Product, false>(A, B, C, M, N, K, lda, ldb, ldc, args, slice, shared);
   }
 }

@@ -21,6 +21,10 @@
 // tf32_mma_pipeline.h's (shared with tf32_mma.cu, and explained there). This file supplies the
 // product of one k8 slice: split the fragments, three mma per tile.
 //
+// It serves the whole BLAS contract as tf32_mma.cu does (the pipeline's): each configuration
+// compiled per combination of transposes, alpha, beta, batch and epilogue a problem asks for, the
+// plain build the code without any of it.
+//
 // tiletune: name tf32x3_mma
 // tiletune: entry tf32x3_mma_gemm
 // tiletune: precision tf32x3
@@ -53,6 +57,8 @@
 // tiletune: grid ceil_div(N, BN), ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN) * 4
 // tiletune: zero_output SPLIT_K > 1
+// tiletune: supports op_a op_b alpha beta batch epilogue
+// tiletune: specializes op_a op_b alpha beta batch epilogue
 
 #include "tf32_mma_pipeline.h"
 
@@ -97,7 +103,9 @@ struct SplitProduct {
 
 extern "C" __global__ void __launch_bounds__(kThreads)
     tf32x3_mma_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-                    int M, int N, int K, int lda, int ldb, int ldc) {
+                    int M, int N, int K, int lda, int ldb, int ldc,
+                    const __grid_constant__ tt_gemm_args args) {
   extern __shared__ float4 shared_tiles[];
-  mma_gemm<SplitProduct>(A, B, C, M, N, K, lda, ldb, ldc, reinterpret_cast<float*>(shared_tiles));
+  mma_gemm<SplitProduct>(A, B, C, M, N, K, lda, ldb, ldc, args,
+                         reinterpret_cast<float*>(shared_tiles));
 }
