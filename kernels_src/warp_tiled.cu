@@ -113,6 +113,11 @@ __device__ __forceinline__ int slot_a(int k, int m) {
 }
 
 #if !TT_OP_A && !TT_OP_B
+// The plain build keeps the copy plan it was tuned with. OperandCopy below does the same copies,
+// but ptxas schedules it otherwise in some configurations (2101 of 3144 instructions differ at
+// 64 x 64 with split-K), and the plain build is meant to be the shipped code, instruction for
+// instruction.
+//
 // Which elements of each step's tiles this thread copies, fixed for the whole kernel. Thread t
 // copies column t % BK of A's tile in rows t / BK + R i (R = threads / BK), and the 4-float group
 // t % (BN / 4) of B's tile in rows t / (BN / 4) + S j (S = threads / (BN / 4)).
