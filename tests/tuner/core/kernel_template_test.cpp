@@ -743,5 +743,47 @@ TEST(KernelTemplate, TemplateWithoutParameters) {
               ElementsAre(32u, 1u, 1u));
 }
 
+// `specializes`: the parts each build compiles in, their values as the build's macros, and the
+// declarations it refuses in one line.
+TEST(KernelTemplate, SpecializedPartsAreBuildsOfEachConfiguration) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  const KernelTemplate tmpl = parse_template(
+      base + "// tiletune: supports op_a op_b alpha_beta batch epilogue\n"
+             "// tiletune: specializes op_b beta epilogue\n"
+             "// tiletune: shared T * (OP_B ? 8 : 4)\n",
+      "t.cu");
+  const Configuration config = tmpl.parse_configuration("T=2");
+  GemmProblem problem = GemmProblem::packed({8, 8, 8});
+  problem.op_a = Op::t;  // served at run time: no part of the build
+  problem.lda = 8;
+  problem.op_b = Op::t;
+  problem.beta = 0.5f;
+  problem.epilogue = Epilogue::bias_relu;
+  const Specialization build = tmpl.specialization(problem);
+  EXPECT_EQ(build.to_string(), "op_b=t beta epilogue=bias_relu");
+  EXPECT_EQ(Specialization::parse(build.to_string()), build);
+  const Configuration built = tmpl.build_configuration(config, build);
+  EXPECT_EQ(built.to_string(), "T=2,OP_B=1,BETA=1,EPILOGUE=3");
+  EXPECT_THAT(tmpl.macro_definitions(built), ElementsAre("-DTT_T=2", "-DTT_OP_B=1", "-DTT_BETA=1",
+                                                         "-DTT_EPILOGUE=3"));
+  EXPECT_EQ(tmpl.build_configuration(config, Specialization{}), config);  // the plain build
+  EXPECT_EQ(tmpl.launch_geometry(built, {8, 8, 8}).dynamic_shared_bytes, 16u);
+  EXPECT_EQ(tmpl.launch_geometry(config, {8, 8, 8}).dynamic_shared_bytes, 8u);
+  EXPECT_EQ(tmpl.builds(config).size(), 2u * 2u * 6u);  // op_b, beta, the epilogue
+  EXPECT_TRUE(tmpl.builds(config).front().plain());
+
+  EXPECT_THAT(template_error(base + "// tiletune: supports op_a\n// tiletune: specializes op_b\n"),
+              HasSubstr("specializes op_b but supports op_a"));
+  EXPECT_THAT(template_error(std::string(kEntry) + "// tiletune: param OP_A 0 1\n// tiletune: block 1\n" +
+                             kGrid + "// tiletune: supports op_a\n// tiletune: specializes op_a\n"),
+              HasSubstr("parameter name 'OP_A' is reserved for a specialized part"));
+  EXPECT_THAT(template_error(std::string(kEntry) + kParam + "// tiletune: block T * (OP_B + 1)\n" + kGrid +
+                             "// tiletune: supports op_b\n// tiletune: specializes op_b\n"),
+              HasSubstr("only 'shared' may read a build's specialized parts"));
+  EXPECT_THAT(template_error(base + "// tiletune: supports op_b\n// tiletune: specializes op_b op_b\n"),
+              HasSubstr("specializes 'op_b' twice"));
+  EXPECT_THROW(Specialization::parse("op_c=t"), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace tiletune
