@@ -72,7 +72,7 @@ class DirectLaunch {
     const CudaDriver& cu = cuda_driver();
     const Configuration config = tmpl.parse_configuration(config_text);
     tmpl.check_requirements(config, problem);
-    const Configuration build = tmpl.build_configuration(config, tmpl.specialization(problem));
+    const Configuration build = tmpl.build_configuration(config, problem);
     geometry_ = tmpl.launch_geometry(build, problem.shape, device.sm_count);
     const CompiledKernelImage image = compile_configuration(tmpl, build, device.arch());
     check_cuda(cu.cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData");

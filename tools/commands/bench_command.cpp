@@ -230,7 +230,7 @@ int run(const BenchOptions& options) {
       continue;
     }
     // The build that serves the problem, where the template compiles parts of it in.
-    const Configuration build = tmpl.build_configuration(config, tmpl.specialization(problem));
+    const Configuration build = tmpl.build_configuration(config, problem);
     const GpuKernel kernel(compile_configuration(tmpl, build, gpu.arch()), tmpl.entry,
                            entry_form(tmpl));
     const LaunchGeometry geometry = tmpl.launch_geometry(build, shape, gpu.sm_count);

@@ -78,6 +78,32 @@ void record_probe_finding(const LargeIndexFinding& finding, FuzzReport& report) 
   report.finding = "at element offsets past 2^31 (large-index probe): " + finding.what;
 }
 
+// The GPU's large-index probe of a configuration's plain build, after its fuzz passed: says how it
+// went in outcome.probe, or records its finding in outcome.report (false; `lost` when the
+// launch broke the CUDA context).
+bool probe_passes(FuzzBackend& backend, const GpuExecutor& gpu, const KernelTemplate& tmpl,
+                  const Configuration& config, ConfigurationOutcome& outcome, bool& lost) {
+  const LargeIndexProbe& probe = *backend.large_index_probe();
+  if (auto why = probe.unavailable()) {
+    outcome.probe = "large-index probe skipped: " + *why;
+    return true;
+  }
+  std::vector<std::string> skipped;
+  if (auto finding = probe.check(gpu.kernel(), tmpl, config, &skipped)) {
+    record_probe_finding(*finding, outcome.report);
+    lost = finding->context_lost;
+    return false;
+  }
+  if (skipped.size() == LargeIndexProbe::problems().size()) {
+    outcome.probe = fmt::format("large-index probe skipped: {}", fmt::join(skipped, "; "));
+  } else {
+    outcome.probe = skipped.empty() ? "large-index probe passed"
+                                    : fmt::format("large-index probe passed ({} skipped: {})",
+                                                  skipped.size(), fmt::join(skipped, "; "));
+  }
+  return true;
+}
+
 std::unique_ptr<GemmExecutor> executor_for(FuzzBackend& backend, const KernelTemplate& tmpl,
                                            const Configuration& config, const GemmShape& typical,
                                            std::string& skip_reason) {
@@ -181,22 +207,9 @@ ConfigurationOutcome fuzz_configuration_on(FuzzBackend& backend, const KernelTem
           break;
         }
         // The probe's problems are plain ones: the plain build runs them.
-        if (GpuExecutor* gpu = gpu_of(executor); gpu != nullptr && build.plain()) {
-          const LargeIndexProbe& probe = *backend.large_index_probe();
-          if (auto why = probe.unavailable()) {
-            outcome.probe = "large-index probe skipped: " + *why;
-          } else if (std::vector<std::string> skipped;
-                     auto finding = probe.check(gpu->kernel(), tmpl, config, &skipped)) {
-            record_probe_finding(*finding, outcome.report);
-            lost = finding->context_lost;
-            break;
-          } else if (skipped.size() == LargeIndexProbe::problems().size()) {
-            outcome.probe = fmt::format("large-index probe skipped: {}", fmt::join(skipped, "; "));
-          } else {
-            outcome.probe = skipped.empty() ? "large-index probe passed"
-                                            : fmt::format("large-index probe passed ({} skipped: {})",
-                                                          skipped.size(), fmt::join(skipped, "; "));
-          }
+        if (GpuExecutor* gpu = gpu_of(executor); gpu != nullptr && build.plain() &&
+                                                 !probe_passes(backend, *gpu, tmpl, config, outcome, lost)) {
+          break;
         }
       }
     } else {

@@ -200,6 +200,10 @@ struct KernelTemplate {
   // BATCH or EPILOGUE for each specialized value that is not the plain one (so the plain build is the
   // configuration itself). For compiling only: records name configurations, never builds.
   Configuration build_configuration(const Configuration& config, const Specialization& build) const;
+  // The build that serves the problem: build_configuration(config, specialization(problem)).
+  Configuration build_configuration(const Configuration& config, const GemmProblem& problem) const {
+    return build_configuration(config, specialization(problem));
+  }
   // Every build the configuration has, the plain one first: every combination of the specialized
   // parts (beta and an epilogue only where it keeps C, !may_add_into_c).
   std::vector<Specialization> builds(const Configuration& config) const;

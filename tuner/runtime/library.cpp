@@ -357,7 +357,8 @@ GemmState::Trial GemmState::first_call_trial(CUcontext context, const DeviceProp
       const Configuration config = templ_.parsed->parse_configuration(text);
       templ_.parsed->check_requirements(config, problem);
       const Specialization build = templ_.parsed->specialization(problem);
-      candidate.geometry = templ_.parsed->launch_geometry(templ_.parsed->build_configuration(config, build), problem.shape,
+      candidate.geometry = templ_.parsed->launch_geometry(templ_.parsed->build_configuration(config, build),
+                                                          problem.shape,
                                                           on_gpu ? device->sm_count : drawn_sm_count(0));
       if (on_gpu) candidate.gpu = library.gpu().kernel(context, templ_, text, build, candidate.geometry);
       else candidate.cpu = library.cpu().kernel(templ_, text, build);
