@@ -31,13 +31,15 @@ class DatabaseError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A row of `tiletune list`: what is recorded, grouped by GPU, template version and shape.
+// A row of `tiletune list`: what is recorded, grouped by GPU, template version, shape and
+// transposes.
 struct ResultSummary {
   std::string gpu_name;
   std::string template_name;
   std::string template_hash;
   bool template_current = false;
   GemmShape shape;
+  Transposes op;
   int results = 0;
   int ok = 0;
   std::optional<double> best_tflops;
@@ -104,7 +106,7 @@ class ResultStore {
  public:
   enum class Access {
     // Opens or creates the database, switches it to WAL mode, creates, checks or migrates (from
-    // versions 1 to 5, each step in one transaction) its schema.
+    // versions 1 to 6, each step in one transaction) its schema.
     read_write,
     // For what only reads (query, list, strategies): the file must exist and is never changed, nor
     // its journal mode, nor any file created beside it (except the -shm and -wal files a reader of
@@ -145,29 +147,33 @@ class ResultStore {
 
   // Whether a result exists for these keys (so that a resumed tune measures nothing twice).
   bool has_result(std::int64_t gpu_id, const std::string& template_hash, const std::string& config,
-                  const GemmShape& shape) const;
-  // Every result (any status) for the GPU row, template version and shape, keyed by
+                  const GemmShape& shape, Transposes op = {}) const;
+  // Every result (any status) for the GPU row, template version, shape and transposes, keyed by
   // configuration: what a resumed tune can skip, read in one query.
   std::map<std::string, ResultRecord> recorded_results(std::int64_t gpu_id,
                                                        const std::string& template_hash,
-                                                       const GemmShape& shape) const;
+                                                       const GemmShape& shape,
+                                                       Transposes op = {}) const;
 
-  // The fastest ok result for the GPU (matched by name) and shape among current template
-  // versions that declare `precision`, optionally only of one template name: a caller that names
-  // no precision is never handed a TF32 template's result.
+  // The fastest ok result for the GPU (matched by name), shape and transposes among current
+  // template versions that declare `precision`, optionally only of one template name: a caller
+  // that names no precision is never handed a TF32 template's result.
   std::optional<ResultRecord> best(const std::string& gpu_name, const GemmShape& shape,
                                    const std::optional<std::string>& template_name = {},
-                                   Precision precision = Precision::fp32) const;
-  // Every ok result for the GPU and shape, fastest first (current template versions only; equal
-  // times by template name, then configuration text).
+                                   Precision precision = Precision::fp32, Transposes op = {}) const;
+  // Every ok result for the GPU, shape and transposes, fastest first (current template versions
+  // only; equal times by template name, then configuration text).
   std::vector<ResultRecord> ranking(const std::string& gpu_name, const GemmShape& shape,
-                                    const std::optional<std::string>& template_name = {}) const;
-  // Every ok result of the current template versions, on every GPU and shape, in one query (what
-  // the runtime library selects from), in the order they were recorded.
+                                    const std::optional<std::string>& template_name = {},
+                                    Transposes op = {}) const;
+  // Every ok result of the current template versions, on every GPU, shape and transposes, in one
+  // query (what the runtime library selects from), in the order they were recorded.
   std::vector<CurrentResult> current_results() const;
-  // Shapes that have an ok result for the GPU (current versions), for a nearest-shape answer.
+  // Shapes that have an ok result for the GPU and transposes (current versions), for a
+  // nearest-shape answer.
   std::vector<GemmShape> shapes_with_results(const std::string& gpu_name,
-                                             const std::optional<std::string>& template_name = {}) const;
+                                             const std::optional<std::string>& template_name = {},
+                                             Transposes op = {}) const;
   // The templates recorded, the current version's source included.
   std::vector<TemplateRecord> templates(bool current_only = true) const;
   std::vector<GpuRecord> gpus() const;
@@ -215,7 +221,12 @@ class ResultStore {
   // ranking(), of the templates declaring `precision` only where one is given.
   std::vector<ResultRecord> ranked_results(const std::string& gpu_name, const GemmShape& shape,
                                            const std::optional<std::string>& template_name,
-                                           std::optional<Precision> precision) const;
+                                           std::optional<Precision> precision, Transposes op) const;
+  // The transposes column of results as `table` names them; 'nn' in a read-only file older than
+  // version 7, whose results are all C = A * B.
+  std::string op_column(const char* table) const {
+    return schema_version_ < 7 ? "'nn'" : std::string(table) + ".op";
+  }
 
   int schema_version_ = 0;  // read-only, an older version may be read as it is
   sqlite3* db_ = nullptr;

@@ -146,7 +146,7 @@ TEST_F(DatabaseMergeTest, EveryTableOfEveryInputIsKeptWithItsEvidence) {
   }
   const auto merged = merge_databases(out(), {a, b});
   ASSERT_EQ(merged.size(), 2u);
-  EXPECT_EQ(merged[0].schema_version, 6);
+  EXPECT_EQ(merged[0].schema_version, 7);
   EXPECT_EQ(merged[0].added.at("results"), 2);
   EXPECT_EQ(merged[1].added.at("results"), 2);
   EXPECT_EQ(merged[0].added.at("counters"), 2);
@@ -340,14 +340,14 @@ TEST_F(DatabaseMergeTest, AnUnknownSchemaIsRefusedBeforeAnythingIsWritten) {
                                    make_result("tiled", "", "TILE=16", kSquare, ResultStatus::ok, 1.5),
                                    "2025-01-01 10:00:00");
   const fs::path newer = file("newer.db"), foreign = file("foreign.db");
-  exec_file(newer, std::string("CREATE TABLE future (x); PRAGMA user_version = 7;"));
+  exec_file(newer, std::string("CREATE TABLE future (x); PRAGMA user_version = 8;"));
   exec_file(foreign, "CREATE TABLE notes (text TEXT);");
 
   try {
     merge_databases(out(), {good, newer});
-    FAIL() << "a version 7 input was merged";
+    FAIL() << "a version 8 input was merged";
   } catch (const DatabaseError& e) {
-    EXPECT_THAT(e.what(), HasSubstr(newer.string() + ": schema version 7 is not one this tiletune reads"));
+    EXPECT_THAT(e.what(), HasSubstr(newer.string() + ": schema version 8 is not one this tiletune reads"));
   }
   EXPECT_FALSE(fs::exists(out()));
   EXPECT_THROW(merge_databases(out(), {good, foreign}), DatabaseError);

@@ -186,7 +186,7 @@ class SchemaMigrationTest : public ResultStoreTest {};
 TEST_F(SchemaMigrationTest, Version1FileIsMigratedKeepingEveryRow) {
   write_version_1_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "6");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
   expect_version_1_rows(store);
   EXPECT_EQ(store.recorded_results(1, "h2", kSquare).size(), 2u);
   EXPECT_EQ(query_file(db_path(), "SELECT group_concat(id) FROM (SELECT id FROM results ORDER BY id)"),
@@ -236,7 +236,7 @@ void write_version_2_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version2FileGainsAnEmptyFuzzPassTable) {
   write_version_2_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "6");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
   expect_version_1_rows(store);
   EXPECT_TRUE(store.fuzz_passes(1, "h2").empty()) << "a pass from before is not invented";
   store.record_fuzz_pass(1, "tiled", "h2", "TILE=16", 30);
@@ -257,7 +257,7 @@ void write_version_3_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version3FileGainsAnEmptyMissedProblemTable) {
   write_version_3_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "6");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
   expect_version_1_rows(store);
   EXPECT_EQ(store.fuzz_passes(1, "h2"), (std::map<std::string, int>{{"TILE=16", 30}}));
   EXPECT_TRUE(store.missed_problems().empty());
@@ -320,7 +320,7 @@ void write_version_4_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version4FileGainsEmptyCounterAndBenchTables) {
   write_version_4_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "6");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
   expect_version_1_rows(store);
   EXPECT_EQ(store.fuzz_passes(1, "h2"), (std::map<std::string, int>{{"TILE=16", 30}}));
   ASSERT_EQ(store.missed_problems().size(), 1u);
@@ -405,7 +405,7 @@ void write_version_5_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version5FileGainsFp32TemplatesAndAnEmptySearchTrace) {
   write_version_5_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "6");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
   expect_version_1_rows(store);
   ASSERT_EQ(store.bench_results().size(), 1u);
   EXPECT_EQ(store.bench_results()[0].cublas_ms, 0.25);
@@ -458,6 +458,40 @@ TEST_F(SchemaMigrationTest, ReadOnlyVersion5FileHasNoTracesAndFp32Templates) {
     EXPECT_FALSE(store.best("NVIDIA H200", kSquare, std::nullopt, Precision::tf32).has_value());
   }
   EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "5");
+}
+
+void write_version_6_database(const fs::path& path) {
+  write_version_5_database(path);
+  std::ifstream file(fs::path(TILETUNE_SOURCE_DIR) / "db" / "migrate_v5_to_v6.sql");
+  exec_file(path, std::string(std::istreambuf_iterator<char>(file), {}));
+  ASSERT_EQ(query_file(path, "PRAGMA user_version"), "6");
+}
+
+// Version 7: every result before it is of C = A * B (op nn), and a configuration may then be
+// recorded at the same shape for other transposes beside it.
+TEST_F(SchemaMigrationTest, Version6ResultsAreOfPlainProductsAndGainTransposedNeighbours) {
+  write_version_6_database(db_path());
+  {
+    ResultStore read_only(db_path(), ResultStore::Access::read_only);
+    expect_version_1_rows(read_only);  // read as nn
+    EXPECT_TRUE(read_only.recorded_results(1, "h2", kSquare, Transposes{Op::n, Op::t}).empty());
+  }
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "6");
+  ResultStore store(db_path());
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
+  expect_version_1_rows(store);
+  EXPECT_EQ(query_file(db_path(), "SELECT group_concat(DISTINCT op) FROM results"), "nn");
+
+  ResultRecord nt = version_1_fast();
+  nt.op = {Op::n, Op::t};
+  nt.median_ms = 9;
+  store.record_result(1, GpuRecord{}, nt);
+  expect_version_1_rows(store);  // nn's row of the same configuration is still there, unchanged
+  const auto transposed = store.recorded_results(1, "h2", kSquare, nt.op);
+  ASSERT_EQ(transposed.size(), 1u);
+  EXPECT_EQ(transposed.at("TILE=16").median_ms, 9);
+  EXPECT_EQ(transposed.at("TILE=16").op, nt.op);
+  EXPECT_EQ(query_file(db_path(), "PRAGMA foreign_key_check"), "");
 }
 
 // query and list open read-only: an older file answers as it is, and stays at its version.
@@ -524,6 +558,11 @@ TEST_F(SchemaMigrationTest, MigratedSchemaMatchesANewOne) {
   write_version_5_database(from_version_5);
   { ResultStore migrated(from_version_5); }
   EXPECT_EQ(schema_of(from_version_5), expected);
+  EXPECT_NE(expected.find("op TEXT NOT NULL DEFAULT 'nn'"), std::string::npos) << expected;
+  const fs::path from_version_6 = dir_ / "from-version-6.db";
+  write_version_6_database(from_version_6);
+  { ResultStore migrated(from_version_6); }
+  EXPECT_EQ(schema_of(from_version_6), expected);
 }
 
 // Where the migrated tables start in the file: SQLite allocates pages deterministically, so a
@@ -559,7 +598,7 @@ TEST_F(SchemaMigrationTest, ConcurrentOpenersMigrateOnce) {
     }
     for (auto& opener : openers) opener.join();
     ASSERT_EQ(failures, 0) << "round " << round;
-    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "6");
+    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "7");
     EXPECT_EQ(query_file(path, "SELECT count(*) FROM results"), "3");
     EXPECT_EQ(query_file(path, "PRAGMA integrity_check"), "ok");
     EXPECT_EQ(layout_of(path), migrated_once) << "migrated more than once";
@@ -594,7 +633,7 @@ TEST_F(SchemaMigrationTest, FailedMigrationChangesNothing) {
 }
 
 TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
-  for (const int version : {7, 42, -1}) {
+  for (const int version : {8, 42, -1}) {
     const fs::path path = dir_ / ("v" + std::to_string(version) + ".db");
     { ResultStore store(path); }
     exec_file(path, "PRAGMA user_version = " + std::to_string(version));
@@ -605,7 +644,7 @@ TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
       const std::string message = error.what();
       EXPECT_NE(message.find(path.string()), std::string::npos) << message;
       EXPECT_NE(message.find("unsupported schema version " + std::to_string(version) +
-                             " (this tiletune reads version 6 and migrates versions 1 to 5)"),
+                             " (this tiletune reads version 7 and migrates versions 1 to 6)"),
                 std::string::npos)
           << message;
     }

@@ -56,6 +56,29 @@ std::string GemmShape::to_string() const { return fmt::format("{}x{}x{}", m, n, 
 
 char to_char(Op op) { return op == Op::n ? 'n' : 't'; }
 
+std::string Transposes::to_string() const { return {to_char(a), to_char(b)}; }
+
+std::optional<Transposes> Transposes::parse(std::string_view text) {
+  const auto op = [](char c) -> std::optional<Op> {
+    if (c == 'n') return Op::n;
+    if (c == 't') return Op::t;
+    return std::nullopt;
+  };
+  if (text.size() != 2) return std::nullopt;
+  const auto a = op(text[0]), b = op(text[1]);
+  if (!a || !b) return std::nullopt;
+  return Transposes{*a, *b};
+}
+
+GemmProblem GemmProblem::packed(GemmShape s, Transposes op) {
+  GemmProblem p = packed(s);
+  p.op_a = op.a;
+  p.op_b = op.b;
+  p.lda = p.a_columns();
+  p.ldb = p.b_columns();
+  return p;
+}
+
 const char* to_string(Epilogue epilogue) {
   switch (epilogue) {
     case Epilogue::none: return "none";
@@ -170,12 +193,10 @@ bool GemmProblem::parse_contract_item(std::string_view key, std::string_view val
     if (error != std::errc() || end != value.data() + value.size()) throw bad();
   };
   if (key == "op") {
-    if (value.size() != 2) throw bad();
-    for (int i = 0; i < 2; ++i) {
-      if (value[i] != 'n' && value[i] != 't') throw bad();
-    }
-    op_a = value[0] == 't' ? Op::t : Op::n;
-    op_b = value[1] == 't' ? Op::t : Op::n;
+    const std::optional<Transposes> op = Transposes::parse(value);
+    if (!op) throw bad();
+    op_a = op->a;
+    op_b = op->b;
   } else if (key == "alpha") {
     number(alpha);
   } else if (key == "beta") {

@@ -40,6 +40,19 @@ struct GemmShape {
 double log_distance(const GemmShape& a, const GemmShape& b);
 
 char to_char(Op op);                        // 'n', 't'
+
+// A problem's transposes as BLAS names them: "nn" (C = A * B), "nt", "tn", "tt". Besides its
+// shape, what a record is tuned for: the transposes change which configuration is fastest.
+struct Transposes {
+  Op a = Op::n, b = Op::n;
+
+  std::string to_string() const;  // "nt"
+  // "nt" -> {n, t}; nothing for another text.
+  static std::optional<Transposes> parse(std::string_view text);
+  bool none() const { return a == Op::n && b == Op::n; }
+  friend bool operator==(const Transposes&, const Transposes&) = default;
+  friend auto operator<=>(const Transposes&, const Transposes&) = default;
+};
 const char* to_string(Epilogue epilogue);   // "none", "bias_relu", ...
 // "bias_relu" -> Epilogue::bias_relu; nothing for another word.
 std::optional<Epilogue> parse_epilogue(std::string_view text);
@@ -63,6 +76,9 @@ struct GemmProblem {
   Epilogue epilogue = Epilogue::none;
 
   static GemmProblem packed(GemmShape s) { return {s, s.k, s.n, s.n}; }
+  // Packed with these transposes: each operand's rows as long as its stored layout's.
+  static GemmProblem packed(GemmShape s, Transposes op);
+  Transposes transposes() const { return {op_a, op_b}; }
   // Sizes >= 1, leading dimensions at least op's rows' lengths, batch >= 1 with strides >= 0 and
   // C's entries apart, all within int range (strides and batch: int64).
   bool valid() const;

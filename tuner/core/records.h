@@ -50,6 +50,7 @@ struct ResultRecord {
   std::string template_hash;
   std::string config;  // Configuration::to_string()
   GemmShape shape;
+  Transposes op;  // the transposes it ran with (packed operands); "nn" is C = A * B
   // Outcome.
   ResultStatus status = ResultStatus::ok;
   std::string detail;  // NVRTC log, counterexample, CUDA error or the limit that was hit
