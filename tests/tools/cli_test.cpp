@@ -936,6 +936,54 @@ TEST_F(CpuTune, AGuidedTuneWarmStartsFromTheNearestRecordedShape) {
   EXPECT_THAT(cold.out, ::testing::Not(HasSubstr("warm start"))) << cold;
 }
 
+// tune --op nt: each configuration fuzzed, verified and timed in its build for B stored N x K
+// (warp_tiled compiles the transpose in), and recorded for nt beside the plain product's results
+// of the same configurations; query --op nt answers with it, a plain query with the plain one.
+// A template that does not serve the transposes is left out in one line.
+TEST_F(CpuTune, ATuneOfTransposesIsRecordedForThemAndQueryChoosesIt) {
+  const std::vector<std::string> search = {"--strategy", "random", "--budget", "2"};
+  const Outcome plain = tiletune(tune("warp_tiled.cu", search, 5));
+  ASSERT_EQ(plain.exit_code, 0) << plain;
+  std::vector<std::string> nt_args = tune("warp_tiled.cu", search, 5);
+  nt_args.insert(nt_args.begin() + 2, (kTemplates / "tf32_wgmma.cu").string());
+  nt_args.insert(nt_args.end(), {"--op", "nt"});
+  const Outcome nt = tiletune(nt_args);
+  ASSERT_EQ(nt.exit_code, 0) << nt;
+  EXPECT_THAT(nt.err, HasSubstr("tf32_wgmma serves no transposed B (op_b=t) (it supports plain C = A * "
+                                "B only): not tuned\n")) << nt;
+  EXPECT_THAT(nt.err, HasSubstr("op=nt, strategy random")) << nt;
+  EXPECT_EQ(settled_line(nt), "settled: 2 ok") << nt;
+  EXPECT_THAT(nt.out, ::testing::Not(HasSubstr("recorded earlier"))) << "the plain results are not nt's\n" << nt;
+
+  std::map<std::string, int> results_by_op;
+  for (const ResultSummary& row : ResultStore(db()).summary()) {
+    if (row.template_name == "warp_tiled") results_by_op[row.op.to_string()] += row.results;
+  }
+  EXPECT_EQ(results_by_op, (std::map<std::string, int>{{"nn", 2}, {"nt", 2}}));
+
+  const auto query = [&](const std::string& op) {
+    return tiletune({"query", "--shape", "40x36x20", "--op", op, "--kernel", "warp_tiled", "--json",
+                     "--db", db().string()});
+  };
+  const Outcome asked_nt = query("nt");
+  ASSERT_EQ(asked_nt.exit_code, 0) << asked_nt;
+  const nlohmann::json answer = parse_json(asked_nt);
+  EXPECT_EQ(answer.value("tuned_for_op", ""), "nt") << asked_nt;
+  EXPECT_EQ(answer.value("ldb", 0), 20) << "B stored N x K, packed";
+  EXPECT_THAT(answer.value("why", ""), HasSubstr("has a record of 40x36x20 tuned for op=nt")) << asked_nt;
+  const Outcome asked_nn = query("nn");
+  ASSERT_EQ(asked_nn.exit_code, 0) << asked_nn;
+  EXPECT_EQ(parse_json(asked_nn).value("tuned_for_op", ""), "nn") << asked_nn;
+  const Outcome asked_tn = query("tn");  // not tuned for tn: the plain product's record serves it
+  ASSERT_EQ(asked_tn.exit_code, 0) << asked_tn;
+  EXPECT_EQ(parse_json(asked_tn).value("tuned_for_op", ""), "nn") << asked_tn;
+
+  const Outcome none = tiletune({"tune", (kTemplates / "tf32_wgmma.cu").string(), "--backend", "cpu",
+                                 "--op", "tn", "--db", db().string()});
+  EXPECT_EQ(none.exit_code, 2) << none;
+  EXPECT_THAT(none.err, HasSubstr("no template given serves op=tn: nothing to tune")) << none;
+}
+
 // The swapped parameters are refused from NVRTC's output, which tune compiles on the CPU backend
 // too; C before A and B has the contract's layout, and the CPU backend's check of the entry's type
 // refuses it.

@@ -185,7 +185,11 @@ int run(const BenchOptions& options) {
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const GemmShape& shape = shapes[i];
     const GemmProblem& problem = problems[i];
-    std::optional<ResultRecord> best = store.best(gpu.name, shape, only, precision);
+    // A record tuned for the problem's transposes (`tune --op`) first, as the library chooses.
+    std::optional<ResultRecord> best =
+        problem.transposes().none() ? std::nullopt
+                                    : store.best(gpu.name, shape, only, precision, problem.transposes());
+    if (!best) best = store.best(gpu.name, shape, only, precision);
     if (!best && !templates.empty()) {  // no templates given: nothing to tune it with
       if (!tuning) {
         tuning = std::make_unique<TuningSession>(SessionOptions{}, std::vector<int>{});
@@ -214,7 +218,7 @@ int run(const BenchOptions& options) {
     }
     const KernelTemplate tmpl = recorded_template(store, *best);
     const Configuration config = tmpl.parse_configuration(best->config);
-    // The record is the plain product's: its template may not serve the contract asked for.
+    // The record may be the plain product's: its template may not serve the contract asked for.
     std::optional<std::string> cannot = tmpl.unsupported(problem, config);
     if (!cannot) {
       try {

@@ -39,6 +39,7 @@ using runtime::SelectionRequest;
 struct QueryOptions {
   std::string shape;
   std::optional<std::int64_t> lda, ldb, ldc;  // default: packed
+  std::string op = "nn";
   std::string kernel;
   std::string gpu;
   std::string db = "tiletune.db";
@@ -60,14 +61,16 @@ const char* to_string(GpuStep step) {
 }
 
 GemmProblem problem_of(const QueryOptions& options) {
-  GemmProblem problem = GemmProblem::packed(GemmShape::parse(options.shape));
+  GemmProblem problem =
+      GemmProblem::packed(GemmShape::parse(options.shape), Transposes::parse(options.op).value());
   if (options.lda) problem.lda = *options.lda;
   if (options.ldb) problem.ldb = *options.ldb;
   if (options.ldc) problem.ldc = *options.ldc;
   if (!problem.valid()) {
-    throw UsageError(fmt::format("invalid leading dimensions for {}: {} (lda >= K, ldb >= N and "
+    throw UsageError(fmt::format("invalid leading dimensions for {}: {} (lda >= {}, ldb >= {} and "
                                  "ldc >= N are needed, each at most {})",
                                  problem.shape.to_string(), problem.to_string(),
+                                 problem.op_a == Op::n ? "K" : "M", problem.op_b == Op::n ? "N" : "K",
                                  std::numeric_limits<int>::max()));
   }
   return problem;
@@ -116,13 +119,14 @@ std::string describe_trial(const Plan& plan, const std::string& gpu) {
                      plan.template_name, plan.config, plan.expected_ms, plan.trial_candidates);
 }
 
-// Which of two templates' answers query gives: the nearer GPU step, the exact shape (the faster
-// there), else a prediction (the faster predicted), else the nearer recorded shape (its faster),
-// then the template's name.
-auto preference(const Selection& s, const GemmShape& asked) {
-  const double distance = s.exact_shape || s.predicted ? 0.0 : log_distance(s.choice->shape, asked);
+// Which of two templates' answers query gives: the nearer GPU step, the exact shape (a record
+// tuned for the problem's transposes first, the faster there), else a prediction (the faster
+// predicted), else the nearer recorded shape (its faster), then the template's name.
+auto preference(const Selection& s, const GemmProblem& asked) {
+  const double distance = s.exact_shape || s.predicted ? 0.0 : log_distance(s.choice->shape, asked.shape);
   const double ms = s.predicted ? s.predicted->ms : s.choice->median_ms;
-  return std::make_tuple(s.step, !s.exact_shape, !s.predicted, distance, ms, s.templ->name);
+  return std::make_tuple(s.step, !s.exact_shape, s.choice->op != asked.transposes(), !s.predicted,
+                         distance, ms, s.templ->name);
 }
 
 int run(const QueryOptions& options) {
@@ -167,7 +171,7 @@ int run(const QueryOptions& options) {
     request.template_name = name;
     try {
       Selection answer = runtime::select_configuration(records, request);
-      if (!best || preference(answer, requested) < preference(*best, requested)) best = answer;
+      if (!best || preference(answer, problem) < preference(*best, problem)) best = answer;
     } catch (const runtime::NoSelection& e) {
       reason = e.what();
     }
@@ -196,6 +200,8 @@ int run(const QueryOptions& options) {
         {"recorded_gpu", recorded_gpu},
         {"gpu_step", to_string(best->step)},
         {"shape", requested.to_string()},
+        {"op", problem.transposes().to_string()},
+        {"tuned_for_op", choice.op.to_string()},
         {"lda", problem.lda},
         {"ldb", problem.ldb},
         {"ldc", problem.ldc},
@@ -258,8 +264,10 @@ int run(const QueryOptions& options) {
     } else {
       fmt::print("{} {}: {} [{}] {:.4f} ms, {:.2f} TFLOP/s, precision {} (median of {} runs, "
                  "recorded {})\n",
-                 recorded_gpu, answered.to_string(), best->templ->name, best->config,
-                 choice.median_ms, choice.tflops, tiletune::to_string(best->templ->precision),
+                 recorded_gpu,
+                 answered.to_string() + (choice.op.none() ? "" : " op=" + choice.op.to_string()),
+                 best->templ->name, best->config, choice.median_ms, choice.tflops,
+                 tiletune::to_string(best->templ->precision),
                  choice.runs, choice.recorded_at);
     }
     if (trial) fmt::print("{}\n", describe_trial(*trial, gpu));
@@ -273,8 +281,12 @@ void add_query_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<QueryOptions>();
   CLI::App* command = app.add_subcommand("query", "the best recorded configuration for a shape");
   command->add_option("--shape", options->shape, "problem size MxNxK")->required();
-  command->add_option("--lda", options->lda, "leading dimension of A (default: K, packed)");
-  command->add_option("--ldb", options->ldb, "leading dimension of B (default: N, packed)");
+  command->add_option("--op", options->op,
+                      "the transposes (nt: B stored N x K): a record tuned for them at the shape "
+                      "('tune --op') is chosen first")
+      ->capture_default_str()->check(CLI::IsMember({"nn", "nt", "tn", "tt"}));
+  command->add_option("--lda", options->lda, "leading dimension of A (default: packed, K or M with op t)");
+  command->add_option("--ldb", options->ldb, "leading dimension of B (default: packed, N or K with op t)");
   command->add_option("--ldc", options->ldc, "leading dimension of C (default: N, packed)");
   command->add_option("--kernel", options->kernel, "only this template (by name)");
   command->add_option("--gpu", options->gpu, "GPU name (default: this machine's, or the only one recorded)");

@@ -54,6 +54,7 @@ struct TuneOptions {
   std::string workload;       // a workload file: tune the --budget shapes `plan` names
   std::string search_budget;  // with --workload, what --budget is without it
   std::string shard;  // "I/N"; empty: the whole tune
+  std::string op = "nn";  // the transposes tuned
   SessionOptions session;
 };
 
@@ -210,6 +211,7 @@ TuningSettings settings_of(const TuneOptions& options) {
   settings.pruning.keep_spilling = options.keep_spilling;
   settings.warm_start = !options.cold_start;
   settings.confirm_top = options.confirm_top;
+  settings.op = Transposes::parse(options.op).value();  // CLI11 checked it
   try {
     const std::string& budget = options.workload.empty() ? options.budget : options.search_budget;
     if (!budget.empty()) settings.budget = SearchBudget::parse(budget);
@@ -261,16 +263,29 @@ TunePlan plan_tune(const TuneOptions& options, const std::vector<KernelTemplate>
     check_not_empty(tmpl, enumerate_configurations(tmpl));  // nothing to tune is no tune
   }
   TunePlan plan;
+  plan.settings = settings_of(options);
   if (!options.workload.empty()) {
     workload_budget(options);  // checked now; the shapes are planned once the GPU is known
     for (const KernelTemplate& tmpl : given) plan.plans.push_back({tmpl, {}});
   } else if (!options.missed) {
     const std::vector<GemmShape> shapes = parse_shapes(options.shapes);
-    for (const KernelTemplate& tmpl : given) plan.plans.push_back({tmpl, shapes});
+    // Transposes a template does not serve: said in one line each, and the others tuned.
+    std::vector<std::string> unserved;
+    for (const KernelTemplate& tmpl : given) {
+      if (auto why = tmpl.unsupported(GemmProblem::packed(shapes.front(), plan.settings.op))) {
+        unserved.push_back(std::move(*why));
+      } else {
+        plan.plans.push_back({tmpl, shapes});
+      }
+    }
+    if (plan.plans.empty()) {
+      throw UsageError(fmt::format("no template given serves op={}: nothing to tune ({})",
+                                   plan.settings.op.to_string(), fmt::join(unserved, "; ")));
+    }
+    for (const std::string& why : unserved) fmt::print(stderr, "tiletune: {}: not tuned\n", why);
   } else if (!std::filesystem::exists(options.db)) {
     throw UsageError(fmt::format("{}: no such database: no problem was missed there", options.db));
   }
-  plan.settings = settings_of(options);
   const TuneShard& shard = plan.settings.shard;
   if (!shard.whole() && is_guided_strategy(options.strategy)) keep_owned_pairs(plan.plans, shard);
   return plan;
@@ -363,10 +378,10 @@ std::size_t print_header(const TuneOptions& options, const TuningSettings& setti
       where += fmt::format("{}{}", i ? "," : pool.size() > 1 ? ", devices " : ", device ",
                            pool.lane(i).device.ordinal);
     }
-    fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}){}, strategy {}{}, database {}\n",
+    fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}){}, {}strategy {}{}, database {}\n",
                model.name, model.arch(), model.sm_count, model.driver_version, model.nvrtc_version, where,
-               options.strategy, settings.budget ? ", budget " + settings.budget->to_string() : "",
-               options.db);
+               settings.op.none() ? "" : "op=" + settings.op.to_string() + ", ", options.strategy,
+               settings.budget ? ", budget " + settings.budget->to_string() : "", options.db);
   }
   return devices;
 }
@@ -377,7 +392,7 @@ std::size_t print_header(const TuneOptions& options, const TuningSettings& setti
 void compile_ahead(TuningSession& session, const TuneOptions& options, const TuningSettings& settings,
                    const std::vector<std::vector<TuningPlan>>& model_plans, const ResultStore& store) {
   if (options.session.backend != "gpu" || settings.strategy != "exhaustive" || settings.budget ||
-      !settings.shard.whole()) {
+      !settings.shard.whole() || !settings.op.none()) {  // ahead: plain builds only
     return;
   }
   std::set<std::string> recorded;
@@ -540,6 +555,12 @@ void add_tune_command(CLI::App& app, int& exit_code) {
   command->add_flag("--cold-start", options->cold_start,
                     "a guided strategy starts from a spread-out sample only, not from the winners of the nearest recorded shapes");
   command->add_flag("--remeasure", options->remeasure, "evaluate again what is already recorded");
+  command->add_option("--op", options->op,
+                      "the transposes to tune (packed operands; nt: B stored N x K, as a linear "
+                      "layer's weights): each configuration fuzzed, verified and timed in the build "
+                      "that serves them, and recorded for them")
+      ->capture_default_str()->check(CLI::IsMember({"nn", "nt", "tn", "tt"}))
+      ->excludes("--missed")->excludes(workload);
   command->add_option("--shard", options->shard,
                       "I/N: do shard I (0 to N-1) of N of this tune, into its own --db, for 'tiletune "
                       "merge' (exhaustive, random: the configurations; guided: the template and shape "

@@ -13,10 +13,10 @@
 namespace tiletune {
 namespace {
 
-// The case that stands for the full shape: packed, real-valued inputs from the tune's data seed.
-GemmCase full_shape_case(const GemmShape& shape, std::uint64_t data_seed) {
+// The case that stands for the full problem: real-valued inputs from the tune's data seed.
+GemmCase full_shape_case(const GemmProblem& problem, std::uint64_t data_seed) {
   GemmCase full;
-  full.problem = GemmProblem::packed(shape);
+  full.problem = problem;
   full.inputs = InputKind::real;
   full.data_seed = data_seed;
   return full;
@@ -24,12 +24,11 @@ GemmCase full_shape_case(const GemmShape& shape, std::uint64_t data_seed) {
 
 // Host bytes the full-shape case takes: A, B and C inside their guard bands, C's copy that the
 // check compares the guards against, and the reference (value and magnitude, in double).
-double full_shape_bytes(const GemmShape& shape) {
-  const GemmProblem p = GemmProblem::packed(shape);
+double full_shape_bytes(const GemmProblem& p) {
   const double guards = double(guard_elements(p.lda) + guard_elements(p.ldb) + guard_elements(p.ldc));
-  return 4.0 * (2 * guards + double(shape.m) * double(p.lda) + double(shape.k) * double(p.ldb) +
-                2 * double(shape.m) * double(p.ldc)) +
-         16.0 * double(shape.m) * double(shape.n);
+  return 4.0 * (2 * guards + double(p.a_rows()) * double(p.lda) + double(p.b_rows()) * double(p.ldb) +
+                2 * double(p.shape.m) * double(p.ldc)) +
+         16.0 * double(p.shape.m) * double(p.shape.n);
 }
 
 // MemAvailable from /proc/meminfo, in bytes; nothing where it cannot be read.
@@ -45,21 +44,22 @@ std::optional<double> available_memory_bytes() {
 }
 
 // Why the full shape does not fit in this machine's memory, or nothing when it does.
-std::optional<std::string> exceeds_host_memory(const GemmShape& shape) {
-  const double needed = full_shape_bytes(shape);
+std::optional<std::string> exceeds_host_memory(const GemmProblem& problem) {
+  const double needed = full_shape_bytes(problem);
   const std::optional<double> available = available_memory_bytes();
   if (!available || needed <= *available) return std::nullopt;
   return fmt::format("the shape {} needs {:.1f} GiB of host memory on the CPU backend, {:.1f} GiB are "
                      "available",
-                     shape.to_string(), needed / (1 << 30), *available / (1 << 30));
+                     problem.shape.to_string(), needed / (1 << 30), *available / (1 << 30));
 }
 
 }  // namespace
 
 const ReferenceTable& CpuFullShapeCheck::reference_of(const GemmCase& full, const StageCallback& stage) {
   const GemmProblem& p = full.problem;
-  const std::string name = fmt::format("reference-{}x{}x{}-ld{}-{}-seed{}", p.shape.m, p.shape.n,
-                                       p.shape.k, p.lda, p.ldb, full.data_seed);
+  const std::string name = fmt::format("reference-{}x{}x{}-ld{}-{}-{}-seed{}", p.shape.m, p.shape.n,
+                                       p.shape.k, p.lda, p.ldb, p.transposes().to_string(),
+                                       full.data_seed);
   if (!reference_ || reference_name_ != name) {
     reference_.reset();  // one shape's at a time
     reference_ = references_.get(name, [&] {
@@ -74,13 +74,13 @@ const ReferenceTable& CpuFullShapeCheck::reference_of(const GemmCase& full, cons
 std::optional<FullShapeFailure> CpuFullShapeCheck::check(GemmExecutor& executor,
                                                          const KernelTemplate& tmpl,
                                                          const Configuration& config,
-                                                         const GemmShape& shape,
+                                                         const GemmProblem& problem,
                                                          std::uint64_t data_seed,
                                                          const StageCallback& stage) {
-  if (auto too_large = exceeds_host_memory(shape)) {
+  if (auto too_large = exceeds_host_memory(problem)) {
     return FullShapeFailure{ResultStatus::device_limit, *too_large};
   }
-  const GemmCase full = full_shape_case(shape, data_seed);
+  const GemmCase full = full_shape_case(problem, data_seed);
   tmpl.check_requirements(config, full.problem);  // the search space leaves out shapes that fail
   const ReferenceTable& reference = reference_of(full, stage);
   stage("verify");
@@ -93,9 +93,9 @@ std::optional<FullShapeFailure> CpuFullShapeCheck::check(GemmExecutor& executor,
 
 // Wall-clock runs of the whole grid, by the same rules as the GPU timer.
 Timing CpuFullShapeCheck::time(GemmExecutor& executor, const KernelTemplate&, const Configuration&,
-                               const GemmShape& shape, std::uint64_t data_seed,
+                               const GemmProblem& problem, std::uint64_t data_seed,
                                const TimingSettings& settings) {
-  const GemmCase full = full_shape_case(shape, data_seed);
+  const GemmCase full = full_shape_case(problem, data_seed);
   GemmOperands operands = make_operands(full);
   for (int i = 0; i < settings.warmup_runs; ++i) executor.run(full, operands);
   std::vector<double> samples;

@@ -19,10 +19,10 @@ class CpuFullShapeCheck : public FullShapeCheck {
       : references_(std::move(references)) {}
 
   std::optional<FullShapeFailure> check(GemmExecutor& executor, const KernelTemplate& tmpl,
-                                        const Configuration& config, const GemmShape& shape,
+                                        const Configuration& config, const GemmProblem& problem,
                                         std::uint64_t data_seed, const StageCallback& stage) override;
   Timing time(GemmExecutor& executor, const KernelTemplate& tmpl, const Configuration& config,
-              const GemmShape& shape, std::uint64_t data_seed, const TimingSettings& settings) override;
+              const GemmProblem& problem, std::uint64_t data_seed, const TimingSettings& settings) override;
 
  private:
   // The reference of the full-shape case, from the shared folder or computed (announced as the

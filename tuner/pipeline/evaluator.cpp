@@ -65,9 +65,12 @@ bool passes_fuzz_stage(GemmExecutor& executor, const KernelTemplate& tmpl,
                        const Evaluator::CaseCallback& before_case, ReferenceCache& references,
                        ResultRecord& result) {
   AnnouncingExecutor announced(executor, before_case);
+  // The executor runs the build of the request's transposes: every case has them where the
+  // template compiles them in.
+  const Specialization build = tmpl.specialization(GemmProblem::packed(request.shape, request.op));
   const FuzzReport fuzz = fuzz_configuration(announced, config, tmpl.precision,
-                                             request.fuzz_settings, CaseRequirements(tmpl, config),
-                                             &references);
+                                             request.fuzz_settings,
+                                             CaseRequirements(tmpl, config, build), &references);
   if (fuzz.verdict == FuzzVerdict::passed && fuzz.cases_passed >= request.fuzz_settings.cases) {
     return true;
   }
@@ -89,6 +92,7 @@ ResultRecord result_keys(const KernelTemplate& tmpl, const EvaluationRequest& re
   result.template_hash = tmpl.source_hash;
   result.config = request.config;
   result.shape = request.shape;
+  result.op = request.op;
   return result;
 }
 
@@ -111,8 +115,12 @@ EvaluationOutcome Evaluator::evaluate(const KernelTemplate& tmpl, const Evaluati
   const Configuration config = tmpl.parse_configuration(request.config);
   std::unique_ptr<GemmExecutor> executor;
   try {
+    if (auto unserved = tmpl.unsupported(GemmProblem::packed(request.shape, request.op), config)) {
+      throw TemplateError(*unserved);
+    }
     stage(backend_->load_stage());
-    executor = make_executor(*backend_, tmpl, config);
+    executor = make_executor(*backend_, tmpl,
+                             tmpl.build_configuration(config, GemmProblem::packed(request.shape, request.op)));
     run_stages(*executor, tmpl, config, request, stage, before_case, outcome);
   } catch (const CompileError& e) {  // EntryContractError too, found when the entry is loaded
     result.status = ResultStatus::compile_error;
@@ -151,7 +159,9 @@ void Evaluator::run_stages(GemmExecutor& executor, const KernelTemplate& tmpl,
   result.registers = resources.registers;
   result.static_shared_bytes = resources.static_shared_bytes;
   result.spill_bytes = resources.spill_bytes();
-  const LaunchGeometry geometry = tmpl.launch_geometry(config, request.shape, device().sm_count);
+  const GemmProblem full = GemmProblem::packed(request.shape, request.op);
+  const Configuration build = tmpl.build_configuration(config, full);
+  const LaunchGeometry geometry = tmpl.launch_geometry(build, request.shape, device().sm_count);
   result.dynamic_shared_bytes = int(geometry.dynamic_shared_bytes);
   if (auto limit = executor.exceeds_device_limits(geometry)) {
     result.status = ResultStatus::device_limit;
@@ -168,30 +178,30 @@ void Evaluator::run_stages(GemmExecutor& executor, const KernelTemplate& tmpl,
   outcome.fuzz_passed = true;
   if (!request.measure) return;
 
-  if (auto failure = full_shape_->check(executor, tmpl, config, request.shape, request.data_seed, stage)) {
+  if (auto failure = full_shape_->check(executor, tmpl, build, full, request.data_seed, stage)) {
     result.status = failure->status;
     result.detail = failure->detail;
     return;
   }
   stage("time");
-  const Timing timing = full_shape_->time(executor, tmpl, config, request.shape, request.data_seed,
-                                          request.timing);
+  const Timing timing = full_shape_->time(executor, tmpl, build, full, request.data_seed, request.timing);
   set_timing(result, timing, request.shape);
 }
 
 std::vector<Timing> Evaluator::remeasure(const std::vector<const KernelTemplate*>& templates,
                                          const RemeasureRequest& request) {
+  const GemmProblem full = GemmProblem::packed(request.shape, request.op);
   std::vector<std::unique_ptr<GemmExecutor>> executors;
-  std::vector<Configuration> configs;
+  std::vector<Configuration> builds;
   for (const RemeasuredConfig& each : request.configs) {
     const KernelTemplate& tmpl = *templates.at(each.tmpl);
-    configs.push_back(tmpl.parse_configuration(each.config));
-    executors.push_back(make_executor(*backend_, tmpl, configs.back()));
+    builds.push_back(tmpl.build_configuration(tmpl.parse_configuration(each.config), full));
+    executors.push_back(make_executor(*backend_, tmpl, builds.back()));
   }
   try {
     return time_in_rounds(executors.size(), request.rounds, [&](std::size_t i) {
-      return full_shape_->time(*executors[i], *templates.at(request.configs[i].tmpl), configs[i],
-                               request.shape, request.data_seed, request.timing);
+      return full_shape_->time(*executors[i], *templates.at(request.configs[i].tmpl), builds[i],
+                               full, request.data_seed, request.timing);
     });
   } catch (const CudaError& e) {
     context_lost_ = e.context_is_lost();

@@ -28,16 +28,19 @@ class FullShapeCheck {
  public:
   virtual ~FullShapeCheck() = default;
 
-  // Runs the configuration (through `executor`, made by make_executor on the same backend) at the
-  // full shape on the tune's data and checks it; nothing when its result is right. Throws
-  // TemplateError where the shape has no launch, LaunchError or CudaError where it fails.
+  // Runs the configuration's build (`config`, KernelTemplate::build_configuration; through
+  // `executor`, made by make_executor on the same backend) on the full problem (the tune's shape,
+  // packed, with its transposes) on the tune's data and checks it; nothing when its result is
+  // right. Throws TemplateError where the shape has no launch, LaunchError or CudaError where it
+  // fails.
   virtual std::optional<FullShapeFailure> check(GemmExecutor& executor, const KernelTemplate& tmpl,
-                                                const Configuration& config, const GemmShape& shape,
-                                                std::uint64_t data_seed, const StageCallback& stage) = 0;
+                                                const Configuration& config,
+                                                const GemmProblem& problem, std::uint64_t data_seed,
+                                                const StageCallback& stage) = 0;
 
-  // Times the configuration at the full shape, on the same data.
+  // Times the configuration's build on the full problem, on the same data.
   virtual Timing time(GemmExecutor& executor, const KernelTemplate& tmpl, const Configuration& config,
-                      const GemmShape& shape, std::uint64_t data_seed,
+                      const GemmProblem& problem, std::uint64_t data_seed,
                       const TimingSettings& settings) = 0;
 };
 

@@ -18,18 +18,18 @@ class GpuFullShapeCheck : public FullShapeCheck {
   explicit GpuFullShapeCheck(const GpuDevice& device) : device_(device) {}
 
   std::optional<FullShapeFailure> check(GemmExecutor& executor, const KernelTemplate& tmpl,
-                                        const Configuration& config, const GemmShape& shape,
+                                        const Configuration& config, const GemmProblem& problem,
                                         std::uint64_t data_seed, const StageCallback& stage) override;
   Timing time(GemmExecutor& executor, const KernelTemplate& tmpl, const Configuration& config,
-              const GemmShape& shape, std::uint64_t data_seed, const TimingSettings& settings) override;
+              const GemmProblem& problem, std::uint64_t data_seed, const TimingSettings& settings) override;
 
  private:
   // The full-shape inputs and reference for the shape and data seed, built on change.
-  ShapeVerifier& verifier(const GemmShape& shape, std::uint64_t data_seed, const StageCallback& stage);
+  ShapeVerifier& verifier(const GemmProblem& problem, std::uint64_t data_seed, const StageCallback& stage);
 
   const GpuDevice& device_;
   std::unique_ptr<ShapeVerifier> verifier_;
-  GemmShape verifier_shape_;
+  GemmProblem verifier_problem_;
   std::uint64_t verifier_seed_ = 0;
   std::optional<L2Flush> flush_;  // made by the first timing: a fuzz worker never times
 };

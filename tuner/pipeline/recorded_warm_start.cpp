@@ -21,12 +21,12 @@ std::string describe(const WarmStart& start) {
 
 WarmStart recorded_warm_start(const ResultStore& store, const std::string& gpu_name,
                               const std::string& template_name, const GemmShape& shape,
-                              const std::vector<Configuration>& space) {
+                              const std::vector<Configuration>& space, Transposes op) {
   std::vector<RecordedRanking> rankings;
   std::vector<std::pair<double, std::string>> trial;  // (ms, configuration) timed at the shape
   for (const TraceRecord& step : store.search_traces()) {
-    if (step.strategy == kTrialStrategy && step.gpu_name == gpu_name && step.template_name == template_name &&
-        step.shape == shape && step.status == ResultStatus::ok) {
+    if (op.none() && step.strategy == kTrialStrategy && step.gpu_name == gpu_name &&
+        step.template_name == template_name && step.shape == shape && step.status == ResultStatus::ok) {
       trial.emplace_back(step.median_ms, step.config);
     }
   }
@@ -35,11 +35,19 @@ WarmStart recorded_warm_start(const ResultStore& store, const std::string& gpu_n
     RecordedRanking& ranking = rankings.emplace_back(RecordedRanking{shape, {}});
     for (const auto& [ms, config] : trial) ranking.fastest.push_back(config);
   }
-  for (const GemmShape& nearby : nearest_shapes(shape, store.shapes_with_results(gpu_name, template_name))) {
-    RecordedRanking& ranking = rankings.emplace_back(RecordedRanking{nearby, {}});
-    for (const ResultRecord& result : store.ranking(gpu_name, nearby, template_name)) {
+  const auto add_ranking = [&](const GemmShape& recorded, Transposes recorded_op) {
+    RecordedRanking& ranking = rankings.emplace_back(RecordedRanking{recorded, {}});
+    for (const ResultRecord& result : store.ranking(gpu_name, recorded, template_name, recorded_op)) {
       ranking.fastest.push_back(result.config);
     }
+  };
+  for (const GemmShape& nearby : nearest_shapes(shape, store.shapes_with_results(gpu_name, template_name, op))) {
+    add_ranking(nearby, op);
+  }
+  if (!op.none()) {
+    const std::vector<GemmShape> plain = store.shapes_with_results(gpu_name, template_name);
+    if (std::find(plain.begin(), plain.end(), shape) != plain.end()) add_ranking(shape, {});
+    for (const GemmShape& nearby : nearest_shapes(shape, plain)) add_ranking(nearby, {});
   }
   WarmStart start;
   start.points = warm_start_points(space, rankings);

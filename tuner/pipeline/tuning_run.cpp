@@ -208,8 +208,10 @@ TuningRun::TuningRun(DevicePool& devices, ResultStore& store, CompiledKernels& c
 }
 
 ResultRecord TuningRun::record(const ResultRecord& result) {
-  store_.record_result(gpu_id_, gpu_, result);
-  return result;
+  ResultRecord recorded = result;
+  recorded.op = settings_.op;  // a failure met at another shape stands for this one as it is
+  store_.record_result(gpu_id_, gpu_, recorded);
+  return recorded;
 }
 
 void TuningRun::settle(Search& search, std::size_t index, const ResultRecord& result, bool recorded_earlier,
@@ -244,6 +246,7 @@ EvaluationRequest TuningRun::request_for(const Search& search, const Configurati
   request.tmpl = template_record(search.tmpl);
   request.config = config.to_string();
   request.shape = search.shape;
+  request.op = settings_.op;
   request.fuzz = needs_fuzz(search.tmpl, request.config);
   request.fuzz_settings = settings_.fuzz;
   request.timing = settings_.timing;
@@ -260,7 +263,7 @@ void TuningRun::note_fuzz_verdict(const Search& search, const EvaluationRequest&
   const std::string key = fuzz_key(search.tmpl, request.config);
   if (outcome.fuzz_passed) {
     fuzz_passed_.insert(key);
-    if (request.fuzz) {
+    if (request.fuzz && settings_.op.none()) {
       store_.record_fuzz_pass(gpu_id_, search.tmpl.name, search.tmpl.source_hash, request.config,
                               request.fuzz_settings.cases);
     }
@@ -388,7 +391,11 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
     devices_.start_fuzzing();
   }
   search.event(&configs.front(), fmt::format("compiling {} configurations", configs.size()));
-  CompileAhead ahead(compiled_, search.tmpl, configs);
+  // Their builds for the tune's transposes: what the worker loads, and whose ptxas report prunes.
+  std::vector<Configuration> builds;
+  const GemmProblem full = GemmProblem::packed(search.shape, settings_.op);
+  for (const Configuration& config : configs) builds.push_back(search.tmpl.build_configuration(config, full));
+  CompileAhead ahead(compiled_, search.tmpl, std::move(builds));
 
   // Groups of two configurations per fuzz worker go to whichever device is free: its pool and its
   // worker fuzz a group, then the worker measures it while the pool waits. With several
@@ -446,6 +453,7 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
 RemeasureRequest TuningRun::remeasure_request(const GemmShape& shape) const {
   RemeasureRequest request;
   request.shape = shape;
+  request.op = settings_.op;
   request.timing = settings_.confirm_timing;
   request.rounds = settings_.confirm_rounds;
   request.data_seed = settings_.data_seed;
@@ -464,7 +472,7 @@ bool TuningRun::confirm(Search& search) {
   }
   std::vector<ResultRecord> top;
   int ok = 0, confirmed = 0;  // results of this version and shape: ok, and of those re-measured
-  for (const ResultRecord& r : store_.ranking(gpu_.name, search.shape, search.tmpl.name)) {
+  for (const ResultRecord& r : store_.ranking(gpu_.name, search.shape, search.tmpl.name, settings_.op)) {
     if (r.template_hash != search.tmpl.source_hash) continue;
     ++ok;
     if (r.detail.starts_with(kConfirmedDetail)) ++confirmed;
@@ -535,7 +543,7 @@ std::string TuningRun::confirm_across(const std::vector<const KernelTemplate*>& 
   bool completed_earlier = true;
   for (const KernelTemplate* tmpl : templates) {
     int ok = 0, remeasured = 0;
-    for (const ResultRecord& r : store_.ranking(gpu_.name, shape, tmpl->name)) {
+    for (const ResultRecord& r : store_.ranking(gpu_.name, shape, tmpl->name, settings_.op)) {
       if (r.template_hash != tmpl->source_hash) continue;
       if (ok == 0) request.templates.push_back(template_record(*tmpl));
       if (++ok <= settings_.confirm_top) {
@@ -579,7 +587,8 @@ std::string TuningRun::confirm_across(const std::vector<const KernelTemplate*>& 
 }
 
 void TuningRun::remember_fuzzed(const KernelTemplate& tmpl) {
-  if (!remembered_.insert(tmpl.source_hash).second) return;
+  // The database's passes are of the plain build: another build is fuzzed in this run.
+  if (!settings_.op.none() || !remembered_.insert(tmpl.source_hash).second) return;
   for (const auto& [config, cases] : store_.fuzz_passes(gpu_id_, tmpl.source_hash)) {
     if (cases >= settings_.fuzz.cases) fuzz_passed_.insert(fuzz_key(tmpl, config));
   }
@@ -631,14 +640,17 @@ void TuningRun::run_search(Search& search) {
   const GemmShape& shape = search.shape;
   search.space = enumerate_configurations(tmpl, &shape);
   search.summary.space = int(search.space.size());
-  if (!settings_.remeasure) search.recorded = store_.recorded_results(gpu_id_, tmpl.source_hash, shape);
+  if (!settings_.remeasure) {
+    search.recorded = store_.recorded_results(gpu_id_, tmpl.source_hash, shape, settings_.op);
+  }
   remember_fuzzed(tmpl);
   // Strategies that do not learn propose everything at once, so that compiling runs ahead of the
   // worker through the whole space; learning ones propose a batch at a time, the first one warm
   // started from what was recorded at other shapes.
   const bool learns = is_guided_strategy(settings_.strategy);
   if (learns && settings_.warm_start) {
-    search.summary.warm_start = recorded_warm_start(store_, gpu_.name, tmpl.name, shape, search.space);
+    search.summary.warm_start =
+        recorded_warm_start(store_, gpu_.name, tmpl.name, shape, search.space, settings_.op);
   }
   PlannedSearch planned =
       plan_search(tmpl, search.space, settings_, search.summary.warm_start.points);

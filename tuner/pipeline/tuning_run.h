@@ -92,6 +92,10 @@ struct TuningSettings {
   // This process's share of the tune (tune_shard.h): an exhaustive or random search settles only
   // the configurations it owns; the (template, shape) pairs of a guided one are chosen by the caller.
   TuneShard shard;
+  // The transposes tuned (packed operands): every configuration is fuzzed, verified and timed in
+  // the build that serves them, and recorded with them. Other transposes than nn fuzz each
+  // configuration once per run: the fuzz passes the database keeps are of the plain build.
+  Transposes op;
 };
 
 // A template x shape search before it starts: its strategy over `space`, and how many

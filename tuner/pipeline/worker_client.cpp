@@ -54,6 +54,7 @@ EvaluationOutcome WorkerClient::evaluate(const EvaluationRequest& request,
     result.template_hash = request.tmpl.source_hash;
     result.config = request.config;
     result.shape = request.shape;
+    result.op = request.op;
     result.status = timed_out ? ResultStatus::timeout : ResultStatus::crashed;
     result.detail = gone;
     if (!first_timeout.empty()) {

@@ -1,5 +1,6 @@
 #include "tuner/pipeline/worker_protocol.h"
 
+#include <optional>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -20,15 +21,22 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceProperties, name, ordinal, cc_major, cc
                                    warp_size, max_registers_per_sm,
                                    max_threads_per_sm, l2_cache_bytes)
 
+void to_json(json& j, const Transposes& op) { j = op.to_string(); }
+void from_json(const json& j, Transposes& op) {
+  const std::optional<Transposes> parsed = Transposes::parse(j.get<std::string>());
+  if (!parsed) throw std::invalid_argument("transposes '" + j.get<std::string>() + "' not understood");
+  op = *parsed;
+}
+
 void to_json(json& j, const ResultStatus& status) { j = to_string(status); }
 void from_json(const json& j, ResultStatus& status) { status = parse_result_status(j.get<std::string>()); }
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ResultRecord, template_name, template_hash, config, shape, status,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ResultRecord, template_name, template_hash, config, shape, op, status,
                                    detail, median_ms, min_ms, max_ms, runs, tflops, registers,
                                    static_shared_bytes, dynamic_shared_bytes, spill_bytes)
 
 void to_json(json& j, const EvaluationRequest& r) {
-  j = json{{"template", r.tmpl}, {"config", r.config}, {"shape", r.shape}, {"fuzz", r.fuzz},
+  j = json{{"template", r.tmpl}, {"config", r.config}, {"shape", r.shape}, {"op", r.op}, {"fuzz", r.fuzz},
            {"measure", r.measure}, {"cases", r.fuzz_settings.cases}, {"seed", r.fuzz_settings.seed},
            {"timing", r.timing}, {"data_seed", r.data_seed}};
 }
@@ -36,6 +44,7 @@ void from_json(const json& j, EvaluationRequest& r) {
   j.at("template").get_to(r.tmpl);
   j.at("config").get_to(r.config);
   j.at("shape").get_to(r.shape);
+  j.at("op").get_to(r.op);
   j.at("fuzz").get_to(r.fuzz);
   j.at("measure").get_to(r.measure);
   j.at("cases").get_to(r.fuzz_settings.cases);
@@ -45,7 +54,8 @@ void from_json(const json& j, EvaluationRequest& r) {
 }
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RemeasuredConfig, tmpl, config)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RemeasureRequest, templates, configs, shape, timing, rounds, data_seed)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RemeasureRequest, templates, configs, shape, op, timing, rounds,
+                                   data_seed)
 
 namespace {
 

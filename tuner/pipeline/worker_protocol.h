@@ -23,6 +23,7 @@ struct EvaluationRequest {
   TemplateRecord tmpl;  // the source travels along: the worker may have started after it changed
   std::string config;
   GemmShape shape;
+  Transposes op;  // verified and timed with these transposes, in the build that serves them
   bool fuzz = true;
   bool measure = true;  // verify and time after the fuzz; false: stop there (the reply's result
                         // then only counts when the fuzz failed)
@@ -45,6 +46,7 @@ struct RemeasureRequest {
   std::vector<TemplateRecord> templates;
   std::vector<RemeasuredConfig> configs;
   GemmShape shape;
+  Transposes op;
   TimingSettings timing;  // of one configuration in one round
   int rounds = 5;
   std::uint64_t data_seed = 1;

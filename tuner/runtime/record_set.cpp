@@ -41,10 +41,12 @@ const RecordedTemplate* RecordSet::find_template(const std::string& name) const 
 void sort_choices(RecordSet& records) {
   const auto key = [&](const RecordedChoice& c) {
     return std::tie(records.gpus.at(c.gpu).name, c.gpu, records.templates.at(c.templ).name, c.templ,
-                    c.shape, c.median_ms, c.config, c.recorded_at);
+                    c.shape, c.op, c.median_ms, c.config, c.recorded_at);
   };
-  std::sort(records.choices.begin(), records.choices.end(),
-            [&](const RecordedChoice& a, const RecordedChoice& b) { return key(a) < key(b); });
+  for (std::vector<RecordedChoice>* choices : {&records.choices, &records.transposed_choices}) {
+    std::sort(choices->begin(), choices->end(),
+              [&](const RecordedChoice& a, const RecordedChoice& b) { return key(a) < key(b); });
+  }
 }
 
 RecordSet load_database_records(const std::filesystem::path& database) {
@@ -87,6 +89,7 @@ RecordSet load_database_records(const std::filesystem::path& database) {
     choice.templ = templ->second;
     choice.config = r.config;
     choice.shape = r.shape;
+    choice.op = r.op;
     choice.median_ms = r.median_ms;
     choice.min_ms = r.min_ms;
     choice.max_ms = r.max_ms;
@@ -97,7 +100,7 @@ RecordSet load_database_records(const std::filesystem::path& database) {
     choice.dynamic_shared_bytes = r.dynamic_shared_bytes;
     choice.fuzz_cases = row.fuzz_cases;
     choice.recorded_at = r.recorded_at;
-    records.choices.push_back(std::move(choice));
+    (choice.op.none() ? records.choices : records.transposed_choices).push_back(std::move(choice));
   }
   sort_choices(records);
   return records;

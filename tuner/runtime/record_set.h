@@ -43,6 +43,7 @@ struct RecordedChoice {
   std::size_t templ = 0;     // index into RecordSet::templates
   std::string config;        // Configuration::to_string()
   GemmShape shape;
+  Transposes op;             // the transposes it was timed with (in transposed_choices: not nn)
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int runs = 0;
   double tflops = 0;
@@ -75,7 +76,10 @@ struct RecordedModel {
 struct RecordSet {
   std::vector<RecordedGpu> gpus;            // sorted by name
   std::vector<RecordedTemplate> templates;  // sorted by name, one per name
-  std::vector<RecordedChoice> choices;      // in a deterministic order (see below)
+  std::vector<RecordedChoice> choices;      // of C = A * B (op nn), in a deterministic order (see below)
+  // Records tuned for other transposes (`tune --op`), in the same order: the selection takes them
+  // at their own shape and transposes only, and the models, bundles and reports do not read them.
+  std::vector<RecordedChoice> transposed_choices;
   // At most one per (GPU, template) pair; a pair without one has its model fitted on its choices.
   // Each configuration listed has choices of the pair; one of its choices not listed predicts
   // nothing, as in the database it was fitted on.

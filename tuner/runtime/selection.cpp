@@ -188,6 +188,7 @@ class Selector {
   // The GPU's records of the template in the order they are tried: the exact shape fastest first,
   // then the other shapes nearest first, each fastest first; the first that fits.
   GpuOutcome look_at(std::size_t gpu) const {
+    if (GpuOutcome tuned = look_at_transposed(gpu); tuned.choice) return tuned;
     const GemmShape& shape = request_.problem.shape;
     // The shapes recorded, the problem's own first, then nearest first.
     std::vector<std::tuple<bool, double, const std::pair<GemmShape, std::vector<const RecordedChoice*>>*>> order;
@@ -202,25 +203,7 @@ class Selector {
       return std::tie(std::get<0>(a), std::get<1>(a), std::get<2>(a)->first) <
              std::tie(std::get<0>(b), std::get<1>(b), std::get<2>(b)->first);
     });
-    const auto fits = [&](const RecordedChoice* c) {
-      if (c->shape == shape) outcome.had_exact_shape = true;
-      if (!templ_->parsed) return true;  // requirements cannot be read: served unchecked, as query did
-      const Expression* violated = nullptr;
-      Configuration config;
-      try {
-        config = templ_->parsed->parse_configuration(c->config);
-        violated = templ_->parsed->violated_requirement(config, &request_.problem);
-      } catch (const TemplateError&) {
-        return false;  // a configuration this version does not declare: nothing to run
-      }
-      if (violated && outcome.excluded++ == 0) outcome.first_violation = violated->text();
-      if (violated) return false;
-      if (std::optional<std::string> why = templ_->parsed->unsupported(request_.problem, config)) {
-        if (outcome.cannot_serve++ == 0) outcome.first_cannot = std::move(*why);
-        return false;
-      }
-      return true;
-    };
+    const auto fits = [&](const RecordedChoice* c) { return serves(*c, outcome); };
     for (const auto& [other, distance, entry] : order) {
       const std::vector<const RecordedChoice*>& records = entry->second;
       const auto found = std::find_if(records.begin(), records.end(), fits);
@@ -234,6 +217,44 @@ class Selector {
       predict(gpu, outcome);
     }
     return outcome;
+  }
+
+  // Whether the recorded configuration may run the problem; what keeps it from it is counted in
+  // `outcome`.
+  bool serves(const RecordedChoice& c, GpuOutcome& outcome) const {
+    if (c.shape == request_.problem.shape) outcome.had_exact_shape = true;
+    if (!templ_->parsed) return true;  // requirements cannot be read: served unchecked, as query did
+    const Expression* violated = nullptr;
+    Configuration config;
+    try {
+      config = templ_->parsed->parse_configuration(c.config);
+      violated = templ_->parsed->violated_requirement(config, &request_.problem);
+    } catch (const TemplateError&) {
+      return false;  // a configuration this version does not declare: nothing to run
+    }
+    if (violated && outcome.excluded++ == 0) outcome.first_violation = violated->text();
+    if (violated) return false;
+    if (std::optional<std::string> why = templ_->parsed->unsupported(request_.problem, config)) {
+      if (outcome.cannot_serve++ == 0) outcome.first_cannot = std::move(*why);
+      return false;
+    }
+    return true;
+  }
+
+  // A problem whose transposes are not nn takes the fastest record tuned for them at its very
+  // shape (`tune --op`), where one fits; otherwise the plain product's records choose for it.
+  GpuOutcome look_at_transposed(std::size_t gpu) const {
+    GpuOutcome outcome;
+    const Transposes op = request_.problem.transposes();
+    if (op.none()) return outcome;
+    for (const RecordedChoice& c : records_.transposed_choices) {  // fastest first per shape
+      if (c.gpu == gpu && c.templ == templ_index_ && c.op == op && c.shape == request_.problem.shape &&
+          serves(c, outcome)) {
+        outcome.choice = &c;
+        return outcome;
+      }
+    }
+    return {};
   }
 
   // Where no record at the problem's shape fits: the configuration the GPU's model predicts
@@ -303,7 +324,9 @@ class Selector {
           templ_->name, first_name_, gpu_name, identity_.cc_major);
     }
     const std::string asked = request_.problem.shape.to_string();
-    if (selection.exact_shape) {
+    if (selection.exact_shape && !c.op.none()) {
+      why += fmt::format("{} has a record of {} tuned for op={}", gpu_name, asked, c.op.to_string());
+    } else if (selection.exact_shape) {
       why += fmt::format("{} has a record of {}", gpu_name, asked);
     } else if (outcome.predicted) {
       const Prediction& p = *outcome.predicted;
