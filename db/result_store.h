@@ -166,6 +166,12 @@ class ResultStore {
   std::vector<ResultRecord> ranking(const std::string& gpu_name, const GemmShape& shape,
                                     const std::optional<std::string>& template_name = {},
                                     Transposes op = {}) const;
+  // The same, of the current template versions that declare `precision` only.
+  std::vector<ResultRecord> ranking(const std::string& gpu_name, const GemmShape& shape,
+                                    const std::optional<std::string>& template_name,
+                                    Precision precision, Transposes op) const {
+    return ranked_results(gpu_name, shape, template_name, precision, op);
+  }
   // Every ok result of the current template versions, on every GPU, shape and transposes, in one
   // query (what the runtime library selects from), in the order they were recorded.
   std::vector<CurrentResult> current_results() const;

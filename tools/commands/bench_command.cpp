@@ -216,23 +216,40 @@ int run(const BenchOptions& options) {
                  "tune)\n", shape.to_string(), to_string(precision));
       continue;
     }
-    const KernelTemplate tmpl = recorded_template(store, *best);
-    const Configuration config = tmpl.parse_configuration(best->config);
-    // The record may be the plain product's: its template may not serve the contract asked for.
-    std::optional<std::string> cannot = tmpl.unsupported(problem, config);
-    if (!cannot) {
-      try {
-        tmpl.check_requirements(config, problem);
-      } catch (const RequirementNotMet& e) {
-        cannot = e.what();
+    // As the library chooses: the fastest record that serves the problem, of those tuned for its
+    // transposes first, then of the plain product's (a split-K winner serves no epilogue).
+    std::optional<std::string> cannot;  // why the fastest recorded cannot serve it
+    const ResultRecord fastest = *best;
+    best.reset();
+    for (const Transposes op : {problem.transposes(), Transposes{}}) {
+      for (const ResultRecord& record : store.ranking(gpu.name, shape, only, precision, op)) {
+        const KernelTemplate candidate = recorded_template(store, record);
+        const Configuration candidate_config = candidate.parse_configuration(record.config);
+        std::optional<std::string> why = candidate.unsupported(problem, candidate_config);
+        if (!why) {
+          try {
+            candidate.check_requirements(candidate_config, problem);
+          } catch (const RequirementNotMet& e) {
+            why = e.what();
+          }
+        }
+        if (!why) {
+          best = record;
+          break;
+        }
+        if (!cannot) cannot = std::move(why);
       }
+      if (best || op.none()) break;
     }
-    if (cannot) {
+    if (!best) {
       ++skipped;
-      fmt::print("{:<16} skipped: the best recorded, {} [{}], cannot serve {}: {}\n",
-                 shape.to_string(), tmpl.name, best->config, contract_cell(problem), *cannot);
+      fmt::print("{:<16} skipped: no record serves {}; the best recorded, {} [{}]: {}\n",
+                 shape.to_string(), contract_cell(problem), fastest.template_name, fastest.config,
+                 cannot.value_or("not served"));
       continue;
     }
+    const KernelTemplate tmpl = recorded_template(store, *best);
+    const Configuration config = tmpl.parse_configuration(best->config);
     // The build that serves the problem, where the template compiles parts of it in.
     const Configuration build = tmpl.build_configuration(config, problem);
     const GpuKernel kernel(compile_configuration(tmpl, build, gpu.arch()), tmpl.entry,
