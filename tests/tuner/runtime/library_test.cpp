@@ -94,10 +94,10 @@ Operands random_operands(const Problem& p, std::uint32_t seed) {
   return ::testing::AssertionSuccess();
 }
 
-// A database at `path` holding one record of the shipped template `file` on `gpu`: the
-// configuration, timed at `shape` (`ms`).
+// A database at `path` holding one record of the shipped template `file` on `gpu` (one more where
+// it exists): the configuration, timed at `shape` (`ms`) for the transposes `op`.
 void record_one(const std::filesystem::path& path, const GpuRecord& gpu, const std::string& file,
-                const std::string& config, const GemmShape& shape, double ms = 1) {
+                const std::string& config, const GemmShape& shape, double ms = 1, Transposes op = {}) {
   ResultStore store(path);
   const std::int64_t id = store.register_gpu(gpu);
   const KernelTemplate tmpl = load_template(std::string(TILETUNE_SOURCE_DIR) + "/kernels_src/" + file);
@@ -107,6 +107,7 @@ void record_one(const std::filesystem::path& path, const GpuRecord& gpu, const s
   result.template_hash = tmpl.source_hash;
   result.config = config;
   result.shape = shape;
+  result.op = op;
   result.median_ms = result.min_ms = result.max_ms = ms;
   result.runs = 1;
   store.record_result(id, gpu, result);
@@ -956,6 +957,58 @@ TEST_F(LibraryTest, ATemplateThatServesNoTransposeIsNoConfigurationSayingWhy) {
   }
   // The plain problem of the same shape still plans.
   EXPECT_EQ(library.gemm("warp_tiled").plan(Problem::packed(64, 64, 64)).template_name, "warp_tiled");
+}
+
+// A record tuned for the problem's transposes at its shape (`tune --op nt`) is chosen over the
+// plain product's, even a faster one (its time is another product's); other transposes and
+// other shapes are served by the plain product's records as before.
+TEST_F(LibraryTest, ARecordTunedForTheTransposesServesThemAtItsShape) {
+  const GpuRecord h100{kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"};
+  const std::string plain = "BM=32,BN=256,BK=16,TM=8,TN=8,STAGES=3,SWIZZLE=0,SPLIT_K=1,STREAM_K=0";
+  const std::string nt = "BM=64,BN=128,BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=1,SPLIT_K=1,STREAM_K=0";
+  const std::filesystem::path db = folder_ / "transposes.db";
+  record_one(db, h100, "warp_tiled.cu", plain, {96, 80, 72}, 1.0);
+  record_one(db, h100, "warp_tiled.cu", nt, {96, 80, 72}, 2.0, Transposes{Op::n, Op::t});
+  Options options = cpu();
+  options.gpu_name = kH100;
+  const Gemm gemm = Library::open(db.string(), options).gemm("warp_tiled");
+
+  Problem p = Problem::packed(96, 80, 72);
+  EXPECT_EQ(gemm.plan(p).config, plain);
+  p.op_b = Op::t;
+  p.ldb = 72;
+  const Plan tuned = gemm.plan(p);
+  EXPECT_EQ(tuned.config, nt);
+  EXPECT_TRUE(tuned.exact);
+  EXPECT_DOUBLE_EQ(tuned.expected_ms, 2.0);
+  EXPECT_NE(tuned.why.find("tuned for op=nt"), std::string::npos) << tuned.why;
+  // Its build computes C = A B^T with B stored N x K.
+  std::mt19937 generator(3);
+  std::uniform_real_distribution<float> value(-1.f, 1.f);
+  std::vector<float> a(p.M * p.lda), b(p.N * p.ldb), c(p.M * p.ldc, std::nanf(""));
+  for (float& x : a) x = value(generator);
+  for (float& x : b) x = value(generator);
+  gemm.run(p, a.data(), b.data(), c.data());
+  const double gamma = p.K * std::ldexp(1.0, -24) / (1 - p.K * std::ldexp(1.0, -24));
+  for (std::int64_t i = 0; i < p.M; ++i) {
+    for (std::int64_t j = 0; j < p.N; ++j) {
+      double sum = 0, magnitude = 0;
+      for (std::int64_t k = 0; k < p.K; ++k) {
+        sum += double(a[i * p.lda + k]) * b[j * p.ldb + k];
+        magnitude += std::fabs(double(a[i * p.lda + k]) * b[j * p.ldb + k]);
+      }
+      ASSERT_LE(std::fabs(c[i * p.ldc + j] - sum), gamma * magnitude) << "C[" << i << "][" << j << "]";
+    }
+  }
+
+  Problem tn = Problem::packed(96, 80, 72);
+  tn.op_a = Op::t;
+  tn.lda = 96;
+  EXPECT_EQ(gemm.plan(tn).config, plain);  // not tuned for tn
+  Problem other = Problem::packed(97, 80, 72);
+  other.op_b = Op::t;
+  other.ldb = 72;
+  EXPECT_EQ(gemm.plan(other).config, plain);  // tuned for nt at another shape only
 }
 
 TEST_F(LibraryTest, AProblemSaysTheContractBeyondThePlainProduct) {
