@@ -39,7 +39,7 @@
 //                                               transposed A, transposed B, alpha, beta (C
 //                                               read), strided batches, epilogues; alpha_beta is
 //                                               alpha and beta; the entry then takes a
-//                                               tt_gemm_args after ldc
+//                                               tt_gemm_args after ldc and any tensor map
 //                                               (<tiletune/gemm_contract.h>). Without the line it
 //                                               serves plain problems, C = A * B, only)
 //   // tiletune: specializes op_a op_b alpha beta batch epilogue

@@ -251,7 +251,6 @@ void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CU
   ContractArgs args;
   std::array<void*, 12> arguments = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc};
   std::size_t extra = 9;
-  if (form.contract_args) arguments[extra++] = &args;
   if (geometry.tensor_maps.size() > maps.size()) {
     throw std::logic_error("enqueue_gemm_launch: more tensor maps than operands");
   }
@@ -259,6 +258,7 @@ void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CU
     maps[i] = encode_tensor_map(geometry.tensor_maps[i], a, b, read);
     arguments[extra++] = &maps[i];
   }
+  if (form.contract_args) arguments[extra++] = &args;  // after the maps (entry_contract.h)
   // The batch runs in z, the template's grid z times over; as many entries a launch as z allows.
   const std::int64_t per_launch = batch_entries_per_launch(geometry.grid[2]);
   const CUdeviceptr a0 = a, b0 = b, c0 = c;
