@@ -18,7 +18,7 @@ const std::vector<KernelParameter>& contract_parameter_layout() {
 }
 
 EntryForm entry_form(const KernelTemplate& tmpl) {
-  return {tmpl.supports.any(), tmpl.tensor_maps.size()};
+  return {tmpl.supports.any(), tmpl.tensor_map_parameters()};
 }
 
 std::int64_t batch_entries_per_launch(std::uint32_t grid_z) {
