@@ -16,6 +16,20 @@
 // the padding that keeps the fragment loads free of bank conflicts; the extra columns are read
 // and never used).
 //
+// The BLAS contract (<tiletune/gemm_contract.h>): op_b, alpha, beta and the epilogue are compiled
+// in (`specializes`), one build per combination; the plain build, which defines none of their
+// macros, is the code before the contract, instruction for instruction (its cubins' text compared;
+// the contract's tt_gemm_args comes after the tensor maps, so that their offsets do not move).
+// - op_b = t (B stored N x K) is the layout TF32 wgmma wants: K-major. B's map is then over the
+//   stored N x K matrix (`tensor_map B op_b=t`: K along its rows, a box of 32 k by 128 n, in the
+//   128-byte swizzle, as A's), and B^T's fragments are loaded from that tile
+//   (TransposedFragments: four 4-byte loads a slice where the plain build takes two 8-byte ones,
+//   conflict-free by the choice of which lanes take which of their two columns first). The
+//   stage's bytes shrink by B's padding; the stages keep the plain build's places.
+// - alpha, beta (C read only where beta != 0), the bias (N floats, by column) and ReLU or GELU are
+//   applied once per element of C as it is stored (store_built, the plain build's pair stores and
+//   masks); the main loop is the plain build's.
+//
 // Hand-over, two mbarriers a stage (<tiletune/tensor_map.h>): FULL, which the producer arms with
 // the stage's bytes (arrive.expect_tx) before it issues the stage's two copies, and the consumers
 // wait on; EMPTY, at which every consumer thread arrives once its wgmma reading the stage are done,
@@ -38,13 +52,17 @@
 // tiletune: require STAGES * (BM * 128 + 32 * 136 * 4) + 1024 <= 227 * 1024
 // tiletune: tune_if BM <= 2 * max(M, 32)
 // tiletune: tune_if GROUP == 1 || GROUP < ceil_div(M, BM)
+// tiletune: supports op_b alpha beta epilogue
+// tiletune: specializes op_b alpha beta epilogue
 // tiletune: tensor_map A tf32 swizzle128 copy_unaligned 32, BM
 // tiletune: tensor_map B tf32 dense copy_unaligned 136, 32
+// tiletune: tensor_map B op_b=t tf32 swizzle128 copy_unaligned 32, 128
 // tiletune: block 384
 // tiletune: grid ceil_div(N, 128), ceil_div(M, BM)
 // tiletune: shared STAGES * (BM * 128 + 32 * 136 * 4) + 1024
 
 #include <tiletune/async_copy.h>  // tf32_wgmma_tiles.h's copy helpers, unused here
+#include <tiletune/gemm_contract.h>
 #include <tiletune/tensor_map.h>
 #include <tiletune/warpgroup_mma.h>
 
@@ -59,7 +77,14 @@ static_assert(128 * kProducerRegisters + 256 * kConsumerRegisters <= 65536, "the
 
 #include "tf32_wgmma_tiles.h"
 
-constexpr unsigned int kStageBytes = (kTileA + kTileB) * sizeof(float);
+// A transposed B's tile (op_b = t: B stored N x K) is BN rows of BK floats in the 128-byte swizzle,
+// A's layout (offset_a), 1024 floats fewer than the plain build's padded rows; it takes the plain
+// build's place in the stage, so that the stages lie where they do there.
+constexpr int kTileBytesB = (TT_OP_B ? kBN * kBK : kTileB) * sizeof(float);
+static_assert(!TT_OP_B || kBN * kBK <= kTileB, "a transposed B's tile fits the plain one's place");
+constexpr unsigned int kStageBytes = kTileA * sizeof(float) + kTileBytesB;
+// What a build stores: alpha, beta, the bias or the activation (else acc as it is).
+constexpr bool kBuiltEpilogue = TT_ALPHA || TT_BETA || TT_EPILOGUE != TT_EPILOGUE_NONE;
 
 struct StageBarriers {
   unsigned long long full[kStages];
@@ -89,16 +114,91 @@ __device__ __forceinline__ void produce(const BlockOperands& op, float* shared, 
     if (step >= kStages) tt_mbarrier_wait(&bars.empty[stage], (step / kStages - 1) & 1);
     tt_mbarrier_arrive_expect_tx(&bars.full[stage], kStageBytes);
     tt_tensor_copy_2d(stage_tile_a(shared, step), map_a, step * kBK, op.m0, &bars.full[stage]);
-    tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, op.n0, step * kBK, &bars.full[stage]);
+    if (TT_OP_B) {  // B stored N x K: k along the map's rows, n across them
+      tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, step * kBK, op.n0, &bars.full[stage]);
+    } else {
+      tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, op.n0, step * kBK, &bars.full[stage]);
+    }
+  }
+}
+
+// A transposed B's fragments (op_b = t). The tile is k-major, element (n, k) at offset_a(n, k), so
+// a lane's fragment is four 4-byte loads (rows n_pair and n_pair + 1, k = 8s + t and 8s + t + 4),
+// where the plain build's is two 8-byte ones. Lanes g = lane / 4 of a warp take rows n_pair = 2g
+// (+ 16 warp + 64 wg): loading column n_pair first in all of them, rows 2g and 2g + 8 (g and
+// g + 4) would meet in the swizzle's chunk and bank (a 2-way conflict). So lanes g >= 4 (`flip`)
+// give wgmma's row g column n_pair + 1 and row g + 8 column n_pair: a load then reads rows of 8
+// distinct residues mod 8, 8 distinct chunks, every bank once. Their accumulators come back
+// likewise swapped, which store_built undoes. `first` and `second` are the offsets of (row g's
+// column, k = t) and (row g + 8's, k = t) in the tile; slice s, half h (k + 4h) of each lies at
+// offset ^ (8s + 4h), as the swizzle moves 16-byte chunks within a 128-byte row.
+struct TransposedFragments {
+  int first, second;
+
+  __device__ __forceinline__ TransposedFragments(int n_pair, int t, bool flip)
+      : first(offset_a(n_pair + flip, t)), second(offset_a(n_pair + !flip, t)) {}
+
+  __device__ __forceinline__ void load(const float* bs, int s, float (&fragment)[4]) const {
+    fragment[0] = bs[first ^ (8 * s)];
+    fragment[1] = bs[second ^ (8 * s)];
+    fragment[2] = bs[first ^ (8 * s + 4)];
+    fragment[3] = bs[second ^ (8 * s + 4)];
+  }
+};
+
+// issue_half_step (tf32_wgmma_tiles.h) for a transposed B's tile: the map rounded it to TF32.
+__device__ __forceinline__ void issue_half_step_transposed(float (&acc)[kBM / 2], const float* as,
+                                                           const float* bs, int half,
+                                                           const TransposedFragments& lane) {
+  float fragments[2][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) lane.load(bs, 2 * half + i, fragments[i]);
+  tt_wgmma_fence();
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    tt_wgmma_tf32<kBM>(acc, fragments[i], tt_wgmma_descriptor(as + 8 * (2 * half + i)));
+  }
+  tt_wgmma_commit();
+}
+
+// The store of a build with an epilogue (kBuiltEpilogue), as store_tile_pairs: a lane's two
+// adjacent columns as one 8-byte word where ldc and C allow and both exist, else one at a time;
+// each element act(alpha * acc + beta * C + bias) (tt_built_epilogue: C read only where beta != 0).
+// `flip`: the lane's accumulators of columns n_pair and n_pair + 1 are swapped (op_b = t).
+__device__ __forceinline__ void store_built(const BlockOperands& op, float* __restrict__ C, int ldc,
+                                            const float (&acc)[kBM / 2], int n_pair, int t,
+                                            bool flip, const tt_gemm_args& args) {
+  const int rows = op.M - op.m0, cols = op.N - op.n0, col = op.n0 + n_pair;
+  const bool pairs = ldc % 2 == 0 && reinterpret_cast<size_t>(C) % 8 == 0 && n_pair + 1 < cols;
+  float* const corner = C + (size_t)(op.m0 + 2 * t) * ldc + col;
+#pragma unroll
+  for (int j = 0; j < kBM / 8; ++j) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if (8 * j + 2 * t + r >= rows) continue;
+      const float v0 = flip ? acc[4 * j + r + 2] : acc[4 * j + r];
+      const float v1 = flip ? acc[4 * j + r] : acc[4 * j + r + 2];
+      float* const c = corner + (size_t)(8 * j + r) * ldc;
+      if (pairs) {
+        const float2 c0 = TT_BETA ? *reinterpret_cast<const float2*>(c) : make_float2(0.0f, 0.0f);
+        *reinterpret_cast<float2*>(c) = make_float2(tt_built_epilogue(v0, &c0.x, col, args),
+                                                    tt_built_epilogue(v1, &c0.y, col + 1, args));
+      } else {
+        if (n_pair < cols) c[0] = tt_built_epilogue(v0, c, col, args);
+        if (n_pair + 1 < cols) c[1] = tt_built_epilogue(v1, c + 1, col + 1, args);
+      }
+    }
   }
 }
 
 // A consumer warpgroup: 64 columns of C (wg 0 or 1), all BM rows.
 __device__ __forceinline__ void consume(const BlockOperands& op, float* __restrict__ C, int ldc,
                                         float* shared, StageBarriers& bars, int wg,
-                                        int thread_in_wg) {
+                                        int thread_in_wg, const tt_gemm_args& args) {
   const int steps = ceil_div(op.K, kBK);
   const int n_pair = fragment_columns(wg, thread_in_wg), t = thread_in_wg % 4;
+  const bool flip = TT_OP_B && thread_in_wg % 32 >= 16;  // TransposedFragments
+  const TransposedFragments transposed(n_pair, t, flip);
   float acc[kBM / 2];
 #pragma unroll
   for (int i = 0; i < kBM / 2; ++i) acc[i] = 0.0f;
@@ -109,22 +209,34 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
     const float* const bs = stage_tile_b(shared, step);
     // Two wgmma groups of two k8 slices, each waited for (but the newest) before the next is
     // issued, so that a slice's register operands are rewritten only once its wgmma is done.
-    issue_half_step<false>(acc, as, bs, 0, n_pair, t);
+    if (TT_OP_B) {
+      issue_half_step_transposed(acc, as, bs, 0, transposed);
+    } else {
+      issue_half_step<false>(acc, as, bs, 0, n_pair, t);
+    }
     tt_wgmma_wait<1>(acc);
     // Step - 1's wgmma are all done: its stage goes back to the producer.
     if (step >= 1) tt_mbarrier_arrive(&bars.empty[(step - 1) % kStages]);
-    issue_half_step<false>(acc, as, bs, 1, n_pair, t);
+    if (TT_OP_B) {
+      issue_half_step_transposed(acc, as, bs, 1, transposed);
+    } else {
+      issue_half_step<false>(acc, as, bs, 1, n_pair, t);
+    }
     tt_wgmma_wait<1>(acc);
   }
   tt_wgmma_wait<0>(acc);
-  store_tile_pairs(op, C, ldc, acc, n_pair, t);
+  if (kBuiltEpilogue || TT_OP_B) {
+    store_built(op, C, ldc, acc, n_pair, t, flip, args);
+  } else {
+    store_tile_pairs(op, C, ldc, acc, n_pair, t);
+  }
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     tf32_wgmma_tma_gemm(const float* __restrict__ A, const float* __restrict__ B,
                         float* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc,
                         const __grid_constant__ tt_tensor_map map_a,
-                        const __grid_constant__ tt_tensor_map map_b) {
+                        const __grid_constant__ tt_tensor_map map_b, const tt_gemm_args args) {
   extern __shared__ float4 shared_bytes[];
   __shared__ __align__(8) StageBarriers bars;
   float* const shared = tt_shared_align_1024(shared_bytes);
@@ -143,6 +255,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) produce(op, shared, bars, &map_a, &map_b);
   } else {
     tt_setmaxnreg_inc<kConsumerRegisters>();
-    consume(op, C, ldc, shared, bars, wg - 1, threadIdx.x % 128);
+    consume(op, C, ldc, shared, bars, wg - 1, threadIdx.x % 128, args);
   }
 }

@@ -18,7 +18,7 @@ const std::vector<KernelParameter>& contract_parameter_layout() {
 }
 
 EntryForm entry_form(const KernelTemplate& tmpl) {
-  return {tmpl.supports.any(), tmpl.tensor_maps.size()};
+  return {tmpl.supports.any(), tmpl.tensor_map_parameters()};
 }
 
 std::int64_t batch_entries_per_launch(std::uint32_t grid_z) {
@@ -45,15 +45,20 @@ std::size_t parameter_count(EntryForm form) {
   return contract_parameter_layout().size() + (form.contract_args ? 1 : 0) + form.tensor_maps;
 }
 
-// The size of extra parameter i (after the nine).
-std::size_t extra_size(EntryForm form, std::size_t i) {
-  return form.contract_args && i == 0 ? kContractArgsBytes : 128;
+// Whether extra parameter i (after the nine) is the tt_gemm_args: it follows the tensor maps.
+bool is_args(EntryForm form, std::size_t i) {
+  return form.contract_args && i == form.tensor_maps;
 }
 
-// Whether the layout is the contract's followed by the form's extras: a tt_gemm_args right after
-// the ints (8-byte aligned: offset 48), then tensor maps of 128 bytes each, in order. Their offsets
-// are the compiler's: it aligns a tt_tensor_map to 64 bytes of the parameter bank, whose base is no
-// multiple of 64 (sm_90 puts the first at 48).
+// The size of extra parameter i.
+std::size_t extra_size(EntryForm form, std::size_t i) {
+  return is_args(form, i) ? kContractArgsBytes : 128;
+}
+
+// Whether the layout is the contract's followed by the form's extras: tensor maps of 128 bytes
+// each, in order, then a tt_gemm_args (8-byte aligned; right after the ints, offset 48, where there
+// is no map). The maps' offsets are the compiler's: it aligns a tt_tensor_map to 64 bytes of the
+// parameter bank, whose base is no multiple of 64 (sm_90 puts the first at 48).
 bool is_contract_layout(const std::vector<KernelParameter>& layout, EntryForm form) {
   const std::vector<KernelParameter>& contract = contract_parameter_layout();
   if (layout.size() != parameter_count(form)) return false;
@@ -61,7 +66,7 @@ bool is_contract_layout(const std::vector<KernelParameter>& layout, EntryForm fo
   std::size_t end = contract.back().offset + contract.back().size;
   for (std::size_t i = contract.size(); i < layout.size(); ++i) {
     const std::size_t extra = i - contract.size();
-    const bool args = form.contract_args && extra == 0;
+    const bool args = is_args(form, extra);
     if (layout[i].size != extra_size(form, extra) || layout[i].offset < end ||
         layout[i].offset % (args ? 8 : 16) != 0) {
       return false;
@@ -77,10 +82,10 @@ std::string contract_parameters(EntryForm form) {
   std::string text = kEntryContractParameters;
   if (!form.contract_args && form.tensor_maps == 0) return text;
   text.pop_back();
-  if (form.contract_args) text += ", const tt_gemm_args args";
   for (std::size_t i = 0; i < form.tensor_maps; ++i) {
     text += fmt::format(", const __grid_constant__ tt_tensor_map map{}", i);
   }
+  if (form.contract_args) text += ", const tt_gemm_args args";
   return text + ")";
 }
 

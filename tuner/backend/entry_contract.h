@@ -3,10 +3,12 @@
 //   extern "C" __global__ void NAME(const float* A, const float* B, float* C,
 //                                   int M, int N, int K, int lda, int ldb, int ldc)
 //
-// followed by `const tt_gemm_args args` where the template declares a part of the BLAS contract
-// (`// tiletune: supports`, <tiletune/gemm_contract.h>), then one `const __grid_constant__
-// tt_tensor_map` for each tensor map it declares (`// tiletune: tensor_map`,
-// <tiletune/tensor_map.h>), in declaration order.
+// followed by one `const __grid_constant__ tt_tensor_map` for each operand it declares a tensor
+// map of (`// tiletune: tensor_map`, <tiletune/tensor_map.h>), in declaration order, then `const
+// tt_gemm_args args` where the template declares a part of the BLAS contract (`// tiletune:
+// supports`, <tiletune/gemm_contract.h>). The args come last so that the maps keep their offsets in
+// the parameter space, and a template its plain build's instructions, when it comes to serve the
+// contract.
 //
 // tiletune launches the entry with exactly those arguments, so an entry that takes others
 // would read garbage and be reported as wrong results. It is refused before any case instead, in
@@ -32,8 +34,8 @@ namespace tiletune {
 
 // What follows the nine parameters every entry takes.
 struct EntryForm {
-  bool contract_args = false;   // a tt_gemm_args (56 bytes)
-  std::size_t tensor_maps = 0;  // then this many tensor maps (128 bytes each)
+  bool contract_args = false;   // a tt_gemm_args (56 bytes), after the maps
+  std::size_t tensor_maps = 0;  // this many tensor maps (128 bytes each)
   friend bool operator==(const EntryForm&, const EntryForm&) = default;
 };
 // The form of a template's entry, from its declarations.

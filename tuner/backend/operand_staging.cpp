@@ -26,8 +26,8 @@ OperandStaging plan_operand_staging(const LaunchGeometry& geometry, std::uintptr
     if (!box.copy_unaligned || tensor_map_reads_in_place(is_a ? a : b, ld)) continue;
     OperandCopy copy;
     copy.operand = box.operand;
-    copy.rows = is_a ? problem.shape.m : problem.shape.k;
-    copy.width = is_a ? problem.shape.k : problem.shape.n;
+    copy.rows = box.rows(problem.shape);  // the matrix as stored (transposed: box.transposed)
+    copy.width = box.width(problem.shape);
     copy.from_ld = ld;
     copy.to_ld = round_up(copy.width, kRowAlignFloats);
     copy.offset = staging.floats;

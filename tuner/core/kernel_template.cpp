@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "tuner/core/device_library.h"
 #include "tuner/core/local_includes.h"
@@ -140,6 +141,7 @@ class TemplateParser {
     if (!first_line_.contains("shared")) tmpl_.dynamic_shared_bytes = Expression::parse("0");
     if (!first_line_.contains("zero_output")) tmpl_.zero_output = Expression::parse("0");
     check_specializations();
+    check_tensor_maps();
     tmpl_.source_hash = fnv1a_hex(tmpl_.source);
     return std::move(tmpl_);
   }
@@ -304,21 +306,34 @@ class TemplateParser {
     }
   }
 
-  // "A tf32 swizzle128 [copy_unaligned] 32, BM": operand, element, layout, whether the launcher
-  // may copy the operand, then the box's two extents.
+  // "A tf32 swizzle128 [copy_unaligned] 32, BM": operand, the builds it is for (op_a=t or op_b=t:
+  // those where the operand is stored transposed), element, layout, whether the launcher may copy
+  // the operand, then the box's two extents.
   void tensor_map(std::size_t line, std::string_view argument) {
     constexpr std::string_view kForm =
-        "expected 'tensor_map A|B fp32|tf32 dense|swizzle128 [copy_unaligned] INNER, OUTER'";
+        "expected 'tensor_map A|B [op_a=t|op_b=t] fp32|tf32 dense|swizzle128 [copy_unaligned] "
+        "INNER, OUTER'";
     const auto [operand, after_operand] = split_word(argument);
-    const auto [element, after_element] = split_word(after_operand);
+    if (operand != "A" && operand != "B") {
+      fail(line, fmt::format("tensor_map of '{}': only A and B have one ({})", operand, kForm));
+    }
+    auto [element, after_element] = split_word(after_operand);
+    // The builds' qualifier is a keyword ahead of the element type.
+    const bool transposed = element.starts_with("op_");
+    if (transposed) {
+      const std::string_view own = operand == "A" ? "op_a=t" : "op_b=t";
+      if (element != own) {
+        fail(line, fmt::format("tensor_map {} {}: a map of {} is qualified '{}' (the builds whose "
+                               "{} is stored transposed)",
+                               operand, element, operand, own, operand));
+      }
+      std::tie(element, after_element) = split_word(after_element);
+    }
     auto [layout, box] = split_word(after_element);
     // The option is a keyword ahead of the extents (a parameter so named would read as it).
     const auto [option, after_option] = split_word(box);
     const bool copy_unaligned = option == kCopyUnaligned;
     if (copy_unaligned) box = after_option;
-    if (operand != "A" && operand != "B") {
-      fail(line, fmt::format("tensor_map of '{}': only A and B have one ({})", operand, kForm));
-    }
     if (element != "fp32" && element != "tf32") {
       fail(line, fmt::format("tensor_map element '{}' ({})", element, kForm));
     }
@@ -326,7 +341,10 @@ class TemplateParser {
       fail(line, fmt::format("tensor_map layout '{}' ({})", layout, kForm));
     }
     for (const TensorMapDeclaration& other : tmpl_.tensor_maps) {
-      if (other.operand == operand[0]) fail(line, fmt::format("a second tensor_map of {}", operand));
+      if (other.operand == operand[0] && other.transposed == transposed) {
+        fail(line, fmt::format("a second tensor_map of {}{}", operand,
+                               transposed ? (operand == "A" ? " op_a=t" : " op_b=t") : ""));
+      }
     }
     const std::vector<std::string_view> extents = split_top_level(box);
     if (extents.size() != 2) {
@@ -334,10 +352,12 @@ class TemplateParser {
     }
     tmpl_.tensor_maps.push_back({operand[0], element == "tf32", layout == "swizzle128",
                                  copy_unaligned, expression(line, "tensor_map", extents[0]),
-                                 expression(line, "tensor_map", extents[1])});
+                                 expression(line, "tensor_map", extents[1]), transposed});
+    tensor_map_lines_.push_back(line);
     // TMA reads rows that start 16-byte aligned: its global strides are multiples of 16 bytes.
-    // With copy_unaligned the launcher makes them so (operand_staging.h).
-    if (!copy_unaligned) {
+    // With copy_unaligned the launcher makes them so (operand_staging.h). (Both maps of an
+    // operand declare it alike, check_tensor_maps: a requirement holds for every build.)
+    if (!copy_unaligned && !transposed) {
       tmpl_.requirements.push_back(Expression::parse(operand == "A" ? "lda % 4 == 0" : "ldb % 4 == 0"));
     }
   }
@@ -423,6 +443,47 @@ class TemplateParser {
     }
   }
 
+  // A map for the builds of a transposed operand (op_a=t, op_b=t) comes with the operand's plain
+  // map (the entry's parameter) and alike in copy_unaligned, for a template that specializes the
+  // transpose; and a template that serves a transposed operand with a map of it has such a map
+  // (the map describes the operand as the build stores it).
+  void check_tensor_maps() const {
+    const ContractSupport& s = tmpl_.specializes;
+    const ContractSupport& served = tmpl_.supports;
+    for (std::size_t i = 0; i < tmpl_.tensor_maps.size(); ++i) {
+      const TensorMapDeclaration& map = tmpl_.tensor_maps[i];
+      const bool is_a = map.operand == 'A';
+      const std::string_view op = is_a ? "op_a" : "op_b";
+      const bool specialized = is_a ? s.op_a : s.op_b;
+      const auto other = std::find_if(tmpl_.tensor_maps.begin(), tmpl_.tensor_maps.end(),
+                                      [&](const TensorMapDeclaration& d) {
+                                        return d.operand == map.operand && d.transposed != map.transposed;
+                                      });
+      const std::size_t line = tensor_map_lines_[i];
+      if (map.transposed) {
+        if (!specialized) {
+          fail(line, fmt::format("tensor_map {} {}=t, but the template does not specialize {} "
+                                 "('// tiletune: specializes {}'): no build stores {} transposed",
+                                 map.operand, op, op, op, map.operand));
+        }
+        if (other == tmpl_.tensor_maps.end()) {
+          fail(line, fmt::format("tensor_map {} {}=t without a tensor_map {} for the other builds",
+                                 map.operand, op, map.operand));
+        }
+        if (other->copy_unaligned != map.copy_unaligned) {
+          fail(line, fmt::format("tensor_map {} {}=t and tensor_map {} differ in copy_unaligned: "
+                                 "declare it for both or neither",
+                                 map.operand, op, map.operand));
+        }
+      } else if ((is_a ? served.op_a : served.op_b) &&
+                 (!specialized || other == tmpl_.tensor_maps.end())) {
+        fail(line, fmt::format("tensor_map {} of a template that serves {}: {} must be specialized "
+                               "and a 'tensor_map {} {}=t' describe the transposed operand",
+                               map.operand, op, op, map.operand, op));
+      }
+    }
+  }
+
   // The macro name of a part this template specializes ("OP_B"), or nullptr.
   const std::string_view* specialized_part(std::string_view name) const {
     const ContractSupport& s = tmpl_.specializes;
@@ -437,6 +498,7 @@ class TemplateParser {
   KernelTemplate tmpl_;
   std::size_t specializes_line_ = 0;
   std::size_t shared_line_ = 0;
+  std::vector<std::size_t> tensor_map_lines_;  // the line of each of tmpl_.tensor_maps
   std::map<std::string, std::size_t, std::less<>> first_line_;       // once-only directives
   std::map<std::string, std::size_t, std::less<>> parameter_lines_;  // parameter -> its line
   std::vector<std::pair<std::size_t, Expression>> expression_lines_;
@@ -628,11 +690,28 @@ LaunchGeometry KernelTemplate::launch_geometry(const Bindings& values, const Con
   }
   geometry.dynamic_shared_bytes = evaluate(dynamic_shared_bytes, "shared", 0);
   geometry.zero_output = evaluate(zero_output, "zero_output", 0) != 0;
-  for (const TensorMapDeclaration& map : tensor_maps) {
-    const std::string what = fmt::format("tensor_map {}", map.operand);
+  // One map per operand (the entry's parameters, in the order of their plain declarations): the
+  // op_a=t or op_b=t declaration where the build transposes the operand (its OP_A or OP_B).
+  const auto built = [&](std::string_view part) {
+    const auto found = values.find(part);
+    return found != values.end() && found->second != 0;
+  };
+  for (const TensorMapDeclaration& plain : tensor_maps) {
+    if (plain.transposed) continue;
+    const bool transposed = built(plain.operand == 'A' ? "OP_A" : "OP_B");
+    const auto declared = std::find_if(tensor_maps.begin(), tensor_maps.end(), [&](const auto& d) {
+      return d.operand == plain.operand && d.transposed == transposed;
+    });
+    if (declared == tensor_maps.end()) {
+      throw TemplateError(fmt::format("{}: tensor_map {} for {}: no map of the transposed operand",
+                                      name, plain.operand, config.to_string()));
+    }
+    const TensorMapDeclaration& map = *declared;
+    const std::string what = fmt::format("tensor_map {}{}", map.operand,
+                                         !transposed ? "" : map.operand == 'A' ? " op_a=t" : " op_b=t");
     TensorMapBox box{map.operand, map.tf32, map.swizzle128, map.copy_unaligned,
                      evaluate(map.inner, what + " inner extent", 1),
-                     evaluate(map.outer, what + " outer extent", 1)};
+                     evaluate(map.outer, what + " outer extent", 1), transposed};
     const auto refuse = [&](std::string_view why) {
       throw TemplateError(fmt::format("{}: {} for {}: box {} x {} {}", name, what,
                                       config.to_string(), box.inner, box.outer, why));
@@ -643,6 +722,21 @@ LaunchGeometry KernelTemplate::launch_geometry(const Bindings& values, const Con
     geometry.tensor_maps.push_back(box);
   }
   return geometry;
+}
+
+std::int64_t TensorMapBox::width(const GemmShape& shape) const {
+  if (operand == 'A') return transposed ? shape.m : shape.k;
+  return transposed ? shape.k : shape.n;
+}
+
+std::int64_t TensorMapBox::rows(const GemmShape& shape) const {
+  if (operand == 'A') return transposed ? shape.k : shape.m;
+  return transposed ? shape.n : shape.k;
+}
+
+std::size_t KernelTemplate::tensor_map_parameters() const {
+  return std::size_t(std::count_if(tensor_maps.begin(), tensor_maps.end(),
+                                   [](const TensorMapDeclaration& map) { return !map.transposed; }));
 }
 
 bool KernelTemplate::reads_sm_count() const {

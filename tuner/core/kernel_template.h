@@ -33,13 +33,16 @@
 //                                               declaration adds `require lda % 4 == 0` (or ldb),
 //                                               unless its layout is followed by copy_unaligned:
 //                                               then the launcher copies such an operand into
-//                                               aligned rows first (operand_staging.h))
+//                                               aligned rows first (operand_staging.h).
+//                                               `tensor_map B op_b=t ...` (A op_a=t) is the map
+//                                               of the builds that store the operand transposed,
+//                                               over the stored matrix, in its plain map's place)
 //   // tiletune: supports op_a op_b alpha_beta batch epilogue
 //                                              (the parts of the BLAS contract the entry serves:
 //                                               transposed A, transposed B, alpha, beta (C
 //                                               read), strided batches, epilogues; alpha_beta is
 //                                               alpha and beta; the entry then takes a
-//                                               tt_gemm_args after ldc
+//                                               tt_gemm_args after ldc and any tensor map
 //                                               (<tiletune/gemm_contract.h>). Without the line it
 //                                               serves plain problems, C = A * B, only)
 //   // tiletune: specializes op_a op_b alpha beta batch epilogue
@@ -125,6 +128,10 @@ struct TensorMapDeclaration {
   bool swizzle128 = false;  // rows of 128 bytes, 16-byte chunk c of row r at c ^ (r % 8)
   bool copy_unaligned = false;  // an operand TMA cannot read in place is copied first
   Expression inner, outer;  // the box's extent in elements: along the rows, and across them
+  // `tensor_map A op_a=t` / `B op_b=t`: the map of the builds that store the operand transposed
+  // (A K x M: M contiguous, K rows; B N x K: K contiguous, N rows), in place of the operand's
+  // plain declaration, whose place among the entry's parameters it takes.
+  bool transposed = false;
 };
 
 // A tensor map of one launch: what the launcher encodes for the operand.
@@ -134,6 +141,13 @@ struct TensorMapBox {
   bool swizzle128 = false;
   bool copy_unaligned = false;
   std::uint32_t inner = 0, outer = 0;
+  // The operand is stored transposed (the build's op_a=t or op_b=t): the map is of the stored
+  // matrix, A K x M (M wide, K rows, lda apart) or B N x K (K wide, N rows, ldb apart).
+  bool transposed = false;
+
+  // The stored matrix's row width and rows (elements) for the problem.
+  std::int64_t width(const GemmShape& shape) const;
+  std::int64_t rows(const GemmShape& shape) const;
 };
 
 struct LaunchGeometry {
@@ -190,7 +204,11 @@ struct KernelTemplate {
   Expression zero_output;
   Precision precision = Precision::fp32;
   std::string feature_arch;  // "sm_90a", or empty
-  std::vector<TensorMapDeclaration> tensor_maps;  // the entry's parameters after the contract's
+  // The entry's parameters after the contract's: one per operand, the declarations without op_a=t
+  // or op_b=t in order; a build that transposes the operand gets its op_a=t (op_b=t) one instead.
+  std::vector<TensorMapDeclaration> tensor_maps;
+  // The entry's tensor map parameters.
+  std::size_t tensor_map_parameters() const;
   ContractSupport supports;
   ContractSupport specializes;  // a subset of supports: compiled in, per problem
 

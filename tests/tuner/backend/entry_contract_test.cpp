@@ -91,7 +91,7 @@ TEST(EntryContract, TensorMapsFollowTheContractsParametersAt128BytesEach) {
   EXPECT_NE(parameter_layout_mismatch("tma", overlapping, EntryForm{false, 2}), std::nullopt);
 }
 
-TEST(EntryContract, AContractTemplatesEntryTakesItsGemmArgsRightAfterTheIntsBeforeAnyMap) {
+TEST(EntryContract, AContractTemplatesEntryTakesItsGemmArgsLastAfterAnyMap) {
   std::vector<KernelParameter> args = contract_parameter_layout();
   args.push_back({48, kContractArgsBytes});
   EXPECT_EQ(parameter_layout_mismatch("blas", args, EntryForm{true, 0}), std::nullopt);
@@ -101,15 +101,23 @@ TEST(EntryContract, AContractTemplatesEntryTakesItsGemmArgsRightAfterTheIntsBefo
             "(const float* A, const float* B, float* C, int M, int N, int K, int lda, int ldb, "
             "int ldc, const tt_gemm_args args)");
   EXPECT_NE(parameter_layout_mismatch("blas", args, EntryForm{false, 0}), std::nullopt);
-  // The args are no tensor map, and come before one.
+  // The args are no tensor map, and come after the maps: the maps keep the offsets they have in
+  // an entry without the args (and the template its instructions).
   EXPECT_NE(parameter_layout_mismatch("blas", args, EntryForm{false, 1}), std::nullopt);
-  std::vector<KernelParameter> args_and_map = args;
-  args_and_map.push_back({112, 128});
-  EXPECT_EQ(parameter_layout_mismatch("blas", args_and_map, EntryForm{true, 1}), std::nullopt);
-  std::vector<KernelParameter> map_first = contract_parameter_layout();
-  map_first.push_back({48, 128});
-  map_first.push_back({176, kContractArgsBytes});
-  EXPECT_NE(parameter_layout_mismatch("blas", map_first, EntryForm{true, 1}), std::nullopt);
+  std::vector<KernelParameter> maps_then_args = contract_parameter_layout();
+  maps_then_args.push_back({48, 128});
+  maps_then_args.push_back({176, 128});
+  maps_then_args.push_back({304, kContractArgsBytes});
+  EXPECT_EQ(parameter_layout_mismatch("blas", maps_then_args, EntryForm{true, 2}), std::nullopt);
+  EXPECT_EQ(parameter_layout_mismatch("blas", {maps_then_args.begin(), maps_then_args.end() - 1},
+                                      EntryForm{true, 2}),
+            "entry blas takes 11 parameters (8, 8, 8, 4, 4, 4, 4, 4, 4, 128, 128 bytes); the "
+            "contract is 12: (const float* A, const float* B, float* C, int M, int N, int K, int "
+            "lda, int ldb, int ldc, const __grid_constant__ tt_tensor_map map0, const "
+            "__grid_constant__ tt_tensor_map map1, const tt_gemm_args args)");
+  std::vector<KernelParameter> args_first = args;
+  args_first.push_back({112, 128});
+  EXPECT_NE(parameter_layout_mismatch("blas", args_first, EntryForm{true, 1}), std::nullopt);
 }
 
 TEST(EntryContract, AMissingEntryIsNamedWithWhatTheCodeHasInstead) {

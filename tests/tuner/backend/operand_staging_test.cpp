@@ -60,5 +60,27 @@ TEST(OperandStaging, OnlyMapsThatDeclareCopyUnalignedAreCopied) {
       << "a template without tensor maps reads its operands itself";
 }
 
+TEST(OperandStaging, ATransposedOperandsMapCopiesTheMatrixAsStored) {
+  // op_b = t: B stored N x K (3 rows of 7 floats, 9 apart), its map the build's op_b=t one.
+  GemmProblem problem{{5, 3, 7}, 8, 9, 3};
+  problem.op_b = Op::t;
+  LaunchGeometry geometry;
+  geometry.tensor_maps = {{'A', true, true, true, 32, 128}, {'B', true, true, true, 32, 128, true}};
+  EXPECT_EQ(geometry.tensor_maps[1].width(problem.shape), 7);
+  EXPECT_EQ(geometry.tensor_maps[1].rows(problem.shape), 3);
+  const OperandStaging plan = plan_operand_staging(geometry, kAligned, kOtherAligned, problem);
+  ASSERT_EQ(plan.copies.size(), 1u) << "A is read in place at lda 8";
+  const OperandCopy& b = plan.copies[0];
+  EXPECT_EQ(b.operand, 'B');
+  EXPECT_EQ(b.rows, 3);
+  EXPECT_EQ(b.width, 7);
+  EXPECT_EQ(b.from_ld, 9);
+  EXPECT_EQ(b.to_ld, 8);
+  // A transposed A alike: K x M, M wide.
+  const TensorMapBox a{'A', true, true, true, 32, 128, true};
+  EXPECT_EQ(a.width(problem.shape), 5);
+  EXPECT_EQ(a.rows(problem.shape), 7);
+}
+
 }  // namespace
 }  // namespace tiletune

@@ -549,7 +549,7 @@ TEST(KernelTemplate, BadTensorMapsAreOneLineEach) {
   const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
   EXPECT_EQ(template_error(base + "// tiletune: tensor_map C tf32 dense 32, 32\n"),
             "t.cu:5: tensor_map of 'C': only A and B have one (expected 'tensor_map A|B "
-            "fp32|tf32 dense|swizzle128 [copy_unaligned] INNER, OUTER')");
+            "[op_a=t|op_b=t] fp32|tf32 dense|swizzle128 [copy_unaligned] INNER, OUTER')");
   EXPECT_THAT(template_error(base + "// tiletune: tensor_map A fp16 dense 32, 32\n"),
               StartsWith("t.cu:5: tensor_map element 'fp16'"));
   EXPECT_THAT(template_error(base + "// tiletune: tensor_map A tf32 swizzle64 32, 32\n"),
@@ -575,6 +575,83 @@ TEST(KernelTemplate, BadTensorMapsAreOneLineEach) {
   EXPECT_EQ(box_error("swizzle128 16, 32"),
             "geo: tensor_map A for T=2: box 16 x 32 has rows other than 128 bytes: swizzle128 "
             "swizzles 128-byte rows");
+}
+
+// A transposed operand's map (`tensor_map B op_b=t`): the builds that store B N x K get it in the
+// place of B's plain map, with the box and layout of its own declaration.
+TEST(KernelTemplate, ATransposedBuildTakesItsOperandsTransposedMap) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid +
+                           "// tiletune: supports op_b alpha\n// tiletune: specializes op_b alpha\n";
+  const KernelTemplate tmpl = parse_template(
+      base + "// tiletune: tensor_map A tf32 swizzle128 32, 64\n"
+             "// tiletune: tensor_map B tf32 dense copy_unaligned 8 * T + 8, 32\n"
+             "// tiletune: tensor_map B op_b=t tf32 swizzle128 copy_unaligned 32, 64 * T\n",
+      "t.cu");
+  ASSERT_EQ(tmpl.tensor_maps.size(), 3u);
+  EXPECT_EQ(tmpl.tensor_map_parameters(), 2u) << "one parameter per operand";
+  EXPECT_TRUE(tmpl.tensor_maps[2].transposed);
+  const Configuration config = tmpl.parse_configuration("T=2");
+  const GemmShape shape{100, 60, 30};
+  const LaunchGeometry plain = tmpl.launch_geometry(config, shape);
+  ASSERT_EQ(plain.tensor_maps.size(), 2u);
+  EXPECT_FALSE(plain.tensor_maps[1].transposed);
+  EXPECT_FALSE(plain.tensor_maps[1].swizzle128);
+  EXPECT_EQ(plain.tensor_maps[1].inner, 24u);
+  EXPECT_EQ(plain.tensor_maps[1].width(shape), 60);  // B K x N: N wide, K rows
+  EXPECT_EQ(plain.tensor_maps[1].rows(shape), 30);
+  for (const Specialization& build : {Specialization{Op::n, Op::t}, Specialization{Op::n, Op::t, true}}) {
+    const LaunchGeometry transposed = tmpl.launch_geometry(tmpl.build_configuration(config, build), shape);
+    ASSERT_EQ(transposed.tensor_maps.size(), 2u);
+    EXPECT_FALSE(transposed.tensor_maps[0].transposed) << "A's map is A's in every build";
+    const TensorMapBox& b = transposed.tensor_maps[1];
+    EXPECT_EQ(b.operand, 'B');
+    EXPECT_TRUE(b.transposed);
+    EXPECT_TRUE(b.swizzle128);
+    EXPECT_TRUE(b.copy_unaligned);
+    EXPECT_EQ(b.inner, 32u);
+    EXPECT_EQ(b.outer, 128u);
+    EXPECT_EQ(b.width(shape), 30);  // B N x K: K wide, N rows
+    EXPECT_EQ(b.rows(shape), 60);
+  }
+  // An alpha build stores B as the plain one does.
+  EXPECT_FALSE(tmpl.launch_geometry(tmpl.build_configuration(config, Specialization{.alpha = true}), shape)
+                   .tensor_maps[1].transposed);
+}
+
+TEST(KernelTemplate, BadTransposedTensorMapsAreOneLineEach) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  const std::string specialized = base + "// tiletune: supports op_b\n// tiletune: specializes op_b\n";
+  const std::string plain_b = "// tiletune: tensor_map B tf32 dense 136, 32\n";
+  const std::string transposed_b = "// tiletune: tensor_map B op_b=t tf32 swizzle128 32, 128\n";
+  // The qualifier names the operand's own transpose.
+  EXPECT_EQ(template_error(specialized + "// tiletune: tensor_map B op_a=t tf32 dense 32, 32\n"),
+            "t.cu:7: tensor_map B op_a=t: a map of B is qualified 'op_b=t' (the builds whose B is "
+            "stored transposed)");
+  // Only builds that store B transposed take it: the template specializes op_b.
+  EXPECT_EQ(template_error(base + plain_b + transposed_b),
+            "t.cu:6: tensor_map B op_b=t, but the template does not specialize op_b ('// "
+            "tiletune: specializes op_b'): no build stores B transposed");
+  // It stands in for B's plain map, which the entry takes.
+  EXPECT_EQ(template_error(specialized + transposed_b),
+            "t.cu:7: tensor_map B op_b=t without a tensor_map B for the other builds");
+  EXPECT_EQ(template_error(specialized + plain_b + transposed_b + transposed_b),
+            "t.cu:9: a second tensor_map of B op_b=t");
+  // A requirement of aligned rows holds for every build: both maps copy unaligned rows, or neither.
+  EXPECT_EQ(template_error(specialized + plain_b +
+                           "// tiletune: tensor_map B op_b=t tf32 swizzle128 copy_unaligned 32, 128\n"),
+            "t.cu:8: tensor_map B op_b=t and tensor_map B differ in copy_unaligned: declare it for "
+            "both or neither");
+  // A template that serves a transposed B through a map of B describes the stored matrix per build.
+  EXPECT_EQ(template_error(specialized + plain_b),
+            "t.cu:7: tensor_map B of a template that serves op_b: op_b must be specialized and a "
+            "'tensor_map B op_b=t' describe the transposed operand");
+  EXPECT_EQ(template_error(base + "// tiletune: supports op_b\n" + plain_b),
+            "t.cu:6: tensor_map B of a template that serves op_b: op_b must be specialized and a "
+            "'tensor_map B op_b=t' describe the transposed operand");
+  // A map of A is free of B's transpose.
+  EXPECT_NO_THROW(parse_template(specialized + "// tiletune: tensor_map A tf32 swizzle128 32, 64\n" +
+                                     plain_b + transposed_b,
+                                 "t.cu"));
 }
 
 TEST(KernelTemplate, LaunchGeometryValidatesItsValues) {

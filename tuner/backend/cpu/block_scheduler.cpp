@@ -254,9 +254,9 @@ context::fiber run_thread(CudaThreadFiber& fiber, const BlockLaunch& launch,
     using Maps1 = void (*)(F, F, float*, int, int, int, int, int, int, tt_tensor_map);
     using Maps2 = void (*)(F, F, float*, int, int, int, int, int, int, tt_tensor_map, tt_tensor_map);
     using Args0 = void (*)(F, F, float*, int, int, int, int, int, int, ContractArgs);
-    using Args1 = void (*)(F, F, float*, int, int, int, int, int, int, ContractArgs, tt_tensor_map);
-    using Args2 = void (*)(F, F, float*, int, int, int, int, int, int, ContractArgs, tt_tensor_map,
-                           tt_tensor_map);
+    using Args1 = void (*)(F, F, float*, int, int, int, int, int, int, tt_tensor_map, ContractArgs);
+    using Args2 = void (*)(F, F, float*, int, int, int, int, int, int, tt_tensor_map, tt_tensor_map,
+                           ContractArgs);
     const auto run = [&](auto typed, auto... extra) {
       reinterpret_cast<decltype(typed)>(entry)(g.a, g.b, g.c, g.m, g.n, g.k, g.lda, g.ldb, g.ldc,
                                                extra...);
@@ -271,8 +271,8 @@ context::fiber run_thread(CudaThreadFiber& fiber, const BlockLaunch& launch,
     } else {
       switch (g.tensor_map_count) {
         case 0: run(Args0{}, g.contract_args); break;
-        case 1: run(Args1{}, g.contract_args, maps[0]); break;
-        default: run(Args2{}, g.contract_args, maps[0], maps[1]);
+        case 1: run(Args1{}, maps[0], g.contract_args); break;
+        default: run(Args2{}, maps[0], maps[1], g.contract_args);
       }
     }
     fiber.state = State::returned;

@@ -79,7 +79,7 @@ struct GemmArguments {
   const float* b;
   float* c;
   int m, n, k, lda, ldb, ldc;
-  bool takes_contract_args = false;  // the entry takes `contract_args` before any tensor map
+  bool takes_contract_args = false;  // the entry takes `contract_args` after any tensor map
   ContractArgs contract_args{};
   std::array<tt_tensor_map, 2> tensor_maps{};  // the first `tensor_map_count` follow the contract's
   unsigned tensor_map_count = 0;

@@ -279,6 +279,10 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
   arguments.takes_contract_args = form_.contract_args;
   for (const TensorMapBox& box : geometry.tensor_maps) {
     const bool is_a = box.operand == 'A';
+    if (box.transposed != ((is_a ? problem.op_a : problem.op_b) == Op::t)) {
+      throw std::logic_error(fmt::format("CpuKernel::launch: a map of {} as another build stores it, "
+                                         "for {}", box.operand, problem.to_string()));
+    }
     if (!tensor_map_reads_in_place(std::uintptr_t(is_a ? a : b), is_a ? lda : ldb)) {
       throw LaunchError(fmt::format(
           "tensor map of {}: {} floats apart from address {}: TMA needs 16-byte aligned rows (the "
@@ -287,7 +291,7 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
     }
     const tt_cpu_tensor_map map{
         is_a ? static_cast<const void*>(a) : static_cast<const void*>(b),
-        {std::uint64_t(is_a ? k : n), std::uint64_t(is_a ? m : k)},
+        {std::uint64_t(box.width(problem.shape)), std::uint64_t(box.rows(problem.shape))},
         std::uint64_t(is_a ? lda : ldb) * sizeof(float),
         {box.inner, box.outer},
         box.tf32,

@@ -154,9 +154,9 @@ extern "C" void tt_cpu_enter(const tt_cpu_thread* thread) {
 // (kernel_build.cpp), so that the object tells whether its entry's type is the contract's and
 // prints that type as the compiler sees it (tt_cpu_entry_type). An entry taking other parameters
 // is then refused when the object is loaded, before it runs (cpu_kernel.cpp).
-// The contract's nine parameters; then a tt_gemm_args where the template declares a part of the
-// BLAS contract (<tiletune/gemm_contract.h>: a class of 56 bytes, passed by value), then one or two
-// tensor maps (`// tiletune: tensor_map`).
+// The contract's nine parameters; then one or two tensor maps (`// tiletune: tensor_map`), then a
+// tt_gemm_args where the template declares a part of the BLAS contract
+// (<tiletune/gemm_contract.h>: a class of 56 bytes, passed by value).
 #define TT_CPU_CONTRACT_PARAMETERS const float*, const float*, float*, int, int, int, int, int, int
 template <class T>
 struct tt_cpu_without_noexcept {
@@ -171,7 +171,7 @@ struct tt_cpu_is_gemm_args {
   static const bool value = __is_class(G) && sizeof(G) == 56;
 };
 // form: the tensor maps after the contract's parameters, -1 for a type none of the contract's;
-// args: whether a tt_gemm_args comes first.
+// args: whether a tt_gemm_args comes last.
 template <class T>
 struct tt_cpu_entry_form {
   static const int form = -1, args = 0;
@@ -193,11 +193,11 @@ struct tt_cpu_entry_form<void(TT_CPU_CONTRACT_PARAMETERS, G)> {
   static const int form = tt_cpu_is_gemm_args<G>::value ? 0 : -1, args = 1;
 };
 template <class G>
-struct tt_cpu_entry_form<void(TT_CPU_CONTRACT_PARAMETERS, G, tt_tensor_map)> {
+struct tt_cpu_entry_form<void(TT_CPU_CONTRACT_PARAMETERS, tt_tensor_map, G)> {
   static const int form = tt_cpu_is_gemm_args<G>::value ? 1 : -1, args = 1;
 };
 template <class G>
-struct tt_cpu_entry_form<void(TT_CPU_CONTRACT_PARAMETERS, G, tt_tensor_map, tt_tensor_map)> {
+struct tt_cpu_entry_form<void(TT_CPU_CONTRACT_PARAMETERS, tt_tensor_map, tt_tensor_map, G)> {
   static const int form = tt_cpu_is_gemm_args<G>::value ? 2 : -1, args = 1;
 };
 // "const char* tt_cpu_type_text() [with T = void(int, int)]" (Clang: "[T = void (int, int)]").
@@ -205,7 +205,7 @@ template <class T>
 const char* tt_cpu_type_text() { return __PRETTY_FUNCTION__; }
 // tt_cpu_entry_tensor_maps: how many tensor maps the entry takes after the contract's
 // parameters, -1 when its type is none of the contract's; tt_cpu_entry_contract_args: whether a
-// tt_gemm_args comes before them.
+// tt_gemm_args comes after them.
 #define TT_CPU_ENTRY_CONTRACT(entry)                                                          \
   extern "C" int tt_cpu_entry_tensor_maps(void) {                                             \
     return tt_cpu_entry_form<tt_cpu_without_noexcept<decltype(entry)>::type>::form;           \

@@ -127,8 +127,13 @@ CUtensorMap encode_tensor_map(const TensorMapBox& box, CUdeviceptr a, CUdevicept
     throw GpuUnavailable("the CUDA driver cannot encode tensor maps (cuTensorMapEncodeTiled, CUDA 12.0)");
   }
   const bool is_a = box.operand == 'A';
-  const cuuint64_t dims[2] = {cuuint64_t(is_a ? problem.shape.k : problem.shape.n),
-                              cuuint64_t(is_a ? problem.shape.m : problem.shape.k)};
+  if (box.transposed != ((is_a ? problem.op_a : problem.op_b) == Op::t)) {
+    throw std::logic_error("encode_tensor_map: a map of " + std::string(1, box.operand) +
+                           " as another build stores it, for " + problem.to_string());
+  }
+  // The matrix as stored: B N x K where the build transposes it (op_b=t), else K x N; A alike.
+  const cuuint64_t dims[2] = {cuuint64_t(box.width(problem.shape)),
+                              cuuint64_t(box.rows(problem.shape))};
   const cuuint64_t row_bytes[1] = {cuuint64_t(is_a ? problem.lda : problem.ldb) * sizeof(float)};
   const cuuint32_t extents[2] = {box.inner, box.outer}, element_strides[2] = {1, 1};
   CUtensorMap map;
@@ -251,7 +256,6 @@ void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CU
   ContractArgs args;
   std::array<void*, 12> arguments = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc};
   std::size_t extra = 9;
-  if (form.contract_args) arguments[extra++] = &args;
   if (geometry.tensor_maps.size() > maps.size()) {
     throw std::logic_error("enqueue_gemm_launch: more tensor maps than operands");
   }
@@ -259,6 +263,7 @@ void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CU
     maps[i] = encode_tensor_map(geometry.tensor_maps[i], a, b, read);
     arguments[extra++] = &maps[i];
   }
+  if (form.contract_args) arguments[extra++] = &args;  // after the maps (entry_contract.h)
   // The batch runs in z, the template's grid z times over; as many entries a launch as z allows.
   const std::int64_t per_launch = batch_entries_per_launch(geometry.grid[2]);
   const CUdeviceptr a0 = a, b0 = b, c0 = c;
