@@ -1,6 +1,6 @@
 // <tiletune/gemm_contract.h>: the BLAS contract beyond C = A * B, for templates that declare
 // `// tiletune: supports ...` (README, "Writing a template"). Their entry takes one more parameter
-// after ldc (and before any tensor map):
+// after ldc and after any tensor map (a template's maps keep their offsets):
 //
 //   extern "C" __global__ void NAME(const float* A, const float* B, float* C, int M, int N, int K,
 //                                   int lda, int ldb, int ldc, const tt_gemm_args args)
