@@ -67,7 +67,7 @@ bool passes_fuzz_stage(GemmExecutor& executor, const KernelTemplate& tmpl,
   AnnouncingExecutor announced(executor, before_case);
   // The executor runs the build of the request's transposes: every case has them where the
   // template compiles them in.
-  const Specialization build = tmpl.specialization(GemmProblem::packed(request.shape, request.op));
+  const Specialization build = tmpl.specialization(request.problem());
   const FuzzReport fuzz = fuzz_configuration(announced, config, tmpl.precision,
                                              request.fuzz_settings,
                                              CaseRequirements(tmpl, config, build), &references);
@@ -115,13 +115,12 @@ EvaluationOutcome Evaluator::evaluate(const KernelTemplate& tmpl, const Evaluati
   const Configuration config = tmpl.parse_configuration(request.config);
   std::unique_ptr<GemmExecutor> executor;
   try {
-    if (auto unserved = tmpl.unsupported(GemmProblem::packed(request.shape, request.op), config)) {
-      throw TemplateError(*unserved);
-    }
+    const GemmProblem full = request.problem();
+    if (auto unserved = tmpl.unsupported(full, config)) throw TemplateError(*unserved);
+    const Configuration build = tmpl.build_configuration(config, full);
     stage(backend_->load_stage());
-    executor = make_executor(*backend_, tmpl,
-                             tmpl.build_configuration(config, GemmProblem::packed(request.shape, request.op)));
-    run_stages(*executor, tmpl, config, request, stage, before_case, outcome);
+    executor = make_executor(*backend_, tmpl, build);
+    run_stages(*executor, tmpl, config, build, request, stage, before_case, outcome);
   } catch (const CompileError& e) {  // EntryContractError too, found when the entry is loaded
     result.status = ResultStatus::compile_error;
     result.detail = e.log();
@@ -151,7 +150,8 @@ EvaluationOutcome Evaluator::evaluate(const KernelTemplate& tmpl, const Evaluati
 }
 
 void Evaluator::run_stages(GemmExecutor& executor, const KernelTemplate& tmpl,
-                           const Configuration& config, const EvaluationRequest& request,
+                           const Configuration& config, const Configuration& build,
+                           const EvaluationRequest& request,
                            const StageCallback& stage, const CaseCallback& before_case,
                            EvaluationOutcome& outcome) {
   ResultRecord& result = outcome.result;
@@ -159,8 +159,6 @@ void Evaluator::run_stages(GemmExecutor& executor, const KernelTemplate& tmpl,
   result.registers = resources.registers;
   result.static_shared_bytes = resources.static_shared_bytes;
   result.spill_bytes = resources.spill_bytes();
-  const GemmProblem full = GemmProblem::packed(request.shape, request.op);
-  const Configuration build = tmpl.build_configuration(config, full);
   const LaunchGeometry geometry = tmpl.launch_geometry(build, request.shape, device().sm_count);
   result.dynamic_shared_bytes = int(geometry.dynamic_shared_bytes);
   if (auto limit = executor.exceeds_device_limits(geometry)) {
@@ -178,19 +176,21 @@ void Evaluator::run_stages(GemmExecutor& executor, const KernelTemplate& tmpl,
   outcome.fuzz_passed = true;
   if (!request.measure) return;
 
-  if (auto failure = full_shape_->check(executor, tmpl, build, full, request.data_seed, stage)) {
+  if (auto failure = full_shape_->check(executor, tmpl, build, request.problem(), request.data_seed,
+                                        stage)) {
     result.status = failure->status;
     result.detail = failure->detail;
     return;
   }
   stage("time");
-  const Timing timing = full_shape_->time(executor, tmpl, build, full, request.data_seed, request.timing);
+  const Timing timing = full_shape_->time(executor, tmpl, build, request.problem(), request.data_seed,
+                                          request.timing);
   set_timing(result, timing, request.shape);
 }
 
 std::vector<Timing> Evaluator::remeasure(const std::vector<const KernelTemplate*>& templates,
                                          const RemeasureRequest& request) {
-  const GemmProblem full = GemmProblem::packed(request.shape, request.op);
+  const GemmProblem full = request.problem();
   std::vector<std::unique_ptr<GemmExecutor>> executors;
   std::vector<Configuration> builds;
   for (const RemeasuredConfig& each : request.configs) {

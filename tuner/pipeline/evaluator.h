@@ -52,9 +52,10 @@ class Evaluator {
   bool usable() const { return !context_lost_; }
 
  private:
-  // The stages after loading; the result says how the configuration fared.
+  // The stages after loading (`build`: the configuration's build for the request's problem, which
+  // the executor runs); the result says how the configuration fared.
   void run_stages(GemmExecutor& executor, const KernelTemplate& tmpl, const Configuration& config,
-                  const EvaluationRequest& request, const StageCallback& stage,
+                  const Configuration& build, const EvaluationRequest& request, const StageCallback& stage,
                   const CaseCallback& before_case, EvaluationOutcome& outcome);
 
   std::unique_ptr<Backend> backend_;

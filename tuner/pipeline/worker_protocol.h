@@ -30,6 +30,9 @@ struct EvaluationRequest {
   FuzzSettings fuzz_settings;
   TimingSettings timing;
   std::uint64_t data_seed = 1;
+
+  // The full problem verified and timed: the shape with its transposes, operands packed.
+  GemmProblem problem() const { return GemmProblem::packed(shape, op); }
 };
 
 // One configuration of a re-measurement: of which of the request's templates, and its text.
@@ -50,6 +53,8 @@ struct RemeasureRequest {
   TimingSettings timing;  // of one configuration in one round
   int rounds = 5;
   std::uint64_t data_seed = 1;
+
+  GemmProblem problem() const { return GemmProblem::packed(shape, op); }
 };
 
 struct WorkerRequest {

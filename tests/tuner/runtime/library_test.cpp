@@ -35,7 +35,9 @@ struct Operands {
 Operands random_operands(const Problem& p, std::uint32_t seed) {
   std::mt19937 generator(seed);
   std::uniform_real_distribution<float> value(-1.f, 1.f);
-  Operands o{std::vector<float>(p.M * p.lda), std::vector<float>(p.K * p.ldb),
+  // Each operand's stored rows: op(A) is M x K, A stored K x M when transposed; likewise B.
+  const std::int64_t a_rows = p.op_a == Op::n ? p.M : p.K, b_rows = p.op_b == Op::n ? p.K : p.N;
+  Operands o{std::vector<float>(a_rows * p.lda), std::vector<float>(b_rows * p.ldb),
              std::vector<float>(p.M * p.ldc, std::nanf(""))};  // C poisoned: every element must be written
   for (float& x : o.a) x = value(generator);
   for (float& x : o.b) x = value(generator);
@@ -65,11 +67,18 @@ Operands random_operands(const Problem& p, std::uint32_t seed) {
   return ::testing::AssertionSuccess();
 }
 
-// Every element against a double-precision dot product, within gamma_K * sum |a||b| (the bound of
-// any summation order, u = 2^-24); elements beyond N in each row of C must be left alone.
+// Every element of op(A) op(B) against a double-precision dot product, within gamma_K * sum |a||b|
+// (the bound of any summation order, u = 2^-24); elements beyond N in each row of C must be left
+// alone.
 ::testing::AssertionResult matches_reference(const Problem& p, const Operands& o,
                                              const std::vector<float>& c_before) {
   const double u = std::ldexp(1.0, -24), gamma = p.K * u / (1 - p.K * u);
+  const auto a = [&](std::int64_t i, std::int64_t k) {
+    return double(p.op_a == Op::n ? o.a[i * p.lda + k] : o.a[k * p.lda + i]);
+  };
+  const auto b = [&](std::int64_t k, std::int64_t j) {
+    return double(p.op_b == Op::n ? o.b[k * p.ldb + j] : o.b[j * p.ldb + k]);
+  };
   for (std::int64_t i = 0; i < p.M; ++i) {
     for (std::int64_t j = 0; j < p.ldc; ++j) {
       const float got = o.c[i * p.ldc + j];
@@ -82,8 +91,8 @@ Operands random_operands(const Problem& p, std::uint32_t seed) {
       }
       double sum = 0, magnitude = 0;
       for (std::int64_t k = 0; k < p.K; ++k) {
-        sum += double(o.a[i * p.lda + k]) * o.b[k * p.ldb + j];
-        magnitude += std::fabs(double(o.a[i * p.lda + k]) * o.b[k * p.ldb + j]);
+        sum += a(i, k) * b(k, j);
+        magnitude += std::fabs(a(i, k) * b(k, j));
       }
       if (!(std::fabs(got - sum) <= gamma * magnitude + 1e-30)) {
         return ::testing::AssertionFailure() << p.to_string() << ": C[" << i << "][" << j << "] = " << got
@@ -982,24 +991,7 @@ TEST_F(LibraryTest, ARecordTunedForTheTransposesServesThemAtItsShape) {
   EXPECT_TRUE(tuned.exact);
   EXPECT_DOUBLE_EQ(tuned.expected_ms, 2.0);
   EXPECT_NE(tuned.why.find("tuned for op=nt"), std::string::npos) << tuned.why;
-  // Its build computes C = A B^T with B stored N x K.
-  std::mt19937 generator(3);
-  std::uniform_real_distribution<float> value(-1.f, 1.f);
-  std::vector<float> a(p.M * p.lda), b(p.N * p.ldb), c(p.M * p.ldc, std::nanf(""));
-  for (float& x : a) x = value(generator);
-  for (float& x : b) x = value(generator);
-  gemm.run(p, a.data(), b.data(), c.data());
-  const double gamma = p.K * std::ldexp(1.0, -24) / (1 - p.K * std::ldexp(1.0, -24));
-  for (std::int64_t i = 0; i < p.M; ++i) {
-    for (std::int64_t j = 0; j < p.N; ++j) {
-      double sum = 0, magnitude = 0;
-      for (std::int64_t k = 0; k < p.K; ++k) {
-        sum += double(a[i * p.lda + k]) * b[j * p.ldb + k];
-        magnitude += std::fabs(double(a[i * p.lda + k]) * b[j * p.ldb + k]);
-      }
-      ASSERT_LE(std::fabs(c[i * p.ldc + j] - sum), gamma * magnitude) << "C[" << i << "][" << j << "]";
-    }
-  }
+  EXPECT_TRUE(runs_correctly(gemm, p, 3));  // its build computes C = A B^T, B stored N x K
 
   Problem tn = Problem::packed(96, 80, 72);
   tn.op_a = Op::t;
