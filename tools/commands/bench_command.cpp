@@ -18,6 +18,7 @@
 // Such rows are not recorded: the database's bench rows are the plain product's.
 #include <cmath>
 #include <functional>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -182,6 +183,15 @@ int run(const BenchOptions& options) {
   }
   double log_ratio_sum = 0, log_lt_ratio_sum = 0;
   int measured = 0, lt_measured = 0, missing = 0, skipped = 0;
+  // Each recorded version parsed once: a problem may pass over many records of one template.
+  std::map<std::string, KernelTemplate> parsed_versions;  // by source hash
+  const auto template_of = [&](const ResultRecord& record) -> const KernelTemplate& {
+    auto found = parsed_versions.find(record.template_hash);
+    if (found == parsed_versions.end()) {
+      found = parsed_versions.emplace(record.template_hash, recorded_template(store, record)).first;
+    }
+    return found->second;
+  };
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const GemmShape& shape = shapes[i];
     const GemmProblem& problem = problems[i];
@@ -223,7 +233,7 @@ int run(const BenchOptions& options) {
     best.reset();
     for (const Transposes op : {problem.transposes(), Transposes{}}) {
       for (const ResultRecord& record : store.ranking(gpu.name, shape, only, precision, op)) {
-        const KernelTemplate candidate = recorded_template(store, record);
+        const KernelTemplate& candidate = template_of(record);
         const Configuration candidate_config = candidate.parse_configuration(record.config);
         std::optional<std::string> why = candidate.unsupported(problem, candidate_config);
         if (!why) {
@@ -248,7 +258,7 @@ int run(const BenchOptions& options) {
                  cannot.value_or("not served"));
       continue;
     }
-    const KernelTemplate tmpl = recorded_template(store, *best);
+    const KernelTemplate& tmpl = template_of(*best);
     const Configuration config = tmpl.parse_configuration(best->config);
     // The build that serves the problem, where the template compiles parts of it in.
     const Configuration build = tmpl.build_configuration(config, problem);
