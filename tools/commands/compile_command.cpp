@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "tools/cli/command_line.h"
+#include "tools/cli/number_checks.h"
 #include "tuner/pipeline/pruning.h"
 #include "tools/commands/commands.h"
 #include "tuner/backend/gpu/compiled_kernels.h"
@@ -29,6 +30,7 @@ struct CompileOptions {
   std::string arch;
   std::string config;     // only this configuration
   bool cover = false;     // a covering sample drawn with `seed` (covering_sample)
+  int cover_strength = 1;  // of this strength
   std::vector<std::string> shapes;  // only what a tune of these shapes would time
   std::uint64_t seed = 0;
   std::string cubin_dir;  // where to write each configuration's cubin
@@ -83,7 +85,7 @@ int run(const CompileOptions& options) {
         continue;
       }
     } else {
-      configs = options.cover ? covering_sample(tmpl, options.seed) : enumerate_configurations(tmpl);
+      configs = options.cover ? covering_sample(tmpl, options.seed, options.cover_strength) : enumerate_configurations(tmpl);
       check_not_empty(tmpl, configs);
     }
     if (options.builds) {
@@ -137,6 +139,12 @@ void add_compile_command(CLI::App& app, int& exit_code) {
   command->add_flag("--cover", options->cover,
                     "a random sample, drawn with --seed, that takes every value of every parameter at least once")
       ->excludes(config);
+  command->add_option("--cover-strength", options->cover_strength,
+                      "with --cover: every combination of this many parameters' values that a valid "
+                      "configuration takes, each in some configuration of the sample (2: every pair)")
+      ->capture_default_str()
+      ->check(kPositive)
+      ->needs("--cover");
   command->add_option("--seed", options->seed, "the seed of --cover's sample")->capture_default_str();
   command
       ->add_option("--shape", options->shapes,

@@ -45,6 +45,7 @@ struct FuzzOptions {
   std::vector<std::string> configs;  // only these configurations
   int sample = 0;  // a seeded random sample of this many configurations per template (0: all)
   bool cover = false;  // a seeded sample that takes every value of every parameter (covering_sample)
+  int cover_strength = 1;  // ... or every combination of this many parameters' values
   std::string shard;   // "I/N": only the configurations this share owns (tune_shard.h); empty: all
   // Every configuration but the `except_sample` that --sample would draw with this seed: those
   // another run fuzzes (CI's sanitized fuzz), so that the two together fuzz each once.
@@ -94,7 +95,7 @@ std::vector<Configuration> configurations_of(const KernelTemplate& tmpl, const F
     return chosen;
   }
   // A sample is drawn without listing the space, which may be too large to list.
-  std::vector<Configuration> configs = options.cover        ? covering_sample(tmpl, options.seed)
+  std::vector<Configuration> configs = options.cover        ? covering_sample(tmpl, options.seed, options.cover_strength)
                                        : options.sample > 0 ? sample_configurations(tmpl, options.sample, options.seed)
                                                             : enumerate_configurations(tmpl);
   check_not_empty(tmpl, configs);  // nothing fuzzed is never a pass
@@ -276,6 +277,7 @@ int run(const FuzzOptions& options) {
     sanitize.configs = options.configs;
     sanitize.sample = options.sample;
     sanitize.cover = options.cover;
+    sanitize.cover_strength = options.cover_strength;
     failed += sanitize_on_gpu(templates, sanitize);
   }
   // Throughput counts every case judged, shrink attempts that failed excluded; the time includes
@@ -306,6 +308,12 @@ void add_fuzz_command(CLI::App& app, int& exit_code) {
   command->add_flag("--cover", options->cover,
                     "a random sample, drawn with --seed, that takes every value of every parameter at least once")
       ->excludes(sample);
+  command->add_option("--cover-strength", options->cover_strength,
+                      "with --cover: every combination of this many parameters' values that a valid "
+                      "configuration takes, each in some configuration of the sample (2: every pair)")
+      ->capture_default_str()
+      ->check(kPositive)
+      ->needs("--cover");
   command->add_option("--except-sample", options->except_sample,
                       "every configuration but the N that --sample N draws with --seed (those "
                       "another run fuzzes)")

@@ -90,7 +90,8 @@ int sanitize_on_gpu(const std::vector<KernelTemplate>& templates, const Sanitize
       child.insert(child.end(), {"--sample", std::to_string(settings.sample), "--seed",
                                  std::to_string(settings.seed)});
     } else if (settings.cover) {
-      child.insert(child.end(), {"--cover", "--seed", std::to_string(settings.seed)});
+      child.insert(child.end(), {"--cover", "--cover-strength", std::to_string(settings.cover_strength),
+                                 "--seed", std::to_string(settings.seed)});
     }
 
     // Configuration text -> one phrase per tool.

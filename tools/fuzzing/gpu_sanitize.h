@@ -22,6 +22,7 @@ struct SanitizeSettings {
   std::vector<std::string> configs;  // only these configurations (none: all)
   int sample = 0;          // or a sample of this many, drawn with `seed` (0 = all)
   bool cover = false;      // or a covering sample drawn with `seed` (covering_sample)
+  int cover_strength = 1;  // of this strength
 };
 
 // The cases a template is sanitized on: drawn like property cases against the remainders of

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <set>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -145,28 +147,46 @@ std::vector<Configuration> sample_configurations(const KernelTemplate& tmpl, std
   return sample;
 }
 
-std::vector<Configuration> covering_sample(const KernelTemplate& tmpl, std::uint64_t seed) {
+std::vector<Configuration> covering_sample(const KernelTemplate& tmpl, std::uint64_t seed, int strength) {
+  if (strength < 1) throw std::invalid_argument(fmt::format("a covering sample's strength is 1 or more, not {}", strength));
   std::vector<Configuration> configs = enumerate_configurations(tmpl);
+  // Each combination of `strength` parameters' values some configuration takes, numbered; a
+  // configuration's are listed once, so that a pick's gain is a count of flags.
+  std::map<std::vector<std::pair<std::size_t, std::int64_t>>, std::size_t> tuple_ids;
+  std::vector<std::vector<std::size_t>> tuples_of(configs.size());
+  const std::size_t parameters = tmpl.parameters.size();
+  const std::size_t width = std::min<std::size_t>(std::size_t(strength), parameters);
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    std::vector<bool> chosen(parameters, false);  // the parameters of a tuple, in each combination
+    std::fill(chosen.begin(), chosen.begin() + std::ptrdiff_t(width), true);
+    do {
+      std::vector<std::pair<std::size_t, std::int64_t>> tuple;
+      for (std::size_t p = 0; p < parameters; ++p) {
+        if (chosen[p]) tuple.emplace_back(p, configs[c].values[p].second);
+      }
+      tuples_of[c].push_back(tuple_ids.try_emplace(std::move(tuple), tuple_ids.size()).first->second);
+    } while (std::prev_permutation(chosen.begin(), chosen.end()));
+  }
+  std::vector<bool> untaken(tuple_ids.size(), true);
+  std::size_t left = tuple_ids.size();
+  const auto gain = [&](std::size_t c) {
+    return std::count_if(tuples_of[c].begin(), tuples_of[c].end(), [&](std::size_t id) { return untaken[id]; });
+  };
   std::vector<std::size_t> order(configs.size());
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 random(seed);
   std::shuffle(order.begin(), order.end(), random);
-  std::set<std::pair<std::string, std::int64_t>> untaken;  // (parameter, value) no pick takes yet
-  for (const Configuration& config : configs) {
-    for (const auto& [name, value] : config.values) untaken.emplace(name, value);
-  }
-  const auto gain = [&](const Configuration& config) {
-    return std::count_if(config.values.begin(), config.values.end(),
-                         [&](const auto& value) { return untaken.contains(value); });
-  };
   std::vector<std::size_t> picks;
-  while (!untaken.empty()) {
+  while (left > 0) {
     // The first of the shuffled order among those adding the most.
     const std::size_t best = *std::max_element(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return gain(configs[a]) < gain(configs[b]);
+      return gain(a) < gain(b);
     });
     picks.push_back(best);
-    for (const auto& value : configs[best].values) untaken.erase(value);
+    for (std::size_t id : tuples_of[best]) {
+      left -= untaken[id];
+      untaken[id] = false;
+    }
   }
   std::sort(picks.begin(), picks.end());
   std::vector<Configuration> sample;

@@ -60,11 +60,14 @@ std::vector<Configuration> sample_configurations(
     const KernelTemplate& tmpl, std::size_t count, std::uint64_t seed,
     const std::function<bool(const Configuration&)>& keep = {});
 
-// A small random sample of the template's valid configurations that together take every value of
-// every parameter at least once (each value some valid configuration takes), in the space's
-// order: the configuration that adds the most values not yet taken is chosen next, ties broken by
-// the seed, so different seeds cover the space with different configurations. For a quick check
-// that touches each choice a template offers. Throws SpaceTooLarge when the space cannot be listed.
-std::vector<Configuration> covering_sample(const KernelTemplate& tmpl, std::uint64_t seed);
+// A small random sample of the template's valid configurations that together take every
+// combination of `strength` parameters' values that some valid configuration takes (strength 1:
+// every value of every parameter; 2: every pair of two parameters' values; ...), in the space's
+// order: the configuration that adds the most combinations not yet taken is chosen next, ties
+// broken by the seed, so different seeds cover the space with different configurations. A bug that
+// needs a particular value of each of `strength` parameters to show is in some configuration of
+// the sample. Throws SpaceTooLarge when the space cannot be listed, std::invalid_argument for a
+// strength below 1.
+std::vector<Configuration> covering_sample(const KernelTemplate& tmpl, std::uint64_t seed, int strength = 1);
 
 }  // namespace tiletune

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -91,6 +93,46 @@ TEST(SearchSpace, ACoveringSampleTakesEveryValueOfEveryShippedTemplate) {
   // Different seeds cover warp_tiled with different configurations.
   const KernelTemplate warp_tiled = load_template(kTemplates / "warp_tiled.cu");
   EXPECT_NE(strings(covering_sample(warp_tiled, 1)), strings(covering_sample(warp_tiled, 2)));
+}
+
+// Every combination of `strength` parameters' values that some configuration takes.
+std::set<std::vector<std::pair<std::string, std::int64_t>>> combinations_taken(
+    const std::vector<Configuration>& configs, std::size_t strength) {
+  std::set<std::vector<std::pair<std::string, std::int64_t>>> taken;
+  for (const Configuration& config : configs) {
+    const std::size_t n = config.values.size();
+    for (std::uint32_t mask = 0; mask < (1u << n); ++mask) {
+      if (std::size_t(__builtin_popcount(mask)) != strength) continue;
+      std::vector<std::pair<std::string, std::int64_t>> combination;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (mask & (1u << i)) combination.push_back(config.values[i]);
+      }
+      taken.insert(combination);
+    }
+  }
+  return taken;
+}
+
+TEST(SearchSpace, ACoveringSampleOfStrengthTTakesEveryCombinationOfTValues) {
+  const KernelTemplate tmpl = load_template(kTemplates / "warp_tiled.cu");
+  const std::vector<Configuration> all = enumerate_configurations(tmpl);
+  std::size_t previous = 0;
+  for (int strength : {2, 3}) {
+    SCOPED_TRACE(strength);
+    const std::vector<Configuration> sample = covering_sample(tmpl, 11, strength);
+    EXPECT_EQ(combinations_taken(sample, strength), combinations_taken(all, strength));
+    EXPECT_EQ(combinations_taken(sample, 1), combinations_taken(all, 1)) << "so every value";
+    EXPECT_GT(sample.size(), previous) << "a stronger sample is larger";
+    EXPECT_LT(sample.size(), all.size() / 2) << "and still a sample";
+    EXPECT_EQ(strings(covering_sample(tmpl, 11, strength)), strings(sample)) << "same seed, same sample";
+    std::printf("warp_tiled's covering sample of strength %d: %zu of %zu configurations\n", strength,
+                sample.size(), all.size());
+    previous = sample.size();
+  }
+  // More parameters than there are: every configuration that differs in any one is taken.
+  const KernelTemplate tiled = load_template(kTemplates / "tiled.cu");
+  EXPECT_EQ(strings(covering_sample(tiled, 3, 5)), strings(enumerate_configurations(tiled)));
+  EXPECT_THROW(covering_sample(tiled, 3, 0), std::invalid_argument);
 }
 
 TEST(SearchSpace, NaiveCountMatchesItsDeclarations) {

@@ -205,8 +205,9 @@ std::vector<Configuration> warp_tiled_nvrtc_sample(const KernelTemplate& tmpl,
 }
 
 // warp_tiled's space is large (592 configurations, about 1.6 CPU-s of NVRTC each: compiling them
-// all was CI's longest test, 637 s). Every one of them is built by the host compiler in CI's CPU
-// fuzz, so an error in the template's own code in any configuration fails there; what only NVRTC
+// all was CI's longest test, 637 s). CI's CPU fuzz builds the 106 that take every combination of
+// three parameters' values with the host compiler, so an error in the template's own code fails
+// there; what only NVRTC
 // and ptxas see is the device side of <tiletune/async_copy.h> (the same two copy widths in every
 // configuration), the launch bounds, and register and shared-memory allocation, which follow from
 // the parameters' values and the launch bounds: a sample that takes every pair of those and the
