@@ -232,7 +232,8 @@ std::optional<Finding> judge_contract(const GemmCase& gemm_case, Precision preci
         const double x = value;
         value = activate(p.epilogue, x);
         if (activation == 2) {
-          // GELU's slope is at most 1.13; tanhf adds a few units in the last place.
+          // GELU's slope is at most 1.13; the kernels' exp2f and division (gemm_contract.h) add a few
+          // units in the last place.
           bound = 1.2 * bound + 8 * u * (std::fabs(x) + std::fabs(value));
         }
         const float got = after.c.at(e, r, c);

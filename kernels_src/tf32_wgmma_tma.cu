@@ -179,13 +179,25 @@ __device__ __forceinline__ void store_built(const BlockOperands& op, float* __re
       const float v0 = flip ? acc[4 * j + r + 2] : acc[4 * j + r];
       const float v1 = flip ? acc[4 * j + r] : acc[4 * j + r + 2];
       float* const c = corner + (size_t)(8 * j + r) * ldc;
+      // C's two elements read (beta only) and the epilogue applied once, whichever store follows:
+      // an epilogue in both branches was twice the code (GELU's: past the instruction cache).
+      float2 c0 = make_float2(0.0f, 0.0f);
+      if (TT_BETA) {
+        if (pairs) {
+          c0 = *reinterpret_cast<const float2*>(c);
+        } else {
+          if (n_pair < cols) c0.x = c[0];
+          if (n_pair + 1 < cols) c0.y = c[1];
+        }
+      }
+      // (Columns past N are computed from nothing and never stored: the bias has N floats.)
+      const float e0 = n_pair < cols ? tt_built_epilogue(v0, &c0.x, col, args) : 0.0f;
+      const float e1 = n_pair + 1 < cols ? tt_built_epilogue(v1, &c0.y, col + 1, args) : 0.0f;
       if (pairs) {
-        const float2 c0 = TT_BETA ? *reinterpret_cast<const float2*>(c) : make_float2(0.0f, 0.0f);
-        *reinterpret_cast<float2*>(c) = make_float2(tt_built_epilogue(v0, &c0.x, col, args),
-                                                    tt_built_epilogue(v1, &c0.y, col + 1, args));
+        *reinterpret_cast<float2*>(c) = make_float2(e0, e1);
       } else {
-        if (n_pair < cols) c[0] = tt_built_epilogue(v0, c, col, args);
-        if (n_pair + 1 < cols) c[1] = tt_built_epilogue(v1, c + 1, col + 1, args);
+        if (n_pair < cols) c[0] = e0;
+        if (n_pair + 1 < cols) c[1] = e1;
       }
     }
   }
