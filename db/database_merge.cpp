@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The schema versions an input may have (db/schema.sql and its migrations).
-constexpr int kOldestVersion = 1, kNewestVersion = 7;
+constexpr int kOldestVersion = 1, kNewestVersion = 8;
 
 using sqlite::Connection;
 using sqlite::exec;
@@ -214,9 +214,10 @@ class InputMerge {
     const std::string read = fmt::format(R"sql(
         SELECT {}, {}, x.config, {}, x.status, x.detail, x.median_ms, x.min_ms, x.max_ms, x.runs,
                x.tflops, x.registers, x.static_shared_bytes, x.dynamic_shared_bytes,
-               x.spill_bytes, x.driver_version, x.nvrtc_version, x.recorded_at, {}
+               x.spill_bytes, x.driver_version, x.nvrtc_version, x.recorded_at, {}, {}
         {} ORDER BY x.id)sql", kGpuKey, kTemplateKey, kShapeKey,
         version() >= 7 ? "x.op" : "'nn'",  // every result before version 7 is C = A * B
+        version() >= 8 ? "x.batch" : "1",  // and of one product before version 8
         keyed("results"));
     // The later evaluation replaces the row, as recording it again would; in the same second an
     // ok result beats a failure, then more timed runs win; a full tie keeps what is there.
@@ -224,10 +225,10 @@ class InputMerge {
         INSERT INTO results (gpu_id, template_id, config, shape_id, status, detail, median_ms,
                              min_ms, max_ms, runs, tflops, registers, static_shared_bytes,
                              dynamic_shared_bytes, spill_bytes, driver_version, nvrtc_version,
-                             recorded_at, op)
+                             recorded_at, op, batch)
         VALUES ({}, {}, ?8, {}, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25,
-                ?26)
-        ON CONFLICT (gpu_id, template_id, config, shape_id, op) DO UPDATE SET
+                ?26, ?27)
+        ON CONFLICT (gpu_id, template_id, config, shape_id, op, batch) DO UPDATE SET
           status = excluded.status, detail = excluded.detail, median_ms = excluded.median_ms,
           min_ms = excluded.min_ms, max_ms = excluded.max_ms, runs = excluded.runs,
           tflops = excluded.tflops, registers = excluded.registers,

@@ -30,7 +30,7 @@ using sqlite::Transaction;
 // The user_version that db/schema.sql sets. The older versions that opening migrates, each to the
 // next, in turn, are kMigrations' (db/schema_sql.h, from db/migrate_v*_to_v*.sql); any other is
 // refused.
-constexpr int kSchemaVersion = 7;
+constexpr int kSchemaVersion = 8;
 
 int schema_version(sqlite3* db, const std::filesystem::path& path) {
   Statement query(db, path, "reading the schema version", "PRAGMA user_version");
@@ -293,10 +293,10 @@ void ResultStore::record_result(std::int64_t gpu_id, const GpuRecord& gpu,
       INSERT INTO results (gpu_id, template_id, config, shape_id, status, detail, median_ms,
                            min_ms, max_ms, runs, tflops, registers, static_shared_bytes,
                            dynamic_shared_bytes, spill_bytes, driver_version, nvrtc_version,
-                           recorded_at, op)
+                           recorded_at, op, batch)
       VALUES (?1, ?2, ?3, (SELECT id FROM shapes WHERE m = ?4 AND n = ?5 AND k = ?6), ?7, ?8, ?9,
-              ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, datetime('now'), ?20)
-      ON CONFLICT (gpu_id, template_id, config, shape_id, op) DO UPDATE SET
+              ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, datetime('now'), ?20, ?21)
+      ON CONFLICT (gpu_id, template_id, config, shape_id, op, batch) DO UPDATE SET
         status = excluded.status,
         detail = excluded.detail,
         median_ms = excluded.median_ms,
@@ -316,7 +316,7 @@ void ResultStore::record_result(std::int64_t gpu_id, const GpuRecord& gpu,
             to_string(result.status), result.detail, result.median_ms, result.min_ms,
             result.max_ms, result.runs, result.tflops, result.registers,
             result.static_shared_bytes, result.dynamic_shared_bytes, result.spill_bytes,
-            gpu.driver_version, gpu.nvrtc_version, result.op.to_string())
+            gpu.driver_version, gpu.nvrtc_version, result.op.to_string(), result.batch)
       .run();
   transaction.commit();
 }
@@ -356,22 +356,23 @@ std::map<std::string, int> ResultStore::fuzz_passes(std::int64_t gpu_id,
 }
 
 bool ResultStore::has_result(std::int64_t gpu_id, const std::string& template_hash,
-                             const std::string& config, const GemmShape& shape, Transposes op) const {
+                             const std::string& config, const GemmShape& shape, TunedFor kind) const {
   const std::string sql = R"sql(
       SELECT 1 FROM results r
       JOIN templates t ON t.id = r.template_id
       JOIN shapes s ON s.id = r.shape_id
       WHERE r.gpu_id = ?1 AND t.source_hash = ?2 AND r.config = ?3
-        AND s.m = ?4 AND s.n = ?5 AND s.k = ?6 AND )sql" + op_column("r") + R"sql( = ?7
+        AND s.m = ?4 AND s.n = ?5 AND s.k = ?6 AND )sql" + tuned_for_condition("r", 7) + R"sql(
       LIMIT 1)sql";
   Statement query(db_, path_, "looking up a result", sql.c_str());
-  return query.bind(gpu_id, template_hash, config, shape.m, shape.n, shape.k, op.to_string()).step();
+  return query.bind(gpu_id, template_hash, config, shape.m, shape.n, shape.k, kind.op.to_string(), kind.batch)
+      .step();
 }
 
 std::map<std::string, ResultRecord> ResultStore::recorded_results(
-    std::int64_t gpu_id, const std::string& template_hash, const GemmShape& shape, Transposes op) const {
-  // Matched like has_result: by GPU row, template source hash, shape and transposes. Should two
-  // template names share a source, the later row of a configuration wins (ordered by id).
+    std::int64_t gpu_id, const std::string& template_hash, const GemmShape& shape, TunedFor kind) const {
+  // Matched like has_result: by GPU row, template source hash, shape, transposes and batch.
+  // Should two template names share a source, the later row of a configuration wins (by id).
   const std::string sql = R"sql(
       SELECT t.name, t.source_hash, r.config, s.m, s.n, s.k, r.status, r.detail, r.median_ms,
              r.min_ms, r.max_ms, r.runs, r.tflops, r.registers, r.static_shared_bytes,
@@ -380,15 +381,16 @@ std::map<std::string, ResultRecord> ResultStore::recorded_results(
       JOIN templates t ON t.id = r.template_id
       JOIN shapes s ON s.id = r.shape_id
       WHERE r.gpu_id = ?1 AND t.source_hash = ?2 AND s.m = ?3 AND s.n = ?4 AND s.k = ?5
-        AND )sql" + op_column("r") + R"sql( = ?6
+        AND )sql" + tuned_for_condition("r", 6) + R"sql(
       ORDER BY r.id)sql";
   Statement query(db_, path_, "reading the recorded results of template version " + template_hash,
                   sql.c_str());
-  query.bind(gpu_id, template_hash, shape.m, shape.n, shape.k, op.to_string());
+  query.bind(gpu_id, template_hash, shape.m, shape.n, shape.k, kind.op.to_string(), kind.batch);
   std::map<std::string, ResultRecord> results;
   while (query.step()) {
     ResultRecord result = read_result(query);
-    result.op = op;
+    result.op = kind.op;
+    result.batch = kind.batch;
     std::string config = result.config;
     results.insert_or_assign(std::move(config), std::move(result));
   }
@@ -397,22 +399,22 @@ std::map<std::string, ResultRecord> ResultStore::recorded_results(
 
 std::optional<ResultRecord> ResultStore::best(const std::string& gpu_name, const GemmShape& shape,
                                               const std::optional<std::string>& template_name,
-                                              Precision precision, Transposes op) const {
-  auto ranked = ranked_results(gpu_name, shape, template_name, precision, op);
+                                              Precision precision, TunedFor kind) const {
+  auto ranked = ranked_results(gpu_name, shape, template_name, precision, kind);
   if (ranked.empty()) return std::nullopt;
   return std::move(ranked.front());
 }
 
 std::vector<ResultRecord> ResultStore::ranking(const std::string& gpu_name, const GemmShape& shape,
                                                const std::optional<std::string>& template_name,
-                                               Transposes op) const {
-  return ranked_results(gpu_name, shape, template_name, std::nullopt, op);
+                                               TunedFor kind) const {
+  return ranked_results(gpu_name, shape, template_name, std::nullopt, kind);
 }
 
 std::vector<ResultRecord> ResultStore::ranked_results(
     const std::string& gpu_name, const GemmShape& shape,
     const std::optional<std::string>& template_name, std::optional<Precision> precision,
-    Transposes op) const {
+    TunedFor kind) const {
   // A read-only file older than version 6 has no precision column: its templates are all fp32.
   const std::string sql = std::string(R"sql(
       SELECT t.name, t.source_hash, r.config, s.m, s.n, s.k, r.status, r.detail, r.median_ms,
@@ -425,7 +427,7 @@ std::vector<ResultRecord> ResultStore::ranked_results(
       WHERE g.name = ?1 AND s.m = ?2 AND s.n = ?3 AND s.k = ?4
         AND r.status = 'ok' AND t.is_current AND (?5 IS NULL OR t.name = ?5)
         AND (?6 IS NULL OR )sql") + (schema_version_ < 6 ? "'fp32'" : "t.precision") + R"sql( = ?6)
-        AND )sql" + op_column("r") + R"sql( = ?7
+        AND )sql" + tuned_for_condition("r", 7) + R"sql(
       -- Equal medians (the timer's resolution makes them common on small shapes) are ordered as
       -- the runtime library's selection orders them (tuner/runtime/record_set.h), so that best,
       -- query, bench and the library name the same winner.
@@ -433,11 +435,13 @@ std::vector<ResultRecord> ResultStore::ranked_results(
   Statement query(db_, path_, "ranking results for " + gpu_name, sql.c_str());
   const std::optional<std::string> precision_name =
       precision ? std::optional<std::string>(to_string(*precision)) : std::nullopt;
-  query.bind(gpu_name, shape.m, shape.n, shape.k, template_name, precision_name, op.to_string());
+  query.bind(gpu_name, shape.m, shape.n, shape.k, template_name, precision_name, kind.op.to_string(),
+             kind.batch);
   std::vector<ResultRecord> results;
   while (query.step()) {
     results.push_back(read_result(query));
-    results.back().op = op;
+    results.back().op = kind.op;
+    results.back().batch = kind.batch;
   }
   return results;
 }
@@ -454,7 +458,8 @@ std::vector<CurrentResult> ResultStore::current_results() const {
              r.dynamic_shared_bytes, r.spill_bytes, r.recorded_at,
              g.name, g.cc_major, g.cc_minor, g.sm_count, g.clock_khz, g.memory_bytes,
              g.driver_version, g.nvrtc_version, )sql") + fuzz_cases + ", " +
-                          (schema_version_ < 6 ? "'fp32'" : "t.precision") + ", " + op_column("r") + R"sql(
+                          (schema_version_ < 6 ? "'fp32'" : "t.precision") + ", " + op_column("r") + ", " +
+                          batch_column("r") + R"sql(
       FROM results r
       JOIN gpus g ON g.id = r.gpu_id
       JOIN template_versions t ON t.id = r.template_id
@@ -477,13 +482,14 @@ std::vector<CurrentResult> ResultStore::current_results() const {
     row.fuzz_cases = query.is_null(26) ? 0 : query.integer(26);
     row.precision = parse_precision(query.text(27)).value_or(Precision::fp32);
     row.result.op = Transposes::parse(query.text(28)).value_or(Transposes{});
+    row.result.batch = query.int64(29);
     results.push_back(std::move(row));
   }
   return results;
 }
 
 std::vector<GemmShape> ResultStore::shapes_with_results(
-    const std::string& gpu_name, const std::optional<std::string>& template_name, Transposes op) const {
+    const std::string& gpu_name, const std::optional<std::string>& template_name, TunedFor kind) const {
   const std::string sql = R"sql(
       SELECT DISTINCT s.m, s.n, s.k
       FROM results r
@@ -491,10 +497,10 @@ std::vector<GemmShape> ResultStore::shapes_with_results(
       JOIN template_versions t ON t.id = r.template_id
       JOIN shapes s ON s.id = r.shape_id
       WHERE g.name = ?1 AND r.status = 'ok' AND t.is_current AND (?2 IS NULL OR t.name = ?2)
-        AND )sql" + op_column("r") + R"sql( = ?3
+        AND )sql" + tuned_for_condition("r", 3) + R"sql(
       ORDER BY s.m, s.n, s.k)sql";
   Statement query(db_, path_, "listing the shapes with results for " + gpu_name, sql.c_str());
-  query.bind(gpu_name, template_name, op.to_string());
+  query.bind(gpu_name, template_name, kind.op.to_string(), kind.batch);
   std::vector<GemmShape> shapes;
   while (query.step()) shapes.push_back({query.int64(0), query.int64(1), query.int64(2)});
   return shapes;
@@ -549,13 +555,13 @@ std::vector<ResultSummary> ResultStore::summary() const {
   const std::string sql = R"sql(
       SELECT g.name, t.name, t.source_hash, t.is_current, s.m, s.n, s.k, count(*),
              sum(r.status = 'ok'), max(CASE WHEN r.status = 'ok' THEN r.tflops END), )sql" +
-                          op_column("r") + R"sql( AS op
+                          op_column("r") + " AS op, " + batch_column("r") + R"sql( AS batch
       FROM results r
       JOIN gpus g ON g.id = r.gpu_id
       JOIN template_versions t ON t.id = r.template_id
       JOIN shapes s ON s.id = r.shape_id
-      GROUP BY g.name, t.id, s.id, op
-      ORDER BY g.name, t.name, t.registered_seq DESC, s.m, s.n, s.k, op)sql";
+      GROUP BY g.name, t.id, s.id, op, batch
+      ORDER BY g.name, t.name, t.registered_seq DESC, s.m, s.n, s.k, op, batch)sql";
   Statement query(db_, path_, "summarizing the results", sql.c_str());
   std::vector<ResultSummary> rows;
   while (query.step()) {
@@ -569,6 +575,7 @@ std::vector<ResultSummary> ResultStore::summary() const {
     row.ok = query.integer(8);
     if (!query.is_null(9)) row.best_tflops = query.real(9);
     row.op = Transposes::parse(query.text(10)).value_or(Transposes{});
+    row.batch = query.int64(11);
     rows.push_back(std::move(row));
   }
   return rows;

@@ -31,8 +31,8 @@ class DatabaseError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A row of `tiletune list`: what is recorded, grouped by GPU, template version, shape and
-// transposes.
+// A row of `tiletune list`: what is recorded, grouped by GPU, template version, shape,
+// transposes and batch.
 struct ResultSummary {
   std::string gpu_name;
   std::string template_name;
@@ -40,6 +40,7 @@ struct ResultSummary {
   bool template_current = false;
   GemmShape shape;
   Transposes op;
+  std::int64_t batch = 1;
   int results = 0;
   int ok = 0;
   std::optional<double> best_tflops;
@@ -147,39 +148,39 @@ class ResultStore {
 
   // Whether a result exists for these keys (so that a resumed tune measures nothing twice).
   bool has_result(std::int64_t gpu_id, const std::string& template_hash, const std::string& config,
-                  const GemmShape& shape, Transposes op = {}) const;
-  // Every result (any status) for the GPU row, template version, shape and transposes, keyed by
-  // configuration: what a resumed tune can skip, read in one query.
+                  const GemmShape& shape, TunedFor kind = {}) const;
+  // Every result (any status) for the GPU row, template version, shape, transposes and batch,
+  // keyed by configuration: what a resumed tune can skip, read in one query.
   std::map<std::string, ResultRecord> recorded_results(std::int64_t gpu_id,
                                                        const std::string& template_hash,
                                                        const GemmShape& shape,
-                                                       Transposes op = {}) const;
+                                                       TunedFor kind = {}) const;
 
-  // The fastest ok result for the GPU (matched by name), shape and transposes among current
+  // The fastest ok result for the GPU (matched by name), shape, transposes and batch among current
   // template versions that declare `precision`, optionally only of one template name: a caller
   // that names no precision is never handed a TF32 template's result.
   std::optional<ResultRecord> best(const std::string& gpu_name, const GemmShape& shape,
                                    const std::optional<std::string>& template_name = {},
-                                   Precision precision = Precision::fp32, Transposes op = {}) const;
-  // Every ok result for the GPU, shape and transposes, fastest first (current template versions
-  // only; equal times by template name, then configuration text).
+                                   Precision precision = Precision::fp32, TunedFor kind = {}) const;
+  // Every ok result for the GPU, shape, transposes and batch, fastest first (current template
+  // versions only; equal times by template name, then configuration text).
   std::vector<ResultRecord> ranking(const std::string& gpu_name, const GemmShape& shape,
                                     const std::optional<std::string>& template_name = {},
-                                    Transposes op = {}) const;
+                                    TunedFor kind = {}) const;
   // The same, of the current template versions that declare `precision` only.
   std::vector<ResultRecord> ranking(const std::string& gpu_name, const GemmShape& shape,
                                     const std::optional<std::string>& template_name,
-                                    Precision precision, Transposes op) const {
-    return ranked_results(gpu_name, shape, template_name, precision, op);
+                                    Precision precision, TunedFor kind) const {
+    return ranked_results(gpu_name, shape, template_name, precision, kind);
   }
-  // Every ok result of the current template versions, on every GPU, shape and transposes, in one
-  // query (what the runtime library selects from), in the order they were recorded.
+  // Every ok result of the current template versions, on every GPU, shape, transposes and batch,
+  // in one query (what the runtime library selects from), in the order they were recorded.
   std::vector<CurrentResult> current_results() const;
-  // Shapes that have an ok result for the GPU and transposes (current versions), for a
+  // Shapes that have an ok result for the GPU, transposes and batch (current versions), for a
   // nearest-shape answer.
   std::vector<GemmShape> shapes_with_results(const std::string& gpu_name,
                                              const std::optional<std::string>& template_name = {},
-                                             Transposes op = {}) const;
+                                             TunedFor kind = {}) const;
   // The templates recorded, the current version's source included.
   std::vector<TemplateRecord> templates(bool current_only = true) const;
   std::vector<GpuRecord> gpus() const;
@@ -227,11 +228,20 @@ class ResultStore {
   // ranking(), of the templates declaring `precision` only where one is given.
   std::vector<ResultRecord> ranked_results(const std::string& gpu_name, const GemmShape& shape,
                                            const std::optional<std::string>& template_name,
-                                           std::optional<Precision> precision, Transposes op) const;
+                                           std::optional<Precision> precision, TunedFor kind) const;
   // The transposes column of results as `table` names them; 'nn' in a read-only file older than
   // version 7, whose results are all C = A * B.
   std::string op_column(const char* table) const {
     return schema_version_ < 7 ? "'nn'" : std::string(table) + ".op";
+  }
+  // The batch column likewise: 1 in a read-only file older than version 8.
+  std::string batch_column(const char* table) const {
+    return schema_version_ < 8 ? "1" : std::string(table) + ".batch";
+  }
+  // "<op> = ?N AND <batch> = ?N+1": what a lookup of a record tuned for a TunedFor matches.
+  std::string tuned_for_condition(const char* table, int parameter) const {
+    return op_column(table) + " = ?" + std::to_string(parameter) + " AND " + batch_column(table) +
+           " = ?" + std::to_string(parameter + 1);
   }
 
   int schema_version_ = 0;  // read-only, an older version may be read as it is

@@ -1,12 +1,12 @@
--- The tiletune database, schema version 7 (kept in PRAGMA user_version). Created in one
--- transaction when ResultStore opens a new or empty file; a file of version 1 to 6 is migrated by
--- db/migrate_v1_to_v2.sql ... db/migrate_v6_to_v7.sql in turn, from its own version on; any other
+-- The tiletune database, schema version 8 (kept in PRAGMA user_version). Created in one
+-- transaction when ResultStore opens a new or empty file; a file of version 1 to 7 is migrated by
+-- db/migrate_v1_to_v2.sql ... db/migrate_v7_to_v8.sql in turn, from its own version on; any other
 -- version is refused.
 --
 -- Version 2 added the statuses timeout, crashed and pruned to results; version 3 the table
 -- fuzz_passes; version 4 the table missed_problems; version 5 the tables counters and
 -- bench_results; version 6 the column templates.precision and the table search_trace; version 7
--- the column results.op.
+-- the column results.op; version 8 the column results.batch.
 
 -- A GPU as identified across driver updates; the other columns hold what was last registered.
 CREATE TABLE gpus (
@@ -55,8 +55,8 @@ CREATE TABLE shapes (
 
 -- One evaluation of a configuration (Configuration::to_string(), kept inline) of a template
 -- version on a GPU and shape, with the transposes op ('nn' is C = A * B; 'nt' reads B stored
--- N x K, and so on: tuner/core/gemm_shape.h); a new evaluation of the same five keys replaces the
--- row. The
+-- N x K, and so on: tuner/core/gemm_shape.h) and the batch (the products of a strided batch, each
+-- of the shape, packed); a new evaluation of the same six keys replaces the row. The
 -- statuses are ResultStatus's names (db/result_store.h): a migration must extend them. Timings,
 -- tflops and resources are 0 where the status did not get that far. driver_version and
 -- nvrtc_version are those of the evaluation; recorded_at is UTC "YYYY-MM-DD HH:MM:SS".
@@ -83,7 +83,8 @@ CREATE TABLE results (
   nvrtc_version TEXT NOT NULL,
   recorded_at TEXT NOT NULL,
   op TEXT NOT NULL DEFAULT 'nn' CHECK (op IN ('nn', 'nt', 'tn', 'tt')),
-  UNIQUE (gpu_id, template_id, config, shape_id, op)
+  batch INTEGER NOT NULL DEFAULT 1 CHECK (batch >= 1),
+  UNIQUE (gpu_id, template_id, config, shape_id, op, batch)
 ) STRICT;
 
 -- best/ranking look results up by shape, then filter on GPU name and template version.
@@ -170,4 +171,4 @@ CREATE TABLE search_trace (
   PRIMARY KEY (run_id, gpu_id, template_id, shape_id, seq)
 ) STRICT;
 
-PRAGMA user_version = 7;
+PRAGMA user_version = 8;

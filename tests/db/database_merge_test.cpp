@@ -124,6 +124,10 @@ TEST_F(DatabaseMergeTest, EveryTableOfEveryInputIsKeptWithItsEvidence) {
     ResultRecord wrong = make_result("tiled", "h1", "TILE=32", kSquare, ResultStatus::wrong_result, 0);
     wrong.detail = "C[3,4] = 1 expected 2";
     store.record_result(gpu, h200(), wrong);
+    ResultRecord batched = make_result("tiled", "h1", "TILE=16", kSquare, ResultStatus::ok, 40);
+    batched.op = {Op::n, Op::t};
+    batched.batch = 96;
+    store.record_result(gpu, h200(), batched);
     store.record_fuzz_pass(gpu, "tiled", "h1", "TILE=16", 30);
     store.record_counters(gpu, {"", "tiled", "h1", "TILE=16", kSquare, {{"dram_bytes", 1e6}, {"ipc", 2.5}},
                                 "2025.1", ""});
@@ -146,8 +150,8 @@ TEST_F(DatabaseMergeTest, EveryTableOfEveryInputIsKeptWithItsEvidence) {
   }
   const auto merged = merge_databases(out(), {a, b});
   ASSERT_EQ(merged.size(), 2u);
-  EXPECT_EQ(merged[0].schema_version, 7);
-  EXPECT_EQ(merged[0].added.at("results"), 2);
+  EXPECT_EQ(merged[0].schema_version, 8);
+  EXPECT_EQ(merged[0].added.at("results"), 3);
   EXPECT_EQ(merged[1].added.at("results"), 2);
   EXPECT_EQ(merged[0].added.at("counters"), 2);
 
@@ -161,6 +165,9 @@ TEST_F(DatabaseMergeTest, EveryTableOfEveryInputIsKeptWithItsEvidence) {
   const ResultStore store(out(), ResultStore::Access::read_only);
   EXPECT_EQ(store.templates().at(1).precision, Precision::tf32);
   EXPECT_EQ(store.best("NVIDIA H100 80GB HBM3", kTall)->config, "BLOCK=8");
+  const auto batched = store.best("NVIDIA H200", kSquare, std::nullopt, Precision::tf32, TunedFor{{Op::n, Op::t}, 96});
+  ASSERT_TRUE(batched.has_value()) << "a record of transposes and a batch keeps both";
+  EXPECT_EQ(batched->median_ms, 40);
   std::map<std::string, int> fuzz_cases;
   for (const CurrentResult& row : store.current_results()) {
     fuzz_cases[row.gpu.name + " " + row.result.config] = row.fuzz_cases;
@@ -340,14 +347,14 @@ TEST_F(DatabaseMergeTest, AnUnknownSchemaIsRefusedBeforeAnythingIsWritten) {
                                    make_result("tiled", "", "TILE=16", kSquare, ResultStatus::ok, 1.5),
                                    "2025-01-01 10:00:00");
   const fs::path newer = file("newer.db"), foreign = file("foreign.db");
-  exec_file(newer, std::string("CREATE TABLE future (x); PRAGMA user_version = 8;"));
+  exec_file(newer, std::string("CREATE TABLE future (x); PRAGMA user_version = 9;"));
   exec_file(foreign, "CREATE TABLE notes (text TEXT);");
 
   try {
     merge_databases(out(), {good, newer});
-    FAIL() << "a version 8 input was merged";
+    FAIL() << "a version 9 input was merged";
   } catch (const DatabaseError& e) {
-    EXPECT_THAT(e.what(), HasSubstr(newer.string() + ": schema version 8 is not one this tiletune reads"));
+    EXPECT_THAT(e.what(), HasSubstr(newer.string() + ": schema version 9 is not one this tiletune reads"));
   }
   EXPECT_FALSE(fs::exists(out()));
   EXPECT_THROW(merge_databases(out(), {good, foreign}), DatabaseError);

@@ -443,7 +443,7 @@ TEST_F(ResultStoreTest, DataSurvivesReopening) {
 TEST_F(ResultStoreTest, UsesWalModeAndRecordsTheSchemaVersion) {
   { ResultStore store(db_path()); }
   EXPECT_EQ(query_file(db_path(), "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "8");
 }
 
 TEST_F(ResultStoreTest, EmptyFileGetsTheSchema) {

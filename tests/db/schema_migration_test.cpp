@@ -186,7 +186,7 @@ class SchemaMigrationTest : public ResultStoreTest {};
 TEST_F(SchemaMigrationTest, Version1FileIsMigratedKeepingEveryRow) {
   write_version_1_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "8");
   expect_version_1_rows(store);
   EXPECT_EQ(store.recorded_results(1, "h2", kSquare).size(), 2u);
   EXPECT_EQ(query_file(db_path(), "SELECT group_concat(id) FROM (SELECT id FROM results ORDER BY id)"),
@@ -236,7 +236,7 @@ void write_version_2_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version2FileGainsAnEmptyFuzzPassTable) {
   write_version_2_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "8");
   expect_version_1_rows(store);
   EXPECT_TRUE(store.fuzz_passes(1, "h2").empty()) << "a pass from before is not invented";
   store.record_fuzz_pass(1, "tiled", "h2", "TILE=16", 30);
@@ -257,7 +257,7 @@ void write_version_3_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version3FileGainsAnEmptyMissedProblemTable) {
   write_version_3_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "8");
   expect_version_1_rows(store);
   EXPECT_EQ(store.fuzz_passes(1, "h2"), (std::map<std::string, int>{{"TILE=16", 30}}));
   EXPECT_TRUE(store.missed_problems().empty());
@@ -320,7 +320,7 @@ void write_version_4_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version4FileGainsEmptyCounterAndBenchTables) {
   write_version_4_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "8");
   expect_version_1_rows(store);
   EXPECT_EQ(store.fuzz_passes(1, "h2"), (std::map<std::string, int>{{"TILE=16", 30}}));
   ASSERT_EQ(store.missed_problems().size(), 1u);
@@ -405,7 +405,7 @@ void write_version_5_database(const fs::path& path) {
 TEST_F(SchemaMigrationTest, Version5FileGainsFp32TemplatesAndAnEmptySearchTrace) {
   write_version_5_database(db_path());
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "8");
   expect_version_1_rows(store);
   ASSERT_EQ(store.bench_results().size(), 1u);
   EXPECT_EQ(store.bench_results()[0].cublas_ms, 0.25);
@@ -478,7 +478,7 @@ TEST_F(SchemaMigrationTest, Version6ResultsAreOfPlainProductsAndGainTransposedNe
   }
   EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "6");
   ResultStore store(db_path());
-  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "8");
   expect_version_1_rows(store);
   EXPECT_EQ(query_file(db_path(), "SELECT group_concat(DISTINCT op) FROM results"), "nn");
 
@@ -491,6 +491,51 @@ TEST_F(SchemaMigrationTest, Version6ResultsAreOfPlainProductsAndGainTransposedNe
   ASSERT_EQ(transposed.size(), 1u);
   EXPECT_EQ(transposed.at("TILE=16").median_ms, 9);
   EXPECT_EQ(transposed.at("TILE=16").op, nt.op);
+  EXPECT_EQ(query_file(db_path(), "PRAGMA foreign_key_check"), "");
+}
+
+void write_version_7_database(const fs::path& path) {
+  write_version_6_database(path);
+  std::ifstream file(fs::path(TILETUNE_SOURCE_DIR) / "db" / "migrate_v6_to_v7.sql");
+  exec_file(path, std::string(std::istreambuf_iterator<char>(file), {}) +
+                      "UPDATE results SET op = 'nt' WHERE id = 7;");
+  ASSERT_EQ(query_file(path, "PRAGMA user_version"), "7");
+}
+
+// Version 8: every result before it is of one product (batch 1), its transposes kept, and a
+// configuration may then be recorded at the same shape and transposes for a strided batch.
+TEST_F(SchemaMigrationTest, Version7ResultsAreOfOneProductAndGainBatchedNeighbours) {
+  write_version_7_database(db_path());
+  const Transposes nt{Op::n, Op::t};
+  {
+    ResultStore read_only(db_path(), ResultStore::Access::read_only);
+    EXPECT_EQ(read_only.recorded_results(1, "h2", kSquare, nt).size(), 1u);  // read as batch 1
+    EXPECT_TRUE(read_only.recorded_results(1, "h2", kSquare, TunedFor{{}, 8}).empty());
+    ASSERT_EQ(read_only.current_results().size(), 1u);  // the ok row; the nt one is a failure
+    EXPECT_EQ(read_only.current_results()[0].result.batch, 1);
+  }
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "7");
+  ResultStore store(db_path());
+  EXPECT_EQ(query_file(db_path(), "PRAGMA user_version"), "8");
+  EXPECT_EQ(query_file(db_path(), "SELECT group_concat(x, ' ') FROM "
+                                  "(SELECT op || ':' || batch AS x FROM results ORDER BY id)"),
+            "nn:1 nt:1 nn:1");
+  EXPECT_EQ(store.recorded_results(1, "h2", kSquare, nt).at("TILE=32").status, ResultStatus::wrong_result);
+
+  ResultRecord batched = version_1_fast();
+  batched.batch = 96;
+  batched.median_ms = 40;
+  store.record_result(1, GpuRecord{}, batched);
+  EXPECT_EQ(store.recorded_results(1, "h2", kSquare).at("TILE=16").median_ms, version_1_fast().median_ms)
+      << "the single product's row of the same configuration is still there, unchanged";
+  const auto recorded = store.recorded_results(1, "h2", kSquare, TunedFor{{}, 96});
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded.at("TILE=16").median_ms, 40);
+  EXPECT_EQ(recorded.at("TILE=16").batch, 96);
+  const auto best = store.best("NVIDIA H200", kSquare, std::nullopt, Precision::fp32, TunedFor{{}, 96});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->batch, 96);
+  EXPECT_FALSE(store.best("NVIDIA H200", kSquare, std::nullopt, Precision::fp32, TunedFor{{}, 12}));
   EXPECT_EQ(query_file(db_path(), "PRAGMA foreign_key_check"), "");
 }
 
@@ -563,6 +608,11 @@ TEST_F(SchemaMigrationTest, MigratedSchemaMatchesANewOne) {
   write_version_6_database(from_version_6);
   { ResultStore migrated(from_version_6); }
   EXPECT_EQ(schema_of(from_version_6), expected);
+  EXPECT_NE(expected.find("batch INTEGER NOT NULL DEFAULT 1"), std::string::npos) << expected;
+  const fs::path from_version_7 = dir_ / "from-version-7.db";
+  write_version_7_database(from_version_7);
+  { ResultStore migrated(from_version_7); }
+  EXPECT_EQ(schema_of(from_version_7), expected);
 }
 
 // Where the migrated tables start in the file: SQLite allocates pages deterministically, so a
@@ -598,7 +648,7 @@ TEST_F(SchemaMigrationTest, ConcurrentOpenersMigrateOnce) {
     }
     for (auto& opener : openers) opener.join();
     ASSERT_EQ(failures, 0) << "round " << round;
-    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "7");
+    EXPECT_EQ(query_file(path, "PRAGMA user_version"), "8");
     EXPECT_EQ(query_file(path, "SELECT count(*) FROM results"), "3");
     EXPECT_EQ(query_file(path, "PRAGMA integrity_check"), "ok");
     EXPECT_EQ(layout_of(path), migrated_once) << "migrated more than once";
@@ -633,7 +683,7 @@ TEST_F(SchemaMigrationTest, FailedMigrationChangesNothing) {
 }
 
 TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
-  for (const int version : {8, 42, -1}) {
+  for (const int version : {9, 42, -1}) {
     const fs::path path = dir_ / ("v" + std::to_string(version) + ".db");
     { ResultStore store(path); }
     exec_file(path, "PRAGMA user_version = " + std::to_string(version));
@@ -644,7 +694,7 @@ TEST_F(SchemaMigrationTest, OtherVersionsAreRefused) {
       const std::string message = error.what();
       EXPECT_NE(message.find(path.string()), std::string::npos) << message;
       EXPECT_NE(message.find("unsupported schema version " + std::to_string(version) +
-                             " (this tiletune reads version 7 and migrates versions 1 to 6)"),
+                             " (this tiletune reads version 8 and migrates versions 1 to 7)"),
                 std::string::npos)
           << message;
     }

@@ -984,6 +984,58 @@ TEST_F(CpuTune, ATuneOfTransposesIsRecordedForThemAndQueryChoosesIt) {
   EXPECT_THAT(none.err, HasSubstr("no template given serves op=tn: nothing to tune")) << none;
 }
 
+// tune --batch 3: each configuration fuzzed, verified and timed in its build for a strided batch
+// (warp_tiled compiles it in) over 3 packed entries, and recorded for the batch beside the single
+// product's results; query --batch 3 answers with it, another batch with the single product's.
+// A template that does not serve batches is left out in one line; a batch past the indices' range
+// is bad input.
+TEST_F(CpuTune, ATuneOfABatchIsRecordedForItAndQueryChoosesIt) {
+  const std::vector<std::string> search = {"--strategy", "random", "--budget", "2"};
+  const Outcome plain = tiletune(tune("warp_tiled.cu", search, 5));
+  ASSERT_EQ(plain.exit_code, 0) << plain;
+  std::vector<std::string> batch_args = tune("warp_tiled.cu", search, 5);
+  batch_args.insert(batch_args.begin() + 2, (kTemplates / "tf32_wgmma_tma.cu").string());
+  batch_args.insert(batch_args.end(), {"--batch", "3", "--op", "tn"});
+  const Outcome batched = tiletune(batch_args);
+  ASSERT_EQ(batched.exit_code, 0) << batched;
+  EXPECT_THAT(batched.err, HasSubstr("tf32_wgmma_tma serves no transposed A (op_a=t)")) << batched;
+  EXPECT_THAT(batched.err, HasSubstr("op=tn batch=3, strategy random")) << batched;
+  EXPECT_EQ(settled_line(batched), "settled: 2 ok") << batched;
+  EXPECT_THAT(batched.out, ::testing::Not(HasSubstr("recorded earlier"))) << batched;
+
+  std::map<std::string, int> results_by_kind;
+  for (const ResultSummary& row : ResultStore(db()).summary()) {
+    if (row.template_name == "warp_tiled") results_by_kind[TunedFor{row.op, row.batch}.to_string()] += row.results;
+  }
+  EXPECT_EQ(results_by_kind, (std::map<std::string, int>{{"", 2}, {"op=tn batch=3", 2}}));
+  const Outcome listed = tiletune({"list", "--db", db().string()});
+  EXPECT_THAT(listed.out, HasSubstr("40x36x20 op=tn batch=3")) << listed;
+
+  const auto query = [&](const std::string& batch) {
+    return tiletune({"query", "--shape", "40x36x20", "--op", "tn", "--batch", batch, "--kernel",
+                     "warp_tiled", "--json", "--db", db().string()});
+  };
+  const Outcome asked = query("3");
+  ASSERT_EQ(asked.exit_code, 0) << asked;
+  const nlohmann::json answer = parse_json(asked);
+  EXPECT_EQ(answer.value("tuned_for_batch", 0), 3) << asked;
+  EXPECT_EQ(answer.value("tuned_for_op", ""), "tn") << asked;
+  EXPECT_THAT(answer.value("why", ""), HasSubstr("has a record of 40x36x20 tuned for op=tn batch=3")) << asked;
+  const Outcome other = query("4");  // not tuned for 4 entries: the single product's record serves
+  ASSERT_EQ(other.exit_code, 0) << other;
+  EXPECT_EQ(parse_json(other).value("tuned_for_batch", 0), 1) << other;
+
+  const Outcome none = tiletune({"tune", (kTemplates / "tf32_wgmma_tma.cu").string(), "--backend", "cpu",
+                                 "--batch", "2", "--db", db().string()});
+  EXPECT_EQ(none.exit_code, 2) << none;
+  EXPECT_THAT(none.err, HasSubstr("no template given serves batch=2: nothing to tune")) << none;
+  const Outcome too_many = tiletune({"tune", (kTemplates / "warp_tiled.cu").string(), "--backend", "cpu",
+                                     "--shape", "64x64x64", "--batch", "3000000000", "--db", db().string()});
+  EXPECT_EQ(too_many.exit_code, 2) << too_many;
+  EXPECT_THAT(too_many.err, HasSubstr("--shape 64x64x64 with batch=3000000000: batch=3000000000 is not in [1, "))
+      << too_many;
+}
+
 // The swapped parameters are refused from NVRTC's output, which tune compiles on the CPU backend
 // too; C before A and B has the contract's layout, and the CPU backend's check of the entry's type
 // refuses it.

@@ -244,11 +244,11 @@ TEST_F(ShardMerge, MergeRefusalsAreOneLineAndExit2) {
 
   const TiletuneRun ok = tiletune({"merge", (dir_ / "out.db").string(), a});
   ASSERT_EQ(ok.exit_code, 0) << ok;
-  EXPECT_THAT(ok.out, StartsWith(a + " (schema 7): gpus 1 added, templates 1 added, shapes 1 added, "
+  EXPECT_THAT(ok.out, StartsWith(a + " (schema 8): gpus 1 added, templates 1 added, shapes 1 added, "
                                      "results ")) << ok;
   const TiletuneRun again = tiletune({"merge", (dir_ / "out.db").string(), a});
   ASSERT_EQ(again.exit_code, 0) << again;
-  EXPECT_THAT(again.out, StartsWith(a + " (schema 7): nothing new\n")) << again;
+  EXPECT_THAT(again.out, StartsWith(a + " (schema 8): nothing new\n")) << again;
 }
 
 }  // namespace

@@ -195,10 +195,11 @@ int run(const BenchOptions& options) {
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const GemmShape& shape = shapes[i];
     const GemmProblem& problem = problems[i];
-    // A record tuned for the problem's transposes (`tune --op`) first, as the library chooses.
+    // A record tuned for the problem's transposes and batch (`tune --op`, `--batch`) first, as the
+    // library chooses.
     std::optional<ResultRecord> best =
-        problem.transposes().none() ? std::nullopt
-                                    : store.best(gpu.name, shape, only, precision, problem.transposes());
+        problem.tuned_for().plain() ? std::nullopt
+                                    : store.best(gpu.name, shape, only, precision, problem.tuned_for());
     if (!best) best = store.best(gpu.name, shape, only, precision);
     if (!best && !templates.empty()) {  // no templates given: nothing to tune it with
       if (!tuning) {
@@ -227,12 +228,13 @@ int run(const BenchOptions& options) {
       continue;
     }
     // As the library chooses: the fastest record that serves the problem, of those tuned for its
-    // transposes first, then of the plain product's (a split-K winner serves no epilogue).
+    // transposes and batch first, then of the plain product's (a split-K winner serves no
+    // epilogue).
     std::optional<std::string> cannot;  // why the fastest recorded cannot serve it
     const ResultRecord fastest = *best;
     best.reset();
-    for (const Transposes op : {problem.transposes(), Transposes{}}) {
-      for (const ResultRecord& record : store.ranking(gpu.name, shape, only, precision, op)) {
+    for (const TunedFor kind : {problem.tuned_for(), TunedFor{}}) {
+      for (const ResultRecord& record : store.ranking(gpu.name, shape, only, precision, kind)) {
         const KernelTemplate& candidate = template_of(record);
         const Configuration candidate_config = candidate.parse_configuration(record.config);
         std::optional<std::string> why = candidate.unsupported(problem, candidate_config);
@@ -249,7 +251,7 @@ int run(const BenchOptions& options) {
         }
         if (!cannot) cannot = std::move(why);
       }
-      if (best || op.none()) break;
+      if (best || kind.plain()) break;
     }
     if (!best) {
       ++skipped;

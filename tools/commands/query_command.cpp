@@ -22,6 +22,7 @@
 
 #include "db/result_store.h"
 #include "tools/cli/command_line.h"
+#include "tools/cli/number_checks.h"
 #include "tools/commands/commands.h"
 #include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/core/precision.h"
@@ -40,6 +41,7 @@ struct QueryOptions {
   std::string shape;
   std::optional<std::int64_t> lda, ldb, ldc;  // default: packed
   std::string op = "nn";
+  std::int64_t batch = 1;
   std::string kernel;
   std::string gpu;
   std::string db = "tiletune.db";
@@ -61,11 +63,16 @@ const char* to_string(GpuStep step) {
 }
 
 GemmProblem problem_of(const QueryOptions& options) {
-  GemmProblem problem =
-      GemmProblem::packed(GemmShape::parse(options.shape), Transposes::parse(options.op).value());
+  GemmProblem problem = GemmProblem::packed(GemmShape::parse(options.shape),
+                                            {Transposes::parse(options.op).value(), options.batch});
   if (options.lda) problem.lda = *options.lda;
   if (options.ldb) problem.ldb = *options.ldb;
   if (options.ldc) problem.ldc = *options.ldc;
+  if (problem.batch > 1) {  // each entry right after the one before, at the leading dimensions given
+    problem.stride_a = problem.a_span();
+    problem.stride_b = problem.b_span();
+    problem.stride_c = problem.c_span();
+  }
   if (!problem.valid()) {
     throw UsageError(fmt::format("invalid leading dimensions for {}: {} (lda >= {}, ldb >= {} and "
                                  "ldc >= N are needed, each at most {})",
@@ -120,12 +127,12 @@ std::string describe_trial(const Plan& plan, const std::string& gpu) {
 }
 
 // Which of two templates' answers query gives: the nearer GPU step, the exact shape (a record
-// tuned for the problem's transposes first, the faster there), else a prediction (the faster
-// predicted), else the nearer recorded shape (its faster), then the template's name.
+// tuned for the problem's transposes and batch first, the faster there), else a prediction (the
+// faster predicted), else the nearer recorded shape (its faster), then the template's name.
 auto preference(const Selection& s, const GemmProblem& asked) {
   const double distance = s.exact_shape || s.predicted ? 0.0 : log_distance(s.choice->shape, asked.shape);
   const double ms = s.predicted ? s.predicted->ms : s.choice->median_ms;
-  return std::make_tuple(s.step, !s.exact_shape, s.choice->op != asked.transposes(), !s.predicted,
+  return std::make_tuple(s.step, !s.exact_shape, s.choice->tuned_for() != asked.tuned_for(), !s.predicted,
                          distance, ms, s.templ->name);
 }
 
@@ -202,6 +209,8 @@ int run(const QueryOptions& options) {
         {"shape", requested.to_string()},
         {"op", problem.transposes().to_string()},
         {"tuned_for_op", choice.op.to_string()},
+        {"batch", problem.batch},
+        {"tuned_for_batch", choice.batch},
         {"lda", problem.lda},
         {"ldb", problem.ldb},
         {"ldc", problem.ldc},
@@ -265,7 +274,7 @@ int run(const QueryOptions& options) {
       fmt::print("{} {}: {} [{}] {:.4f} ms, {:.2f} TFLOP/s, precision {} (median of {} runs, "
                  "recorded {})\n",
                  recorded_gpu,
-                 answered.to_string() + (choice.op.none() ? "" : " op=" + choice.op.to_string()),
+                 answered.to_string() + (choice.tuned_for().plain() ? "" : " " + choice.tuned_for().to_string()),
                  best->templ->name, best->config, choice.median_ms, choice.tflops,
                  tiletune::to_string(best->templ->precision),
                  choice.runs, choice.recorded_at);
@@ -285,6 +294,10 @@ void add_query_command(CLI::App& app, int& exit_code) {
                       "the transposes (nt: B stored N x K): a record tuned for them at the shape "
                       "('tune --op') is chosen first")
       ->capture_default_str()->check(CLI::IsMember({"nn", "nt", "tn", "tt"}));
+  command->add_option("--batch", options->batch,
+                      "a strided batch of this many products (entries packed): a record tuned for "
+                      "it at the shape ('tune --batch') is chosen first")
+      ->capture_default_str()->check(kPositive);
   command->add_option("--lda", options->lda, "leading dimension of A (default: packed, K or M with op t)");
   command->add_option("--ldb", options->ldb, "leading dimension of B (default: packed, N or K with op t)");
   command->add_option("--ldc", options->ldc, "leading dimension of C (default: N, packed)");

@@ -55,6 +55,7 @@ struct TuneOptions {
   std::string search_budget;  // with --workload, what --budget is without it
   std::string shard;  // "I/N"; empty: the whole tune
   std::string op = "nn";  // the transposes tuned
+  std::int64_t batch = 1;  // the strided batch tuned
   SessionOptions session;
 };
 
@@ -212,6 +213,7 @@ TuningSettings settings_of(const TuneOptions& options) {
   settings.warm_start = !options.cold_start;
   settings.confirm_top = options.confirm_top;
   settings.op = Transposes::parse(options.op).value();  // CLI11 checked it
+  settings.strided_batch = options.batch;
   try {
     const std::string& budget = options.workload.empty() ? options.budget : options.search_budget;
     if (!budget.empty()) settings.budget = SearchBudget::parse(budget);
@@ -269,18 +271,24 @@ TunePlan plan_tune(const TuneOptions& options, const std::vector<KernelTemplate>
     for (const KernelTemplate& tmpl : given) plan.plans.push_back({tmpl, {}});
   } else if (!options.missed) {
     const std::vector<GemmShape> shapes = parse_shapes(options.shapes);
-    // Transposes a template does not serve: said in one line each, and the others tuned.
+    const TunedFor kind = plan.settings.tuned_for();
+    for (const GemmShape& shape : shapes) {
+      if (std::string why = GemmProblem::packed(shape, kind).invalid_reason(); !why.empty()) {
+        throw UsageError(fmt::format("--shape {} with {}: {}", shape.to_string(), kind.to_string(), why));
+      }
+    }
+    // Transposes or a batch a template does not serve: said in one line each, and the others tuned.
     std::vector<std::string> unserved;
     for (const KernelTemplate& tmpl : given) {
-      if (auto why = tmpl.unsupported(GemmProblem::packed(shapes.front(), plan.settings.op))) {
+      if (auto why = tmpl.unsupported(GemmProblem::packed(shapes.front(), kind))) {
         unserved.push_back(std::move(*why));
       } else {
         plan.plans.push_back({tmpl, shapes});
       }
     }
     if (plan.plans.empty()) {
-      throw UsageError(fmt::format("no template given serves op={}: nothing to tune ({})",
-                                   plan.settings.op.to_string(), fmt::join(unserved, "; ")));
+      throw UsageError(fmt::format("no template given serves {}: nothing to tune ({})", kind.to_string(),
+                                   fmt::join(unserved, "; ")));
     }
     for (const std::string& why : unserved) fmt::print(stderr, "tiletune: {}: not tuned\n", why);
   } else if (!std::filesystem::exists(options.db)) {
@@ -380,7 +388,7 @@ std::size_t print_header(const TuneOptions& options, const TuningSettings& setti
     }
     fmt::print(stderr, "tuning on {} ({}, {} SMs, driver {}, NVRTC {}){}, {}strategy {}{}, database {}\n",
                model.name, model.arch(), model.sm_count, model.driver_version, model.nvrtc_version, where,
-               settings.op.none() ? "" : "op=" + settings.op.to_string() + ", ", options.strategy,
+               settings.tuned_for().plain() ? "" : settings.tuned_for().to_string() + ", ", options.strategy,
                settings.budget ? ", budget " + settings.budget->to_string() : "", options.db);
   }
   return devices;
@@ -392,7 +400,7 @@ std::size_t print_header(const TuneOptions& options, const TuningSettings& setti
 void compile_ahead(TuningSession& session, const TuneOptions& options, const TuningSettings& settings,
                    const std::vector<std::vector<TuningPlan>>& model_plans, const ResultStore& store) {
   if (options.session.backend != "gpu" || settings.strategy != "exhaustive" || settings.budget ||
-      !settings.shard.whole() || !settings.op.none()) {  // ahead: plain builds only
+      !settings.shard.whole() || !settings.tuned_for().plain()) {  // ahead: plain builds only
     return;
   }
   std::set<std::string> recorded;
@@ -560,6 +568,13 @@ void add_tune_command(CLI::App& app, int& exit_code) {
                       "layer's weights): each configuration fuzzed, verified and timed in the build "
                       "that serves them, and recorded for them")
       ->capture_default_str()->check(CLI::IsMember({"nn", "nt", "tn", "tt"}))
+      ->excludes("--missed")->excludes(workload);
+  command->add_option("--batch", options->batch,
+                      "the strided batch to tune: this many products of the shape, each entry's "
+                      "operands right after the one before (attention's many small products): each "
+                      "configuration fuzzed, verified and timed in the build that serves it, over "
+                      "the whole batch, and recorded for it")
+      ->capture_default_str()->check(kPositive)
       ->excludes("--missed")->excludes(workload);
   command->add_option("--shard", options->shard,
                       "I/N: do shard I (0 to N-1) of N of this tune, into its own --db, for 'tiletune "

@@ -70,12 +70,24 @@ std::optional<Transposes> Transposes::parse(std::string_view text) {
   return Transposes{*a, *b};
 }
 
-GemmProblem GemmProblem::packed(GemmShape s, Transposes op) {
+std::string TunedFor::to_string() const {
+  std::string text = op.none() ? "" : "op=" + op.to_string();
+  if (batch != 1) text += (text.empty() ? "batch=" : " batch=") + std::to_string(batch);
+  return text;
+}
+
+GemmProblem GemmProblem::packed(GemmShape s, TunedFor kind) {
   GemmProblem p = packed(s);
-  p.op_a = op.a;
-  p.op_b = op.b;
+  p.op_a = kind.op.a;
+  p.op_b = kind.op.b;
   p.lda = p.a_columns();
   p.ldb = p.b_columns();
+  if (kind.batch != 1) {
+    p.batch = kind.batch;
+    p.stride_a = p.a_span();
+    p.stride_b = p.b_span();
+    p.stride_c = p.c_span();
+  }
   return p;
 }
 

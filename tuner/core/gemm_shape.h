@@ -53,6 +53,23 @@ struct Transposes {
   friend bool operator==(const Transposes&, const Transposes&) = default;
   friend auto operator<=>(const Transposes&, const Transposes&) = default;
 };
+
+// Everything besides its shape that a record is tuned for, because it changes which configuration
+// is fastest: the transposes, and the batch of a strided batch (its entries packed one after
+// another). The database keys results by both; a Transposes is one of batch 1.
+struct TunedFor {
+  Transposes op;
+  std::int64_t batch = 1;
+
+  TunedFor() = default;
+  TunedFor(Transposes op, std::int64_t batch = 1) : op(op), batch(batch) {}  // NOLINT: implicit
+  bool plain() const { return op.none() && batch == 1; }
+  // What differs from a plain record, as tiletune prints it: "", "op=nt", "op=nt batch=96".
+  std::string to_string() const;
+  friend bool operator==(const TunedFor&, const TunedFor&) = default;
+  friend auto operator<=>(const TunedFor&, const TunedFor&) = default;
+};
+
 const char* to_string(Epilogue epilogue);   // "none", "bias_relu", ...
 // "bias_relu" -> Epilogue::bias_relu; nothing for another word.
 std::optional<Epilogue> parse_epilogue(std::string_view text);
@@ -76,9 +93,11 @@ struct GemmProblem {
   Epilogue epilogue = Epilogue::none;
 
   static GemmProblem packed(GemmShape s) { return {s, s.k, s.n, s.n}; }
-  // Packed with these transposes: each operand's rows as long as its stored layout's.
-  static GemmProblem packed(GemmShape s, Transposes op);
+  // Packed with these transposes and batch: each operand's rows as long as its stored layout's,
+  // each entry of the batch right after the one before.
+  static GemmProblem packed(GemmShape s, TunedFor kind);
   Transposes transposes() const { return {op_a, op_b}; }
+  TunedFor tuned_for() const { return {transposes(), batch}; }
   // Sizes >= 1, leading dimensions at least op's rows' lengths, batch >= 1 with strides >= 0 and
   // C's entries apart, all within int range (strides and batch: int64).
   bool valid() const;

@@ -51,6 +51,7 @@ struct ResultRecord {
   std::string config;  // Configuration::to_string()
   GemmShape shape;
   Transposes op;  // the transposes it ran with (packed operands); "nn" is C = A * B
+  std::int64_t batch = 1;  // the strided batch it ran over (entries packed), 1: one product
   // Outcome.
   ResultStatus status = ResultStatus::ok;
   std::string detail;  // NVRTC log, counterexample, CUDA error or the limit that was hit
@@ -62,6 +63,8 @@ struct ResultRecord {
   int dynamic_shared_bytes = 0;
   int spill_bytes = 0;  // spill stores + spill loads from the ptxas report
   std::string recorded_at;  // filled by the store, UTC "YYYY-MM-DD HH:MM:SS"
+
+  TunedFor tuned_for() const { return {op, batch}; }
 };
 
 }  // namespace tiletune

@@ -65,8 +65,8 @@ bool passes_fuzz_stage(GemmExecutor& executor, const KernelTemplate& tmpl,
                        const Evaluator::CaseCallback& before_case, ReferenceCache& references,
                        ResultRecord& result) {
   AnnouncingExecutor announced(executor, before_case);
-  // The executor runs the build of the request's transposes: every case has them where the
-  // template compiles them in.
+  // The executor runs the build of the request's transposes and batch: every case has them where
+  // the template compiles them in.
   const Specialization build = tmpl.specialization(request.problem());
   const FuzzReport fuzz = fuzz_configuration(announced, config, tmpl.precision,
                                              request.fuzz_settings,
@@ -93,6 +93,7 @@ ResultRecord result_keys(const KernelTemplate& tmpl, const EvaluationRequest& re
   result.config = request.config;
   result.shape = request.shape;
   result.op = request.op;
+  result.batch = request.batch;
   return result;
 }
 

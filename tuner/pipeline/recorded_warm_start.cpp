@@ -21,11 +21,11 @@ std::string describe(const WarmStart& start) {
 
 WarmStart recorded_warm_start(const ResultStore& store, const std::string& gpu_name,
                               const std::string& template_name, const GemmShape& shape,
-                              const std::vector<Configuration>& space, Transposes op) {
+                              const std::vector<Configuration>& space, TunedFor kind) {
   std::vector<RecordedRanking> rankings;
   std::vector<std::pair<double, std::string>> trial;  // (ms, configuration) timed at the shape
   for (const TraceRecord& step : store.search_traces()) {
-    if (op.none() && step.strategy == kTrialStrategy && step.gpu_name == gpu_name &&
+    if (kind.plain() && step.strategy == kTrialStrategy && step.gpu_name == gpu_name &&
         step.template_name == template_name && step.shape == shape && step.status == ResultStatus::ok) {
       trial.emplace_back(step.median_ms, step.config);
     }
@@ -35,16 +35,16 @@ WarmStart recorded_warm_start(const ResultStore& store, const std::string& gpu_n
     RecordedRanking& ranking = rankings.emplace_back(RecordedRanking{shape, {}});
     for (const auto& [ms, config] : trial) ranking.fastest.push_back(config);
   }
-  const auto add_ranking = [&](const GemmShape& recorded, Transposes recorded_op) {
+  const auto add_ranking = [&](const GemmShape& recorded, TunedFor recorded_kind) {
     RecordedRanking& ranking = rankings.emplace_back(RecordedRanking{recorded, {}});
-    for (const ResultRecord& result : store.ranking(gpu_name, recorded, template_name, recorded_op)) {
+    for (const ResultRecord& result : store.ranking(gpu_name, recorded, template_name, recorded_kind)) {
       ranking.fastest.push_back(result.config);
     }
   };
-  for (const GemmShape& nearby : nearest_shapes(shape, store.shapes_with_results(gpu_name, template_name, op))) {
-    add_ranking(nearby, op);
+  for (const GemmShape& nearby : nearest_shapes(shape, store.shapes_with_results(gpu_name, template_name, kind))) {
+    add_ranking(nearby, kind);
   }
-  if (!op.none()) {
+  if (!kind.plain()) {
     const std::vector<GemmShape> plain = store.shapes_with_results(gpu_name, template_name);
     if (std::find(plain.begin(), plain.end(), shape) != plain.end()) add_ranking(shape, {});
     for (const GemmShape& nearby : nearest_shapes(shape, plain)) add_ranking(nearby, {});

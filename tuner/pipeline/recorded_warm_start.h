@@ -24,11 +24,12 @@ struct WarmStart {
 std::string describe(const WarmStart& start);
 
 // From the current version of the template's trials and ok results on GPUs named gpu_name; empty
-// when neither a trial at the shape nor another shape is recorded. A search for transposes `op`
-// starts from their records at other shapes, then from the plain product's (C = A * B) at the
-// shape itself and others (the library's trials are of the plain product only).
+// when neither a trial at the shape nor another shape is recorded. A search for transposes or a
+// batch (`kind`) starts from records tuned for them at other shapes, then from the plain
+// product's (C = A * B) at the shape itself and others (the library's trials are of the plain
+// product only).
 WarmStart recorded_warm_start(const ResultStore& store, const std::string& gpu_name,
                               const std::string& template_name, const GemmShape& shape,
-                              const std::vector<Configuration>& space, Transposes op = {});
+                              const std::vector<Configuration>& space, TunedFor kind = {});
 
 }  // namespace tiletune

@@ -210,6 +210,7 @@ TuningRun::TuningRun(DevicePool& devices, ResultStore& store, CompiledKernels& c
 ResultRecord TuningRun::record(const ResultRecord& result) {
   ResultRecord recorded = result;
   recorded.op = settings_.op;  // a failure met at another shape stands for this one as it is
+  recorded.batch = settings_.strided_batch;
   store_.record_result(gpu_id_, gpu_, recorded);
   return recorded;
 }
@@ -247,6 +248,7 @@ EvaluationRequest TuningRun::request_for(const Search& search, const Configurati
   request.config = config.to_string();
   request.shape = search.shape;
   request.op = settings_.op;
+  request.batch = settings_.strided_batch;
   request.fuzz = needs_fuzz(search.tmpl, request.config);
   request.fuzz_settings = settings_.fuzz;
   request.timing = settings_.timing;
@@ -263,7 +265,7 @@ void TuningRun::note_fuzz_verdict(const Search& search, const EvaluationRequest&
   const std::string key = fuzz_key(search.tmpl, request.config);
   if (outcome.fuzz_passed) {
     fuzz_passed_.insert(key);
-    if (request.fuzz && settings_.op.none()) {
+    if (request.fuzz && settings_.tuned_for().plain()) {
       store_.record_fuzz_pass(gpu_id_, search.tmpl.name, search.tmpl.source_hash, request.config,
                               request.fuzz_settings.cases);
     }
@@ -391,9 +393,10 @@ void TuningRun::evaluate_batch(Search& search, const std::vector<std::size_t>& b
     devices_.start_fuzzing();
   }
   search.event(&configs.front(), fmt::format("compiling {} configurations", configs.size()));
-  // Their builds for the tune's transposes: what the worker loads, and whose ptxas report prunes.
+  // Their builds for the tune's transposes and batch: what the worker loads, and whose ptxas
+  // report prunes.
   std::vector<Configuration> builds;
-  const GemmProblem full = GemmProblem::packed(search.shape, settings_.op);
+  const GemmProblem full = GemmProblem::packed(search.shape, settings_.tuned_for());
   for (const Configuration& config : configs) builds.push_back(search.tmpl.build_configuration(config, full));
   CompileAhead ahead(compiled_, search.tmpl, std::move(builds));
 
@@ -454,6 +457,7 @@ RemeasureRequest TuningRun::remeasure_request(const GemmShape& shape) const {
   RemeasureRequest request;
   request.shape = shape;
   request.op = settings_.op;
+  request.batch = settings_.strided_batch;
   request.timing = settings_.confirm_timing;
   request.rounds = settings_.confirm_rounds;
   request.data_seed = settings_.data_seed;
@@ -472,7 +476,7 @@ bool TuningRun::confirm(Search& search) {
   }
   std::vector<ResultRecord> top;
   int ok = 0, confirmed = 0;  // results of this version and shape: ok, and of those re-measured
-  for (const ResultRecord& r : store_.ranking(gpu_.name, search.shape, search.tmpl.name, settings_.op)) {
+  for (const ResultRecord& r : store_.ranking(gpu_.name, search.shape, search.tmpl.name, settings_.tuned_for())) {
     if (r.template_hash != search.tmpl.source_hash) continue;
     ++ok;
     if (r.detail.starts_with(kConfirmedDetail)) ++confirmed;
@@ -543,7 +547,7 @@ std::string TuningRun::confirm_across(const std::vector<const KernelTemplate*>& 
   bool completed_earlier = true;
   for (const KernelTemplate* tmpl : templates) {
     int ok = 0, remeasured = 0;
-    for (const ResultRecord& r : store_.ranking(gpu_.name, shape, tmpl->name, settings_.op)) {
+    for (const ResultRecord& r : store_.ranking(gpu_.name, shape, tmpl->name, settings_.tuned_for())) {
       if (r.template_hash != tmpl->source_hash) continue;
       if (ok == 0) request.templates.push_back(template_record(*tmpl));
       if (++ok <= settings_.confirm_top) {
@@ -588,7 +592,7 @@ std::string TuningRun::confirm_across(const std::vector<const KernelTemplate*>& 
 
 void TuningRun::remember_fuzzed(const KernelTemplate& tmpl) {
   // The database's passes are of the plain build: another build is fuzzed in this run.
-  if (!settings_.op.none() || !remembered_.insert(tmpl.source_hash).second) return;
+  if (!settings_.tuned_for().plain() || !remembered_.insert(tmpl.source_hash).second) return;
   for (const auto& [config, cases] : store_.fuzz_passes(gpu_id_, tmpl.source_hash)) {
     if (cases >= settings_.fuzz.cases) fuzz_passed_.insert(fuzz_key(tmpl, config));
   }
@@ -641,7 +645,7 @@ void TuningRun::run_search(Search& search) {
   search.space = enumerate_configurations(tmpl, &shape);
   search.summary.space = int(search.space.size());
   if (!settings_.remeasure) {
-    search.recorded = store_.recorded_results(gpu_id_, tmpl.source_hash, shape, settings_.op);
+    search.recorded = store_.recorded_results(gpu_id_, tmpl.source_hash, shape, settings_.tuned_for());
   }
   remember_fuzzed(tmpl);
   // Strategies that do not learn propose everything at once, so that compiling runs ahead of the
@@ -650,7 +654,7 @@ void TuningRun::run_search(Search& search) {
   const bool learns = is_guided_strategy(settings_.strategy);
   if (learns && settings_.warm_start) {
     search.summary.warm_start =
-        recorded_warm_start(store_, gpu_.name, tmpl.name, shape, search.space, settings_.op);
+        recorded_warm_start(store_, gpu_.name, tmpl.name, shape, search.space, settings_.tuned_for());
   }
   PlannedSearch planned =
       plan_search(tmpl, search.space, settings_, search.summary.warm_start.points);

@@ -96,6 +96,10 @@ struct TuningSettings {
   // the build that serves them, and recorded with them. Other transposes than nn fuzz each
   // configuration once per run: the fuzz passes the database keeps are of the plain build.
   Transposes op;
+  // The strided batch tuned (entries packed one after another), 1: one product. Like op: each
+  // configuration fuzzed, verified and timed in the build that serves it, and recorded for it.
+  std::int64_t strided_batch = 1;
+  TunedFor tuned_for() const { return {op, strided_batch}; }
 };
 
 // A template x shape search before it starts: its strategy over `space`, and how many

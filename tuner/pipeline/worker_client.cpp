@@ -55,6 +55,7 @@ EvaluationOutcome WorkerClient::evaluate(const EvaluationRequest& request,
     result.config = request.config;
     result.shape = request.shape;
     result.op = request.op;
+    result.batch = request.batch;
     result.status = timed_out ? ResultStatus::timeout : ResultStatus::crashed;
     result.detail = gone;
     if (!first_timeout.empty()) {

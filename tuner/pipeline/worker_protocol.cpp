@@ -31,12 +31,12 @@ void from_json(const json& j, Transposes& op) {
 void to_json(json& j, const ResultStatus& status) { j = to_string(status); }
 void from_json(const json& j, ResultStatus& status) { status = parse_result_status(j.get<std::string>()); }
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ResultRecord, template_name, template_hash, config, shape, op, status,
-                                   detail, median_ms, min_ms, max_ms, runs, tflops, registers,
-                                   static_shared_bytes, dynamic_shared_bytes, spill_bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ResultRecord, template_name, template_hash, config, shape, op,
+                                   batch, status, detail, median_ms, min_ms, max_ms, runs, tflops,
+                                   registers, static_shared_bytes, dynamic_shared_bytes, spill_bytes)
 
 void to_json(json& j, const EvaluationRequest& r) {
-  j = json{{"template", r.tmpl}, {"config", r.config}, {"shape", r.shape}, {"op", r.op}, {"fuzz", r.fuzz},
+  j = json{{"template", r.tmpl}, {"config", r.config}, {"shape", r.shape}, {"op", r.op}, {"batch", r.batch}, {"fuzz", r.fuzz},
            {"measure", r.measure}, {"cases", r.fuzz_settings.cases}, {"seed", r.fuzz_settings.seed},
            {"timing", r.timing}, {"data_seed", r.data_seed}};
 }
@@ -45,6 +45,7 @@ void from_json(const json& j, EvaluationRequest& r) {
   j.at("config").get_to(r.config);
   j.at("shape").get_to(r.shape);
   j.at("op").get_to(r.op);
+  j.at("batch").get_to(r.batch);
   j.at("fuzz").get_to(r.fuzz);
   j.at("measure").get_to(r.measure);
   j.at("cases").get_to(r.fuzz_settings.cases);
@@ -54,7 +55,7 @@ void from_json(const json& j, EvaluationRequest& r) {
 }
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RemeasuredConfig, tmpl, config)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RemeasureRequest, templates, configs, shape, op, timing, rounds,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RemeasureRequest, templates, configs, shape, op, batch, timing, rounds,
                                    data_seed)
 
 namespace {

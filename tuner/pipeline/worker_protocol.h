@@ -24,6 +24,7 @@ struct EvaluationRequest {
   std::string config;
   GemmShape shape;
   Transposes op;  // verified and timed with these transposes, in the build that serves them
+  std::int64_t batch = 1;  // over a strided batch of this many (packed), in the build serving it
   bool fuzz = true;
   bool measure = true;  // verify and time after the fuzz; false: stop there (the reply's result
                         // then only counts when the fuzz failed)
@@ -31,8 +32,8 @@ struct EvaluationRequest {
   TimingSettings timing;
   std::uint64_t data_seed = 1;
 
-  // The full problem verified and timed: the shape with its transposes, operands packed.
-  GemmProblem problem() const { return GemmProblem::packed(shape, op); }
+  // The full problem verified and timed: the shape with its transposes and batch, operands packed.
+  GemmProblem problem() const { return GemmProblem::packed(shape, {op, batch}); }
 };
 
 // One configuration of a re-measurement: of which of the request's templates, and its text.
@@ -50,11 +51,12 @@ struct RemeasureRequest {
   std::vector<RemeasuredConfig> configs;
   GemmShape shape;
   Transposes op;
+  std::int64_t batch = 1;
   TimingSettings timing;  // of one configuration in one round
   int rounds = 5;
   std::uint64_t data_seed = 1;
 
-  GemmProblem problem() const { return GemmProblem::packed(shape, op); }
+  GemmProblem problem() const { return GemmProblem::packed(shape, {op, batch}); }
 };
 
 struct WorkerRequest {

@@ -18,20 +18,21 @@ namespace tiletune::runtime {
 // What a plan depends on: the context, the shape and leading dimensions (requirements read them),
 // and the parts of the BLAS contract that decide which templates and configurations may serve the
 // problem (KernelTemplate::unsupported) and which build of the configuration serves it
-// (KernelTemplate::specialization: alpha != 1, beta != 0, a batch). Not alpha's and beta's values,
-// nor the batch's size and strides: a launch takes those from the problem it runs.
+// (KernelTemplate::specialization: alpha != 1, beta != 0, a batch), and the batch's size, by which
+// records are tuned (`tune --batch`). Not alpha's and beta's values, nor the batch's strides: a
+// launch takes those from the problem it runs.
 struct PlanKey {
   const void* context = nullptr;  // the CUDA context (null on the CPU backend)
   std::int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   Op op_a = Op::n, op_b = Op::n;
   bool scaled = false;   // alpha != 1
   bool keeps_c = false;  // beta != 0: C is read (split-K cannot serve it)
-  bool batched = false;
+  std::int64_t batch = 1;
   Epilogue epilogue = Epilogue::none;
 
   static PlanKey of(const void* context, const GemmProblem& p) {
     return {context, p.shape.m, p.shape.n, p.shape.k, p.lda, p.ldb, p.ldc, p.op_a, p.op_b,
-            p.alpha != 1, p.beta != 0, p.batch != 1, p.epilogue};
+            p.alpha != 1, p.beta != 0, p.batch, p.epilogue};
   }
   friend bool operator==(const PlanKey&, const PlanKey&) = default;
 };
@@ -40,9 +41,8 @@ struct PlanKeyHash {
   std::size_t operator()(const PlanKey& key) const noexcept {
     std::uint64_t h = std::hash<const void*>{}(key.context);
     const std::int64_t contract = std::int64_t(key.op_a) | std::int64_t(key.op_b) << 1 | std::int64_t(key.scaled) << 2 |
-                                  std::int64_t(key.keeps_c) << 3 | std::int64_t(key.batched) << 4 |
-                                  std::int64_t(key.epilogue) << 5;
-    for (std::int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, contract}) {
+                                  std::int64_t(key.keeps_c) << 3 | std::int64_t(key.epilogue) << 4;
+    for (std::int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, key.batch, contract}) {
       h = (h ^ std::uint64_t(v)) * 0x100000001b3ULL;  // FNV-1a step per field
     }
     return std::size_t(h ^ (h >> 29));

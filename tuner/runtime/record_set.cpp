@@ -41,9 +41,9 @@ const RecordedTemplate* RecordSet::find_template(const std::string& name) const 
 void sort_choices(RecordSet& records) {
   const auto key = [&](const RecordedChoice& c) {
     return std::tie(records.gpus.at(c.gpu).name, c.gpu, records.templates.at(c.templ).name, c.templ,
-                    c.shape, c.op, c.median_ms, c.config, c.recorded_at);
+                    c.shape, c.op, c.batch, c.median_ms, c.config, c.recorded_at);
   };
-  for (std::vector<RecordedChoice>* choices : {&records.choices, &records.transposed_choices}) {
+  for (std::vector<RecordedChoice>* choices : {&records.choices, &records.tuned_for_choices}) {
     std::sort(choices->begin(), choices->end(),
               [&](const RecordedChoice& a, const RecordedChoice& b) { return key(a) < key(b); });
   }
@@ -90,6 +90,7 @@ RecordSet load_database_records(const std::filesystem::path& database) {
     choice.config = r.config;
     choice.shape = r.shape;
     choice.op = r.op;
+    choice.batch = r.batch;
     choice.median_ms = r.median_ms;
     choice.min_ms = r.min_ms;
     choice.max_ms = r.max_ms;
@@ -100,7 +101,7 @@ RecordSet load_database_records(const std::filesystem::path& database) {
     choice.dynamic_shared_bytes = r.dynamic_shared_bytes;
     choice.fuzz_cases = row.fuzz_cases;
     choice.recorded_at = r.recorded_at;
-    (choice.op.none() ? records.choices : records.transposed_choices).push_back(std::move(choice));
+    (choice.tuned_for().plain() ? records.choices : records.tuned_for_choices).push_back(std::move(choice));
   }
   sort_choices(records);
   return records;

@@ -43,13 +43,16 @@ struct RecordedChoice {
   std::size_t templ = 0;     // index into RecordSet::templates
   std::string config;        // Configuration::to_string()
   GemmShape shape;
-  Transposes op;             // the transposes it was timed with (in transposed_choices: not nn)
+  Transposes op;             // the transposes it was timed with
+  std::int64_t batch = 1;    // and the strided batch (in tuned_for_choices: not both plain)
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int runs = 0;
   double tflops = 0;
   int registers = 0, static_shared_bytes = 0, dynamic_shared_bytes = 0;
   int fuzz_cases = 0;        // the most random cases it passed on that GPU (0: not recorded)
   std::string recorded_at;   // UTC "YYYY-MM-DD HH:MM:SS"
+
+  TunedFor tuned_for() const { return {op, batch}; }
 };
 
 // What the performance model (performance_model.h) weighs a launch by: its features, and a
@@ -77,9 +80,10 @@ struct RecordSet {
   std::vector<RecordedGpu> gpus;            // sorted by name
   std::vector<RecordedTemplate> templates;  // sorted by name, one per name
   std::vector<RecordedChoice> choices;      // of C = A * B (op nn), in a deterministic order (see below)
-  // Records tuned for other transposes (`tune --op`), in the same order: the selection takes them
-  // at their own shape and transposes only, and the models, bundles and reports do not read them.
-  std::vector<RecordedChoice> transposed_choices;
+  // Records tuned for other transposes or a batch (`tune --op`, `tune --batch`), in the same
+  // order: the selection takes them at their own shape, transposes and batch only, and the
+  // models, bundles and reports do not read them.
+  std::vector<RecordedChoice> tuned_for_choices;
   // At most one per (GPU, template) pair; a pair without one has its model fitted on its choices.
   // Each configuration listed has choices of the pair; one of its choices not listed predicts
   // nothing, as in the database it was fitted on.

@@ -188,7 +188,7 @@ class Selector {
   // The GPU's records of the template in the order they are tried: the exact shape fastest first,
   // then the other shapes nearest first, each fastest first; the first that fits.
   GpuOutcome look_at(std::size_t gpu) const {
-    if (GpuOutcome tuned = look_at_transposed(gpu); tuned.choice) return tuned;
+    if (GpuOutcome tuned = look_at_tuned_for(gpu); tuned.choice) return tuned;
     const GemmShape& shape = request_.problem.shape;
     // The shapes recorded, the problem's own first, then nearest first.
     std::vector<std::tuple<bool, double, const std::pair<GemmShape, std::vector<const RecordedChoice*>>*>> order;
@@ -241,15 +241,16 @@ class Selector {
     return true;
   }
 
-  // A problem whose transposes are not nn takes the fastest record tuned for them at its very
-  // shape (`tune --op`), where one fits; otherwise the plain product's records choose for it.
-  GpuOutcome look_at_transposed(std::size_t gpu) const {
+  // A problem whose transposes are not nn, or a strided batch, takes the fastest record tuned for
+  // its transposes and batch at its very shape (`tune --op`, `tune --batch`), where one fits;
+  // otherwise the plain product's records choose for it.
+  GpuOutcome look_at_tuned_for(std::size_t gpu) const {
     GpuOutcome outcome;
-    const Transposes op = request_.problem.transposes();
-    if (op.none()) return outcome;
-    for (const RecordedChoice& c : records_.transposed_choices) {  // fastest first per shape
-      if (c.gpu == gpu && c.templ == templ_index_ && c.op == op && c.shape == request_.problem.shape &&
-          serves(c, outcome)) {
+    const TunedFor kind = request_.problem.tuned_for();
+    if (kind.plain()) return outcome;
+    for (const RecordedChoice& c : records_.tuned_for_choices) {  // fastest first per shape
+      if (c.gpu == gpu && c.templ == templ_index_ && c.tuned_for() == kind &&
+          c.shape == request_.problem.shape && serves(c, outcome)) {
         outcome.choice = &c;
         return outcome;
       }
@@ -324,8 +325,8 @@ class Selector {
           templ_->name, first_name_, gpu_name, identity_.cc_major);
     }
     const std::string asked = request_.problem.shape.to_string();
-    if (selection.exact_shape && !c.op.none()) {
-      why += fmt::format("{} has a record of {} tuned for op={}", gpu_name, asked, c.op.to_string());
+    if (selection.exact_shape && !c.tuned_for().plain()) {
+      why += fmt::format("{} has a record of {} tuned for {}", gpu_name, asked, c.tuned_for().to_string());
     } else if (selection.exact_shape) {
       why += fmt::format("{} has a record of {}", gpu_name, asked);
     } else if (outcome.predicted) {

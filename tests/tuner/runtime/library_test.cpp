@@ -36,9 +36,12 @@ Operands random_operands(const Problem& p, std::uint32_t seed) {
   std::mt19937 generator(seed);
   std::uniform_real_distribution<float> value(-1.f, 1.f);
   // Each operand's stored rows: op(A) is M x K, A stored K x M when transposed; likewise B.
+  // A batch's entries lie their strides apart.
   const std::int64_t a_rows = p.op_a == Op::n ? p.M : p.K, b_rows = p.op_b == Op::n ? p.K : p.N;
-  Operands o{std::vector<float>(a_rows * p.lda), std::vector<float>(b_rows * p.ldb),
-             std::vector<float>(p.M * p.ldc, std::nanf(""))};  // C poisoned: every element must be written
+  Operands o{std::vector<float>((p.batch - 1) * p.stride_a + a_rows * p.lda),
+             std::vector<float>((p.batch - 1) * p.stride_b + b_rows * p.ldb),
+             // C poisoned: every element must be written
+             std::vector<float>((p.batch - 1) * p.stride_c + p.M * p.ldc, std::nanf(""))};
   for (float& x : o.a) x = value(generator);
   for (float& x : o.b) x = value(generator);
   return o;
@@ -73,30 +76,40 @@ Operands random_operands(const Problem& p, std::uint32_t seed) {
 ::testing::AssertionResult matches_reference(const Problem& p, const Operands& o,
                                              const std::vector<float>& c_before) {
   const double u = std::ldexp(1.0, -24), gamma = p.K * u / (1 - p.K * u);
-  const auto a = [&](std::int64_t i, std::int64_t k) {
-    return double(p.op_a == Op::n ? o.a[i * p.lda + k] : o.a[k * p.lda + i]);
-  };
-  const auto b = [&](std::int64_t k, std::int64_t j) {
-    return double(p.op_b == Op::n ? o.b[k * p.ldb + j] : o.b[j * p.ldb + k]);
-  };
-  for (std::int64_t i = 0; i < p.M; ++i) {
-    for (std::int64_t j = 0; j < p.ldc; ++j) {
-      const float got = o.c[i * p.ldc + j];
-      if (j >= p.N) {
-        const float before = c_before[i * p.ldc + j];
-        if (!(std::isnan(got) && std::isnan(before)) && got != before) {
-          return ::testing::AssertionFailure() << "C[" << i << "][" << j << "] beyond N was written";
+  for (std::int64_t e = 0; e < p.batch; ++e) {
+    const auto a = [&](std::int64_t i, std::int64_t k) {
+      return double(o.a[e * p.stride_a + (p.op_a == Op::n ? i * p.lda + k : k * p.lda + i)]);
+    };
+    const auto b = [&](std::int64_t k, std::int64_t j) {
+      return double(o.b[e * p.stride_b + (p.op_b == Op::n ? k * p.ldb + j : j * p.ldb + k)]);
+    };
+    for (std::int64_t i = 0; i < p.M; ++i) {
+      for (std::int64_t j = 0; j < p.ldc; ++j) {
+        const std::int64_t at = e * p.stride_c + i * p.ldc + j;
+        const float got = o.c[at];
+        if (j >= p.N) {
+          const float before = c_before[at];
+          if (!(std::isnan(got) && std::isnan(before)) && got != before) {
+            return ::testing::AssertionFailure() << "C[" << i << "][" << j << "] beyond N was written";
+          }
+          continue;
         }
-        continue;
+        double sum = 0, magnitude = 0;
+        for (std::int64_t k = 0; k < p.K; ++k) {
+          sum += a(i, k) * b(k, j);
+          magnitude += std::fabs(a(i, k) * b(k, j));
+        }
+        if (!(std::fabs(got - sum) <= gamma * magnitude + 1e-30)) {
+          return ::testing::AssertionFailure() << p.to_string() << ": entry " << e << " C[" << i << "][" << j
+                                               << "] = " << got << ", expected " << sum << " within "
+                                               << gamma * magnitude;
+        }
       }
-      double sum = 0, magnitude = 0;
-      for (std::int64_t k = 0; k < p.K; ++k) {
-        sum += a(i, k) * b(k, j);
-        magnitude += std::fabs(a(i, k) * b(k, j));
-      }
-      if (!(std::fabs(got - sum) <= gamma * magnitude + 1e-30)) {
-        return ::testing::AssertionFailure() << p.to_string() << ": C[" << i << "][" << j << "] = " << got
-                                             << ", expected " << sum << " within " << gamma * magnitude;
+    }
+    // The gap before the next entry's C, if its stride leaves one, stays as it was.
+    for (std::int64_t at = e * p.stride_c + p.M * p.ldc; e + 1 < p.batch && at < (e + 1) * p.stride_c; ++at) {
+      if (!(std::isnan(o.c[at]) && std::isnan(c_before[at])) && o.c[at] != c_before[at]) {
+        return ::testing::AssertionFailure() << "C's element " << at << ", between entries, was written";
       }
     }
   }
@@ -104,9 +117,9 @@ Operands random_operands(const Problem& p, std::uint32_t seed) {
 }
 
 // A database at `path` holding one record of the shipped template `file` on `gpu` (one more where
-// it exists): the configuration, timed at `shape` (`ms`) for the transposes `op`.
+// it exists): the configuration, timed at `shape` (`ms`) for the transposes and batch `kind`.
 void record_one(const std::filesystem::path& path, const GpuRecord& gpu, const std::string& file,
-                const std::string& config, const GemmShape& shape, double ms = 1, Transposes op = {}) {
+                const std::string& config, const GemmShape& shape, double ms = 1, TunedFor kind = {}) {
   ResultStore store(path);
   const std::int64_t id = store.register_gpu(gpu);
   const KernelTemplate tmpl = load_template(std::string(TILETUNE_SOURCE_DIR) + "/kernels_src/" + file);
@@ -116,7 +129,8 @@ void record_one(const std::filesystem::path& path, const GpuRecord& gpu, const s
   result.template_hash = tmpl.source_hash;
   result.config = config;
   result.shape = shape;
-  result.op = op;
+  result.op = kind.op;
+  result.batch = kind.batch;
   result.median_ms = result.min_ms = result.max_ms = ms;
   result.runs = 1;
   store.record_result(id, gpu, result);
@@ -1001,6 +1015,35 @@ TEST_F(LibraryTest, ARecordTunedForTheTransposesServesThemAtItsShape) {
   other.op_b = Op::t;
   other.ldb = 72;
   EXPECT_EQ(gemm.plan(other).config, plain);  // tuned for nt at another shape only
+}
+
+// A strided batch (`tune --batch`) likewise: its record at the shape and batch first.
+TEST_F(LibraryTest, ARecordTunedForABatchServesItAtItsShape) {
+  const GpuRecord h100{kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"};
+  const std::string plain = "BM=32,BN=256,BK=16,TM=8,TN=8,STAGES=3,SWIZZLE=0,SPLIT_K=1,STREAM_K=0";
+  const std::string batched = "BM=64,BN=128,BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=1,SPLIT_K=1,STREAM_K=0";
+  const std::filesystem::path db = folder_ / "batch.db";
+  record_one(db, h100, "warp_tiled.cu", plain, {96, 80, 72}, 1.0);
+  record_one(db, h100, "warp_tiled.cu", batched, {96, 80, 72}, 3.0, TunedFor{{}, 3});
+  Options options = cpu();
+  options.gpu_name = kH100;
+  const Gemm gemm = Library::open(db.string(), options).gemm("warp_tiled");
+
+  Problem p = Problem::packed(96, 80, 72);
+  EXPECT_EQ(gemm.plan(p).config, plain);
+  p.batch = 3;
+  p.stride_a = 96 * 72;
+  p.stride_b = 72 * 80;
+  p.stride_c = 96 * 80 + 5;  // a gap between C's entries, left alone
+  const Plan tuned = gemm.plan(p);
+  EXPECT_EQ(tuned.config, batched);
+  EXPECT_TRUE(tuned.exact);
+  EXPECT_DOUBLE_EQ(tuned.expected_ms, 3.0);
+  EXPECT_NE(tuned.why.find("tuned for batch=3"), std::string::npos) << tuned.why;
+  EXPECT_TRUE(runs_correctly(gemm, p, 5));
+
+  p.batch = 4;  // not tuned for 4 entries
+  EXPECT_EQ(gemm.plan(p).config, plain);
 }
 
 TEST_F(LibraryTest, AProblemSaysTheContractBeyondThePlainProduct) {
