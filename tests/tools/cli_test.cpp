@@ -1008,6 +1008,11 @@ TEST_F(CpuTune, ATuneOfABatchIsRecordedForItAndQueryChoosesIt) {
     if (row.template_name == "warp_tiled") results_by_kind[TunedFor{row.op, row.batch}.to_string()] += row.results;
   }
   EXPECT_EQ(results_by_kind, (std::map<std::string, int>{{"", 2}, {"op=tn batch=3", 2}}));
+  for (const CurrentResult& row : ResultStore(db()).current_results()) {
+    if (row.result.batch != 3) continue;
+    EXPECT_DOUBLE_EQ(row.result.tflops, 3 * GemmShape({40, 36, 20}).tflops(row.result.median_ms))
+        << "a batch's time is of its 3 products";
+  }
   const Outcome listed = tiletune({"list", "--db", db().string()});
   EXPECT_THAT(listed.out, HasSubstr("40x36x20 op=tn batch=3")) << listed;
 

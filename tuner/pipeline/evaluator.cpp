@@ -102,7 +102,7 @@ void set_timing(ResultRecord& result, const Timing& timing, const GemmShape& sha
   result.min_ms = timing.min_ms;
   result.max_ms = timing.max_ms;
   result.runs = timing.runs;
-  result.tflops = shape.tflops(timing.median_ms);
+  result.tflops = shape.tflops(timing.median_ms) * double(result.batch);
 }
 
 Evaluator::Evaluator(std::unique_ptr<Backend> backend, std::unique_ptr<FullShapeCheck> full_shape)

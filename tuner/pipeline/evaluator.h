@@ -71,7 +71,8 @@ ResultStatus failed_check_status(FuzzVerdict verdict);
 // The result's keys filled from the request: template, hash, configuration, shape.
 ResultRecord result_keys(const KernelTemplate& tmpl, const EvaluationRequest& request);
 
-// The timing's figures into the result, TFLOP/s from the shape.
+// The timing's figures into the result, TFLOP/s from the shape and the result's batch (a timing
+// of a strided batch is of all its products).
 void set_timing(ResultRecord& result, const Timing& timing, const GemmShape& shape);
 
 }  // namespace tiletune
