@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/slurm on a real Slurm: a private single-node cluster (private_slurm.sh: munged, slurmctld
 # and slurmd from Debian's packages, 4 CPUs and 4 fake GPUs, loopback only) runs
-# tools/slurm/tune_on_slurm.sh for a CPU-backend tune of kernels_src/tiled.cu at two small shapes
+# tools/slurm/tune_on_slurm.sh for a CPU-backend tune of kernels_src/naive.cu and tiled.cu at two small shapes
 # as a 4-task array. Shard 2 is killed once its tune has finished; the array's other shards must be
 # published, the merge must not run, and shard 2's results must be kept as partial. Submitted
 # again, only shard 2 runs, resuming (it measures nothing), and the merge follows. The merged
@@ -56,8 +56,11 @@ fi
 echo "private Slurm up in $(seconds_since_start) s"
 
 export XDG_CACHE_HOME=$work/cache  # the CPU backend's built kernels, shared by the tasks
-tune_args=("$source_dir/kernels_src/tiled.cu" --backend cpu --shape 32x32x32 --shape 48x40x24
-           --cases 10)
+# naive and tiled: 30 configurations, shared out among the 4 shards by a hash of each template's
+# version and configuration, so that shard 2 has some to tune whatever the versions (with tiled's
+# 9 alone, one version in 13 left it none).
+tune_args=("$source_dir/kernels_src/naive.cu" "$source_dir/kernels_src/tiled.cu" --backend cpu
+           --shape 32x32x32 --shape 48x40x24 --cases 10)
 
 # The tasks' tiletune: the real one, except that shard 2 is killed, the first time, once its tune
 # has finished (after every result is recorded, before its database is published).
