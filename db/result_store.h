@@ -44,6 +44,8 @@ struct ResultSummary {
   int results = 0;
   int ok = 0;
   std::optional<double> best_tflops;
+
+  TunedFor tuned_for() const { return {op, batch}; }
 };
 
 // An ok result of a current template version with the GPU row it was measured on and the most

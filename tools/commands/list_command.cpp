@@ -49,8 +49,7 @@ int run(const std::string& db, bool missed) {
   for (const ResultSummary& s : store.summary()) {
     fmt::print("  {:<20} {:<12} {:<17} {:<8} {:>7} {:>4} {:>9}\n", s.gpu_name, s.template_name,
                s.template_hash + (s.template_current ? "" : "*"),
-               s.shape.to_string() + (TunedFor{s.op, s.batch}.plain() ? "" : " " + TunedFor{s.op, s.batch}.to_string()),
-               s.results,
+               s.shape.to_string() + (s.tuned_for().plain() ? "" : " " + s.tuned_for().to_string()), s.results,
                s.ok, s.best_tflops ? fmt::format("{:.2f}", *s.best_tflops) : "-");
   }
   fmt::print("(* an older version of the template: never served by query)\n");

@@ -68,11 +68,7 @@ GemmProblem problem_of(const QueryOptions& options) {
   if (options.lda) problem.lda = *options.lda;
   if (options.ldb) problem.ldb = *options.ldb;
   if (options.ldc) problem.ldc = *options.ldc;
-  if (problem.batch > 1) {  // each entry right after the one before, at the leading dimensions given
-    problem.stride_a = problem.a_span();
-    problem.stride_b = problem.b_span();
-    problem.stride_c = problem.c_span();
-  }
+  if (problem.batch > 1) problem.pack_entries();  // at the leading dimensions given
   if (!problem.valid()) {
     throw UsageError(fmt::format("invalid leading dimensions for {}: {} (lda >= {}, ldb >= {} and "
                                  "ldc >= N are needed, each at most {})",

@@ -84,9 +84,7 @@ GemmProblem GemmProblem::packed(GemmShape s, TunedFor kind) {
   p.ldb = p.b_columns();
   if (kind.batch != 1) {
     p.batch = kind.batch;
-    p.stride_a = p.a_span();
-    p.stride_b = p.b_span();
-    p.stride_c = p.c_span();
+    p.pack_entries();
   }
   return p;
 }

@@ -98,6 +98,13 @@ struct GemmProblem {
   static GemmProblem packed(GemmShape s, TunedFor kind);
   Transposes transposes() const { return {op_a, op_b}; }
   TunedFor tuned_for() const { return {transposes(), batch}; }
+  // Strides that put each entry of the batch right after the one before, at the leading dimensions
+  // set.
+  void pack_entries() {
+    stride_a = a_span();
+    stride_b = b_span();
+    stride_c = c_span();
+  }
   // Sizes >= 1, leading dimensions at least op's rows' lengths, batch >= 1 with strides >= 0 and
   // C's entries apart, all within int range (strides and batch: int64).
   bool valid() const;

@@ -177,15 +177,14 @@ void Evaluator::run_stages(GemmExecutor& executor, const KernelTemplate& tmpl,
   outcome.fuzz_passed = true;
   if (!request.measure) return;
 
-  if (auto failure = full_shape_->check(executor, tmpl, build, request.problem(), request.data_seed,
-                                        stage)) {
+  const GemmProblem full = request.problem();
+  if (auto failure = full_shape_->check(executor, tmpl, build, full, request.data_seed, stage)) {
     result.status = failure->status;
     result.detail = failure->detail;
     return;
   }
   stage("time");
-  const Timing timing = full_shape_->time(executor, tmpl, build, request.problem(), request.data_seed,
-                                          request.timing);
+  const Timing timing = full_shape_->time(executor, tmpl, build, full, request.data_seed, request.timing);
   set_timing(result, timing, request.shape);
 }
 
