@@ -104,7 +104,7 @@ int planned_total(const std::vector<TuningPlan>& plans, const TuningSettings& se
   int total = 0;
   for (const auto& [tmpl, shapes] : plans) {
     for (const GemmShape& shape : shapes) {
-      total += int(plan_search(tmpl, enumerate_configurations(tmpl, &shape), settings).limit);
+      total += int(plan_search(tmpl, enumerate_configurations(tmpl, &shape, settings.tuned_for()), settings).limit);
     }
   }
   return total;

@@ -59,7 +59,7 @@ void check_not_empty(const KernelTemplate& tmpl, const std::vector<Configuration
 }
 
 std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
-                                                    const GemmShape* shape) {
+                                                    const GemmShape* shape, TunedFor kind) {
   check_enumerable(tmpl);
   const std::vector<Parameter>& parameters = tmpl.parameters;
   std::vector<Configuration> configurations;
@@ -71,7 +71,7 @@ std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
   // The tuner verifies and times a shape with packed leading dimensions: requirements on lda,
   // ldb, ldc are checked there.
   const std::optional<GemmProblem> packed =
-      shape ? std::optional(GemmProblem::packed(*shape)) : std::nullopt;
+      shape ? std::optional(GemmProblem::packed(*shape, kind)) : std::nullopt;
   // An odometer over the candidate indices: the last parameter turns fastest.
   std::vector<std::size_t> index(parameters.size(), 0);
   for (;;) {
@@ -80,7 +80,8 @@ std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
       config.values.emplace_back(parameters[i].name, parameters[i].values[index[i]]);
     }
     const bool admissible = packed ? tmpl.satisfies_requirements(config, *packed) &&
-                                         tmpl.worth_tuning(config, *shape)
+                                         tmpl.worth_tuning(config, *shape) &&
+                                         (kind.plain() || !tmpl.unsupported(*packed, config))
                                    : tmpl.satisfies_requirements(config);
     if (admissible) configurations.push_back(std::move(config));
 

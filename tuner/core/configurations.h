@@ -42,9 +42,12 @@ void check_enumerable(const KernelTemplate& tmpl);
 // In a stable order: the first parameter varies slowest, values in declared order.
 // With a shape, requirements that read M, N, K, lda, ldb or ldc are applied too, to the shape's
 // packed problem (lda = K, ldb = ldc = N: how the tuner verifies and times it), and so are the
-// tuning limits (`tune_if`). Throws SpaceTooLarge first (check_enumerable).
+// tuning limits (`tune_if`); for a tune of transposes or a batch (`kind`), only configurations
+// with a build that serves it (KernelTemplate::unsupported). Throws SpaceTooLarge first
+// (check_enumerable).
 std::vector<Configuration> enumerate_configurations(const KernelTemplate& tmpl,
-                                                    const GemmShape* shape = nullptr);
+                                                    const GemmShape* shape = nullptr,
+                                                    TunedFor kind = {});
 
 // A random sample of `count` configurations (all of them when there are no more), in their
 // original order; the same seed draws the same sample. For fuzzing spaces too large to cover.

@@ -66,6 +66,18 @@ bool reads_problem(const Expression& expression) {
   });
 }
 
+bool is_specialized_part(std::string_view name) {
+  return std::find(std::begin(kSpecializedParts), std::end(kSpecializedParts), name) !=
+         std::end(kSpecializedParts);
+}
+
+// A requirement that decides which builds exist: it reads a build's part (OP_A, ...) and no
+// problem size, so that it holds or fails for the build whatever the shape.
+bool restricts_builds(const Expression& expression) {
+  return !reads_problem(expression) &&
+         std::any_of(expression.names().begin(), expression.names().end(), is_specialized_part);
+}
+
 std::optional<std::int64_t> parse_integer(std::string_view s) {
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value);
@@ -175,6 +187,7 @@ class TemplateParser {
     if (word == "require") {
       tmpl_.requirements.push_back(expression(line, word, argument));
       requirement_lines_.insert(line);
+      part_lines_.insert(line);
       return;
     }
     if (word == "tune_if") {
@@ -183,6 +196,7 @@ class TemplateParser {
     }
     if (word == "tensor_map") {
       tensor_map(line, argument);
+      part_lines_.insert(line);
       return;
     }
 
@@ -207,7 +221,7 @@ class TemplateParser {
       tmpl_.entry = std::string(argument);
     } else if (word == "shared") {
       tmpl_.dynamic_shared_bytes = expression(line, word, argument);
-      shared_line_ = line;
+      part_lines_.insert(line);
     } else if (word == "zero_output") {
       tmpl_.zero_output = expression(line, word, argument);
       sm_count_lines_.insert(line);
@@ -230,7 +244,10 @@ class TemplateParser {
       specializes(line, argument);
     } else {
       dimensions(line, word, argument, word == "block" ? tmpl_.block : tmpl_.grid);
-      if (word == "grid") sm_count_lines_.insert(line);
+      if (word == "grid") {
+        sm_count_lines_.insert(line);
+        part_lines_.insert(line);
+      }
     }
   }
 
@@ -402,9 +419,10 @@ class TemplateParser {
           continue;
         }
         if (const std::string_view* part = specialized_part(name)) {
-          if (line != shared_line_) {
-            fail(line, fmt::format("expression '{}' reads '{}': only 'shared' may read a build's "
-                                   "specialized parts", expression.text(), *part));
+          if (!part_lines_.contains(line)) {
+            fail(line, fmt::format("expression '{}' reads '{}': only 'require', 'grid', 'shared' "
+                                   "and 'tensor_map' may read a build's specialized parts",
+                                   expression.text(), *part));
           }
           continue;
         }
@@ -497,12 +515,14 @@ class TemplateParser {
   const std::string& origin_;
   KernelTemplate tmpl_;
   std::size_t specializes_line_ = 0;
-  std::size_t shared_line_ = 0;
   std::vector<std::size_t> tensor_map_lines_;  // the line of each of tmpl_.tensor_maps
   std::map<std::string, std::size_t, std::less<>> first_line_;       // once-only directives
   std::map<std::string, std::size_t, std::less<>> parameter_lines_;  // parameter -> its line
   std::vector<std::pair<std::size_t, Expression>> expression_lines_;
   std::set<std::size_t> requirement_lines_;  // the lines of 'require' declarations
+  // Of 'require', 'grid', 'shared' and 'tensor_map', which may read a build's parts (OP_A, ...):
+  // each is evaluated for the build that runs (block and tune_if are the configuration's).
+  std::set<std::size_t> part_lines_;
   std::set<std::size_t> sm_count_lines_;     // of 'grid' and 'zero_output', which may read SM_COUNT
 };
 
@@ -815,6 +835,14 @@ std::string ContractSupport::to_string() const {
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, " "));
 }
 
+const Expression* KernelTemplate::unmet_build_requirement(const Configuration& build) const {
+  const Bindings values = bindings(build);
+  for (const Expression& requirement : requirements) {
+    if (restricts_builds(requirement) && requirement.evaluate(values) == 0) return &requirement;
+  }
+  return nullptr;
+}
+
 std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& problem) const {
   const auto refuse = [&](std::string_view what) {
     return fmt::format("{} serves no {} (it supports {})", name, what,
@@ -830,6 +858,20 @@ std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& proble
   if (problem.epilogue != Epilogue::none && !supports.epilogue) {
     return refuse(fmt::format("epilogue={}", tiletune::to_string(problem.epilogue)));
   }
+  // A requirement of the parts alone ("OP_A == 0 || OP_B == 1") leaves the build out of every
+  // configuration; one that also reads a parameter is the configuration's (below).
+  if (specializes.any()) {
+    const Specialization build = specialization(problem);
+    const Bindings parts = bindings(build_configuration(Configuration{}, build));
+    for (const Expression& requirement : requirements) {
+      const bool parts_only = std::all_of(requirement.names().begin(), requirement.names().end(),
+                                          is_specialized_part);
+      if (parts_only && restricts_builds(requirement) && requirement.evaluate(parts) == 0) {
+        return fmt::format("{} has no build {} (its requirement '{}')", name, build.to_string(),
+                           requirement.text());
+      }
+    }
+  }
   return std::nullopt;
 }
 
@@ -840,6 +882,13 @@ std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& proble
     return fmt::format("{} [{}] may add into a cleared C (zero_output '{}'): it serves no beta={} "
                        "and no epilogue={}", name, config.to_string(), zero_output.text(),
                        problem.beta, tiletune::to_string(problem.epilogue));
+  }
+  if (specializes.any()) {
+    const Specialization build = specialization(problem);
+    if (const Expression* unmet = unmet_build_requirement(build_configuration(config, build))) {
+      return fmt::format("{} [{}] has no build {} (its requirement '{}')", name, config.to_string(),
+                         build.to_string(), unmet->text());
+    }
   }
   return std::nullopt;
 }
@@ -913,7 +962,9 @@ std::vector<Specialization> KernelTemplate::builds(const Configuration& config) 
         for (int beta = 0; beta < values(specializes.beta && keeps_c); ++beta) {
           for (int batch = 0; batch < values(specializes.batch); ++batch) {
             for (int epilogue = 0; epilogue < (specializes.epilogue && keeps_c ? 6 : 1); ++epilogue) {
-              all.push_back({Op(op_a), Op(op_b), alpha != 0, beta != 0, batch != 0, Epilogue(epilogue)});
+              const Specialization build{Op(op_a), Op(op_b), alpha != 0, beta != 0, batch != 0,
+                                         Epilogue(epilogue)};
+              if (!unmet_build_requirement(build_configuration(config, build))) all.push_back(build);
             }
           }
         }

@@ -223,8 +223,12 @@ struct KernelTemplate {
     return build_configuration(config, specialization(problem));
   }
   // Every build the configuration has, the plain one first: every combination of the specialized
-  // parts (beta and an epilogue only where it keeps C, !may_add_into_c).
+  // parts (beta and an epilogue only where it keeps C, !may_add_into_c) that meets the
+  // requirements reading the parts ("require OP_A == 0 || OP_B == 1": no build of op_a=t alone).
   std::vector<Specialization> builds(const Configuration& config) const;
+  // The requirement of a build's parts (and no problem size) that the build (build_configuration's)
+  // does not meet, or nullptr.
+  const Expression* unmet_build_requirement(const Configuration& build) const;
 
   // Why this template cannot serve the problem's part of the BLAS contract, in one line
   // ("tiled serves no transposed A (op_a=t) (it supports op_b batch)"), or nothing.

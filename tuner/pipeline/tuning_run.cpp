@@ -642,7 +642,7 @@ PlannedSearch plan_search(const KernelTemplate& tmpl, const std::vector<Configur
 void TuningRun::run_search(Search& search) {
   const KernelTemplate& tmpl = search.tmpl;
   const GemmShape& shape = search.shape;
-  search.space = enumerate_configurations(tmpl, &shape);
+  search.space = enumerate_configurations(tmpl, &shape, settings_.tuned_for());
   search.summary.space = int(search.space.size());
   if (!settings_.remeasure) {
     search.recorded = store_.recorded_results(gpu_id_, tmpl.source_hash, shape, settings_.tuned_for());

@@ -187,6 +187,18 @@ TEST(SearchSpace, TuningLimitsLeaveConfigurationsOutOfAShapesSearchOnly) {
   EXPECT_THAT(strings(enumerate_configurations(tmpl, &m100)), ElementsAre("T=4", "T=8", "T=16"));
 }
 
+// A tune of transposes searches only the configurations with a build that serves them: here the
+// transposed A's build needs more shared memory than T=16 has.
+TEST(SearchSpace, ATuneOfTransposesSearchesTheConfigurationsWithItsBuild) {
+  const KernelTemplate tmpl = with_declarations(
+      "// tiletune: param T 4 8 16\n// tiletune: supports op_a\n// tiletune: specializes op_a\n"
+      "// tiletune: require T * (1 + OP_A) <= 16\n");
+  const GemmShape shape{64, 64, 64};
+  EXPECT_THAT(strings(enumerate_configurations(tmpl, &shape)), ElementsAre("T=4", "T=8", "T=16"));
+  EXPECT_THAT(strings(enumerate_configurations(tmpl, &shape, Transposes{Op::t, Op::n})),
+              ElementsAre("T=4", "T=8"));
+}
+
 TEST(SearchSpace, RequirementThatFailsToEvaluateIsAnErrorNamingIt) {
   // T=2 divides by zero: the template's bug, said as such rather than taken as "does not hold".
   const KernelTemplate tmpl =

@@ -856,10 +856,45 @@ TEST(KernelTemplate, SpecializedPartsAreBuildsOfEachConfiguration) {
               HasSubstr("parameter name 'OP_A' is reserved for a specialized part"));
   EXPECT_THAT(template_error(std::string(kEntry) + kParam + "// tiletune: block T * (OP_B + 1)\n" + kGrid +
                              "// tiletune: supports op_b\n// tiletune: specializes op_b\n"),
-              HasSubstr("only 'shared' may read a build's specialized parts"));
+              HasSubstr("only 'require', 'grid', 'shared' and 'tensor_map' may read a build's specialized parts"));
   EXPECT_THAT(template_error(base + "// tiletune: supports op_b\n// tiletune: specializes op_b op_b\n"),
               HasSubstr("specializes 'op_b' twice"));
   EXPECT_THROW(Specialization::parse("op_c=t"), std::invalid_argument);
+}
+
+// A requirement of the parts decides which builds exist: a template that serves op_a=t only with
+// op_b=t has no build of op_a=t alone, says so for such a problem (for the template, and for the
+// configuration where the requirement also reads a parameter), and its grid reads the build's parts.
+TEST(KernelTemplate, ARequirementOfTheBuildsPartsLeavesBuildsOut) {
+  const std::string base = std::string(kEntry) + "// tiletune: param T 1 2\n" + kBlock +
+                           "// tiletune: grid OP_A ? M : N\n"
+                           "// tiletune: supports op_a op_b\n// tiletune: specializes op_a op_b\n";
+  const KernelTemplate tmpl = parse_template(base + "// tiletune: require OP_A == 0 || OP_B == 1\n", "t.cu");
+  const Configuration config = tmpl.parse_configuration("T=2");
+  std::vector<std::string> builds;
+  for (const Specialization& build : tmpl.builds(config)) builds.push_back(build.to_string());
+  EXPECT_THAT(builds, ElementsAre("plain", "op_b=t", "op_a=t op_b=t"));
+
+  GemmProblem tn = GemmProblem::packed({8, 6, 4});
+  tn.op_a = Op::t;
+  tn.lda = 8;
+  EXPECT_THAT(tmpl.unsupported(tn).value_or(""),
+              AllOf(HasSubstr("has no build op_a=t"), HasSubstr("'OP_A == 0 || OP_B == 1'")));
+  GemmProblem tt = tn;
+  tt.op_b = Op::t;
+  tt.ldb = 4;
+  EXPECT_EQ(tmpl.unsupported(tt), std::nullopt);
+  EXPECT_EQ(tmpl.unsupported(tt, config), std::nullopt);
+  EXPECT_EQ(tmpl.launch_geometry(tmpl.build_configuration(config, tt), tt.shape).grid[0], 8u);
+  EXPECT_EQ(tmpl.launch_geometry(config, tt.shape).grid[0], 6u);
+
+  // Reading a parameter too, the requirement is the configuration's.
+  const KernelTemplate mixed = parse_template(base + "// tiletune: require OP_A == 0 || T == 1\n", "t.cu");
+  EXPECT_EQ(mixed.unsupported(tn), std::nullopt);
+  EXPECT_THAT(mixed.unsupported(tn, config).value_or(""),
+              AllOf(HasSubstr("[T=2] has no build op_a=t"), HasSubstr("'OP_A == 0 || T == 1'")));
+  EXPECT_EQ(mixed.unsupported(tn, mixed.parse_configuration("T=1")), std::nullopt);
+  EXPECT_EQ(mixed.builds(config).size(), 2u);  // plain, op_b=t
 }
 
 }  // namespace
