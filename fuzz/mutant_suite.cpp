@@ -1,5 +1,6 @@
 #include "fuzz/mutant_suite.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -71,7 +72,10 @@ Mutant parse_mutant(const json& entry) {
 }  // namespace
 
 bool Mutant::live_in(const KernelTemplate& original, const Configuration& config) const {
-  return !where || where->evaluate(original.bindings(config)) != 0;
+  if (where && where->evaluate(original.bindings(config)) == 0) return false;
+  if (!build) return true;
+  const std::vector<Specialization> builds = original.builds(config);
+  return std::find(builds.begin(), builds.end(), *build) != builds.end();
 }
 
 KernelTemplate MutantSuite::apply(const Mutant& mutant) const {

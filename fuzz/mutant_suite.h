@@ -46,7 +46,8 @@ struct Mutant {
   std::optional<Specialization> build;  // fuzzed beside the plain build; absent: drawn ones
   std::string gpu_only;             // non-empty: why the CPU backend cannot catch it
 
-  // The template's configurations in which the planted bug is live.
+  // The template's configurations in which the planted bug is live: `where` holds, and the
+  // configuration has the build (a requirement of the parts may leave it out).
   bool live_in(const KernelTemplate& original, const Configuration& config) const;
 };
 
