@@ -26,6 +26,22 @@
 //   (TransposedFragments: four 4-byte loads a slice where the plain build takes two 8-byte ones,
 //   conflict-free by the choice of which lanes take which of their two columns first). The
 //   stage's bytes shrink by B's padding; the stages keep the plain build's places.
+// - op_a = t with op_b = t (A stored K x M, B stored N x K) is the plain product of the swapped
+//   operands, C^T = B A with B (N x K, K-major) as the
+//   shared operand and A (K x M, M-major) as B^T's was: the block's BM rows are C's columns and its
+//   128 columns C's rows (the grid swaps M and N), the maps are of the stored matrices with the
+//   plain build's boxes (`tensor_map A op_a=t` is the plain B's, `B op_b=t` then A's, 32 x BM),
+//   and store_swapped writes the tile transposed: a lane's two rows of the swapped tile are one
+//   8-byte word of C's row.
+// - op_a = t alone (A stored K x M, B as the plain build's): neither product has a K-major operand
+//   for wgmma's shared one, so the producer warpgroup transposes A's tile. TMA brings it as it is
+//   stored (`tensor_map A op_a=t`: a box of BM m by 32 k, rounded to TF32) into one of two raw
+//   buffers after the stages; the 128 producer threads write it into the stage in A's swizzled
+//   layout (transpose_raw_tile), fence their writes for wgmma's proxy and arrive at the stage's
+//   FULL barrier (which counts them all; thread 0 also arms it for B's copy). A named barrier
+//   among them hands the raw buffer back to thread 0, which brings the tile two steps on into it.
+//   The raw buffers take 2 x 32 x BM floats more (`shared`, and `require` leaves the build out of
+//   the configurations that do not fit).
 // - alpha, beta (C read only where beta != 0), the bias (N floats, by column) and ReLU or GELU are
 //   applied once per element of C as it is stored (store_built, the plain build's pair stores and
 //   masks); the main loop is the plain build's.
@@ -49,20 +65,23 @@
 // B, which matters once the operands outgrow the L2 (8192^3).
 // tiletune: param GROUP 1 4 8 16
 // At most 227 KiB of shared memory (a block's most on Hopper).
-// tiletune: require STAGES * (BM * 128 + 32 * 136 * 4) + 1024 <= 227 * 1024
+// tiletune: require STAGES * (BM * 128 + 32 * 136 * 4) + (OP_A && !OP_B) * 256 * BM + 1024 <= 227 * 1024
+// (The tuning limits are the plain build's: a swapped build's BM runs along N.)
 // tiletune: tune_if BM <= 2 * max(M, 32)
 // tiletune: tune_if GROUP == 1 || GROUP < ceil_div(M, BM)
-// tiletune: supports op_b alpha beta epilogue
-// tiletune: specializes op_b alpha beta epilogue
+// tiletune: supports op_a op_b alpha beta epilogue
+// tiletune: specializes op_a op_b alpha beta epilogue
 // tiletune: tensor_map A tf32 swizzle128 copy_unaligned 32, BM
+// tiletune: tensor_map A op_a=t tf32 dense copy_unaligned OP_B ? 136 : BM, 32
 // tiletune: tensor_map B tf32 dense copy_unaligned 136, 32
-// tiletune: tensor_map B op_b=t tf32 swizzle128 copy_unaligned 32, 128
+// tiletune: tensor_map B op_b=t tf32 swizzle128 copy_unaligned 32, OP_A ? BM : 128
 // tiletune: block 384
-// tiletune: grid ceil_div(N, 128), ceil_div(M, BM)
-// tiletune: shared STAGES * (BM * 128 + 32 * 136 * 4) + 1024
+// tiletune: grid ceil_div(OP_A && OP_B ? M : N, 128), ceil_div(OP_A && OP_B ? N : M, BM)
+// tiletune: shared STAGES * (BM * 128 + 32 * 136 * 4) + (OP_A && !OP_B) * 256 * BM + 1024
 
 #include <tiletune/async_copy.h>  // tf32_wgmma_tiles.h's copy helpers, unused here
 #include <tiletune/gemm_contract.h>
+#include <tiletune/named_barrier.h>
 #include <tiletune/tensor_map.h>
 #include <tiletune/warpgroup_mma.h>
 
@@ -72,23 +91,38 @@ constexpr int kBN = 128;  // two consumer warpgroups of 64 columns
 constexpr int kCopyThreads = 128;
 constexpr bool kUnrollMaskedCopies = false;
 constexpr int kThreads = 384;
-constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
-static_assert(128 * kProducerRegisters + 256 * kConsumerRegisters <= 65536, "the register file");
+// op_a = t with op_b = t: the swapped product; op_b = t alone: B's tile K-major; op_a = t alone:
+// A's tile transposed by the producers (above).
+constexpr bool kSwapped = TT_OP_A && TT_OP_B;
+constexpr bool kTransposedB = TT_OP_B && !TT_OP_A;
+constexpr bool kTransposedA = TT_OP_A && !TT_OP_B;
+// A build whose producers transpose A's tile gives them registers for a 4 x 4 block and its
+// addresses (at 40 they spilled), from the consumers.
+constexpr int kProducerRegisters = kTransposedA ? 56 : 40;
+constexpr int kConsumerRegisters = kTransposedA ? 224 : 232;
+// setmaxnreg moves registers within the block's allocation, 168 a thread at 384 threads (65536 /
+// 384, in multiples of 8): a consumer's increase past it waits forever.
+static_assert(128 * kProducerRegisters + 256 * kConsumerRegisters <= kThreads * (65536 / kThreads / 8 * 8),
+              "the block's registers");
 
 #include "tf32_wgmma_tiles.h"
 
 // A transposed B's tile (op_b = t: B stored N x K) is BN rows of BK floats in the 128-byte swizzle,
 // A's layout (offset_a), 1024 floats fewer than the plain build's padded rows; it takes the plain
 // build's place in the stage, so that the stages lie where they do there.
-constexpr int kTileBytesB = (TT_OP_B ? kBN * kBK : kTileB) * sizeof(float);
-static_assert(!TT_OP_B || kBN * kBK <= kTileB, "a transposed B's tile fits the plain one's place");
+constexpr int kTileBytesB = (kTransposedB ? kBN * kBK : kTileB) * sizeof(float);
+static_assert(kBN * kBK <= kTileB, "a transposed B's tile fits the plain one's place");
 constexpr unsigned int kStageBytes = kTileA * sizeof(float) + kTileBytesB;
+// A transposed A's tile as TMA brings it (op_a = t alone): BK rows of BM floats, in one of two raw
+// buffers after the stages.
+constexpr int kRawBuffers = 2, kRawTile = kBK * kBM;
 // What a build stores: alpha, beta, the bias or the activation (else acc as it is).
 constexpr bool kBuiltEpilogue = TT_ALPHA || TT_BETA || TT_EPILOGUE != TT_EPILOGUE_NONE;
 
 struct StageBarriers {
   unsigned long long full[kStages];
   unsigned long long empty[kStages];
+  unsigned long long raw_full[kRawBuffers];  // a raw buffer's copy landed (kTransposedA)
 };
 
 // The block's tile of C in the grouped order: block id b (row-major over the grid) is in group
@@ -105,7 +139,8 @@ __device__ __forceinline__ BlockOperands grouped_block_operands(const float* A, 
 }
 
 // The producer (one thread): arms and copies each step's stage once the consumers are done with
-// the step it held before.
+// the step it held before. `map_a` is of the shared operand (A's, or B's swapped) and `map_b` of
+// the register one.
 __device__ __forceinline__ void produce(const BlockOperands& op, float* shared, StageBarriers& bars,
                                         const tt_tensor_map* map_a, const tt_tensor_map* map_b) {
   const int steps = ceil_div(op.K, kBK);
@@ -114,11 +149,66 @@ __device__ __forceinline__ void produce(const BlockOperands& op, float* shared, 
     if (step >= kStages) tt_mbarrier_wait(&bars.empty[stage], (step / kStages - 1) & 1);
     tt_mbarrier_arrive_expect_tx(&bars.full[stage], kStageBytes);
     tt_tensor_copy_2d(stage_tile_a(shared, step), map_a, step * kBK, op.m0, &bars.full[stage]);
-    if (TT_OP_B) {  // B stored N x K: k along the map's rows, n across them
+    if (kTransposedB) {  // B stored N x K: k along the map's rows, n across them
       tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, step * kBK, op.n0, &bars.full[stage]);
     } else {
       tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, op.n0, step * kBK, &bars.full[stage]);
     }
+  }
+}
+
+// A's tile of a step from its raw copy (kTransposedA): the raw tile holds element (m, k) at
+// k * BM + m, A's tile at offset_a(m, k). Producer `tid` (of 128), j = tid % 8 and g = tid / 8,
+// takes in each pass the 4 x 4 block of k-chunk j and m-chunk (g + 16 pass + j) % (BM / 4): four
+// 16-byte loads of its raw rows, four 16-byte stores into A's rows. The 8 threads of a 16-byte
+// access's phase (one g) load 8 consecutive m-chunks and store chunks j ^ (m % 8) that differ
+// (m % 8 alternates between two values 4 apart as j does): no bank conflict either way.
+__device__ __forceinline__ void transpose_raw_tile(const float* raw, float* as, int tid) {
+  const int j = tid % 8, g = tid / 8;
+#pragma unroll 1  // a pass at a time: the producers' few registers hold one block
+  for (int pass = 0; pass < kBM / 64; ++pass) {
+    const int m = 4 * ((g + 16 * pass + j) % (kBM / 4)), k = 4 * j;
+    float4 rows[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) rows[i] = *reinterpret_cast<const float4*>(raw + (k + i) * kBM + m);
+    *reinterpret_cast<float4*>(as + offset_a(m, k)) = make_float4(rows[0].x, rows[1].x, rows[2].x, rows[3].x);
+    *reinterpret_cast<float4*>(as + offset_a(m + 1, k)) = make_float4(rows[0].y, rows[1].y, rows[2].y, rows[3].y);
+    *reinterpret_cast<float4*>(as + offset_a(m + 2, k)) = make_float4(rows[0].z, rows[1].z, rows[2].z, rows[3].z);
+    *reinterpret_cast<float4*>(as + offset_a(m + 3, k)) = make_float4(rows[0].w, rows[1].w, rows[2].w, rows[3].w);
+  }
+}
+
+// The producer warpgroup of a build that transposes A's tile (kTransposedA), every thread of it:
+// each step, once the consumers are done with its stage, A's tile from the raw buffer into the
+// stage, fenced for wgmma and arrived at FULL; thread 0 arms FULL for B's copy and issues it, and
+// once every producer is done with the raw buffer, brings the tile kRawBuffers steps on into it.
+__device__ __forceinline__ void produce_transposing(const BlockOperands& op, float* shared,
+                                                    StageBarriers& bars, const tt_tensor_map* map_a,
+                                                    const tt_tensor_map* map_b, int tid) {
+  const int steps = ceil_div(op.K, kBK);
+  float* const raw = shared + kStages * (kTileA + kTileB);
+  const auto copy_raw = [&](int step) {
+    const int r = step % kRawBuffers;
+    tt_mbarrier_arrive_expect_tx(&bars.raw_full[r], kRawTile * sizeof(float));
+    tt_tensor_copy_2d(raw + r * kRawTile, map_a, op.m0, step * kBK, &bars.raw_full[r]);
+  };
+  if (tid == 0) {
+    for (int step = 0; step < kRawBuffers && step < steps; ++step) copy_raw(step);
+  }
+  for (int step = 0; step < steps; ++step) {
+    const int stage = step % kStages, r = step % kRawBuffers;
+    if (step >= kStages) tt_mbarrier_wait(&bars.empty[stage], (step / kStages - 1) & 1);
+    tt_mbarrier_wait(&bars.raw_full[r], (step / kRawBuffers) & 1);
+    transpose_raw_tile(raw + r * kRawTile, stage_tile_a(shared, step), tid);
+    tt_fence_proxy_async();  // the tile's stores, visible to the consumers' wgmma
+    if (tid == 0) {
+      tt_mbarrier_arrive_expect_tx(&bars.full[stage], kTileB * sizeof(float));
+      tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, op.n0, step * kBK, &bars.full[stage]);
+    } else {
+      tt_mbarrier_arrive(&bars.full[stage]);
+    }
+    tt_bar_sync(1, 128);  // every producer has read raw buffer r
+    if (tid == 0 && step + kRawBuffers < steps) copy_raw(step + kRawBuffers);
   }
 }
 
@@ -203,13 +293,55 @@ __device__ __forceinline__ void store_built(const BlockOperands& op, float* __re
   }
 }
 
+// The store of a swapped build (op_a = t): `op` is the swapped product's, whose rows (m0 + 8j + 2t
+// + r) are C's columns and whose columns (n0 + n_pair + c) C's rows, so acc[4j + 2c + r] is C's
+// element (n0 + n_pair + c, m0 + 8j + 2t + r): a lane's r = 0, 1 are adjacent in C's row, one
+// 8-byte word where ldc and C allow and both exist. Each element as store_built's, the bias by
+// C's column.
+__device__ __forceinline__ void store_swapped(const BlockOperands& op, float* __restrict__ C,
+                                              int ldc, const float (&acc)[kBM / 2], int n_pair,
+                                              int t, const tt_gemm_args& args) {
+  const int cols = op.M - op.m0, rows = op.N - op.n0;  // C's, from the block's corner
+  const bool aligned = ldc % 2 == 0 && reinterpret_cast<size_t>(C) % 8 == 0;
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    if (n_pair + c >= rows) continue;
+    float* const row = C + (size_t)(op.n0 + n_pair + c) * ldc + op.m0;
+#pragma unroll
+    for (int j = 0; j < kBM / 8; ++j) {
+      const int col = 8 * j + 2 * t;
+      if (col >= cols) continue;
+      const bool both = col + 1 < cols, pair = aligned && both;
+      float* const out = row + col;
+      float2 c0 = make_float2(0.0f, 0.0f);
+      if (TT_BETA) {
+        if (pair) {
+          c0 = *reinterpret_cast<const float2*>(out);
+        } else {
+          c0.x = out[0];
+          if (both) c0.y = out[1];
+        }
+      }
+      const float e0 = tt_built_epilogue(acc[4 * j + 2 * c], &c0.x, op.m0 + col, args);
+      const float e1 = both ? tt_built_epilogue(acc[4 * j + 2 * c + 1], &c0.y, op.m0 + col + 1, args)
+                            : 0.0f;
+      if (pair) {
+        *reinterpret_cast<float2*>(out) = make_float2(e0, e1);
+      } else {
+        out[0] = e0;
+        if (both) out[1] = e1;
+      }
+    }
+  }
+}
+
 // A consumer warpgroup: 64 columns of C (wg 0 or 1), all BM rows.
 __device__ __forceinline__ void consume(const BlockOperands& op, float* __restrict__ C, int ldc,
                                         float* shared, StageBarriers& bars, int wg,
                                         int thread_in_wg, const tt_gemm_args& args) {
   const int steps = ceil_div(op.K, kBK);
   const int n_pair = fragment_columns(wg, thread_in_wg), t = thread_in_wg % 4;
-  const bool flip = TT_OP_B && thread_in_wg % 32 >= 16;  // TransposedFragments
+  const bool flip = kTransposedB && thread_in_wg % 32 >= 16;  // TransposedFragments
   const TransposedFragments transposed(n_pair, t, flip);
   float acc[kBM / 2];
 #pragma unroll
@@ -221,7 +353,7 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
     const float* const bs = stage_tile_b(shared, step);
     // Two wgmma groups of two k8 slices, each waited for (but the newest) before the next is
     // issued, so that a slice's register operands are rewritten only once its wgmma is done.
-    if (TT_OP_B) {
+    if (kTransposedB) {
       issue_half_step_transposed(acc, as, bs, 0, transposed);
     } else {
       issue_half_step<false>(acc, as, bs, 0, n_pair, t);
@@ -229,7 +361,7 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
     tt_wgmma_wait<1>(acc);
     // Step - 1's wgmma are all done: its stage goes back to the producer.
     if (step >= 1) tt_mbarrier_arrive(&bars.empty[(step - 1) % kStages]);
-    if (TT_OP_B) {
+    if (kTransposedB) {
       issue_half_step_transposed(acc, as, bs, 1, transposed);
     } else {
       issue_half_step<false>(acc, as, bs, 1, n_pair, t);
@@ -237,7 +369,9 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
     tt_wgmma_wait<1>(acc);
   }
   tt_wgmma_wait<0>(acc);
-  if (kBuiltEpilogue || TT_OP_B) {
+  if (kSwapped) {
+    store_swapped(op, C, ldc, acc, n_pair, t, args);
+  } else if (kBuiltEpilogue || kTransposedB) {
     store_built(op, C, ldc, acc, n_pair, t, flip, args);
   } else {
     store_tile_pairs(op, C, ldc, acc, n_pair, t);
@@ -252,19 +386,30 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ float4 shared_bytes[];
   __shared__ __align__(8) StageBarriers bars;
   float* const shared = tt_shared_align_1024(shared_bytes);
-  const BlockOperands op = grouped_block_operands(A, B, M, N, K, lda, ldb);
+  // The swapped build multiplies B (N x K) by A (K x M) into C^T (N x M).
+  const BlockOperands op = kSwapped ? grouped_block_operands(B, A, N, M, K, ldb, lda)
+                                    : grouped_block_operands(A, B, M, N, K, lda, ldb);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      tt_mbarrier_init(&bars.full[s], 1);
+      tt_mbarrier_init(&bars.full[s], kTransposedA ? 128 : 1);
       tt_mbarrier_init(&bars.empty[s], 256);
     }
+    for (int r = 0; r < kRawBuffers; ++r) tt_mbarrier_init(&bars.raw_full[r], 1);
     tt_mbarrier_init_fence();
   }
   __syncthreads();
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     tt_setmaxnreg_dec<kProducerRegisters>();
-    if (threadIdx.x == 0) produce(op, shared, bars, &map_a, &map_b);
+    if (kTransposedA) {
+      produce_transposing(op, shared, bars, &map_a, &map_b, threadIdx.x);
+    } else if (threadIdx.x == 0) {
+      if (kSwapped) {
+        produce(op, shared, bars, &map_b, &map_a);
+      } else {
+        produce(op, shared, bars, &map_a, &map_b);
+      }
+    }
   } else {
     tt_setmaxnreg_inc<kConsumerRegisters>();
     consume(op, C, ldc, shared, bars, wg - 1, threadIdx.x % 128, args);
