@@ -10,6 +10,8 @@
 // child that gives no result within --watchdog seconds (120) is killed and its configuration
 // counts as caught: its kernel hung (a wait for an mbarrier phase that never completes spins on
 // the GPU until something kills it), so no fuzz of it passes.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -25,6 +27,7 @@
 #include "tools/commands/commands.h"
 #include "tools/fuzzing/configuration_fuzzer.h"
 #include "tuner/core/configurations.h"
+#include "tuner/pipeline/evaluation_worker.h"  // die_with_parent
 #include "tuner/system/child_process.h"
 
 namespace tiletune::cli {
@@ -265,6 +268,8 @@ int run(const MutantsOptions& options) {
     if (options.mutant.empty() || options.config.empty()) {
       throw UsageError("--isolated-child needs --mutant and --config");
     }
+    // Killed with its parent: a mutant that hangs the GPU would otherwise keep it busy for good.
+    die_with_parent(getppid());
     const MutantSuite& suite = suites.front();
     const Mutant& mutant = suite.find(options.mutant);
     const FuzzSettings settings = fuzz_settings(options, backend, mutant);
