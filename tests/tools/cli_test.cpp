@@ -998,7 +998,7 @@ TEST_F(CpuTune, ATuneOfABatchIsRecordedForItAndQueryChoosesIt) {
   batch_args.insert(batch_args.end(), {"--batch", "3", "--op", "tn"});
   const Outcome batched = tiletune(batch_args);
   ASSERT_EQ(batched.exit_code, 0) << batched;
-  EXPECT_THAT(batched.err, HasSubstr("tf32_wgmma_tma serves no transposed A (op_a=t)")) << batched;
+  EXPECT_THAT(batched.err, HasSubstr("tf32_wgmma_tma serves no batch=3")) << batched;
   EXPECT_THAT(batched.err, HasSubstr("op=tn batch=3, strategy random")) << batched;
   EXPECT_EQ(settled_line(batched), "settled: 2 ok") << batched;
   EXPECT_THAT(batched.out, ::testing::Not(HasSubstr("recorded earlier"))) << batched;
