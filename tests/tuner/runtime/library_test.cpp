@@ -58,8 +58,10 @@ Operands random_operands(const Problem& p, std::uint32_t seed) {
     for (std::int64_t j = 0; j < p.N; ++j) {
       double sum = 0, magnitude = 0;
       for (std::int64_t k = 0; k < p.K; ++k) {
-        sum += double(a[i * p.lda + k]) * b[k * p.ldb + j];
-        magnitude += std::fabs(double(a[i * p.lda + k]) * b[k * p.ldb + j]);
+        const double product = double(a[p.op_a == Op::n ? i * p.lda + k : k * p.lda + i]) *
+                               b[p.op_b == Op::n ? k * p.ldb + j : j * p.ldb + k];
+        sum += product;
+        magnitude += std::fabs(product);
       }
       if (!(std::fabs(c[i * p.ldc + j] - sum) <= bound * magnitude)) {
         return ::testing::AssertionFailure() << p.to_string() << ": C[" << i << "][" << j << "] = "
@@ -1015,6 +1017,37 @@ TEST_F(LibraryTest, ARecordTunedForTheTransposesServesThemAtItsShape) {
   other.op_b = Op::t;
   other.ldb = 72;
   EXPECT_EQ(gemm.plan(other).config, plain);  // tuned for nt at another shape only
+}
+
+// tf32_wgmma_tma's tn build needs shared memory that some of its configurations lack: a tn problem
+// passes over their records to one with the build, while a tt problem (the swapped product, no
+// more memory) takes the fastest; both compute within TF32's bound on the CPU backend.
+TEST_F(LibraryTest, ATransposedProblemTakesOnlyConfigurationsWithItsBuild) {
+  const GpuRecord h100{kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"};
+  const std::filesystem::path db = folder_ / "tma_transposes.db";
+  const std::string roomy = "BM=256,STAGES=4,GROUP=1";  // no room for the tn build's raw buffers
+  const std::string fits = "BM=128,STAGES=3,GROUP=1";
+  record_one(db, h100, "tf32_wgmma_tma.cu", roomy, {160, 136, 72}, 1.0);
+  record_one(db, h100, "tf32_wgmma_tma.cu", fits, {160, 136, 72}, 2.0);
+  Options options = cpu();
+  options.gpu_name = kH100;
+  options.lowest_precision = Precision::tf32;
+  const Gemm gemm = Library::open(db.string(), options).gemm("tf32_wgmma_tma");
+
+  Problem tn = Problem::packed(160, 136, 72);
+  tn.op_a = Op::t;
+  tn.lda = 160;
+  const Plan tn_plan = gemm.plan(tn);
+  EXPECT_EQ(tn_plan.config, fits) << tn_plan.why;
+  Problem tt = tn;
+  tt.op_b = Op::t;
+  tt.ldb = 72;
+  EXPECT_EQ(gemm.plan(tt).config, roomy);
+  for (const Problem& p : {tn, tt}) {
+    Operands o = random_operands(p, 7);
+    gemm.run(p, o.a.data(), o.b.data(), o.c.data());
+    EXPECT_TRUE(within_tf32_bound(p, o.a.data(), o.b.data(), o.c.data()));
+  }
 }
 
 // A strided batch (`tune --batch`) likewise: its record at the shape and batch first.
