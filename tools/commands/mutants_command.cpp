@@ -60,11 +60,13 @@ struct ConfigVerdict {
 };
 
 // `mutant`: a mutant whose bug lives in one build of a template that specializes parts of the
-// contract has that build fuzzed, beside the plain one.
+// contract has that build fuzzed, then the plain one. The fuzz ends at the first build that fails,
+// so a catch in the build costs no plain cases (100 of them, in emulation, were most of a
+// tensor-core mutant's time).
 FuzzSettings fuzz_settings(const MutantsOptions& options, const FuzzBackend& backend,
                            const Mutant& mutant) {
   FuzzSettings settings;
-  if (mutant.build) settings.builds = {Specialization{}, *mutant.build};
+  if (mutant.build) settings.builds = {*mutant.build, Specialization{}};
   settings.cases = options.cases;
   settings.seed = options.seed;
   settings.limits = backend.case_limits();
