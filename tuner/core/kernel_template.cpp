@@ -864,9 +864,9 @@ std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& proble
     const Specialization build = specialization(problem);
     const Bindings parts = bindings(build_configuration(Configuration{}, build));
     for (const Expression& requirement : requirements) {
-      const bool parts_only = std::all_of(requirement.names().begin(), requirement.names().end(),
-                                          is_specialized_part);
-      if (parts_only && restricts_builds(requirement) && requirement.evaluate(parts) == 0) {
+      const std::set<std::string>& names = requirement.names();
+      const bool parts_only = !names.empty() && std::all_of(names.begin(), names.end(), is_specialized_part);
+      if (parts_only && requirement.evaluate(parts) == 0) {
         return fmt::format("{} has no build {} (its requirement '{}')", name, build.to_string(),
                            requirement.text());
       }
