@@ -46,6 +46,14 @@
 //   applied once per element of C as it is stored (store_built, the plain build's pair stores and
 //   masks); the main loop is the plain build's.
 //
+// Split K (SPLIT_WAVES > 0), for shapes whose tiles are too few to fill the GPU (decoding's few
+// rows of C, a long K): the grid's z slices K's steps, as many slices as make SPLIT_WAVES waves of
+// the tiles' blocks over the multiprocessors (one block each fits) and none shorter than 8 steps,
+// so the split follows the shape and the GPU rather than being a fixed count. Every slice adds
+// alpha times its partial product into C (add_partial_tile), which the launcher clears first
+// (zero_output): such a configuration serves no beta and no epilogue. Where the tiles already fill
+// the waves the grid has one slice and the block stores as the plain build does.
+//
 // Hand-over, two mbarriers a stage (<tiletune/tensor_map.h>): FULL, which the producer arms with
 // the stage's bytes (arrive.expect_tx) before it issues the stage's two copies, and the consumers
 // wait on; EMPTY, at which every consumer thread arrives once its wgmma reading the stage are done,
@@ -64,11 +72,17 @@
 // next (1: row by row, the grid's own order): a wave of resident blocks then shares fewer panels of
 // B, which matters once the operands outgrow the L2 (8192^3).
 // tiletune: param GROUP 1 4 8 16
+// Waves of blocks K's slices make (0: K is not split; above).
+// tiletune: param SPLIT_WAVES 0 1 2
 // At most 227 KiB of shared memory (a block's most on Hopper).
 // tiletune: require STAGES * (BM * 128 + 32 * 136 * 4) + (OP_A && !OP_B) * 256 * BM + 1024 <= 227 * 1024
+// A split's tiles are of the smaller height and its stages of the two counts that measured best.
+// tiletune: require SPLIT_WAVES == 0 || (BM == 128 && GROUP == 1 && STAGES % 2 == 0)
 // (The tuning limits are the plain build's: a swapped build's BM runs along N.)
 // tiletune: tune_if BM <= 2 * max(M, 32)
 // tiletune: tune_if GROUP == 1 || GROUP < ceil_div(M, BM)
+// (A split where the tiles nearly fill the waves, or K is short, only adds the clearing of C.)
+// tiletune: tune_if SPLIT_WAVES == 0 || (ceil_div(M, BM) * ceil_div(N, 128) <= 64 * SPLIT_WAVES && K >= 512)
 // tiletune: supports op_a op_b alpha beta epilogue
 // tiletune: specializes op_a op_b alpha beta epilogue
 // tiletune: tensor_map A tf32 swizzle128 copy_unaligned 32, BM
@@ -76,7 +90,8 @@
 // tiletune: tensor_map B tf32 dense copy_unaligned 136, 32
 // tiletune: tensor_map B op_b=t tf32 swizzle128 copy_unaligned 32, OP_A ? BM : 128
 // tiletune: block 384
-// tiletune: grid ceil_div(OP_A && OP_B ? M : N, 128), ceil_div(OP_A && OP_B ? N : M, BM)
+// tiletune: grid ceil_div(OP_A && OP_B ? M : N, 128), ceil_div(OP_A && OP_B ? N : M, BM), SPLIT_WAVES ? max(min(SPLIT_WAVES * SM_COUNT / (ceil_div(M, BM) * ceil_div(N, 128)), ceil_div(K, 256)), 1) : 1
+// tiletune: zero_output SPLIT_WAVES > 0 && min(SPLIT_WAVES * SM_COUNT / (ceil_div(M, BM) * ceil_div(N, 128)), ceil_div(K, 256)) > 1
 // tiletune: shared STAGES * (BM * 128 + 32 * 136 * 4) + (OP_A && !OP_B) * 256 * BM + 1024
 
 #include <tiletune/async_copy.h>  // tf32_wgmma_tiles.h's copy helpers, unused here
@@ -85,7 +100,7 @@
 #include <tiletune/tensor_map.h>
 #include <tiletune/warpgroup_mma.h>
 
-constexpr int kBM = TT_BM, kStages = TT_STAGES, kGroup = TT_GROUP;
+constexpr int kBM = TT_BM, kStages = TT_STAGES, kGroup = TT_GROUP, kSplitWaves = TT_SPLIT_WAVES;
 constexpr int kBN = 128;  // two consumer warpgroups of 64 columns
 // tf32_wgmma_tiles.h's copy helpers are not used here (TMA copies); its tiles want these.
 constexpr int kCopyThreads = 128;
@@ -125,6 +140,20 @@ struct StageBarriers {
   unsigned long long raw_full[kRawBuffers];  // a raw buffer's copy landed (kTransposedA)
 };
 
+// The steps of K (kBK each) this block multiplies: all of them, or under a split (kSplitWaves)
+// its slice, gridDim.z slices of whole steps (the last ones may be empty).
+struct KSteps {
+  int first, count;
+};
+
+__device__ __forceinline__ KSteps k_steps(int K) {
+  const int steps = ceil_div(K, kBK);
+  if (!kSplitWaves) return {0, steps};
+  const int per_slice = ceil_div(steps, (int)gridDim.z);
+  const int first = min(steps, (int)blockIdx.z * per_slice);
+  return {first, min(steps - first, per_slice)};
+}
+
 // The block's tile of C in the grouped order: block id b (row-major over the grid) is in group
 // b / (GROUP * tiles across); within its group, tiles go down a column of the group's rows (fewer
 // in the last group) before the next column.
@@ -143,16 +172,16 @@ __device__ __forceinline__ BlockOperands grouped_block_operands(const float* A, 
 // the register one.
 __device__ __forceinline__ void produce(const BlockOperands& op, float* shared, StageBarriers& bars,
                                         const tt_tensor_map* map_a, const tt_tensor_map* map_b) {
-  const int steps = ceil_div(op.K, kBK);
-  for (int step = 0; step < steps; ++step) {
-    const int stage = step % kStages;
+  const KSteps ks = k_steps(op.K);
+  for (int step = 0; step < ks.count; ++step) {
+    const int stage = step % kStages, k = (ks.first + step) * kBK;
     if (step >= kStages) tt_mbarrier_wait(&bars.empty[stage], (step / kStages - 1) & 1);
     tt_mbarrier_arrive_expect_tx(&bars.full[stage], kStageBytes);
-    tt_tensor_copy_2d(stage_tile_a(shared, step), map_a, step * kBK, op.m0, &bars.full[stage]);
+    tt_tensor_copy_2d(stage_tile_a(shared, step), map_a, k, op.m0, &bars.full[stage]);
     if (kTransposedB) {  // B stored N x K: k along the map's rows, n across them
-      tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, step * kBK, op.n0, &bars.full[stage]);
+      tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, k, op.n0, &bars.full[stage]);
     } else {
-      tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, op.n0, step * kBK, &bars.full[stage]);
+      tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, op.n0, k, &bars.full[stage]);
     }
   }
 }
@@ -185,12 +214,13 @@ __device__ __forceinline__ void transpose_raw_tile(const float* raw, float* as, 
 __device__ __forceinline__ void produce_transposing(const BlockOperands& op, float* shared,
                                                     StageBarriers& bars, const tt_tensor_map* map_a,
                                                     const tt_tensor_map* map_b, int tid) {
-  const int steps = ceil_div(op.K, kBK);
+  const KSteps ks = k_steps(op.K);
+  const int steps = ks.count;
   float* const raw = shared + kStages * (kTileA + kTileB);
   const auto copy_raw = [&](int step) {
     const int r = step % kRawBuffers;
     tt_mbarrier_arrive_expect_tx(&bars.raw_full[r], kRawTile * sizeof(float));
-    tt_tensor_copy_2d(raw + r * kRawTile, map_a, op.m0, step * kBK, &bars.raw_full[r]);
+    tt_tensor_copy_2d(raw + r * kRawTile, map_a, op.m0, (ks.first + step) * kBK, &bars.raw_full[r]);
   };
   if (tid == 0) {
     for (int step = 0; step < kRawBuffers && step < steps; ++step) copy_raw(step);
@@ -203,7 +233,8 @@ __device__ __forceinline__ void produce_transposing(const BlockOperands& op, flo
     tt_fence_proxy_async();  // the tile's stores, visible to the consumers' wgmma
     if (tid == 0) {
       tt_mbarrier_arrive_expect_tx(&bars.full[stage], kTileB * sizeof(float));
-      tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, op.n0, step * kBK, &bars.full[stage]);
+      tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, op.n0, (ks.first + step) * kBK,
+                        &bars.full[stage]);
     } else {
       tt_mbarrier_arrive(&bars.full[stage]);
     }
@@ -335,11 +366,38 @@ __device__ __forceinline__ void store_swapped(const BlockOperands& op, float* __
   }
 }
 
-// A consumer warpgroup: 64 columns of C (wg 0 or 1), all BM rows.
+// A slice of K's partial product added into C (a split: the launcher cleared C), alpha times it,
+// one atomic add an element. The tile's element (row m0 + 8j + 2t + r, column n0 + n_pair + c) is
+// acc[4j + 2c + r] (c flipped where `flip`, as store_built's), at that place in C or, in a swapped
+// build, at the transposed one (store_swapped's).
+__device__ __forceinline__ void add_partial_tile(const BlockOperands& op, float* __restrict__ C,
+                                                 int ldc, const float (&acc)[kBM / 2], int n_pair,
+                                                 int t, bool flip, const tt_gemm_args& args) {
+  const int rows = op.M - op.m0, cols = op.N - op.n0;
+#pragma unroll
+  for (int j = 0; j < kBM / 8; ++j) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = 8 * j + 2 * t + r;
+      if (row >= rows) continue;
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int col = n_pair + c;
+        if (col >= cols) continue;
+        const float v = acc[4 * j + 2 * (c ^ flip) + r];
+        const size_t at = kSwapped ? (size_t)(op.n0 + col) * ldc + op.m0 + row
+                                   : (size_t)(op.m0 + row) * ldc + op.n0 + col;
+        atomicAdd(C + at, TT_ALPHA ? args.alpha * v : v);
+      }
+    }
+  }
+}
+
+// A consumer warpgroup: 64 columns of C (wg 0 or 1), all BM rows, over the block's steps of K.
 __device__ __forceinline__ void consume(const BlockOperands& op, float* __restrict__ C, int ldc,
                                         float* shared, StageBarriers& bars, int wg,
                                         int thread_in_wg, const tt_gemm_args& args) {
-  const int steps = ceil_div(op.K, kBK);
+  const int steps = k_steps(op.K).count;
   const int n_pair = fragment_columns(wg, thread_in_wg), t = thread_in_wg % 4;
   const bool flip = kTransposedB && thread_in_wg % 32 >= 16;  // TransposedFragments
   const TransposedFragments transposed(n_pair, t, flip);
@@ -369,7 +427,9 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
     tt_wgmma_wait<1>(acc);
   }
   tt_wgmma_wait<0>(acc);
-  if (kSwapped) {
+  if (kSplitWaves && gridDim.z > 1) {
+    add_partial_tile(op, C, ldc, acc, n_pair, t, flip, args);
+  } else if (kSwapped) {
     store_swapped(op, C, ldc, acc, n_pair, t, args);
   } else if (kBuiltEpilogue || kTransposedB) {
     store_built(op, C, ldc, acc, n_pair, t, flip, args);
@@ -389,6 +449,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   // The swapped build multiplies B (N x K) by A (K x M) into C^T (N x M).
   const BlockOperands op = kSwapped ? grouped_block_operands(B, A, N, M, K, ldb, lda)
                                     : grouped_block_operands(A, B, M, N, K, lda, ldb);
+  if (kSplitWaves && gridDim.z > 1 && k_steps(K).count == 0) return;  // an empty slice adds nothing
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       tt_mbarrier_init(&bars.full[s], kTransposedA ? 128 : 1);
