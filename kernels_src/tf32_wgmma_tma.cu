@@ -65,8 +65,9 @@
 // tiletune: entry tf32_wgmma_tma_gemm
 // tiletune: precision tf32
 // tiletune: arch sm_90a
-// C rows per block (wgmma's N); its 128 columns are the two consumers' 64 each.
-// tiletune: param BM 128 256
+// C rows per block (wgmma's N); its 128 columns are the two consumers' 64 each. 64 is for C's of
+// few rows (decoding), where a taller tile would multiply mostly rows past M.
+// tiletune: param BM 64 128 256
 // tiletune: param STAGES 3 4 5 6
 // Blocks take their tiles in groups of GROUP rows of tiles, down each column of the group before the
 // next (1: row by row, the grid's own order): a wave of resident blocks then shares fewer panels of
@@ -76,8 +77,9 @@
 // tiletune: param SPLIT_WAVES 0 1 2
 // At most 227 KiB of shared memory (a block's most on Hopper).
 // tiletune: require STAGES * (BM * 128 + 32 * 136 * 4) + (OP_A && !OP_B) * 256 * BM + 1024 <= 227 * 1024
-// A split's tiles are of the smaller height and its stages of the two counts that measured best.
-// tiletune: require SPLIT_WAVES == 0 || (BM == 128 && GROUP == 1 && STAGES % 2 == 0)
+// The short tiles and the splits serve thin shapes: in their own tile order, at two stage counts.
+// tiletune: require BM > 64 || (GROUP == 1 && STAGES % 2 == 0)
+// tiletune: require SPLIT_WAVES == 0 || (GROUP == 1 && STAGES % 2 == 0)
 // (The tuning limits are the plain build's: a swapped build's BM runs along N.)
 // tiletune: tune_if BM <= 2 * max(M, 32)
 // tiletune: tune_if GROUP == 1 || GROUP < ceil_div(M, BM)
