@@ -897,5 +897,36 @@ TEST(KernelTemplate, ARequirementOfTheBuildsPartsLeavesBuildsOut) {
   EXPECT_EQ(mixed.builds(config).size(), 2u);  // plain, op_b=t
 }
 
+// tf32_wgmma_tma's split K follows the shape and the GPU: as many slices as make SPLIT_WAVES waves
+// of the tiles' blocks over the multiprocessors (none under 8 steps of K), C cleared only where it
+// splits, and a configuration that may split serves no beta and no epilogue.
+TEST(KernelTemplate, TmaSplitsKIntoTheSlicesThatFillTheGpusWaves) {
+  const KernelTemplate tmpl = load_template(kTemplates / "tf32_wgmma_tma.cu");
+  const Configuration one = tmpl.parse_configuration("BM=64,STAGES=4,GROUP=1,SPLIT_WAVES=1");
+  const Configuration two = tmpl.parse_configuration("BM=64,STAGES=4,GROUP=1,SPLIT_WAVES=2");
+  const Configuration none = tmpl.parse_configuration("BM=64,STAGES=4,GROUP=1,SPLIT_WAVES=0");
+  const GemmShape decode{16, 4096, 4096};  // 32 tiles: 132 / 32 = 4 slices, 264 / 32 = 8
+  EXPECT_EQ(tmpl.launch_geometry(one, decode, 132).grid[2], 4u);
+  EXPECT_TRUE(tmpl.launch_geometry(one, decode, 132).zero_output);
+  EXPECT_EQ(tmpl.launch_geometry(two, decode, 132).grid[2], 8u);
+  EXPECT_EQ(tmpl.launch_geometry(none, decode, 132).grid[2], 1u);
+  EXPECT_FALSE(tmpl.launch_geometry(none, decode, 132).zero_output);
+  // 86 tiles fill one wave's 132 blocks once: a split only where two waves are asked for.
+  const GemmShape wide{8, 11008, 4096};
+  EXPECT_EQ(tmpl.launch_geometry(one, wide, 132).grid[2], 1u);
+  EXPECT_FALSE(tmpl.launch_geometry(one, wide, 132).zero_output);
+  EXPECT_EQ(tmpl.launch_geometry(two, wide, 132).grid[2], 3u);
+  // One tile and a long K: the slices are capped at K / 256 (8 steps each).
+  EXPECT_EQ(tmpl.launch_geometry(one, GemmShape{64, 64, 1024}, 132).grid[2], 4u);
+  EXPECT_EQ(tmpl.launch_geometry(one, GemmShape{64, 64, 65536}, 132).grid[2], 132u);
+
+  EXPECT_TRUE(tmpl.may_add_into_c(one));
+  EXPECT_FALSE(tmpl.may_add_into_c(none));
+  GemmProblem with_beta = GemmProblem::packed(decode);
+  with_beta.beta = 1;
+  EXPECT_THAT(tmpl.unsupported(with_beta, one).value_or(""), HasSubstr("may add into a cleared C"));
+  EXPECT_EQ(tmpl.unsupported(with_beta, none), std::nullopt);
+}
+
 }  // namespace
 }  // namespace tiletune

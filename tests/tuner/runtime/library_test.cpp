@@ -219,7 +219,7 @@ TEST_F(LibraryTest, ATemplateWithTensorMapsRunsOnTheCpuBackendAtAnyLeadingDimens
   // backend builds them from the problem, copying an operand whose rows TMA cannot read in place
   // (copy_unaligned), and the results meet the tf32 bound.
   record_one(folder_ / "tma.db", {kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"},
-             "tf32_wgmma_tma.cu", "BM=128,STAGES=3,GROUP=4", {256, 256, 256});
+             "tf32_wgmma_tma.cu", "BM=128,STAGES=3,GROUP=4,SPLIT_WAVES=0", {256, 256, 256});
   Options options = cpu();
   options.gpu_name = kH100;
   options.lowest_precision = Precision::tf32;
@@ -541,7 +541,7 @@ TEST_F(LibraryGpuTest, ATemplateWithTensorMapsRunsAtAnyLeadingDimensionOnManyStr
   record_one(folder_ / "tma.db",
              {here.name, here.cc_major, here.cc_minor, here.sm_count, here.clock_khz,
               here.memory_bytes, here.driver_version, "13.0"},
-             "tf32_wgmma_tma.cu", "BM=128,STAGES=4,GROUP=4", {512, 512, 512});
+             "tf32_wgmma_tma.cu", "BM=128,STAGES=4,GROUP=4,SPLIT_WAVES=0", {512, 512, 512});
   Options options;
   options.lowest_precision = Precision::tf32;
   const Library library = Library::open((folder_ / "tma.db").string(), options);
@@ -1025,8 +1025,8 @@ TEST_F(LibraryTest, ARecordTunedForTheTransposesServesThemAtItsShape) {
 TEST_F(LibraryTest, ATransposedProblemTakesOnlyConfigurationsWithItsBuild) {
   const GpuRecord h100{kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"};
   const std::filesystem::path db = folder_ / "tma_transposes.db";
-  const std::string roomy = "BM=256,STAGES=4,GROUP=1";  // no room for the tn build's raw buffers
-  const std::string fits = "BM=128,STAGES=3,GROUP=1";
+  const std::string roomy = "BM=256,STAGES=4,GROUP=1,SPLIT_WAVES=0";  // no room for the tn build's raw buffers
+  const std::string fits = "BM=128,STAGES=3,GROUP=1,SPLIT_WAVES=0";
   record_one(db, h100, "tf32_wgmma_tma.cu", roomy, {160, 136, 72}, 1.0);
   record_one(db, h100, "tf32_wgmma_tma.cu", fits, {160, 136, 72}, 2.0);
   Options options = cpu();
