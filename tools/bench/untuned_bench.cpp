@@ -57,8 +57,8 @@ Options options_with(int trial) {
   return options;
 }
 
-// cuBLAS's time over the library's, per precision: geometric mean and worst over the shapes, the
-// template expected fastest at each.
+// cuBLAS's time over the library's, per precision: at each shape the template expected fastest
+// (what Blas would run), then the geometric mean and the worst over the shapes.
 void summarise(const std::vector<Row>& rows, bool trial) {
   std::map<Precision, std::map<GemmShape, const Row*>> chosen;
   for (const Row& row : rows) {
@@ -71,6 +71,8 @@ void summarise(const std::vector<Row>& rows, bool trial) {
     std::string worst_shape;
     for (const auto& [shape, row] : shapes) {
       const double speed = row->cublas_ms / (trial ? row->trial_ms : row->model_ms);
+      fmt::print("  {} {} {:<16} {:<26} {:.3f}\n", trial ? "trial" : "model", to_string(precision),
+                 shape.to_string(), row->kernel, speed);
       logs += std::log(speed);
       if (speed < worst) worst = speed, worst_shape = shape.to_string();
     }

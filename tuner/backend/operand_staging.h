@@ -5,7 +5,8 @@
 // other leading dimension too: its launcher first copies such an operand, row by row, into a
 // staging buffer whose rows are, and hands the kernel (arguments and tensor map) the copy. The
 // copy is part of every launch, so it is part of every time the tuner and bench measure.
-// Backend-neutral: the GPU launcher copies with cuMemcpy2DAsync, the CPU backend with memcpy.
+// Backend-neutral: the GPU launcher copies with a kernel of its own (gpu/row_copy.h), the CPU
+// backend with memcpy.
 #pragma once
 
 #include <cstddef>

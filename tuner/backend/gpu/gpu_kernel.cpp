@@ -89,35 +89,6 @@ std::optional<std::vector<std::string>> kernels_in(const CompiledKernelImage& im
   }
 }
 
-// One staged operand's rows into aligned ones, by one 2D copy, or row by row where its pitch
-// exceeds the driver's most, `max_pitch` (2 GiB on current GPUs: so few rows fit in memory that
-// one copy each costs nothing).
-void copy_rows(const OperandCopy& copy, CUdeviceptr from, CUdeviceptr to, std::size_t max_pitch,
-               CUstream stream) {
-  const CudaDriver& cu = cuda_driver();
-  const std::size_t from_pitch = std::size_t(copy.from_ld) * sizeof(float);
-  const std::size_t to_pitch = std::size_t(copy.to_ld) * sizeof(float);
-  const std::size_t row_bytes = std::size_t(copy.width) * sizeof(float);
-  if (from_pitch > max_pitch) {
-    for (std::int64_t row = 0; row < copy.rows; ++row) {
-      check_cuda(cu.cuMemcpyDtoDAsync(to + row * to_pitch, from + row * from_pitch, row_bytes, stream),
-                 "cuMemcpyDtoDAsync(a row into aligned rows)");
-    }
-    return;
-  }
-  CUDA_MEMCPY2D rows{};
-  rows.srcMemoryType = rows.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-  rows.srcDevice = from;
-  rows.srcPitch = from_pitch;
-  rows.dstDevice = to;
-  rows.dstPitch = to_pitch;
-  rows.WidthInBytes = row_bytes;
-  rows.Height = std::size_t(copy.rows);
-  check_cuda(cu.cuMemcpy2DAsync(&rows, stream), copy.operand == 'A'
-                                                    ? "cuMemcpy2DAsync(A, aligned rows)"
-                                                    : "cuMemcpy2DAsync(B, aligned rows)");
-}
-
 }  // namespace
 
 CUtensorMap encode_tensor_map(const TensorMapBox& box, CUdeviceptr a, CUdeviceptr b,
@@ -245,7 +216,7 @@ void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CU
     for (const OperandCopy& copy : plan.copies) {
       const bool is_a = copy.operand == 'A';
       const CUdeviceptr from = is_a ? a : b, to = reserved.buffer + copy.offset * sizeof(float);
-      copy_rows(copy, from, to, reserved.max_pitch, stream);
+      staging.copier().copy(copy, from, to, reserved.max_pitch, stream);
       (is_a ? a : b) = to;
       (is_a ? read.lda : read.ldb) = copy.to_ld;
     }

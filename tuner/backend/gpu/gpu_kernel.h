@@ -14,6 +14,7 @@
 #include "tuner/backend/gpu/device_buffer.h"
 #include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
+#include "tuner/backend/gpu/row_copy.h"
 #include "tuner/core/kernel_template.h"
 
 namespace tiletune {
@@ -41,9 +42,12 @@ class StagingBuffers {
   };
   // At least `bytes` of staging for launches on `stream`. Thread-safe.
   Staging reserve(CUstream stream, std::size_t bytes);
+  // What copies the operands into the staging (in this kernel's context). Thread-safe.
+  RowCopier& copier() { return copier_; }
 
  private:
   std::mutex mutex_;
+  RowCopier copier_;
   std::vector<std::pair<CUstream, DeviceBuffer>> buffers_;
   std::size_t max_pitch_ = 0;  // 0 until the first reserve
 };
