@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -105,21 +103,6 @@ extern "C" __global__ void compare_gemm(const float* C, int ldc, long long strid
 
 constexpr std::uint32_t kPoisonBits = 0x7fc0dead;
 
-// The reference and compare kernels for `arch`, compiled once per process: a worker verifies
-// shape after shape, and NVRTC takes a fifth of a second each time.
-const CompiledKernelImage& reference_image(const std::string& arch) {
-  static std::mutex mutex;
-  static std::map<std::string, CompiledKernelImage> images;
-  std::lock_guard lock(mutex);
-  auto found = images.find(arch);
-  if (found == images.end()) {
-    found = images.emplace(arch, compile_cuda_source(kReferenceSource, "tiletune_reference.cu", {},
-                                                     arch, "reference_gemm", "the GPU reference"))
-                .first;
-  }
-  return found->second;
-}
-
 // 16 x 16 blocks over one entry's C, and over the entries in z up to gridDim.z's limit (the
 // kernels stride over the rest).
 std::array<std::uint32_t, 3> grid_over(const GemmProblem& p) {
@@ -154,7 +137,9 @@ ShapeVerifier::ShapeVerifier(const GpuDevice& device, const GemmProblem& problem
   magnitude_ = DeviceBuffer(elements * sizeof(double));
   verdict_ = DeviceBuffer(4 * sizeof(unsigned long long));
 
-  const CompiledKernelImage& image = reference_image(device.properties().arch());
+  const CompiledKernelImage& image =
+      compile_cuda_source_once(kReferenceSource, "tiletune_reference.cu", device.properties().arch(),
+                               "reference_gemm", "the GPU reference");
   check_cuda(cu.cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData(reference)");
   CUfunction reference = nullptr;
   check_cuda(cu.cuModuleGetFunction(&reference, module_, "reference_gemm"), "reference_gemm");

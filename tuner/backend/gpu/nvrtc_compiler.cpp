@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <nvrtc.h>
 
+#include <map>
 #include <mutex>
 #include <regex>
 #include <sstream>
@@ -196,6 +197,23 @@ CompiledKernelImage compile_cuda_source(const std::string& source, const std::st
                                         const std::string& what) {
   return compile_with_options(source, file_name, nvrtc_options(arch, extra_options), arch, entry,
                               what);
+}
+
+const CompiledKernelImage& compile_cuda_source_once(const std::string& source,
+                                                    const std::string& file_name,
+                                                    const std::string& arch,
+                                                    const std::string& entry,
+                                                    const std::string& what) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, CompiledKernelImage> images;
+  std::lock_guard lock(mutex);
+  auto found = images.find({file_name, arch});
+  if (found == images.end()) {
+    found = images.emplace(std::pair(file_name, arch),
+                           compile_cuda_source(source, file_name, {}, arch, entry, what))
+                .first;
+  }
+  return found->second;
 }
 
 CompiledKernelImage compile_configuration(const KernelTemplate& tmpl, const Configuration& config,

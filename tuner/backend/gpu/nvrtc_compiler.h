@@ -66,6 +66,15 @@ CompiledKernelImage compile_cuda_source(const std::string& source, const std::st
                                         const std::string& arch, const std::string& entry,
                                         const std::string& what);
 
+// compile_cuda_source for a kernel of tiletune's own (the GPU reference, the operand copy), once
+// per process and architecture: a later call with the same file name and arch returns the first
+// call's image (NVRTC takes a fifth of a second each time). A compile that throws is not kept.
+const CompiledKernelImage& compile_cuda_source_once(const std::string& source,
+                                                    const std::string& file_name,
+                                                    const std::string& arch,
+                                                    const std::string& entry,
+                                                    const std::string& what);
+
 // Compiles the configuration for arch ("sm_90", "sm_80", ...). Throws CompileError with NVRTC's
 // log when the source does not compile, EntryContractError (a CompileError, entry_contract.h) when
 // the code has no kernel named as the template's entry or one whose parameters are not the

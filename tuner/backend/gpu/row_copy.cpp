@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <optional>
 
 #include "tuner/backend/gpu/nvrtc_compiler.h"
 
@@ -33,25 +31,6 @@ extern "C" __global__ void __launch_bounds__(256)
 namespace {
 
 constexpr unsigned kThreads = 256;
-
-// The kernel's cubin for `arch`, compiled once per process; none where NVRTC cannot compile it.
-const std::optional<CompiledKernelImage>& row_copy_image(const std::string& arch) {
-  static std::mutex mutex;
-  static std::map<std::string, std::optional<CompiledKernelImage>> images;
-  std::lock_guard lock(mutex);
-  auto found = images.find(arch);
-  if (found == images.end()) {
-    std::optional<CompiledKernelImage> image;
-    try {
-      image = compile_cuda_source(kRowCopySource, "tiletune_copy_rows.cu", {}, arch,
-                                  "tiletune_copy_rows", "the operand copy kernel");
-    } catch (const std::exception&) {
-      // No NVRTC here (or none for this GPU): the driver's copy serves.
-    }
-    found = images.emplace(arch, std::move(image)).first;
-  }
-  return found->second;
-}
 
 // The driver's copy: one 2D copy, or row by row where the pitch exceeds the driver's most
 // (2 GiB on current GPUs: so few rows fit in memory that one copy each costs nothing).
@@ -96,9 +75,15 @@ void RowCopier::load() {
       cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) != CUDA_SUCCESS) {
     return;
   }
-  const std::optional<CompiledKernelImage>& image =
-      row_copy_image("sm_" + std::to_string(major) + std::to_string(minor));
-  if (!image || cu.cuModuleLoadData(&module_, image->cubin.data()) != CUDA_SUCCESS) return;
+  const CompiledKernelImage* image = nullptr;
+  try {
+    image = &compile_cuda_source_once(kRowCopySource, "tiletune_copy_rows.cu",
+                                      "sm_" + std::to_string(major) + std::to_string(minor),
+                                      "tiletune_copy_rows", "the operand copy kernel");
+  } catch (const std::exception&) {
+    return;  // no NVRTC here (or none for this GPU): the driver's copy serves
+  }
+  if (cu.cuModuleLoadData(&module_, image->cubin.data()) != CUDA_SUCCESS) return;
   if (cu.cuModuleGetFunction(&function_, module_, "tiletune_copy_rows") != CUDA_SUCCESS) {
     function_ = nullptr;
   }
