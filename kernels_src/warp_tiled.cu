@@ -13,8 +13,8 @@
 // copies into it are 4 bytes wide (one element changes place); against the bank conflicts of
 // those writes it is padded by four floats per row or, with SWIZZLE, its 4-float groups are
 // XOR-swizzled by k. B's tile keeps its layout and is copied 16 bytes at a time when ldb and the
-// pointer allow, else 4: the kernel picks one of two instances of its main loop, so the loop holds
-// only the copies it issues. Only blocks on the edge of C, and the last step of K, take the masked
+// pointer allow, else 4 (or the launcher copies B into aligned rows first, copy_unaligned below): the
+// kernel picks one of two instances of its main loop, so the loop holds only the copies it issues. Only blocks on the edge of C, and the last step of K, take the masked
 // copies; full tiles take the unmasked ones.
 //
 // The BLAS contract (<tiletune/gemm_contract.h>) is compiled in, one build per combination a
@@ -77,6 +77,12 @@
 // to fill the GPU, with at least 4 steps per slice.
 // tiletune: tune_if BM < 2 * max(M, 32) && BN < 2 * max(N, 32)
 // tiletune: tune_if SPLIT_K == 1 || (ceil_div(M, BM) * ceil_div(N, BN) < 128 && K >= 4 * BK * SPLIT_K)
+// B's rows (a transposed A's) are copied 16 bytes at a time only where they start 16-byte
+// aligned, else 4 bytes at a time, which cost twice the time on an H200 (BM=64, BN=128: 127 us at
+// 1023x1025x1021 against 64 us at 1000^3). Where ceil_div(M, BM) >= 4 rows of blocks each read all
+// of B, the launcher's one copy of it into aligned rows costs less (operand_staging.h).
+// tiletune: copy_unaligned B !OP_B && ceil_div(M, BM) >= 4
+// tiletune: copy_unaligned A OP_A && ceil_div(N, BN) >= 4
 // tiletune: block (BM / TM) * (BN / TN)
 // Stream-K: the wave across, the waves down (the whole-tile waves, then the shared one).
 // tiletune: grid STREAM_K ? STREAM_K * SM_COUNT : ceil_div(N, BN), STREAM_K ? max(ceil_div(M, BM) * ceil_div(N, BN) / (STREAM_K * SM_COUNT), 1) : ceil_div(M, BM), SPLIT_K

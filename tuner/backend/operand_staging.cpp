@@ -13,21 +13,29 @@ std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
 
 }  // namespace
 
-bool tensor_map_reads_in_place(std::uintptr_t address, std::int64_t ld) {
+bool rows_start_aligned(std::uintptr_t address, std::int64_t ld) {
   return address % (kRowAlignFloats * sizeof(float)) == 0 && ld % kRowAlignFloats == 0;
 }
 
 OperandStaging plan_operand_staging(const LaunchGeometry& geometry, std::uintptr_t a,
                                     std::uintptr_t b, const GemmProblem& problem) {
-  OperandStaging staging;
+  std::vector<StoredOperand> copied;  // where their rows are not aligned
   for (const TensorMapBox& box : geometry.tensor_maps) {
-    const bool is_a = box.operand == 'A';
+    if (box.copy_unaligned) copied.push_back(box.stored());
+  }
+  // A batch's entries would each need a copy (a tensor map serves no batch).
+  if (problem.batch == 1) {
+    copied.insert(copied.end(), geometry.aligned_copies.begin(), geometry.aligned_copies.end());
+  }
+  OperandStaging staging;
+  for (const StoredOperand& operand : copied) {
+    const bool is_a = operand.operand == 'A';
     const std::int64_t ld = is_a ? problem.lda : problem.ldb;
-    if (!box.copy_unaligned || tensor_map_reads_in_place(is_a ? a : b, ld)) continue;
+    if (rows_start_aligned(is_a ? a : b, ld)) continue;
     OperandCopy copy;
-    copy.operand = box.operand;
-    copy.rows = box.rows(problem.shape);  // the matrix as stored (transposed: box.transposed)
-    copy.width = box.width(problem.shape);
+    copy.operand = operand.operand;
+    copy.rows = operand.rows(problem.shape);  // the matrix as stored (transposed: by the build)
+    copy.width = operand.width(problem.shape);
     copy.from_ld = ld;
     copy.to_ld = round_up(copy.width, kRowAlignFloats);
     copy.offset = staging.floats;

@@ -26,7 +26,7 @@ namespace {
 constexpr std::string_view kDirectivePrefix = "// tiletune:";
 constexpr std::string_view kDirectiveList =
     "name, entry, param, require, tune_if, block, grid, shared, zero_output, precision, arch, "
-    "tensor_map, supports, specializes";
+    "tensor_map, copy_unaligned, supports, specializes";
 constexpr std::string_view kContractFeatures = "op_a, op_b, alpha, beta, alpha_beta, batch, epilogue";
 // The macros' names (after TT_) of a build's specialized parts.
 constexpr std::string_view kSpecializedParts[] = {"OP_A", "OP_B", "ALPHA", "BETA", "BATCH",
@@ -154,6 +154,7 @@ class TemplateParser {
     if (!first_line_.contains("zero_output")) tmpl_.zero_output = Expression::parse("0");
     check_specializations();
     check_tensor_maps();
+    check_unaligned_copies();
     tmpl_.source_hash = fnv1a_hex(tmpl_.source);
     return std::move(tmpl_);
   }
@@ -173,8 +174,8 @@ class TemplateParser {
     const bool known = word == "name" || word == "entry" || word == "param" || word == "require" ||
                        word == "tune_if" || word == "block" || word == "grid" ||
                        word == "shared" || word == "zero_output" || word == "precision" ||
-                       word == "arch" || word == "tensor_map" || word == "supports" ||
-                       word == "specializes";
+                       word == "arch" || word == "tensor_map" || word == "copy_unaligned" ||
+                       word == "supports" || word == "specializes";
     if (!known) {
       fail(line, fmt::format("unknown directive '{}' (expected one of {})", word, kDirectiveList));
     }
@@ -196,6 +197,11 @@ class TemplateParser {
     }
     if (word == "tensor_map") {
       tensor_map(line, argument);
+      part_lines_.insert(line);
+      return;
+    }
+    if (word == "copy_unaligned") {
+      unaligned_copy(line, argument);
       part_lines_.insert(line);
       return;
     }
@@ -379,6 +385,22 @@ class TemplateParser {
     }
   }
 
+  // "B !OP_B && ceil_div(M, BM) >= 4": the operand, then when the launcher copies it (default 1).
+  void unaligned_copy(std::size_t line, std::string_view argument) {
+    const auto [operand, when] = split_word(argument);
+    if (operand != "A" && operand != "B") {
+      fail(line, fmt::format("copy_unaligned of '{}': only A and B are copied (expected "
+                             "'copy_unaligned A|B [EXPRESSION]')",
+                             operand));
+    }
+    for (const UnalignedCopyDeclaration& other : tmpl_.unaligned_copies) {
+      if (other.operand == operand[0]) fail(line, fmt::format("a second copy_unaligned of {}", operand));
+    }
+    tmpl_.unaligned_copies.push_back(
+        {operand[0], when.empty() ? Expression::parse("1") : expression(line, "copy_unaligned", when)});
+    unaligned_copy_lines_.push_back(line);
+  }
+
   void dimensions(std::size_t line, std::string_view word, std::string_view argument,
                   std::array<Expression, 3>& out) {
     const std::vector<std::string_view> items = split_top_level(argument);
@@ -420,8 +442,9 @@ class TemplateParser {
         }
         if (const std::string_view* part = specialized_part(name)) {
           if (!part_lines_.contains(line)) {
-            fail(line, fmt::format("expression '{}' reads '{}': only 'require', 'grid', 'shared' "
-                                   "and 'tensor_map' may read a build's specialized parts",
+            fail(line, fmt::format("expression '{}' reads '{}': only 'require', 'grid', 'shared', "
+                                   "'tensor_map' and 'copy_unaligned' may read a build's "
+                                   "specialized parts",
                                    expression.text(), *part));
           }
           continue;
@@ -502,6 +525,21 @@ class TemplateParser {
     }
   }
 
+  // An operand a tensor map reads is copied as its map declares (tensor_map ... copy_unaligned).
+  void check_unaligned_copies() const {
+    for (std::size_t i = 0; i < tmpl_.unaligned_copies.size(); ++i) {
+      const char operand = tmpl_.unaligned_copies[i].operand;
+      const bool mapped = std::any_of(tmpl_.tensor_maps.begin(), tmpl_.tensor_maps.end(),
+                                      [&](const TensorMapDeclaration& map) { return map.operand == operand; });
+      if (mapped) {
+        fail(unaligned_copy_lines_[i],
+             fmt::format("copy_unaligned {} of an operand read through a tensor map: declare it "
+                         "in the map ('tensor_map {} ... copy_unaligned ...')",
+                         operand, operand));
+      }
+    }
+  }
+
   // The macro name of a part this template specializes ("OP_B"), or nullptr.
   const std::string_view* specialized_part(std::string_view name) const {
     const ContractSupport& s = tmpl_.specializes;
@@ -516,11 +554,13 @@ class TemplateParser {
   KernelTemplate tmpl_;
   std::size_t specializes_line_ = 0;
   std::vector<std::size_t> tensor_map_lines_;  // the line of each of tmpl_.tensor_maps
+  std::vector<std::size_t> unaligned_copy_lines_;  // the line of each of tmpl_.unaligned_copies
   std::map<std::string, std::size_t, std::less<>> first_line_;       // once-only directives
   std::map<std::string, std::size_t, std::less<>> parameter_lines_;  // parameter -> its line
   std::vector<std::pair<std::size_t, Expression>> expression_lines_;
   std::set<std::size_t> requirement_lines_;  // the lines of 'require' declarations
-  // Of 'require', 'grid', 'shared' and 'tensor_map', which may read a build's parts (OP_A, ...):
+  // Of 'require', 'grid', 'shared', 'tensor_map' and 'copy_unaligned', which may read a build's
+  // parts (OP_A, ...):
   // each is evaluated for the build that runs (block and tune_if are the configuration's).
   std::set<std::size_t> part_lines_;
   std::set<std::size_t> sm_count_lines_;     // of 'grid' and 'zero_output', which may read SM_COUNT
@@ -741,15 +781,21 @@ LaunchGeometry KernelTemplate::launch_geometry(const Bindings& values, const Con
     if (box.swizzle128 && box.inner * 4 != 128) refuse("has rows other than 128 bytes: swizzle128 swizzles 128-byte rows");
     geometry.tensor_maps.push_back(box);
   }
+  for (const UnalignedCopyDeclaration& copy : unaligned_copies) {
+    const std::string what = fmt::format("copy_unaligned {}", copy.operand);
+    if (evaluate(copy.when, what, 0) != 0) {
+      geometry.aligned_copies.push_back({copy.operand, built(copy.operand == 'A' ? "OP_A" : "OP_B")});
+    }
+  }
   return geometry;
 }
 
-std::int64_t TensorMapBox::width(const GemmShape& shape) const {
+std::int64_t StoredOperand::width(const GemmShape& shape) const {
   if (operand == 'A') return transposed ? shape.m : shape.k;
   return transposed ? shape.k : shape.n;
 }
 
-std::int64_t TensorMapBox::rows(const GemmShape& shape) const {
+std::int64_t StoredOperand::rows(const GemmShape& shape) const {
   if (operand == 'A') return transposed ? shape.k : shape.m;
   return transposed ? shape.n : shape.k;
 }

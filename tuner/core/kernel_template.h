@@ -37,6 +37,14 @@
 //                                               `tensor_map B op_b=t ...` (A op_a=t) is the map
 //                                               of the builds that store the operand transposed,
 //                                               over the stored matrix, in its plain map's place)
+//   // tiletune: copy_unaligned B !OP_B && ceil_div(M, BM) >= 4
+//                                              (where the expression holds for the build and the
+//                                               shape, the launcher copies operand A or B, as the
+//                                               build stores it, into rows that start 16-byte
+//                                               aligned when its own do not, and the kernel reads
+//                                               the copy: for a kernel whose vector loads need
+//                                               aligned rows. No tensor map of the operand; one
+//                                               strided batch is read in place; default: none)
 //   // tiletune: supports op_a op_b alpha_beta batch epilogue
 //                                              (the parts of the BLAS contract the entry serves:
 //                                               transposed A, transposed B, alpha, beta (C
@@ -134,6 +142,26 @@ struct TensorMapDeclaration {
   bool transposed = false;
 };
 
+// An operand as a build stores it: A M x K and B K x N (rows of K and of N floats), or
+// transposed (the build's op_a=t or op_b=t) A K x M and B N x K.
+struct StoredOperand {
+  char operand = 'A';
+  bool transposed = false;
+
+  // The stored matrix's row width and rows (elements) for the problem.
+  std::int64_t width(const GemmShape& shape) const;
+  std::int64_t rows(const GemmShape& shape) const;
+  friend bool operator==(const StoredOperand&, const StoredOperand&) = default;
+};
+
+// `copy_unaligned B EXPR`: where EXPR holds for the build and shape, the launcher copies operand B
+// into rows that start 16-byte aligned when its own do not (operand_staging.h), for a kernel that
+// reads its rows in 16-byte vectors only where they are aligned.
+struct UnalignedCopyDeclaration {
+  char operand = 'A';
+  Expression when;  // may read the parameters, M, N, K and the build's parts
+};
+
 // A tensor map of one launch: what the launcher encodes for the operand.
 struct TensorMapBox {
   char operand = 'A';
@@ -146,8 +174,9 @@ struct TensorMapBox {
   bool transposed = false;
 
   // The stored matrix's row width and rows (elements) for the problem.
-  std::int64_t width(const GemmShape& shape) const;
-  std::int64_t rows(const GemmShape& shape) const;
+  std::int64_t width(const GemmShape& shape) const { return stored().width(shape); }
+  std::int64_t rows(const GemmShape& shape) const { return stored().rows(shape); }
+  StoredOperand stored() const { return {operand, transposed}; }
 };
 
 struct LaunchGeometry {
@@ -156,6 +185,9 @@ struct LaunchGeometry {
   std::uint32_t dynamic_shared_bytes = 0;
   bool zero_output = false;  // C's M x N elements are set to 0 before the kernel runs
   std::vector<TensorMapBox> tensor_maps;  // passed after the contract's parameters, in order
+  // The operands of the copy_unaligned declarations that hold at this launch: copied into aligned
+  // rows where theirs are not (as the tensor maps declared copy_unaligned are).
+  std::vector<StoredOperand> aligned_copies;
   std::uint64_t threads_per_block() const {
     return std::uint64_t(block[0]) * block[1] * block[2];
   }
@@ -207,6 +239,7 @@ struct KernelTemplate {
   // The entry's parameters after the contract's: one per operand, the declarations without op_a=t
   // or op_b=t in order; a build that transposes the operand gets its op_a=t (op_b=t) one instead.
   std::vector<TensorMapDeclaration> tensor_maps;
+  std::vector<UnalignedCopyDeclaration> unaligned_copies;  // at most one per operand
   // The entry's tensor map parameters.
   std::size_t tensor_map_parameters() const;
   ContractSupport supports;
@@ -280,7 +313,7 @@ struct KernelTemplate {
   // Throws RequirementNotMet naming the first requirement the problem does not meet.
   void check_requirements(const Configuration& config, const GemmProblem& problem) const;
 
-  // Evaluates block, grid, shared memory, zero_output and the tensor maps' boxes; throws
+  // Evaluates block, grid, shared memory, zero_output, the tensor maps' boxes and copy_unaligned; throws
   // TemplateError when a value is < 0 (or < 1 for a dimension) or does not fit in 32 bits, or
   // when a box is one TMA cannot copy (an extent outside 1 to 256, rows not a multiple of 16
   // bytes, a swizzled row other than 128 bytes).

@@ -14,11 +14,11 @@ LaunchGeometry maps(bool copy_a, bool copy_b) {
 constexpr std::uintptr_t kAligned = 0x7f0000000100, kOtherAligned = 0x7f0000100000;
 
 TEST(OperandStaging, TmaReadsInPlaceOnlyRowsThatStart16ByteAligned) {
-  EXPECT_TRUE(tensor_map_reads_in_place(kAligned, 4096));
-  EXPECT_TRUE(tensor_map_reads_in_place(kAligned + 16, 4));
-  EXPECT_FALSE(tensor_map_reads_in_place(kAligned, 4093)) << "row 1 starts 4 bytes past 16";
-  EXPECT_FALSE(tensor_map_reads_in_place(kAligned, 4098));
-  EXPECT_FALSE(tensor_map_reads_in_place(kAligned + 4, 4096)) << "a sub-matrix one float in";
+  EXPECT_TRUE(rows_start_aligned(kAligned, 4096));
+  EXPECT_TRUE(rows_start_aligned(kAligned + 16, 4));
+  EXPECT_FALSE(rows_start_aligned(kAligned, 4093)) << "row 1 starts 4 bytes past 16";
+  EXPECT_FALSE(rows_start_aligned(kAligned, 4098));
+  EXPECT_FALSE(rows_start_aligned(kAligned + 4, 4096)) << "a sub-matrix one float in";
 }
 
 TEST(OperandStaging, AlignedOperandsAreReadInPlace) {
@@ -58,6 +58,26 @@ TEST(OperandStaging, OnlyMapsThatDeclareCopyUnalignedAreCopied) {
   EXPECT_EQ(plan.copies[0].to_ld, 8);
   EXPECT_TRUE(plan_operand_staging(LaunchGeometry{}, kAligned + 4, kOtherAligned, problem).copies.empty())
       << "a template without tensor maps reads its operands itself";
+}
+
+// A copy_unaligned declaration (no tensor map; geometry.aligned_copies) copies the same way, one
+// product at a time: a strided batch is read in place.
+TEST(OperandStaging, DeclaredCopiesOfOperandsWithoutMapsAreMadeForOneProductOnly) {
+  GemmProblem problem{{5, 6, 7}, 9, 10, 6};
+  LaunchGeometry geometry;
+  geometry.aligned_copies = {{'B', false}};
+  const OperandStaging plan = plan_operand_staging(geometry, kAligned, kOtherAligned, problem);
+  ASSERT_EQ(plan.copies.size(), 1u);
+  EXPECT_EQ(plan.copies[0].operand, 'B');
+  EXPECT_EQ(plan.copies[0].rows, 7);
+  EXPECT_EQ(plan.copies[0].width, 6);
+  EXPECT_EQ(plan.copies[0].to_ld, 8);
+  EXPECT_TRUE(plan_operand_staging(geometry, kAligned + 4, kOtherAligned + 16, GemmProblem{{5, 6, 7}, 9, 12, 6})
+                  .copies.empty())
+      << "B's rows start aligned; A is not named";
+  problem.batch = 3;
+  problem.stride_a = 5 * 9, problem.stride_b = 7 * 10, problem.stride_c = 5 * 6;
+  EXPECT_TRUE(plan_operand_staging(geometry, kAligned, kOtherAligned, problem).copies.empty());
 }
 
 TEST(OperandStaging, ATransposedOperandsMapCopiesTheMatrixAsStored) {

@@ -545,6 +545,46 @@ TEST(KernelTemplate, ATensorMapThatCopiesUnalignedOperandsRequiresNoLeadingDimen
               StartsWith("t.cu:5: bad 'tensor_map' expression: invalid expression '32 copy_unaligned'"));
 }
 
+// `copy_unaligned B EXPR` (no tensor map): the launch geometry names the operand, as the build
+// stores it, where the expression holds for the build and the shape.
+TEST(KernelTemplate, ACopyUnalignedDeclarationNamesTheOperandWhereItsExpressionHolds) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid +
+                           "// tiletune: supports op_a op_b\n// tiletune: specializes op_a\n";
+  const KernelTemplate tmpl = parse_template(
+      base + "// tiletune: copy_unaligned B !OP_A && ceil_div(M, 32 * T) >= 4\n"
+             "// tiletune: copy_unaligned A OP_A\n",
+      "t.cu");
+  ASSERT_EQ(tmpl.unaligned_copies.size(), 2u);
+  const Configuration config = tmpl.parse_configuration("T=2");
+  EXPECT_THAT(tmpl.launch_geometry(config, {256, 8, 8}).aligned_copies,
+              ElementsAre(StoredOperand{'B', false}));
+  EXPECT_TRUE(tmpl.launch_geometry(config, {192, 8, 8}).aligned_copies.empty()) << "3 rows of tiles";
+  Specialization transposed_a;
+  transposed_a.op_a = Op::t;
+  EXPECT_THAT(tmpl.launch_geometry(tmpl.build_configuration(config, transposed_a), {256, 8, 8}).aligned_copies,
+              ElementsAre(StoredOperand{'A', true}));
+  EXPECT_EQ((StoredOperand{'A', true}.width({5, 3, 7})), 5);
+  EXPECT_EQ((StoredOperand{'A', true}.rows({5, 3, 7})), 7);
+  // Copying changes no requirement: the kernel runs either way.
+  EXPECT_TRUE(tmpl.satisfies_requirements(config, GemmProblem{{256, 8, 8}, 9, 9, 8}));
+  // Without an expression it always holds.
+  EXPECT_THAT(parse_template(base + "// tiletune: copy_unaligned B\n", "t.cu")
+                  .launch_geometry(config, {1, 1, 1}).aligned_copies,
+              ElementsAre(StoredOperand{'B', false}));
+
+  EXPECT_EQ(template_error(base + "// tiletune: copy_unaligned C\n"),
+            "t.cu:7: copy_unaligned of 'C': only A and B are copied (expected 'copy_unaligned "
+            "A|B [EXPRESSION]')");
+  EXPECT_EQ(template_error(base + "// tiletune: copy_unaligned B\n// tiletune: copy_unaligned B M > 1\n"),
+            "t.cu:8: a second copy_unaligned of B");
+  EXPECT_THAT(template_error(base + "// tiletune: copy_unaligned B lda > 1\n"),
+              HasSubstr("only 'require' may read the leading dimensions"));
+  EXPECT_THAT(template_error(std::string(kEntry) + kParam + kBlock + kGrid +
+                             "// tiletune: tensor_map B fp32 dense 32, 32\n"
+                             "// tiletune: copy_unaligned B\n"),
+              HasSubstr("t.cu:6: copy_unaligned B of an operand read through a tensor map"));
+}
+
 TEST(KernelTemplate, BadTensorMapsAreOneLineEach) {
   const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
   EXPECT_EQ(template_error(base + "// tiletune: tensor_map C tf32 dense 32, 32\n"),
@@ -856,7 +896,8 @@ TEST(KernelTemplate, SpecializedPartsAreBuildsOfEachConfiguration) {
               HasSubstr("parameter name 'OP_A' is reserved for a specialized part"));
   EXPECT_THAT(template_error(std::string(kEntry) + kParam + "// tiletune: block T * (OP_B + 1)\n" + kGrid +
                              "// tiletune: supports op_b\n// tiletune: specializes op_b\n"),
-              HasSubstr("only 'require', 'grid', 'shared' and 'tensor_map' may read a build's specialized parts"));
+              HasSubstr("only 'require', 'grid', 'shared', 'tensor_map' and 'copy_unaligned' may "
+                        "read a build's specialized parts"));
   EXPECT_THAT(template_error(base + "// tiletune: supports op_b\n// tiletune: specializes op_b op_b\n"),
               HasSubstr("specializes 'op_b' twice"));
   EXPECT_THROW(Specialization::parse("op_c=t"), std::invalid_argument);

@@ -283,7 +283,7 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
       throw std::logic_error(fmt::format("CpuKernel::launch: a map of {} as another build stores it, "
                                          "for {}", box.operand, problem.to_string()));
     }
-    if (!tensor_map_reads_in_place(std::uintptr_t(is_a ? a : b), is_a ? lda : ldb)) {
+    if (!rows_start_aligned(std::uintptr_t(is_a ? a : b), is_a ? lda : ldb)) {
       throw LaunchError(fmt::format(
           "tensor map of {}: {} floats apart from address {}: TMA needs 16-byte aligned rows (the "
           "driver refuses it; `copy_unaligned` has the launcher copy such an operand)",

@@ -27,6 +27,7 @@
 #include "tuner/backend/cpu/host_compiler.h"
 #include "tuner/backend/cpu/sanitizer_runtime.h"
 #include "tuner/backend/entry_contract.h"
+#include "tuner/backend/operand_staging.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
 #include "tuner/core/configurations.h"
 #include "tuner/core/kernel_template.h"
@@ -200,6 +201,25 @@ TEST(CpuBackend, WarpTiledStreamKIsRightForEveryMultiprocessorCount) {
       if (!counts.insert(drawn_sm_count(seed)).second) continue;
       EXPECT_EQ(run_and_check(executor, 300, 600, 77, 80, 603, 601, seed), "")
           << "STREAM_K " << stream_k << ", SM_COUNT " << drawn_sm_count(seed);
+    }
+  }
+}
+
+// warp_tiled copies B 16 bytes at a time only from aligned rows: where B is read by 4 rows of
+// blocks or more (copy_unaligned), the launcher copies an unaligned B into aligned rows first and
+// the kernel reads that copy. Right with the copy, and without it at fewer rows of blocks.
+TEST(CpuBackend, WarpTiledIsRightWithAndWithoutTheAligningCopyOfB) {
+  const KernelTemplate tmpl = shipped("warp_tiled");
+  const Configuration config = tmpl.parse_configuration(
+      "BM=32,BN=64,BK=16,TM=4,TN=4,STAGES=3,SWIZZLE=0,SPLIT_K=1,STREAM_K=0");
+  CpuExecutor executor(tmpl, config, test_options());
+  for (const int m : {130, 96}) {
+    const GemmProblem problem{{m, 70, 45}, 50, 73, 71};
+    const LaunchGeometry geometry = tmpl.launch_geometry(config, problem.shape, /*sm_count=*/132);
+    EXPECT_EQ(plan_operand_staging(geometry, 0, 4, problem).copies.size(), m > 128 ? 1u : 0u)
+        << m << " rows: " << (m + 31) / 32 << " rows of blocks";
+    for (std::uint64_t seed = 0; seed < 2; ++seed) {
+      EXPECT_EQ(run_and_check(executor, m, 70, 45, 50, 73, 71, seed), "") << m << " rows, seed " << seed;
     }
   }
 }
