@@ -67,10 +67,11 @@
 // tiletune: require BK * STAGES >= 24 && BK * STAGES <= 64
 // tiletune: require BK * STAGES <= 48 || (TM * TN >= 64 && SPLIT_K == 1)
 // tiletune: require STAGES * BK * (BM + BN + 4) * 4 <= 113 * 1024
-// Split K only with small block tiles; stream-K with large ones, two stages of 16 k (where it
-// measured faster: its shares' pipelines restart more often) and no swizzle, and not both.
+// Split K only with small block tiles; stream-K with large ones (from 64 x 128: at 1023x1025x1021
+// its 144 tiles are 1.1 waves of 132 SMs), two stages of 16 k (where it measured faster: its
+// shares' pipelines restart more often) and no swizzle, and not both.
 // tiletune: require SPLIT_K == 1 || BM * BN <= 64 * 64
-// tiletune: require STREAM_K == 0 || (SPLIT_K == 1 && BM * BN >= 128 * 128 && TM * TN >= 64)
+// tiletune: require STREAM_K == 0 || (SPLIT_K == 1 && BM * BN >= 64 * 128 && TM * TN >= 64)
 // tiletune: require STREAM_K == 0 || (STAGES == 2 && BK == 16 && !SWIZZLE)
 // Tuning limits, not preconditions (every configuration is correct at every shape, and is fuzzed
 // so): no tile more than twice the matrix it covers, and split K only where C's tiles are too few
@@ -78,11 +79,12 @@
 // tiletune: tune_if BM < 2 * max(M, 32) && BN < 2 * max(N, 32)
 // tiletune: tune_if SPLIT_K == 1 || (ceil_div(M, BM) * ceil_div(N, BN) < 128 && K >= 4 * BK * SPLIT_K)
 // B's rows (a transposed A's) are copied 16 bytes at a time only where they start 16-byte
-// aligned, else 4 bytes at a time, which cost twice the time on an H200 (BM=64, BN=128: 127 us at
-// 1023x1025x1021 against 64 us at 1000^3). Where ceil_div(M, BM) >= 4 rows of blocks each read all
-// of B, the launcher's one copy of it into aligned rows costs less (operand_staging.h).
-// tiletune: copy_unaligned B !OP_B && ceil_div(M, BM) >= 4
-// tiletune: copy_unaligned A OP_A && ceil_div(N, BN) >= 4
+// aligned, else 4 bytes at a time. Where 16 rows of blocks or more each read all of B, the
+// launcher's one copy of it into aligned rows costs less than the narrow copies (operand_staging.h:
+// 2-4% at 3001x2999x1537, 4095x4097x4093 and 8191^3 on an H200; at 4 rows of blocks, 1023x1025x1021
+// and 257x4099x513, the copy cost more than it saved).
+// tiletune: copy_unaligned B !OP_B && ceil_div(M, BM) >= 16
+// tiletune: copy_unaligned A OP_A && ceil_div(N, BN) >= 16
 // tiletune: block (BM / TM) * (BN / TN)
 // Stream-K: the wave across, the waves down (the whole-tile waves, then the shared one).
 // tiletune: grid STREAM_K ? STREAM_K * SM_COUNT : ceil_div(N, BN), STREAM_K ? max(ceil_div(M, BM) * ceil_div(N, BN) / (STREAM_K * SM_COUNT), 1) : ceil_div(M, BM), SPLIT_K

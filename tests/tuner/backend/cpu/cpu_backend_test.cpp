@@ -191,10 +191,11 @@ TEST(CpuBackend, EveryShippedConfigurationRuns) {
 // share must add up to C.
 TEST(CpuBackend, WarpTiledStreamKIsRightForEveryMultiprocessorCount) {
   const KernelTemplate tmpl = shipped("warp_tiled");
-  for (const char* stream_k : {"1", "4"}) {
+  for (const char* tile_and_stream_k : {"BM=128,BN=128,STREAM_K=1", "BM=128,BN=128,STREAM_K=4",
+                                        "BM=64,BN=128,STREAM_K=2"}) {
+    const std::string stream_k = tile_and_stream_k;
     const Configuration config = tmpl.parse_configuration(
-        std::string("BM=128,BN=128,BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1,STREAM_K=") +
-        stream_k);
+        stream_k + ",BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1");
     CpuExecutor executor(tmpl, config, test_options());
     std::set<int> counts;
     for (std::uint64_t seed = 0; counts.size() < 4; ++seed) {
@@ -205,7 +206,7 @@ TEST(CpuBackend, WarpTiledStreamKIsRightForEveryMultiprocessorCount) {
   }
 }
 
-// warp_tiled copies B 16 bytes at a time only from aligned rows: where B is read by 4 rows of
+// warp_tiled copies B 16 bytes at a time only from aligned rows: where B is read by 16 rows of
 // blocks or more (copy_unaligned), the launcher copies an unaligned B into aligned rows first and
 // the kernel reads that copy. Right with the copy, and without it at fewer rows of blocks.
 TEST(CpuBackend, WarpTiledIsRightWithAndWithoutTheAligningCopyOfB) {
@@ -213,10 +214,10 @@ TEST(CpuBackend, WarpTiledIsRightWithAndWithoutTheAligningCopyOfB) {
   const Configuration config = tmpl.parse_configuration(
       "BM=32,BN=64,BK=16,TM=4,TN=4,STAGES=3,SWIZZLE=0,SPLIT_K=1,STREAM_K=0");
   CpuExecutor executor(tmpl, config, test_options());
-  for (const int m : {130, 96}) {
+  for (const int m : {490, 480}) {
     const GemmProblem problem{{m, 70, 45}, 50, 73, 71};
     const LaunchGeometry geometry = tmpl.launch_geometry(config, problem.shape, /*sm_count=*/132);
-    EXPECT_EQ(plan_operand_staging(geometry, 0, 4, problem).copies.size(), m > 128 ? 1u : 0u)
+    EXPECT_EQ(plan_operand_staging(geometry, 0, 4, problem).copies.size(), m > 480 ? 1u : 0u)
         << m << " rows: " << (m + 31) / 32 << " rows of blocks";
     for (std::uint64_t seed = 0; seed < 2; ++seed) {
       EXPECT_EQ(run_and_check(executor, m, 70, 45, 50, 73, 71, seed), "") << m << " rows, seed " << seed;
