@@ -71,7 +71,7 @@ TEST_F(ExportCli, WritesABundleAndLeavesTheDatabaseAsItWas) {
             nlohmann::json::array({"ceil_div(N, TILE)", "ceil_div(M, TILE)", "1"}));
   // A model for each GPU and template; at two shapes no configuration has its own fit, so the
   // database's models predict for none (the bundle's own fit would not either).
-  EXPECT_EQ(m["performance_model"], 1);
+  EXPECT_EQ(m["performance_model"], 2);
   ASSERT_EQ(m["models"].size(), 3u);
   EXPECT_EQ(m["models"][0]["configurations"], nlohmann::json::array());
 

@@ -26,7 +26,7 @@ namespace {
 constexpr std::string_view kDirectivePrefix = "// tiletune:";
 constexpr std::string_view kDirectiveList =
     "name, entry, param, require, tune_if, block, grid, shared, zero_output, precision, arch, "
-    "tensor_map, copy_unaligned, supports, specializes";
+    "tile, tensor_map, copy_unaligned, supports, specializes";
 constexpr std::string_view kContractFeatures = "op_a, op_b, alpha, beta, alpha_beta, batch, epilogue";
 // The macros' names (after TT_) of a build's specialized parts.
 constexpr std::string_view kSpecializedParts[] = {"OP_A", "OP_B", "ALPHA", "BETA", "BATCH",
@@ -173,7 +173,7 @@ class TemplateParser {
     }
     const bool known = word == "name" || word == "entry" || word == "param" || word == "require" ||
                        word == "tune_if" || word == "block" || word == "grid" ||
-                       word == "shared" || word == "zero_output" || word == "precision" ||
+                       word == "shared" || word == "tile" || word == "zero_output" || word == "precision" ||
                        word == "arch" || word == "tensor_map" || word == "copy_unaligned" ||
                        word == "supports" || word == "specializes";
     if (!known) {
@@ -228,6 +228,14 @@ class TemplateParser {
     } else if (word == "shared") {
       tmpl_.dynamic_shared_bytes = expression(line, word, argument);
       part_lines_.insert(line);
+    } else if (word == "tile") {
+      const std::vector<std::string_view> extents = split_top_level(argument);
+      if (extents.size() != 2) {
+        fail(line, fmt::format("tile '{}' is not two extents (expected 'tile ROWS, COLUMNS')", argument));
+      }
+      tmpl_.tile = std::array<Expression, 2>{expression(line, word, extents[0]),
+                                             expression(line, word, extents[1])};
+      parameter_only_lines_.insert(line);
     } else if (word == "zero_output") {
       tmpl_.zero_output = expression(line, word, argument);
       sm_count_lines_.insert(line);
@@ -427,6 +435,10 @@ class TemplateParser {
   void check_names() const {
     for (const auto& [line, expression] : expression_lines_) {
       for (const std::string& name : expression.names()) {
+        if (parameter_only_lines_.contains(line) && !parameter_lines_.contains(name)) {
+          fail(line, fmt::format("expression '{}' reads '{}': 'tile' reads the parameters alone ({})",
+                                 expression.text(), name, join_names(tmpl_.parameters)));
+        }
         if (is_leading_dimension(name) && !requirement_lines_.contains(line)) {
           fail(line, fmt::format("expression '{}' reads '{}': only 'require' may read the leading "
                                  "dimensions lda, ldb, ldc",
@@ -564,6 +576,7 @@ class TemplateParser {
   // each is evaluated for the build that runs (block and tune_if are the configuration's).
   std::set<std::size_t> part_lines_;
   std::set<std::size_t> sm_count_lines_;     // of 'grid' and 'zero_output', which may read SM_COUNT
+  std::set<std::size_t> parameter_only_lines_;  // of 'tile', which reads the parameters alone
 };
 
 }  // namespace
@@ -803,6 +816,24 @@ std::int64_t StoredOperand::rows(const GemmShape& shape) const {
 std::size_t KernelTemplate::tensor_map_parameters() const {
   return std::size_t(std::count_if(tensor_maps.begin(), tensor_maps.end(),
                                    [](const TensorMapDeclaration& map) { return !map.transposed; }));
+}
+
+std::optional<std::array<std::int64_t, 2>> KernelTemplate::block_tile(const Configuration& config) const {
+  if (!tile) return std::nullopt;
+  const Bindings values = bindings(config);
+  std::array<std::int64_t, 2> extents{};
+  for (std::size_t i = 0; i < 2; ++i) {
+    try {
+      extents[i] = (*tile)[i].evaluate(values);
+    } catch (const ExpressionError& error) {
+      throw TemplateError(fmt::format("{}: tile for {}: {}", name, config.to_string(), error.what()));
+    }
+    if (extents[i] < 1) {
+      throw TemplateError(fmt::format("{}: tile for {}: '{}' is {}, below 1", name, config.to_string(),
+                                      (*tile)[i].text(), extents[i]));
+    }
+  }
+  return extents;
 }
 
 bool KernelTemplate::reads_sm_count() const {

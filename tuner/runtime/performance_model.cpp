@@ -83,6 +83,10 @@ PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, st
       known.static_shared_bytes = choices.front()->static_shared_bytes;
       known.tile_m = tile_along(known.config, 1);
       known.tile_n = tile_along(known.config, 0);
+      if (const auto declared = templ_.parsed->block_tile(known.config)) {
+        known.declared_tile_m = (*declared)[0];
+        known.declared_tile_n = (*declared)[1];
+      }
       find_closed_form(known);
       // One set of bindings for all its shapes: only M, N and K change.
       Bindings values = templ_.parsed->bindings(known.config, &choices.front()->shape);
@@ -296,9 +300,12 @@ std::optional<LaunchFeatures> PerformanceModel::launch_features(const Known& c, 
     return features_of(c, blocks, tile * double(ceil_div(std::uint64_t(shape.k), geometry.grid[2])),
                        tile, geometry.threads_per_block(), geometry.dynamic_shared_bytes);
   }
-  // A persistent schedule: the work spread evenly over its blocks.
-  const double mnk = double(shape.m) * double(shape.n) * double(shape.k);
-  return features_of(c, blocks, mnk / blocks, double(shape.m) * double(shape.n) / blocks,
+  // A persistent schedule: the work spread evenly over its blocks, in whole tiles where declared.
+  const auto padded = [](std::int64_t size, std::int64_t tile) {
+    return double(tile > 0 ? (size + tile - 1) / tile * tile : size);
+  };
+  const double mn = padded(shape.m, c.declared_tile_m) * padded(shape.n, c.declared_tile_n);
+  return features_of(c, blocks, mn * double(shape.k) / blocks, mn / blocks,
                      geometry.threads_per_block(), geometry.dynamic_shared_bytes);
 }
 

@@ -9,7 +9,8 @@
 // block's prologue and epilogue), the launch, and the busiest SM's share of C (its stores, and the
 // atomics of split K). A block's work is its tile of C times its share of K; the tile is read from
 // the template's grid (blocks across N and down M: grid.x = ceil(N / tile), grid.y = ceil(M / tile)),
-// and where the grid does not count tiles (a persistent schedule) the work is spread evenly.
+// and where the grid does not count tiles (a persistent schedule) the work is spread evenly: C's
+// tiles of the template's declared `tile` (whole tiles, as stream-K computes them), else C itself.
 //
 // The coefficients, none negative, are fitted per configuration by least squares on the relative
 // error of its recorded times. One recorded at fewer than kOwnFitShapes shapes takes the template's
@@ -39,7 +40,7 @@ inline constexpr int kOwnFitShapes = 5;  // recorded shapes a configuration need
 // The version of what the launch features, and so the coefficients, mean (a bundle's
 // "performance_model"): a carried model of another version is not used, the bundle's choices are
 // fitted again. Raised when launch_features or what the coefficients multiply changes.
-inline constexpr int kPerformanceModelVersion = 1;
+inline constexpr int kPerformanceModelVersion = 2;  // 2: persistent schedules' work in whole tiles
 
 // What one SM holds at most, by compute capability (the CUDA programming guide's table): blocks
 // resident on an SM are limited by these, by the block's registers and by its shared memory.
@@ -113,6 +114,9 @@ class PerformanceModel {
     std::vector<const RecordedChoice*> records;
     int registers = 0, static_shared_bytes = 0;  // as ptxas reported them
     double tile_m = 0, tile_n = 0;  // C's rows and columns a block computes; 0: not read from the grid
+    // The template's declared tile (`tile`), 0 where it declares none: a persistent schedule's
+    // blocks compute whole tiles, so its work is C's padded to them.
+    std::int64_t declared_tile_m = 0, declared_tile_n = 0;
     // Where the grid is ceil(N / tile_n) x ceil(M / tile_m) x split at every shape, with threads and
     // dynamic shared memory that do not depend on it: the launch without evaluating expressions.
     bool closed_form = false;

@@ -17,6 +17,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Optional;
 using ::testing::StartsWith;
 
 using testing_support::kTemplates;
@@ -583,6 +584,22 @@ TEST(KernelTemplate, ACopyUnalignedDeclarationNamesTheOperandWhereItsExpressionH
                              "// tiletune: tensor_map B fp32 dense 32, 32\n"
                              "// tiletune: copy_unaligned B\n"),
               HasSubstr("t.cu:6: copy_unaligned B of an operand read through a tensor map"));
+}
+
+// `tile ROWS, COLUMNS`: C's block tile for the performance model, of the parameters alone.
+TEST(KernelTemplate, ADeclaredTileIsOfTheParametersAlone) {
+  const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  const KernelTemplate tmpl = parse_template(base + "// tiletune: tile 32 * T, 64\n", "t.cu");
+  EXPECT_THAT(tmpl.block_tile(tmpl.parse_configuration("T=2")), Optional(ElementsAre(64, 64)));
+  EXPECT_EQ(parse_template(base, "t.cu").block_tile(tmpl.parse_configuration("T=2")), std::nullopt);
+  EXPECT_THAT(template_error(base + "// tiletune: tile 32, M\n"),
+              StartsWith("t.cu:5: expression 'M' reads 'M': 'tile' reads the parameters alone (T)"));
+  EXPECT_THAT(template_error(base + "// tiletune: tile 32\n"),
+              StartsWith("t.cu:5: tile '32' is not two extents"));
+  EXPECT_THAT(template_error(base + "// tiletune: tile 32, 32\n// tiletune: tile 32, 32\n"),
+              StartsWith("t.cu:6: duplicate 'tile'"));
+  const KernelTemplate empty = parse_template(base + "// tiletune: tile T - 1, 32\n", "t.cu");
+  EXPECT_THROW(empty.block_tile(empty.parse_configuration("T=1")), TemplateError);
 }
 
 TEST(KernelTemplate, BadTensorMapsAreOneLineEach) {

@@ -24,6 +24,7 @@
 #include "tuner/runtime/bundle.h"
 #include "tuner/runtime/bundle_export.h"
 #include "tuner/runtime/performance_model.h"
+#include "tuner/runtime/performance_model.h"
 #include "tuner/runtime/selection.h"
 #include "tuner/runtime/workload_plan.h"
 
@@ -749,14 +750,14 @@ TEST_F(BundleModel, ABundleWithoutTheModelIsReadAsBeforeAndFittedOnItsChoices) {
   RecordSet without = read_bundle(root_ / "bundle").records;
   without.models.clear();
   const std::string described = describe(without);
-  for (const char* version : {"absent", "2"}) {
+  for (const char* version : {"absent", "another"}) {
     SCOPED_TRACE(version);
     nlohmann::json m = nlohmann::json::parse(original);
     if (std::string(version) == "absent") {
       m.erase("models");
       m.erase("performance_model");
     } else {
-      m["performance_model"] = 2;  // another tiletune's model: its coefficients mean other things
+      m["performance_model"] = runtime::kPerformanceModelVersion + 1;  // another tiletune's model: its coefficients mean other things
     }
     write_bytes(manifest, m.dump(2));
     const Bundle bundle = read_bundle(root_ / "bundle");

@@ -100,6 +100,32 @@ TEST(PerformanceModel, LaunchFeaturesAreWhatTheLaunchDoesAtTheShape) {
       << "not recorded";
 }
 
+// A template that declares its tile (`tile BM, BN`): a persistent schedule's blocks compute whole
+// tiles, so its work is C padded to them (1000 x 1000 in 64 x 64 tiles: 1024 x 1024); without the
+// declaration the model cannot know the tile and spreads C itself.
+TEST(PerformanceModel, APersistentScheduleOfADeclaredTileWorksOnWholeTiles) {
+  Records r;
+  std::string declared = kTiles;
+  const std::string block = "// tiletune: block 128\n";
+  declared.replace(declared.find(block), block.size(), block + "// tiletune: tile BM, BN\n");
+  RecordedTemplate& t = r.records.templates.front();
+  t.source = declared;
+  t.parsed = parse_template(declared, "tiles.cu");
+  t.source_hash = t.parsed->source_hash;
+  r.add(kPersistent, {1024, 1024, 1024}, 1.0);
+  const PerformanceModel model(r.records, 0, 0);
+  const LaunchFeatures whole = *model.launch_features(kPersistent, {1000, 1000, 512});
+  // Two of the 264 blocks on the busiest SM.
+  EXPECT_DOUBLE_EQ(whole[0], 2.0 * 1024 * 1024 * 512 / 264 * 1e-9);
+  EXPECT_DOUBLE_EQ(whole[4], 2.0 * 1024 * 1024 / 264 * 1e-6);
+
+  Records undeclared;
+  undeclared.add(kPersistent, {1024, 1024, 1024}, 1.0);
+  const PerformanceModel spread(undeclared.records, 0, 0);
+  EXPECT_DOUBLE_EQ((*spread.launch_features(kPersistent, {1000, 1000, 512}))[0],
+                   2.0 * 1000 * 1000 * 512 / 264 * 1e-9);
+}
+
 TEST(PerformanceModel, SmLimitsFollowTheComputeCapability) {
   EXPECT_EQ(sm_limits(9, 0).shared_bytes, 228 * 1024);
   EXPECT_EQ(sm_limits(9, 0).threads, 2048);
