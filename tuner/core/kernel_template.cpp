@@ -393,7 +393,7 @@ class TemplateParser {
     }
   }
 
-  // "B !OP_B && ceil_div(M, BM) >= 4": the operand, then when the launcher copies it (default 1).
+  // "B !OP_B && ceil_div(M, BM) >= 16": the operand, then when the launcher copies it (default 1).
   void unaligned_copy(std::size_t line, std::string_view argument) {
     const auto [operand, when] = split_word(argument);
     if (operand != "A" && operand != "B") {

@@ -42,7 +42,7 @@
 //                                               `tensor_map B op_b=t ...` (A op_a=t) is the map
 //                                               of the builds that store the operand transposed,
 //                                               over the stored matrix, in its plain map's place)
-//   // tiletune: copy_unaligned B !OP_B && ceil_div(M, BM) >= 4
+//   // tiletune: copy_unaligned B !OP_B && ceil_div(M, BM) >= 16
 //                                              (where the expression holds for the build and the
 //                                               shape, the launcher copies operand A or B, as the
 //                                               build stores it, into rows that start 16-byte
