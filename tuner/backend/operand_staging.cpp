@@ -19,19 +19,12 @@ bool rows_start_aligned(std::uintptr_t address, std::int64_t ld) {
 
 OperandStaging plan_operand_staging(const LaunchGeometry& geometry, std::uintptr_t a,
                                     std::uintptr_t b, const GemmProblem& problem) {
-  std::vector<StoredOperand> copied;  // where their rows are not aligned
-  for (const TensorMapBox& box : geometry.tensor_maps) {
-    if (box.copy_unaligned) copied.push_back(box.stored());
-  }
-  // A batch's entries would each need a copy (a tensor map serves no batch).
-  if (problem.batch == 1) {
-    copied.insert(copied.end(), geometry.aligned_copies.begin(), geometry.aligned_copies.end());
-  }
   OperandStaging staging;
-  for (const StoredOperand& operand : copied) {
+  // The operand copied where its rows are not aligned.
+  const auto stage = [&](const StoredOperand& operand) {
     const bool is_a = operand.operand == 'A';
     const std::int64_t ld = is_a ? problem.lda : problem.ldb;
-    if (rows_start_aligned(is_a ? a : b, ld)) continue;
+    if (rows_start_aligned(is_a ? a : b, ld)) return;
     OperandCopy copy;
     copy.operand = operand.operand;
     copy.rows = operand.rows(problem.shape);  // the matrix as stored (transposed: by the build)
@@ -41,6 +34,13 @@ OperandStaging plan_operand_staging(const LaunchGeometry& geometry, std::uintptr
     copy.offset = staging.floats;
     staging.floats += std::size_t(round_up(copy.rows * copy.to_ld, kCopyAlignFloats));
     staging.copies.push_back(copy);
+  };
+  for (const TensorMapBox& box : geometry.tensor_maps) {
+    if (box.copy_unaligned) stage(box.stored());
+  }
+  // A batch's entries would each need a copy (a tensor map serves no batch).
+  if (problem.batch == 1) {
+    for (const StoredOperand& operand : geometry.aligned_copies) stage(operand);
   }
   return staging;
 }

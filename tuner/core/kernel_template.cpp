@@ -795,8 +795,7 @@ LaunchGeometry KernelTemplate::launch_geometry(const Bindings& values, const Con
     geometry.tensor_maps.push_back(box);
   }
   for (const UnalignedCopyDeclaration& copy : unaligned_copies) {
-    const std::string what = fmt::format("copy_unaligned {}", copy.operand);
-    if (evaluate(copy.when, what, 0) != 0) {
+    if (evaluate(copy.when, copy.operand == 'A' ? "copy_unaligned A" : "copy_unaligned B", 0) != 0) {
       geometry.aligned_copies.push_back({copy.operand, built(copy.operand == 'A' ? "OP_A" : "OP_B")});
     }
   }

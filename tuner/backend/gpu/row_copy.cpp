@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "tuner/backend/device_properties.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
 
 namespace tiletune {
@@ -69,16 +70,15 @@ RowCopier::~RowCopier() {
 void RowCopier::load() {
   const CudaDriver& cu = cuda_driver();
   CUdevice device = 0;
-  int major = 0, minor = 0;
+  DeviceProperties gpu;
   if (cu.cuCtxGetDevice(&device) != CUDA_SUCCESS ||
-      cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) != CUDA_SUCCESS ||
-      cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) != CUDA_SUCCESS) {
+      cu.cuDeviceGetAttribute(&gpu.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) != CUDA_SUCCESS ||
+      cu.cuDeviceGetAttribute(&gpu.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) != CUDA_SUCCESS) {
     return;
   }
   const CompiledKernelImage* image = nullptr;
   try {
-    image = &compile_cuda_source_once(kRowCopySource, "tiletune_copy_rows.cu",
-                                      "sm_" + std::to_string(major) + std::to_string(minor),
+    image = &compile_cuda_source_once(kRowCopySource, "tiletune_copy_rows.cu", gpu.arch(),
                                       "tiletune_copy_rows", "the operand copy kernel");
   } catch (const std::exception&) {
     return;  // no NVRTC here (or none for this GPU): the driver's copy serves
