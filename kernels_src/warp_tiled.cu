@@ -86,7 +86,7 @@
 // tiletune: copy_unaligned B !OP_B && ceil_div(M, BM) >= 16
 // tiletune: copy_unaligned A OP_A && ceil_div(N, BN) >= 16
 // tiletune: block (BM / TM) * (BN / TN)
-// tiletune: tile BM, BN
+// tiletune: tile BM, BN, BK
 // Stream-K: the wave across, the waves down (the whole-tile waves, then the shared one).
 // tiletune: grid STREAM_K ? STREAM_K * SM_COUNT : ceil_div(N, BN), STREAM_K ? max(ceil_div(M, BM) * ceil_div(N, BN) / (STREAM_K * SM_COUNT), 1) : ceil_div(M, BM), SPLIT_K
 // tiletune: shared STAGES * BK * (BM + BN + (SWIZZLE ? 0 : 4) + (OP_B ? 4 : 0)) * 4

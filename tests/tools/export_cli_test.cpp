@@ -9,6 +9,7 @@
 #include "tests/support/skip_without_nvrtc.h"
 #include "tests/support/test_folder.h"
 #include "tests/tuner/runtime/export_database.h"
+#include "tuner/runtime/performance_model.h"
 
 namespace tiletune {
 namespace {
@@ -71,7 +72,7 @@ TEST_F(ExportCli, WritesABundleAndLeavesTheDatabaseAsItWas) {
             nlohmann::json::array({"ceil_div(N, TILE)", "ceil_div(M, TILE)", "1"}));
   // A model for each GPU and template; at two shapes no configuration has its own fit, so the
   // database's models predict for none (the bundle's own fit would not either).
-  EXPECT_EQ(m["performance_model"], 2);
+  EXPECT_EQ(m["performance_model"], runtime::kPerformanceModelVersion);
   ASSERT_EQ(m["models"].size(), 3u);
   EXPECT_EQ(m["models"][0]["configurations"], nlohmann::json::array());
 

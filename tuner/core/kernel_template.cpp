@@ -230,11 +230,11 @@ class TemplateParser {
       part_lines_.insert(line);
     } else if (word == "tile") {
       const std::vector<std::string_view> extents = split_top_level(argument);
-      if (extents.size() != 2) {
-        fail(line, fmt::format("tile '{}' is not two extents (expected 'tile ROWS, COLUMNS')", argument));
+      if (extents.size() != 2 && extents.size() != 3) {
+        fail(line, fmt::format("tile '{}' is not two or three extents (expected 'tile ROWS, COLUMNS[, DEPTH]')",
+                               argument));
       }
-      tmpl_.tile = std::array<Expression, 2>{expression(line, word, extents[0]),
-                                             expression(line, word, extents[1])};
+      for (const std::string_view extent : extents) tmpl_.tile.push_back(expression(line, word, extent));
       parameter_only_lines_.insert(line);
     } else if (word == "zero_output") {
       tmpl_.zero_output = expression(line, word, argument);
@@ -817,22 +817,22 @@ std::size_t KernelTemplate::tensor_map_parameters() const {
                                    [](const TensorMapDeclaration& map) { return !map.transposed; }));
 }
 
-std::optional<std::array<std::int64_t, 2>> KernelTemplate::block_tile(const Configuration& config) const {
-  if (!tile) return std::nullopt;
+std::optional<BlockTile> KernelTemplate::block_tile(const Configuration& config) const {
+  if (tile.empty()) return std::nullopt;
   const Bindings values = bindings(config);
-  std::array<std::int64_t, 2> extents{};
-  for (std::size_t i = 0; i < 2; ++i) {
+  std::array<std::int64_t, 3> extents{1, 1, 1};
+  for (std::size_t i = 0; i < tile.size(); ++i) {
     try {
-      extents[i] = (*tile)[i].evaluate(values);
+      extents[i] = tile[i].evaluate(values);
     } catch (const ExpressionError& error) {
       throw TemplateError(fmt::format("{}: tile for {}: {}", name, config.to_string(), error.what()));
     }
     if (extents[i] < 1) {
       throw TemplateError(fmt::format("{}: tile for {}: '{}' is {}, below 1", name, config.to_string(),
-                                      (*tile)[i].text(), extents[i]));
+                                      tile[i].text(), extents[i]));
     }
   }
-  return extents;
+  return BlockTile{extents[0], extents[1], extents[2]};
 }
 
 bool KernelTemplate::reads_sm_count() const {

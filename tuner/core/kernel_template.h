@@ -10,11 +10,13 @@
 //   // tiletune: block TILE, TILE               (block size x[, y[, z]]; missing ones are 1)
 //   // tiletune: grid ceil_div(N, TILE), ceil_div(M, TILE)
 //   // tiletune: shared 0                       (dynamic shared memory in bytes; default 0)
-//   // tiletune: tile BM, BN                    (the rows and columns of C one block computes, of
-//                                               the parameters alone: for the performance model,
-//                                               where the grid does not count tiles, a persistent
+//   // tiletune: tile BM, BN, BK                (the rows and columns of C one block computes and,
+//                                               optionally, the step it walks K in, of the
+//                                               parameters alone: for the performance model, where
+//                                               the grid does not count tiles (a persistent
 //                                               schedule such as stream-K, whose blocks compute
-//                                               whole tiles; default: none)
+//                                               whole tiles) and where K is not a whole number of
+//                                               steps; default: none)
 //   // tiletune: zero_output SPLIT_K > 1        (the launcher clears C's M x N first, for kernels
 //                                               that add into C; default 0)
 //   // tiletune: precision tf32                 (fp32, tf32 or tf32x3: what the inputs are rounded
@@ -134,6 +136,12 @@ struct Configuration {
   friend bool operator==(const Configuration&, const Configuration&) = default;
 };
 
+// What one block computes (`tile`): rows x columns of C, walking its share of K in steps of depth
+// (1 where the template does not say: no step to round K up to).
+struct BlockTile {
+  std::int64_t rows = 0, columns = 0, depth = 1;
+};
+
 // A declared tensor map, its box still expressions of the configuration.
 struct TensorMapDeclaration {
   char operand = 'A';       // 'A' (K contiguous, M rows) or 'B' (N contiguous, K rows)
@@ -239,7 +247,7 @@ struct KernelTemplate {
   std::array<Expression, 3> grid;
   Expression dynamic_shared_bytes;
   Expression zero_output;
-  std::optional<std::array<Expression, 2>> tile;  // `tile ROWS, COLUMNS`, where declared
+  std::vector<Expression> tile;  // `tile ROWS, COLUMNS[, DEPTH]`: 2 or 3, none where not declared
   Precision precision = Precision::fp32;
   std::string feature_arch;  // "sm_90a", or empty
   // The entry's parameters after the contract's: one per operand, the declarations without op_a=t
@@ -333,9 +341,9 @@ struct KernelTemplate {
                                  const GemmShape& shape) const;
   // Whether grid or zero_output reads SM_COUNT.
   bool reads_sm_count() const;
-  // The declared tile's rows and columns for the configuration; none where the template declares
-  // none. Throws TemplateError where an extent is below 1.
-  std::optional<std::array<std::int64_t, 2>> block_tile(const Configuration& config) const;
+  // The declared tile for the configuration; none where the template declares none. Throws
+  // TemplateError where an extent is below 1.
+  std::optional<BlockTile> block_tile(const Configuration& config) const;
 
   // Parses "TILE=16,PAD=1,SWIZZLE=0" (every parameter once, in any order, each value one of the
   // declared candidates); throws TemplateError naming what is wrong.

@@ -83,9 +83,8 @@ PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, st
       known.static_shared_bytes = choices.front()->static_shared_bytes;
       known.tile_m = tile_along(known.config, 1);
       known.tile_n = tile_along(known.config, 0);
-      if (const auto declared = templ_.parsed->block_tile(known.config)) {
-        known.declared_tile_m = (*declared)[0];
-        known.declared_tile_n = (*declared)[1];
+      if (const std::optional<BlockTile> declared = templ_.parsed->block_tile(known.config)) {
+        known.declared_tile = *declared;
       }
       find_closed_form(known);
       // One set of bindings for all its shapes: only M, N and K change.
@@ -233,6 +232,11 @@ void PerformanceModel::find_closed_form(Known& known) const {
   }
 }
 
+double PerformanceModel::slice_of_k(const Known& c, std::int64_t k, std::uint64_t slices) {
+  const auto depth = std::uint64_t(c.declared_tile.depth);
+  return double(ceil_div(std::uint64_t(k), slices * depth) * depth);
+}
+
 LaunchFeatures PerformanceModel::features_of(const Known& c, double blocks, double work, double tile,
                                              std::uint64_t threads,
                                              std::uint64_t dynamic_shared_bytes) const {
@@ -284,7 +288,7 @@ std::optional<LaunchFeatures> PerformanceModel::launch_features(const Known& c, 
   if (c.closed_form) {
     const double blocks = double(ceil_div(std::uint64_t(shape.n), std::uint64_t(c.tile_n))) *
                           double(ceil_div(std::uint64_t(shape.m), std::uint64_t(c.tile_m))) * c.split;
-    const double work = tile * double(ceil_div(std::uint64_t(shape.k), c.split));
+    const double work = tile * slice_of_k(c, shape.k, c.split);
     return features_of(c, blocks, work, tile, c.threads, c.dynamic_shared_bytes);
   }
   LaunchGeometry geometry;
@@ -297,15 +301,15 @@ std::optional<LaunchFeatures> PerformanceModel::launch_features(const Known& c, 
   }
   const double blocks = double(geometry.grid[0]) * geometry.grid[1] * geometry.grid[2];
   if (tile > 0) {
-    return features_of(c, blocks, tile * double(ceil_div(std::uint64_t(shape.k), geometry.grid[2])),
+    return features_of(c, blocks, tile * slice_of_k(c, shape.k, geometry.grid[2]),
                        tile, geometry.threads_per_block(), geometry.dynamic_shared_bytes);
   }
   // A persistent schedule: the work spread evenly over its blocks, in whole tiles where declared.
   const auto padded = [](std::int64_t size, std::int64_t tile) {
     return double(tile > 0 ? (size + tile - 1) / tile * tile : size);
   };
-  const double mn = padded(shape.m, c.declared_tile_m) * padded(shape.n, c.declared_tile_n);
-  return features_of(c, blocks, mn * double(shape.k) / blocks, mn / blocks,
+  const double mn = padded(shape.m, c.declared_tile.rows) * padded(shape.n, c.declared_tile.columns);
+  return features_of(c, blocks, mn * padded(shape.k, c.declared_tile.depth) / blocks, mn / blocks,
                      geometry.threads_per_block(), geometry.dynamic_shared_bytes);
 }
 

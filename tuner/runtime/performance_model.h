@@ -11,6 +11,7 @@
 // the template's grid (blocks across N and down M: grid.x = ceil(N / tile), grid.y = ceil(M / tile)),
 // and where the grid does not count tiles (a persistent schedule) the work is spread evenly: C's
 // tiles of the template's declared `tile` (whole tiles, as stream-K computes them), else C itself.
+// Where the tile declares the step a block walks K in, each slice of K counts in whole steps.
 //
 // The coefficients, none negative, are fitted per configuration by least squares on the relative
 // error of its recorded times. One recorded at fewer than kOwnFitShapes shapes takes the template's
@@ -40,7 +41,8 @@ inline constexpr int kOwnFitShapes = 5;  // recorded shapes a configuration need
 // The version of what the launch features, and so the coefficients, mean (a bundle's
 // "performance_model"): a carried model of another version is not used, the bundle's choices are
 // fitted again. Raised when launch_features or what the coefficients multiply changes.
-inline constexpr int kPerformanceModelVersion = 2;  // 2: persistent schedules' work in whole tiles
+// 2: persistent schedules' work in whole tiles; 3: K in whole steps of the declared tile's depth
+inline constexpr int kPerformanceModelVersion = 3;
 
 // What one SM holds at most, by compute capability (the CUDA programming guide's table): blocks
 // resident on an SM are limited by these, by the block's registers and by its shared memory.
@@ -114,9 +116,10 @@ class PerformanceModel {
     std::vector<const RecordedChoice*> records;
     int registers = 0, static_shared_bytes = 0;  // as ptxas reported them
     double tile_m = 0, tile_n = 0;  // C's rows and columns a block computes; 0: not read from the grid
-    // The template's declared tile (`tile`), 0 where it declares none: a persistent schedule's
-    // blocks compute whole tiles, so its work is C's padded to them.
-    std::int64_t declared_tile_m = 0, declared_tile_n = 0;
+    // The template's declared tile (`tile`), rows and columns 0 where it declares none: a
+    // persistent schedule's blocks compute whole tiles, so its work is C's padded to them; and a
+    // block walks K in whole steps of its depth.
+    BlockTile declared_tile{0, 0, 1};
     // Where the grid is ceil(N / tile_n) x ceil(M / tile_m) x split at every shape, with threads and
     // dynamic shared memory that do not depend on it: the launch without evaluating expressions.
     bool closed_form = false;
@@ -134,6 +137,9 @@ class PerformanceModel {
   Bindings shape_bindings(const GemmShape& shape) const;
   // The configuration's launch at the shape, on scratch bindings (shape_bindings) it rebinds.
   LaunchGeometry geometry_at(const Configuration& config, const GemmShape& shape, Bindings& scratch) const;
+  // The busiest block's share of K where K is cut into `slices` of whole steps (the declared
+  // tile's depth): only a slice's last step is partial, and it costs as much as a whole one.
+  static double slice_of_k(const Known& c, std::int64_t k, std::uint64_t slices);
   // The features of a launch of `blocks` blocks of `threads`, each `work` multiply-adds and `tile`
   // elements of C.
   LaunchFeatures features_of(const Known& c, double blocks, double work, double tile,

@@ -586,20 +586,33 @@ TEST(KernelTemplate, ACopyUnalignedDeclarationNamesTheOperandWhereItsExpressionH
               HasSubstr("t.cu:6: copy_unaligned B of an operand read through a tensor map"));
 }
 
-// `tile ROWS, COLUMNS`: C's block tile for the performance model, of the parameters alone.
+// `tile ROWS, COLUMNS[, DEPTH]`: C's block tile and its step along K for the performance model, of
+// the parameters alone.
 TEST(KernelTemplate, ADeclaredTileIsOfTheParametersAlone) {
   const std::string base = std::string(kEntry) + kParam + kBlock + kGrid;
+  const auto extents = [](const std::optional<BlockTile>& tile) {
+    return tile ? std::vector<std::int64_t>{tile->rows, tile->columns, tile->depth} : std::vector<std::int64_t>{};
+  };
   const KernelTemplate tmpl = parse_template(base + "// tiletune: tile 32 * T, 64\n", "t.cu");
-  EXPECT_THAT(tmpl.block_tile(tmpl.parse_configuration("T=2")), Optional(ElementsAre(64, 64)));
+  EXPECT_THAT(extents(tmpl.block_tile(tmpl.parse_configuration("T=2"))), ElementsAre(64, 64, 1))
+      << "no depth declared: K in steps of 1";
+  const KernelTemplate deep = parse_template(base + "// tiletune: tile 32, 64, 8 * T\n", "t.cu");
+  EXPECT_THAT(extents(deep.block_tile(deep.parse_configuration("T=2"))), ElementsAre(32, 64, 16));
   EXPECT_EQ(parse_template(base, "t.cu").block_tile(tmpl.parse_configuration("T=2")), std::nullopt);
   EXPECT_THAT(template_error(base + "// tiletune: tile 32, M\n"),
               StartsWith("t.cu:5: expression 'M' reads 'M': 'tile' reads the parameters alone (T)"));
+  EXPECT_THAT(template_error(base + "// tiletune: tile 32, 32, K\n"),
+              StartsWith("t.cu:5: expression 'K' reads 'K': 'tile' reads the parameters alone (T)"));
   EXPECT_THAT(template_error(base + "// tiletune: tile 32\n"),
-              StartsWith("t.cu:5: tile '32' is not two extents"));
+              StartsWith("t.cu:5: tile '32' is not two or three extents"));
+  EXPECT_THAT(template_error(base + "// tiletune: tile 32, 32, 8, 8\n"),
+              StartsWith("t.cu:5: tile '32, 32, 8, 8' is not two or three extents"));
   EXPECT_THAT(template_error(base + "// tiletune: tile 32, 32\n// tiletune: tile 32, 32\n"),
               StartsWith("t.cu:6: duplicate 'tile'"));
   const KernelTemplate empty = parse_template(base + "// tiletune: tile T - 1, 32\n", "t.cu");
   EXPECT_THROW(empty.block_tile(empty.parse_configuration("T=1")), TemplateError);
+  const KernelTemplate shallow = parse_template(base + "// tiletune: tile 32, 32, T - 1\n", "t.cu");
+  EXPECT_THROW(shallow.block_tile(shallow.parse_configuration("T=1")), TemplateError);
 }
 
 TEST(KernelTemplate, BadTensorMapsAreOneLineEach) {

@@ -100,18 +100,24 @@ TEST(PerformanceModel, LaunchFeaturesAreWhatTheLaunchDoesAtTheShape) {
       << "not recorded";
 }
 
-// A template that declares its tile (`tile BM, BN`): a persistent schedule's blocks compute whole
-// tiles, so its work is C padded to them (1000 x 1000 in 64 x 64 tiles: 1024 x 1024); without the
-// declaration the model cannot know the tile and spreads C itself.
-TEST(PerformanceModel, APersistentScheduleOfADeclaredTileWorksOnWholeTiles) {
+// Records of kTiles with its tile declared (`tile` and the extents given).
+Records declaring(const std::string& extents) {
   Records r;
   std::string declared = kTiles;
   const std::string block = "// tiletune: block 128\n";
-  declared.replace(declared.find(block), block.size(), block + "// tiletune: tile BM, BN\n");
+  declared.replace(declared.find(block), block.size(), block + "// tiletune: tile " + extents + "\n");
   RecordedTemplate& t = r.records.templates.front();
   t.source = declared;
   t.parsed = parse_template(declared, "tiles.cu");
   t.source_hash = t.parsed->source_hash;
+  return r;
+}
+
+// A template that declares its tile (`tile BM, BN`): a persistent schedule's blocks compute whole
+// tiles, so its work is C padded to them (1000 x 1000 in 64 x 64 tiles: 1024 x 1024); without the
+// declaration the model cannot know the tile and spreads C itself.
+TEST(PerformanceModel, APersistentScheduleOfADeclaredTileWorksOnWholeTiles) {
+  Records r = declaring("BM, BN");
   r.add(kPersistent, {1024, 1024, 1024}, 1.0);
   const PerformanceModel model(r.records, 0, 0);
   const LaunchFeatures whole = *model.launch_features(kPersistent, {1000, 1000, 512});
@@ -124,6 +130,29 @@ TEST(PerformanceModel, APersistentScheduleOfADeclaredTileWorksOnWholeTiles) {
   const PerformanceModel spread(undeclared.records, 0, 0);
   EXPECT_DOUBLE_EQ((*spread.launch_features(kPersistent, {1000, 1000, 512}))[0],
                    2.0 * 1000 * 1000 * 512 / 264 * 1e-9);
+}
+
+// A tile's depth (`tile BM, BN, 32`): a block walks K in whole steps of 32, a slice of split K too,
+// so K = 100 costs 128; without it K counts as it is.
+TEST(PerformanceModel, ADeclaredDepthCountsKInWholeSteps) {
+  Records r = declaring("BM, BN, 32");
+  for (const std::string& config : {kBig, kSplit, kPersistent}) r.add(config, {1024, 1024, 1024}, 1.0);
+  const PerformanceModel model(r.records, 0, 0);
+  // 8 x 8 blocks of 128 x 128, one a SM: 128 of K each.
+  EXPECT_DOUBLE_EQ((*model.launch_features(kBig, {1000, 1000, 100}))[0], 128.0 * 128 * 128 * 1e-9);
+  // 4 slices of whole steps: ceil(100 / (4 x 32)) = 1 step, 32 of K (not 25) for the busiest.
+  EXPECT_DOUBLE_EQ((*model.launch_features(kSplit, {64, 64, 100}))[0], 32.0 * 32 * 32 * 1e-9);
+  // 4 slices of 2 steps at K = 200: 64 each, though the last slice holds only 8.
+  EXPECT_DOUBLE_EQ((*model.launch_features(kSplit, {64, 64, 200}))[0], 32.0 * 32 * 64 * 1e-9);
+  // The persistent schedule spreads 1024 x 1024 x 128 over its 264 blocks, two on the busiest SM.
+  EXPECT_DOUBLE_EQ((*model.launch_features(kPersistent, {1000, 1000, 100}))[0],
+                   2.0 * 1024 * 1024 * 128 / 264 * 1e-9);
+
+  Records undeclared;
+  for (const std::string& config : {kBig, kSplit}) undeclared.add(config, {1024, 1024, 1024}, 1.0);
+  const PerformanceModel plain(undeclared.records, 0, 0);
+  EXPECT_DOUBLE_EQ((*plain.launch_features(kBig, {1000, 1000, 100}))[0], 128.0 * 128 * 100 * 1e-9);
+  EXPECT_DOUBLE_EQ((*plain.launch_features(kSplit, {64, 64, 100}))[0], 32.0 * 32 * 25 * 1e-9);
 }
 
 TEST(PerformanceModel, SmLimitsFollowTheComputeCapability) {
