@@ -1,4 +1,5 @@
-// What several test files share: an empty folder of the running test's own, aged files and the
+// What several test files share: an empty folder of the running test's own (removed when the
+// test passes, kept for a look when it fails), aged files and the
 // sorted listing of a folder (for caches), and the pid of a process that is gone (for files whose
 // writer must look dead).
 #pragma once
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -16,7 +18,38 @@
 
 namespace tiletune::testing_support {
 
-// $TMPDIR/tiletune-PREFIX-TEST-PID, created empty (whatever an earlier run left is removed).
+// Removes the folders fresh_test_folder made for a test once it has passed; a failed test's are
+// kept, and named, for a look at what it left.
+class TestFolderCleaner : public ::testing::EmptyTestEventListener {
+ public:
+  static TestFolderCleaner& installed() {
+    static TestFolderCleaner* const cleaner = [] {
+      auto* made = new TestFolderCleaner;
+      ::testing::UnitTest::GetInstance()->listeners().Append(made);  // which owns it
+      return made;
+    }();
+    return *cleaner;
+  }
+  void add(const std::filesystem::path& folder) { folders_.push_back(folder); }
+
+  void OnTestEnd(const ::testing::TestInfo& test) override {
+    for (const std::filesystem::path& folder : folders_) {
+      if (test.result()->Failed()) {
+        std::printf("[ kept     ] %s (the test failed)\n", folder.c_str());
+      } else {
+        std::error_code ignored;  // a folder the test removed itself, or one still in use: leave it
+        std::filesystem::remove_all(folder, ignored);
+      }
+    }
+    folders_.clear();
+  }
+
+ private:
+  std::vector<std::filesystem::path> folders_;
+};
+
+// $TMPDIR/tiletune-PREFIX-TEST-PID, created empty (whatever an earlier run left is removed), and
+// removed again when the test passes.
 inline std::filesystem::path fresh_test_folder(const std::string& prefix) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() /
@@ -24,6 +57,7 @@ inline std::filesystem::path fresh_test_folder(const std::string& prefix) {
        "-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  TestFolderCleaner::installed().add(dir);
   return dir;
 }
 
