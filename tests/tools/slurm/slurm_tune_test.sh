@@ -83,7 +83,8 @@ cd "$work"
 refused() {
   local expected=$1 out rc=0
   shift
-  out=$("$wrapper" "$@" 2>&1) || rc=$?
+  # With the tiletune under test, not whichever one the wrapper would find beside the sources.
+  out=$("$wrapper" --tiletune "$tiletune" "$@" 2>&1) || rc=$?
   [ "$rc" = 2 ] && [ "$out" = "tune_on_slurm: $expected" ] ||
     fail "tune_on_slurm $*: exit $rc, '$out' instead of exit 2, '$expected'"
 }
