@@ -2,6 +2,7 @@
 // the row-major Problem and run on the library's template that expects the least time for it.
 #include <tiletune/tiletune.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -20,41 +21,43 @@ class BlasState {
  public:
   explicit BlasState(Library library) : library(std::move(library)) {}
 
-  // The template whose plan expects the least time, among every one the library accepts that
-  // serves the problem (ties: the first name); NoConfiguration, listing why each could not.
+  // The template whose choice expects the least time, among every one the library accepts that
+  // serves the problem (ties: the first name), ranked without loading any kernel; the first of
+  // them that plans. NoConfiguration, listing why each could not.
   Gemm choose(const Problem& problem) const {
-    const Gemm* best = nullptr;
-    Plan best_plan;
-    std::vector<Gemm> gemms;
+    struct Ranked {
+      double ms;  // an unknown time (0: a declared default) ranks after every known one
+      Gemm gemm;
+    };
+    std::vector<Ranked> ranked;
     std::string refused;
     const auto refuse = [&](const std::string& name, const Error& e) {
       refused += fmt::format("{}{}: {}", refused.empty() ? "" : "; ", name, e.what());
     };
-    const std::vector<std::string> names = library.templates();  // sorted: ties go to the first
-    gemms.reserve(names.size());
-    for (const std::string& name : names) {
+    for (const std::string& name : library.templates()) {  // sorted: ties go to the first
       try {
-        gemms.push_back(library.gemm(name));
-        const Plan plan = gemms.back().plan(problem);
-        // An unknown time (0: a declared default) ranks after every known one.
-        const auto rank = [](const Plan& p) {
-          return p.expected_ms > 0 ? p.expected_ms : std::numeric_limits<double>::infinity();
-        };
-        if (best == nullptr || rank(plan) < rank(best_plan)) {
-          best = &gemms.back();
-          best_plan = plan;
-        }
+        Gemm gemm = library.gemm(name);
+        const double ms = gemm.expected_ms(problem);
+        ranked.push_back({ms > 0 ? ms : std::numeric_limits<double>::infinity(), std::move(gemm)});
       } catch (const InvalidProblem&) {
         throw;  // the problem itself, the same for every template
       } catch (const Error& e) {
         refuse(name, e);
       }
     }
-    if (best == nullptr) {
-      throw NoConfiguration(fmt::format("{}: no template serves {} ({})", library.source(),
-                                        problem.to_string(), refused.empty() ? "none recorded" : refused));
+    std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.ms < b.ms; });
+    for (const Ranked& candidate : ranked) {
+      try {
+        candidate.gemm.plan(problem);  // loads its kernel, cached for the calls that run it
+        return candidate.gemm;
+      } catch (const InvalidProblem&) {
+        throw;
+      } catch (const Error& e) {
+        refuse(candidate.gemm.name(), e);
+      }
     }
-    return *best;
+    throw NoConfiguration(fmt::format("{}: no template serves {} ({})", library.source(),
+                                      problem.to_string(), refused.empty() ? "none recorded" : refused));
   }
 
   Library library;

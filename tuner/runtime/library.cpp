@@ -169,7 +169,24 @@ class GemmState {
     return cache_.insert(key, prepare(context, problem));
   }
 
+  // The time the problem's choice in the context expects (0: unknown), found as its plan finds it
+  // but without loading a kernel, timing a trial or recording a miss (Blas ranks templates so).
+  double expected_ms(CUcontext context, const GemmProblem& problem) {
+    const Selected selected = select(context, problem);
+    return expected_ms_of(selected.chosen, problem);
+  }
+
  private:
+  // The choice of a configuration for a problem, and what it was made for.
+  struct Selected {
+    runtime::Selection chosen;
+    const DeviceProperties* device = nullptr;  // the context's GPU; null on the CPU backend
+    int sm_count = 0;
+  };
+  Selected select(CUcontext context, const GemmProblem& problem);
+  // The selection's time for the problem: the model's prediction, else its record's time scaled
+  // by the problem's flops; 0 where no record chose (a declared default).
+  static double expected_ms_of(const runtime::Selection& chosen, const GemmProblem& problem);
   std::shared_ptr<const Prepared> prepare(CUcontext context, const GemmProblem& problem);
 
   // What a first-call trial chose (timed 0: none; why then says why, or is empty).
@@ -212,34 +229,51 @@ GemmState& LibraryState::gemm(const std::string& name) {
   return *gemms_.emplace(name, std::make_unique<GemmState>(*this, *templ)).first->second;
 }
 
-std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const GemmProblem& problem) {
+GemmState::Selected GemmState::select(CUcontext context, const GemmProblem& problem) {
   LibraryState& library = library_;
   const Options& options = library.options;
-  const bool on_gpu = options.backend == Backend::gpu;
-  auto prepared = std::make_shared<Prepared>();
   if (const std::optional<std::string> why = templ_.parsed->unsupported(problem)) {
     throw NoConfiguration(fmt::format("problem {}: {}", problem.to_string(), *why));
   }
-
+  Selected selected;
   runtime::SelectionRequest request;
   request.template_name = templ_.name;
   request.problem = problem;
   request.gpu_name = options.gpu_name;
   request.lowest_precision = options.lowest_precision;
-  const DeviceProperties* device = nullptr;
-  if (on_gpu) {
-    device = &library.gpu().device(context);
-    request.here = runtime::GpuIdentity{device->name, device->cc_major, device->cc_minor};
+  if (options.backend == Backend::gpu) {
+    selected.device = &library.gpu().device(context);
+    request.here = runtime::GpuIdentity{selected.device->name, selected.device->cc_major,
+                                        selected.device->cc_minor};
   }
   // The CPU backend launches with schedule seed 0 (Gemm::run), whose multiprocessor count this is.
-  const int sm_count = on_gpu ? device->sm_count : drawn_sm_count(0);
-  request.sm_count = sm_count;
+  selected.sm_count = selected.device ? selected.device->sm_count : drawn_sm_count(0);
+  request.sm_count = selected.sm_count;
   if (auto found = options.defaults.find(templ_.name); found != options.defaults.end()) {
     request.default_config = found->second;
   }
   if (options.trial_candidates > 1) request.candidates = std::size_t(options.trial_candidates);
-  const runtime::Selection chosen =
-      runtime::select_configuration(library.records(), request, &library.models());
+  selected.chosen = runtime::select_configuration(library.records(), request, &library.models());
+  return selected;
+}
+
+double GemmState::expected_ms_of(const runtime::Selection& chosen, const GemmProblem& problem) {
+  if (chosen.predicted) return chosen.predicted->ms;
+  if (const runtime::RecordedChoice* choice = chosen.choice) {
+    return choice->median_ms * problem.shape.flops() / choice->shape.flops();
+  }
+  return 0;
+}
+
+std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const GemmProblem& problem) {
+  LibraryState& library = library_;
+  const Options& options = library.options;
+  const bool on_gpu = options.backend == Backend::gpu;
+  auto prepared = std::make_shared<Prepared>();
+  const Selected selected = select(context, problem);
+  const runtime::Selection& chosen = selected.chosen;
+  const DeviceProperties* device = selected.device;
+  const int sm_count = selected.sm_count;
 
   // Where the model chose, a first-call trial may choose among its fastest instead. It times C = A *
   // B at the shape (packed where the problem is more): records are kept by shape, and the trial's
@@ -280,9 +314,7 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Gemm
     plan.recorded_N = choice->shape.n;
     plan.recorded_K = choice->shape.k;
     plan.exact = chosen.step == runtime::GpuStep::this_gpu && chosen.exact_shape;
-    plan.expected_ms = chosen.predicted
-                           ? chosen.predicted->ms
-                           : choice->median_ms * problem.shape.flops() / choice->shape.flops();
+    plan.expected_ms = expected_ms_of(chosen, problem);
     plan.fuzz_cases = choice->fuzz_cases;
     if (trial.timed > 0) {
       plan.expected_ms = trial.ms;
@@ -452,6 +484,17 @@ Plan Gemm::plan(const Problem& problem) const {
       context = state_->library().gpu().current_context();
     }
     return state_->prepared(context, p)->plan;
+  });
+}
+
+double Gemm::expected_ms(const Problem& problem) const {
+  return translated([&] {
+    const GemmProblem p = checked(problem);
+    CUcontext context = nullptr;
+    if (state_->library().options.backend == Backend::gpu) {
+      context = state_->library().gpu().current_context();
+    }
+    return state_->expected_ms(context, p);
   });
 }
 

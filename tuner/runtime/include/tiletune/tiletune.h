@@ -166,7 +166,11 @@ class TILETUNE_API Gemm {
 
  private:
   friend class Library;
+  friend class detail::BlasState;  // which ranks the templates by expected_ms, then plans one
   explicit Gemm(std::shared_ptr<detail::GemmState> state);
+  // The time the problem's plan would expect (0: unknown), found as plan finds it but without
+  // loading a kernel, timing a first-call trial or recording a miss. Throws as plan does.
+  double expected_ms(const Problem& problem) const;
   std::shared_ptr<detail::GemmState> state_;
 };
 
@@ -208,8 +212,9 @@ class TILETUNE_API Library {
 //
 // Column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T, so each call is the row-major
 // Problem M = n, N = m, K = k of B and A swapped (ldb and lda, stride_b and stride_a with them),
-// op_a from transb and op_b from transa. It runs on the template whose plan expects the least time
-// (Plan::expected_ms; ties: the template's name) of every template of the library that its
+// op_a from transb and op_b from transa. It runs on the template whose choice expects the least
+// time (the model's prediction, else its record's time scaled: Plan::expected_ms before a trial;
+// ties: the template's name) of every template of the library that its
 // Options::lowest_precision accepts and that serves the problem; the choice is kept per problem.
 //
 // An argument out of range throws InvalidProblem naming it as cuBLAS numbers it (the handle is
@@ -221,9 +226,11 @@ class TILETUNE_API Library {
 // fails where the GPU would. alpha = 0 with k > 0 runs the kernel (A and B are read). A problem
 // no template serves is NoConfiguration, naming why each could not.
 //
-// The first call of a problem plans it on every serving template (each loading its kernel, as
-// Gemm::plan does); later calls of a problem differing only in alpha, beta's value (not whether it
-// is 0), the batch's size or strides reuse the choice.
+// The first call of a problem ranks the serving templates by the time their choice expects, which
+// loads no kernel, then plans the first: only its kernel is loaded, only its first-call trial
+// timed (Options::trial_candidates) and only its miss recorded; should that plan fail, the next
+// is planned. Later calls of a problem differing only in alpha, beta's value (not whether it is
+// 0), the batch's size or strides reuse the choice.
 class TILETUNE_API Blas {
  public:
   explicit Blas(const Library& library);
