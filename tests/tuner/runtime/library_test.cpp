@@ -1102,6 +1102,61 @@ TEST_F(LibraryTest, ARecordTunedForABatchServesItAtItsShape) {
   EXPECT_EQ(gemm.plan(p).config, plain);
 }
 
+// Blas on the GPU (kernels_src's naive, tiled and warp_tiled, recorded on an H100; warp_tiled
+// expected fastest): every transpose pair with alpha, beta and padded leading dimensions at a shape
+// nobody tuned, and a strided batch over a C of NaN (beta 0) whose gaps must stay untouched, each
+// against the column-major reference of cublasSgemm's semantics.
+TEST_F(LibraryGpuTest, BlasComputesWhatCublasWouldForEveryTransposePairAndABatch) {
+  const std::filesystem::path database = folder_ / "contract.db";
+  const GpuRecord h100{kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"};
+  record_one(database, h100, "naive.cu", "BLOCK_X=16,BLOCK_Y=8", {256, 256, 256}, 4);
+  record_one(database, h100, "tiled.cu", "TILE=16,PAD=1,SWIZZLE=0", {256, 256, 256}, 2);
+  record_one(database, h100, "warp_tiled.cu", "BM=64,BN=64,BK=16,TM=8,TN=4,STAGES=2,SWIZZLE=0,SPLIT_K=1,STREAM_K=0",
+             {256, 256, 256}, 1);
+  const Blas blas(Library::open(database.string()));
+  const auto on_gpu = [&](const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& c,
+                          const auto& call) {
+    DeviceBuffer da = DeviceBuffer::from(a), db = DeviceBuffer::from(b), dc = DeviceBuffer::from(c);
+    call(reinterpret_cast<const float*>(da.get()), reinterpret_cast<const float*>(db.get()),
+         reinterpret_cast<float*>(dc.get()));
+    check_cuda(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize");
+    dc.download_into(c);
+  };
+  const std::int64_t m = 301, n = 259, k = 133;
+  for (const char ta : {'N', 'T'}) {
+    for (const char tb : {'N', 'T'}) {
+      const std::int64_t lda = (ta == 'N' ? m : k) + 3, ldb = (tb == 'N' ? k : n) + 1, ldc = m + 2;
+      const std::vector<float> a = random_values(std::size_t(lda * (ta == 'N' ? k : m)), 11);
+      const std::vector<float> b = random_values(std::size_t(ldb * (tb == 'N' ? n : k)), 12);
+      const std::vector<float> before = c_buffer(m, n, ldc, 0, 1, false, 13);
+      std::vector<float> c = before;
+      on_gpu(a, b, c, [&](const float* A, const float* B, float* C) {
+        blas.sgemm(ta, tb, m, n, k, 0.75f, A, lda, B, ldb, -1.5f, C, ldc);
+      });
+      Problem row_major{n, m, k, ldb, lda, ldc};  // what the call is, for the message
+      row_major.op_a = tb == 'T' ? Op::t : Op::n;
+      row_major.op_b = ta == 'T' ? Op::t : Op::n;
+      row_major.alpha = 0.75f;
+      row_major.beta = -1.5f;
+      EXPECT_TRUE(matches_cublas(ta, tb, m, n, k, 0.75f, a, lda, 0, b, ldb, 0, -1.5f, before, c, ldc, 0, 1))
+          << ta << tb << "\n" << blas.plan(row_major).to_string();
+      EXPECT_EQ(blas.plan(row_major).template_name, "warp_tiled");
+    }
+  }
+  const std::int64_t batch = 5, lda = 130, ldb = 70, ldc = 129;
+  const std::int64_t stride_a = lda * 64 + 9, stride_b = ldb * 128 + 3, stride_c = ldc * 70 + 17;
+  const std::vector<float> a = random_values(std::size_t(stride_a * batch), 14);
+  const std::vector<float> b = random_values(std::size_t(stride_b * batch), 15);
+  const std::vector<float> before = c_buffer(128, 70, ldc, stride_c, batch, true, 16);  // NaN: beta 0
+  std::vector<float> c = before;
+  on_gpu(a, b, c, [&](const float* A, const float* B, float* C) {
+    blas.sgemm_strided_batched('N', 'N', 128, 70, 64, 1.f, A, lda, stride_a, B, ldb, stride_b, 0.f, C, ldc,
+                               stride_c, batch);
+  });
+  EXPECT_TRUE(matches_cublas('N', 'N', 128, 70, 64, 1.f, a, lda, stride_a, b, ldb, stride_b, 0.f, before, c, ldc,
+                             stride_c, batch));
+}
+
 TEST_F(LibraryTest, AProblemSaysTheContractBeyondThePlainProduct) {
   Problem p = Problem::packed(8, 4, 2);
   EXPECT_EQ(p.to_string(), "8x4x2 lda=2 ldb=4 ldc=4");
