@@ -99,7 +99,7 @@ std::string choose_gpu(const QueryOptions& options, const RecordSet& records,
                                names.size(), fmt::join(names, ", ")));
 }
 
-// --trial K: the runtime library's first-call trial of the model's K fastest for the answer's
+// --trial K: the runtime library's first-call trial of the model's K candidates for the answer's
 // template, on this GPU (nothing recorded: query only reads). Throws GpuUnavailable without one.
 Plan trial_plan(const QueryOptions& options, const Selection& answer, const GemmProblem& problem) {
   const GpuDevice here;  // without a GPU: GpuUnavailable, exit 3
@@ -310,7 +310,7 @@ void add_query_command(CLI::App& app, int& exit_code) {
       "at a shape not recorded, the nearest recorded shape's fastest, not the performance model's choice");
   nearest->excludes(exact);
   command->add_option("--trial", options->trial,
-                      "on a GPU, at a shape not recorded: time the model's K fastest as the library's "
+                      "on a GPU, at a shape not recorded: time the model's K candidates as the library's "
                       "first-call trial does (Options::trial_candidates) and say which is fastest")
       ->check(CLI::Range(2, 64))->excludes(exact)->excludes(nearest);
   command->callback([options, &exit_code] { exit_code = run(*options); });

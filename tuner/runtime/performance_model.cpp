@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -375,6 +376,27 @@ PerformanceModel::Ranking PerformanceModel::rank(const GemmProblem& problem, std
     else ++ranking.passed_over;
   }
   return ranking;
+}
+
+std::vector<PerformanceModel::Ranked> PerformanceModel::trial_candidates(const GemmProblem& problem,
+                                                                        std::size_t count, int sm_count) const {
+  // Ranked deeper than `count`, so that there are launches to spread over.
+  constexpr std::size_t kDepth = 4;
+  const Ranking ranking = rank(problem, count * kDepth, sm_count);
+  std::vector<Ranked> chosen, passed;
+  std::set<std::array<std::uint64_t, 4>> launches;  // grid and threads of those ranked so far
+  for (const Ranked& candidate : ranking.fastest) {
+    bool fresh = true;  // a launch that cannot be computed counts as one of its own
+    try {
+      const LaunchGeometry g = templ_.parsed->launch_geometry(*configuration(*candidate.config), problem.shape, sm_count);
+      fresh = launches.insert({g.grid[0], g.grid[1], g.grid[2], g.threads_per_block()}).second;
+    } catch (const std::exception&) {
+    }
+    if (chosen.size() < count && (chosen.size() < (count + 1) / 2 || fresh)) chosen.push_back(candidate);
+    else passed.push_back(candidate);
+  }
+  for (std::size_t i = 0; chosen.size() < count && i < passed.size(); ++i) chosen.push_back(passed[i]);
+  return chosen;
 }
 
 const PerformanceModel& PerformanceModels::of(std::size_t gpu, std::size_t templ) {

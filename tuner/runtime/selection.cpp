@@ -263,7 +263,7 @@ class Selector {
   void predict(std::size_t gpu, GpuOutcome& outcome) const {
     const PerformanceModel& model = models_->of(gpu, templ_index_);
     const GemmShape& shape = request_.problem.shape;
-    const PerformanceModel::Ranking ranking = model.rank(request_.problem, std::max<std::size_t>(1, request_.candidates), request_.sm_count);
+    const PerformanceModel::Ranking ranking = model.rank(request_.problem, 1, request_.sm_count);
     outcome.weighed = ranking.predicted;
     outcome.passed_over = ranking.passed_over;
     if (ranking.fastest.empty()) return;
@@ -277,7 +277,11 @@ class Selector {
                                                 std::pair(log_distance(b->shape, shape), b->shape);
                                        });
     outcome.predicted = best;
-    for (const PerformanceModel::Ranked& r : ranking.fastest) outcome.ranked.emplace_back(*r.config, r.prediction);
+    // A first-call trial's candidates, its first the choice.
+    const std::vector<PerformanceModel::Ranked> candidates =
+        request_.candidates > 1 ? model.trial_candidates(request_.problem, request_.candidates, request_.sm_count)
+                                : ranking.fastest;
+    for (const PerformanceModel::Ranked& r : candidates) outcome.ranked.emplace_back(*r.config, r.prediction);
   }
 
   std::string nothing_because(const GpuOutcome& outcome) const {

@@ -55,7 +55,8 @@ struct Options {
   // declares a lower precision fails. The default serves FP32 templates only.
   Precision lowest_precision = Precision::fp32;
   // The first-call trial: at a problem with no record of its own shape on this GPU, where the
-  // performance model chooses, its `trial_candidates` fastest predictions are each timed once
+  // performance model chooses, `trial_candidates` of its fastest predictions (half of them the
+  // fastest, the rest the fastest of launches not yet among them) are each timed once
   // (inside the first plan of the problem, on scratch operands and a stream of the library's own,
   // never the caller's) and the fastest measured serves the problem from then on. With
   // record_misses, the times are kept there: a later process serves the trial's winner without
