@@ -160,6 +160,10 @@ class GemmState {
   const std::string& name() const { return templ_.name; }
   Precision precision() const { return templ_.precision; }
   LibraryState& library() const { return library_; }
+  // The calling thread's CUDA context, which keys the plans (null on the CPU backend).
+  CUcontext context() const {
+    return library_.options.backend == Backend::gpu ? library_.gpu().current_context() : nullptr;
+  }
 
   // The prepared launch for the problem in the context (null on the CPU backend), from the cache
   // or prepared now.
@@ -478,23 +482,15 @@ Precision Gemm::precision() const { return state_->precision(); }
 
 Plan Gemm::plan(const Problem& problem) const {
   return translated([&] {
-    const GemmProblem p = checked(problem);
-    CUcontext context = nullptr;
-    if (state_->library().options.backend == Backend::gpu) {
-      context = state_->library().gpu().current_context();
-    }
-    return state_->prepared(context, p)->plan;
+    const GemmProblem p = checked(problem);  // before the context: a bad problem touches no driver
+    return state_->prepared(state_->context(), p)->plan;
   });
 }
 
 double Gemm::expected_ms(const Problem& problem) const {
   return translated([&] {
     const GemmProblem p = checked(problem);
-    CUcontext context = nullptr;
-    if (state_->library().options.backend == Backend::gpu) {
-      context = state_->library().gpu().current_context();
-    }
-    return state_->expected_ms(context, p);
+    return state_->expected_ms(state_->context(), p);
   });
 }
 
