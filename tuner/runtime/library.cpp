@@ -176,7 +176,7 @@ class GemmState {
   // The time the problem's choice in the context expects (0: unknown), found as its plan finds it
   // but without loading a kernel, timing a trial or recording a miss (Blas ranks templates so).
   double expected_ms(CUcontext context, const GemmProblem& problem) {
-    const Selected selected = select(context, problem);
+    const Selected selected = select(context, problem, 1);
     return expected_ms_of(selected.chosen, problem);
   }
 
@@ -187,7 +187,8 @@ class GemmState {
     const DeviceProperties* device = nullptr;  // the context's GPU; null on the CPU backend
     int sm_count = 0;
   };
-  Selected select(CUcontext context, const GemmProblem& problem);
+  // `candidates`: how many the model names where it chooses (a first-call trial's, else 1).
+  Selected select(CUcontext context, const GemmProblem& problem, std::size_t candidates);
   // The selection's time for the problem: the model's prediction, else its record's time scaled
   // by the problem's flops; 0 where no record chose (a declared default).
   static double expected_ms_of(const runtime::Selection& chosen, const GemmProblem& problem);
@@ -233,7 +234,7 @@ GemmState& LibraryState::gemm(const std::string& name) {
   return *gemms_.emplace(name, std::make_unique<GemmState>(*this, *templ)).first->second;
 }
 
-GemmState::Selected GemmState::select(CUcontext context, const GemmProblem& problem) {
+GemmState::Selected GemmState::select(CUcontext context, const GemmProblem& problem, std::size_t candidates) {
   LibraryState& library = library_;
   const Options& options = library.options;
   if (const std::optional<std::string> why = templ_.parsed->unsupported(problem)) {
@@ -256,7 +257,7 @@ GemmState::Selected GemmState::select(CUcontext context, const GemmProblem& prob
   if (auto found = options.defaults.find(templ_.name); found != options.defaults.end()) {
     request.default_config = found->second;
   }
-  if (options.trial_candidates > 1) request.candidates = std::size_t(options.trial_candidates);
+  request.candidates = candidates;
   selected.chosen = runtime::select_configuration(library.records(), request, &library.models());
   return selected;
 }
@@ -274,7 +275,8 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Gemm
   const Options& options = library.options;
   const bool on_gpu = options.backend == Backend::gpu;
   auto prepared = std::make_shared<Prepared>();
-  const Selected selected = select(context, problem);
+  const Selected selected =
+      select(context, problem, options.trial_candidates > 1 ? std::size_t(options.trial_candidates) : 1);
   const runtime::Selection& chosen = selected.chosen;
   const DeviceProperties* device = selected.device;
   const int sm_count = selected.sm_count;
