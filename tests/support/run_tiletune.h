@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/test_folder.h"
+
 namespace tiletune::testing_tools {
 
 inline const std::filesystem::path kTiletune =
@@ -87,9 +89,8 @@ class TiletuneFolderTest : public ::testing::Test {
   explicit TiletuneFolderTest(std::string prefix) : prefix_(std::move(prefix)) {}
 
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = std::filesystem::temp_directory_path() /
-           (prefix_ + info->name() + "_" + std::to_string(getpid()));
+           (prefix_ + testing_support::running_test_name() + "_" + std::to_string(getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     const std::filesystem::path cache =

@@ -48,13 +48,20 @@ class TestFolderCleaner : public ::testing::EmptyTestEventListener {
   std::vector<std::filesystem::path> folders_;
 };
 
+// The running test's name as one path component: a parameterized test's "Name/2" as "Name-2" (its
+// '/' would make a folder the test's own removal leaves behind).
+inline std::string running_test_name() {
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::replace(name.begin(), name.end(), '/', '-');
+  return name;
+}
+
 // $TMPDIR/tiletune-PREFIX-TEST-PID, created empty (whatever an earlier run left is removed), and
 // removed again when the test passes.
 inline std::filesystem::path fresh_test_folder(const std::string& prefix) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() /
-      ("tiletune-" + prefix + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
-       "-" + std::to_string(getpid()));
+      ("tiletune-" + prefix + "-" + running_test_name() + "-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   TestFolderCleaner::installed().add(dir);

@@ -26,6 +26,7 @@
 
 #include "db/result_store.h"
 #include "tests/support/source_tree.h"
+#include "tests/support/test_folder.h"
 #include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/core/kernel_template.h"
 
@@ -80,9 +81,8 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(fs::exists(kBinary)) << kBinary << " was not built";
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = fs::temp_directory_path() /
-           ("tiletune_cli_" + std::string(info->name()) + "_" + std::to_string(getpid()));
+           ("tiletune_cli_" + testing_support::running_test_name() + "_" + std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
