@@ -373,22 +373,21 @@ PerformanceModel::Ranking PerformanceModel::rank(const GemmProblem& problem, std
                          (known->measured_beyond_limits || tmpl.worth_tuning(values)) &&
                          !tmpl.unsupported(problem, known->config);
     if (may_run) ranking.fastest.push_back(candidate);
-    else ++ranking.passed_over;
+    else if (ranking.fastest.empty()) ++ranking.passed_over;
   }
   return ranking;
 }
 
-std::vector<PerformanceModel::Ranked> PerformanceModel::trial_candidates(const GemmProblem& problem,
-                                                                        std::size_t count, int sm_count) const {
-  // Ranked deeper than `count`, so that there are launches to spread over.
-  constexpr std::size_t kDepth = 4;
-  const Ranking ranking = rank(problem, count * kDepth, sm_count);
+std::vector<PerformanceModel::Ranked> PerformanceModel::trial_candidates(const GemmShape& shape,
+                                                                        const std::vector<Ranked>& ranked,
+                                                                        std::size_t count) const {
   std::vector<Ranked> chosen, passed;
   std::set<std::array<std::uint64_t, 4>> launches;  // grid and threads of those ranked so far
-  for (const Ranked& candidate : ranking.fastest) {
+  Bindings scratch = shape_bindings(shape);
+  for (const Ranked& candidate : ranked) {
     bool fresh = true;  // a launch that cannot be computed counts as one of its own
     try {
-      const LaunchGeometry g = templ_.parsed->launch_geometry(*configuration(*candidate.config), problem.shape, sm_count);
+      const LaunchGeometry g = geometry_at(*configuration(*candidate.config), shape, scratch);
       fresh = launches.insert({g.grid[0], g.grid[1], g.grid[2], g.threads_per_block()}).second;
     } catch (const std::exception&) {
     }

@@ -93,16 +93,19 @@ class PerformanceModel {
   struct Ranking {
     std::vector<Ranked> fastest;
     int predicted = 0;    // configurations with a prediction at the shape
-    int passed_over = 0;  // predicted faster than the last of `fastest`, but may not run it
+    int passed_over = 0;  // predicted faster than the first of `fastest`, but may not run it
   };
   Ranking rank(const GemmProblem& problem, std::size_t count, int sm_count = 0) const;
-  // The `count` candidates a first-call trial times at the problem, of those rank() lets run it:
-  // the fastest half as predicted (the first is the choice), then the fastest of launches (grid
-  // and threads) not yet among them, so that the trial also measures block shapes the model may
-  // misjudge as a whole; filled up in prediction order where distinct launches run out. (At
-  // 257x4099x513 it placed every 32-row tile of warp_tiled 8-25% too fast: the 8 fastest
-  // predictions were all of them, the best 64 x 64 tile the 12th.)
-  std::vector<Ranked> trial_candidates(const GemmProblem& problem, std::size_t count, int sm_count = 0) const;
+  // How much deeper than a first-call trial's count its ranking goes, for launches to spread over.
+  static constexpr std::size_t kTrialDepth = 4;
+  // The `count` candidates a first-call trial times at the shape, from `ranked` (rank()'s fastest,
+  // count x kTrialDepth of them): the fastest half as predicted (the first is the choice), then
+  // the fastest of launches (grid and threads) not yet among them, so that the trial also measures
+  // block shapes the model may misjudge as a whole; filled up in prediction order where distinct
+  // launches run out. (At 257x4099x513 it placed every 32-row tile of warp_tiled 8-25% too fast:
+  // the 8 fastest predictions were all of them, the best 64 x 64 tile the 12th.)
+  std::vector<Ranked> trial_candidates(const GemmShape& shape, const std::vector<Ranked>& ranked,
+                                       std::size_t count) const;
 
   // The configurations it predicts for, in text order.
   const std::map<std::string, ConfigurationModel>& configurations() const { return models_; }

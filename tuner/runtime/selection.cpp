@@ -263,7 +263,10 @@ class Selector {
   void predict(std::size_t gpu, GpuOutcome& outcome) const {
     const PerformanceModel& model = models_->of(gpu, templ_index_);
     const GemmShape& shape = request_.problem.shape;
-    const PerformanceModel::Ranking ranking = model.rank(request_.problem, 1, request_.sm_count);
+    // A first-call trial's candidates come from the same ranking, deeper.
+    const bool trial = request_.candidates > 1;
+    const PerformanceModel::Ranking ranking = model.rank(
+        request_.problem, trial ? request_.candidates * PerformanceModel::kTrialDepth : 1, request_.sm_count);
     outcome.weighed = ranking.predicted;
     outcome.passed_over = ranking.passed_over;
     if (ranking.fastest.empty()) return;
@@ -277,10 +280,9 @@ class Selector {
                                                 std::pair(log_distance(b->shape, shape), b->shape);
                                        });
     outcome.predicted = best;
-    // A first-call trial's candidates, its first the choice.
+    // The trial's candidates, its first the choice.
     const std::vector<PerformanceModel::Ranked> candidates =
-        request_.candidates > 1 ? model.trial_candidates(request_.problem, request_.candidates, request_.sm_count)
-                                : ranking.fastest;
+        trial ? model.trial_candidates(shape, ranking.fastest, request_.candidates) : ranking.fastest;
     for (const PerformanceModel::Ranked& r : candidates) outcome.ranked.emplace_back(*r.config, r.prediction);
   }
 

@@ -288,7 +288,8 @@ TEST(PerformanceModelOnFixture, ATrialSpreadsItsSecondHalfOverLaunchesNotYetAmon
   const GemmProblem problem = GemmProblem::packed(shape);
   const int sms = suite.gpus[gpu].sm_count;
 
-  const std::vector<PerformanceModel::Ranked> trial = model.trial_candidates(problem, 8, sms);
+  const std::vector<PerformanceModel::Ranked> trial =
+      model.trial_candidates(shape, model.rank(problem, 8 * PerformanceModel::kTrialDepth, sms).fastest, 8);
   const std::vector<PerformanceModel::Ranked> fastest = model.rank(problem, 8, sms).fastest;
   ASSERT_EQ(trial.size(), 8u);
   ASSERT_EQ(fastest.size(), 8u);
