@@ -22,10 +22,12 @@
 // the contract's tt_gemm_args comes after the tensor maps, so that their offsets do not move).
 // - op_b = t (B stored N x K) is the layout TF32 wgmma wants: K-major. B's map is then over the
 //   stored N x K matrix (`tensor_map B op_b=t`: K along its rows, a box of 32 k by 128 n, in the
-//   128-byte swizzle, as A's), and B^T's fragments are loaded from that tile
-//   (TransposedFragments: four 4-byte loads a slice where the plain build takes two 8-byte ones,
-//   conflict-free by the choice of which lanes take which of their two columns first). The
-//   stage's bytes shrink by B's padding; the stages keep the plain build's places.
+//   128-byte swizzle, as A's), and wgmma reads both operands from shared memory: each consumer
+//   warpgroup's 64 rows of that tile by a descriptor, as A's tile. No fragments are loaded, and a
+//   step's four k8 slices are one group (on an H200, 8192x768x3072 nt took 110.9 us against 124.9
+//   with B^T's fragments loaded into registers). A lane's two columns of C are then 8 apart, not
+//   adjacent, so its stores are of one float (store_built). The stage's bytes shrink by B's
+//   padding; the stages keep the plain build's places.
 // - op_a = t with op_b = t (A stored K x M, B stored N x K) is the plain product of the swapped
 //   operands, C^T = B A with B (N x K, K-major) as the
 //   shared operand and A (K x M, M-major) as B^T's was: the block's BM rows are C's columns and its
@@ -250,62 +252,37 @@ __device__ __forceinline__ void produce_transposing(const BlockOperands& op, flo
   }
 }
 
-// A transposed B's fragments (op_b = t). The tile is k-major, element (n, k) at offset_a(n, k), so
-// a lane's fragment is four 4-byte loads (rows n_pair and n_pair + 1, k = 8s + t and 8s + t + 4),
-// where the plain build's is two 8-byte ones. Lanes g = lane / 4 of a warp take rows n_pair = 2g
-// (+ 16 warp + 64 wg): loading column n_pair first in all of them, rows 2g and 2g + 8 (g and
-// g + 4) would meet in the swizzle's chunk and bank (a 2-way conflict). So lanes g >= 4 (`flip`)
-// give wgmma's row g column n_pair + 1 and row g + 8 column n_pair: a load then reads rows of 8
-// distinct residues mod 8, 8 distinct chunks, every bank once. Their accumulators come back
-// likewise swapped, which store_built undoes. `first` and `second` are the offsets of (row g's
-// column, k = t) and (row g + 8's, k = t) in the tile; slice s, half h (k + 4h) of each lies at
-// offset ^ (8s + 4h), as the swizzle moves 16-byte chunks within a 128-byte row.
-struct TransposedFragments {
-  int first, second;
+// The lane's two columns of the block's tile of C (`first` and first + kColumnStep) and its rows
+// 8j + 2t + r: where B^T's fragments come from registers, adjacent columns (fragment_columns);
+// where wgmma reads B's K-major tile (op_b = t), its row r is row r of the warpgroup's 64 of the
+// tile, so the lane (g = lane / 4 of warp w) holds columns 16w + g and 16w + g + 8 of them.
+// Either way, acc[4j + 2c + r] is the element of column first + c kColumnStep and row 8j + 2t + r.
+constexpr int kColumnStep = kTransposedB ? 8 : 1;
 
-  __device__ __forceinline__ TransposedFragments(int n_pair, int t, bool flip)
-      : first(offset_a(n_pair + flip, t)), second(offset_a(n_pair + !flip, t)) {}
-
-  __device__ __forceinline__ void load(const float* bs, int s, float (&fragment)[4]) const {
-    fragment[0] = bs[first ^ (8 * s)];
-    fragment[1] = bs[second ^ (8 * s)];
-    fragment[2] = bs[first ^ (8 * s + 4)];
-    fragment[3] = bs[second ^ (8 * s + 4)];
-  }
-};
-
-// issue_half_step (tf32_wgmma_tiles.h) for a transposed B's tile: the map rounded it to TF32.
-__device__ __forceinline__ void issue_half_step_transposed(float (&acc)[kBM / 2], const float* as,
-                                                           const float* bs, int half,
-                                                           const TransposedFragments& lane) {
-  float fragments[2][4];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) lane.load(bs, 2 * half + i, fragments[i]);
-  tt_wgmma_fence();
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    tt_wgmma_tf32<kBM>(acc, fragments[i], tt_wgmma_descriptor(as + 8 * (2 * half + i)));
-  }
-  tt_wgmma_commit();
+__device__ __forceinline__ int first_column(int wg, int thread_in_wg) {
+  if (!kTransposedB) return fragment_columns(wg, thread_in_wg);
+  return 64 * wg + 16 * (thread_in_wg / 32) + thread_in_wg % 32 / 4;
 }
 
-// The store of a build with an epilogue (kBuiltEpilogue), as store_tile_pairs: a lane's two
-// adjacent columns as one 8-byte word where ldc and C allow and both exist, else one at a time;
-// each element act(alpha * acc + beta * C + bias) (tt_built_epilogue: C read only where beta != 0).
-// `flip`: the lane's accumulators of columns n_pair and n_pair + 1 are swapped (op_b = t).
+// The store of a build with an epilogue (kBuiltEpilogue) or a K-major B (op_b = t): a lane's two
+// columns (first_column) as one 8-byte word where they are adjacent, ldc and C allow and both
+// exist, as store_tile_pairs, else one float at a time; each element act(alpha * acc + beta * C +
+// bias) (tt_built_epilogue_with_bias: C read only where beta != 0), each column's bias read once.
 __device__ __forceinline__ void store_built(const BlockOperands& op, float* __restrict__ C, int ldc,
-                                            const float (&acc)[kBM / 2], int n_pair, int t,
-                                            bool flip, const tt_gemm_args& args) {
-  const int rows = op.M - op.m0, cols = op.N - op.n0, col = op.n0 + n_pair;
-  const bool pairs = ldc % 2 == 0 && reinterpret_cast<size_t>(C) % 8 == 0 && n_pair + 1 < cols;
-  float* const corner = C + (size_t)(op.m0 + 2 * t) * ldc + col;
+                                            const float (&acc)[kBM / 2], int first, int t,
+                                            const tt_gemm_args& args) {
+  const int rows = op.M - op.m0, cols = op.N - op.n0, second = first + kColumnStep;
+  const bool pairs = kColumnStep == 1 && ldc % 2 == 0 && reinterpret_cast<size_t>(C) % 8 == 0 &&
+                     second < cols;
+  // (Columns past N are computed from nothing and never stored: the bias has N floats.)
+  const float bias0 = first < cols ? tt_built_bias(op.n0 + first, args) : 0.0f;
+  const float bias1 = second < cols ? tt_built_bias(op.n0 + second, args) : 0.0f;
+  float* const corner = C + (size_t)(op.m0 + 2 * t) * ldc + op.n0 + first;
 #pragma unroll
   for (int j = 0; j < kBM / 8; ++j) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       if (8 * j + 2 * t + r >= rows) continue;
-      const float v0 = flip ? acc[4 * j + r + 2] : acc[4 * j + r];
-      const float v1 = flip ? acc[4 * j + r] : acc[4 * j + r + 2];
       float* const c = corner + (size_t)(8 * j + r) * ldc;
       // C's two elements read (beta only) and the epilogue applied once, whichever store follows:
       // an epilogue in both branches was twice the code (GELU's: past the instruction cache).
@@ -314,18 +291,17 @@ __device__ __forceinline__ void store_built(const BlockOperands& op, float* __re
         if (pairs) {
           c0 = *reinterpret_cast<const float2*>(c);
         } else {
-          if (n_pair < cols) c0.x = c[0];
-          if (n_pair + 1 < cols) c0.y = c[1];
+          if (first < cols) c0.x = c[0];
+          if (second < cols) c0.y = c[kColumnStep];
         }
       }
-      // (Columns past N are computed from nothing and never stored: the bias has N floats.)
-      const float e0 = n_pair < cols ? tt_built_epilogue(v0, &c0.x, col, args) : 0.0f;
-      const float e1 = n_pair + 1 < cols ? tt_built_epilogue(v1, &c0.y, col + 1, args) : 0.0f;
+      const float e0 = tt_built_epilogue_with_bias(acc[4 * j + r], &c0.x, bias0, args);
+      const float e1 = tt_built_epilogue_with_bias(acc[4 * j + r + 2], &c0.y, bias1, args);
       if (pairs) {
         *reinterpret_cast<float2*>(c) = make_float2(e0, e1);
       } else {
-        if (n_pair < cols) c[0] = e0;
-        if (n_pair + 1 < cols) c[1] = e1;
+        if (first < cols) c[0] = e0;
+        if (second < cols) c[kColumnStep] = e1;
       }
     }
   }
@@ -374,12 +350,12 @@ __device__ __forceinline__ void store_swapped(const BlockOperands& op, float* __
 }
 
 // A slice of K's partial product added into C (a split: the launcher cleared C), alpha times it,
-// one atomic add an element. The tile's element (row m0 + 8j + 2t + r, column n0 + n_pair + c) is
-// acc[4j + 2c + r] (c flipped where `flip`, as store_built's), at that place in C or, in a swapped
-// build, at the transposed one (store_swapped's).
+// one atomic add an element. The tile's element (row m0 + 8j + 2t + r, column n0 + first + c
+// kColumnStep) is acc[4j + 2c + r] (first_column), at that place in C or, in a swapped build, at
+// the transposed one (store_swapped's).
 __device__ __forceinline__ void add_partial_tile(const BlockOperands& op, float* __restrict__ C,
-                                                 int ldc, const float (&acc)[kBM / 2], int n_pair,
-                                                 int t, bool flip, const tt_gemm_args& args) {
+                                                 int ldc, const float (&acc)[kBM / 2], int first,
+                                                 int t, const tt_gemm_args& args) {
   const int rows = op.M - op.m0, cols = op.N - op.n0;
 #pragma unroll
   for (int j = 0; j < kBM / 8; ++j) {
@@ -389,9 +365,9 @@ __device__ __forceinline__ void add_partial_tile(const BlockOperands& op, float*
       if (row >= rows) continue;
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
-        const int col = n_pair + c;
+        const int col = first + c * kColumnStep;
         if (col >= cols) continue;
-        const float v = acc[4 * j + 2 * (c ^ flip) + r];
+        const float v = acc[4 * j + 2 * c + r];
         const size_t at = kSwapped ? (size_t)(op.n0 + col) * ldc + op.m0 + row
                                    : (size_t)(op.m0 + row) * ldc + op.n0 + col;
         atomicAdd(C + at, TT_ALPHA ? args.alpha * v : v);
@@ -405,9 +381,7 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
                                         float* shared, StageBarriers& bars, int wg,
                                         int thread_in_wg, const tt_gemm_args& args) {
   const int steps = k_steps(op.K).count;
-  const int n_pair = fragment_columns(wg, thread_in_wg), t = thread_in_wg % 4;
-  const bool flip = kTransposedB && thread_in_wg % 32 >= 16;  // TransposedFragments
-  const TransposedFragments transposed(n_pair, t, flip);
+  const int first = first_column(wg, thread_in_wg), t = thread_in_wg % 4;
   float acc[kBM / 2];
 #pragma unroll
   for (int i = 0; i < kBM / 2; ++i) acc[i] = 0.0f;
@@ -416,32 +390,39 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
     tt_mbarrier_wait(&bars.full[step % kStages], (step / kStages) & 1);
     const float* const as = stage_tile_a(shared, step);
     const float* const bs = stage_tile_b(shared, step);
-    // Two wgmma groups of two k8 slices, each waited for (but the newest) before the next is
-    // issued, so that a slice's register operands are rewritten only once its wgmma is done.
     if (kTransposedB) {
-      issue_half_step_transposed(acc, as, bs, 0, transposed);
+      // Both operands in shared memory: the step's four k8 slices one group, the step before's
+      // waited for.
+      const float* const rows = bs + 64 * wg * kBK;  // the warpgroup's 64 rows of B's tile
+      tt_wgmma_fence();
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        tt_wgmma_tf32_shared<kBM>(acc, tt_wgmma_descriptor(rows + 8 * s), tt_wgmma_descriptor(as + 8 * s));
+      }
+      tt_wgmma_commit();
+      tt_wgmma_wait<1>(acc);
     } else {
-      issue_half_step<false>(acc, as, bs, 0, n_pair, t);
+      // Two wgmma groups of two k8 slices, each waited for (but the newest) before the next is
+      // issued, so that a slice's register operands are rewritten only once its wgmma is done.
+      issue_half_step<false>(acc, as, bs, 0, first, t);
+      tt_wgmma_wait<1>(acc);
     }
-    tt_wgmma_wait<1>(acc);
     // Step - 1's wgmma are all done: its stage goes back to the producer.
     if (step >= 1) tt_mbarrier_arrive(&bars.empty[(step - 1) % kStages]);
-    if (kTransposedB) {
-      issue_half_step_transposed(acc, as, bs, 1, transposed);
-    } else {
-      issue_half_step<false>(acc, as, bs, 1, n_pair, t);
+    if (!kTransposedB) {
+      issue_half_step<false>(acc, as, bs, 1, first, t);
+      tt_wgmma_wait<1>(acc);
     }
-    tt_wgmma_wait<1>(acc);
   }
   tt_wgmma_wait<0>(acc);
   if (kSplitWaves && gridDim.z > 1) {
-    add_partial_tile(op, C, ldc, acc, n_pair, t, flip, args);
+    add_partial_tile(op, C, ldc, acc, first, t, args);
   } else if (kSwapped) {
-    store_swapped(op, C, ldc, acc, n_pair, t, args);
+    store_swapped(op, C, ldc, acc, first, t, args);
   } else if (kBuiltEpilogue || kTransposedB) {
-    store_built(op, C, ldc, acc, n_pair, t, flip, args);
+    store_built(op, C, ldc, acc, first, t, args);
   } else {
-    store_tile_pairs(op, C, ldc, acc, n_pair, t);
+    store_tile_pairs(op, C, ldc, acc, first, t);
   }
 }
 

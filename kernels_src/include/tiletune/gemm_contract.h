@@ -132,14 +132,28 @@ __device__ __forceinline__ float tt_epilogue(float acc, const float* c, int col,
   return tt_activate(tt_scale(acc, c, args), col, args);
 }
 
+// The bias of column col in a build that adds one (else 0, and nothing read). A store that reads
+// each of its columns' bias once, for all the rows it stores of the column, passes it to
+// tt_built_epilogue_with_bias: C's stores might alias the bias, so the compiler cannot keep
+// tt_built_epilogue's read of it from one element to the next.
+__device__ __forceinline__ float tt_built_bias(int col, const tt_gemm_args& args) {
+  return (TT_EPILOGUE & TT_EPILOGUE_BIAS) ? args.bias[col] : 0.0f;
+}
+
+// tt_built_epilogue with the element's column's bias already read (tt_built_bias).
+__device__ __forceinline__ float tt_built_epilogue_with_bias(float acc, const float* c, float bias,
+                                                             const tt_gemm_args& args) {
+  float v = TT_ALPHA ? args.alpha * acc : acc;
+  if (TT_BETA) v += args.beta * *c;
+  if (TT_EPILOGUE & TT_EPILOGUE_BIAS) v += bias;
+  if ((TT_EPILOGUE >> 1) == 1) v = v > 0.0f ? v : 0.0f;
+  if ((TT_EPILOGUE >> 1) == 2) v = tt_gelu(v);
+  return v;
+}
+
 // tt_epilogue as a build that specializes alpha, beta and the epilogue computes it: only what the
 // build's macros ask for, the rest compiled away (the plain build stores acc).
 __device__ __forceinline__ float tt_built_epilogue(float acc, const float* c, int col,
                                                    const tt_gemm_args& args) {
-  float v = TT_ALPHA ? args.alpha * acc : acc;
-  if (TT_BETA) v += args.beta * *c;
-  if (TT_EPILOGUE & TT_EPILOGUE_BIAS) v += args.bias[col];
-  if ((TT_EPILOGUE >> 1) == 1) v = v > 0.0f ? v : 0.0f;
-  if ((TT_EPILOGUE >> 1) == 2) v = tt_gelu(v);
-  return v;
+  return tt_built_epilogue_with_bias(acc, c, tt_built_bias(col, args), args);
 }
