@@ -27,7 +27,7 @@
 //   step's four k8 slices are one group (on an H200, 8192x768x3072 nt took 110.9 us against 124.9
 //   with B^T's fragments loaded into registers). A lane's two columns of C are then 8 apart, not
 //   adjacent, so its stores are of one float (store_built). The stage's bytes shrink by B's
-//   padding; the stages keep the plain build's places.
+//   padding; the stages keep the plain build's places. Its blocks are persistent (kPersistent).
 // - op_a = t with op_b = t (A stored K x M, B stored N x K) is the plain product of the swapped
 //   operands, C^T = B A with B (N x K, K-major) as the
 //   shared operand and A (K x M, M-major) as B^T's was: the block's BM rows are C's columns and its
@@ -99,7 +99,8 @@
 // tiletune: tensor_map B tf32 dense copy_unaligned 136, 32
 // tiletune: tensor_map B op_b=t tf32 swizzle128 copy_unaligned 32, OP_A ? BM : 128
 // tiletune: block 384
-// tiletune: grid ceil_div(OP_A && OP_B ? M : N, 128), ceil_div(OP_A && OP_B ? N : M, BM), SPLIT_WAVES ? max(min(SPLIT_WAVES * SM_COUNT / (ceil_div(M, BM) * ceil_div(N, 128)), ceil_div(K, 256)), 1) : 1
+// (The op_b=t build's blocks are persistent where K is not split: SM_COUNT of them at most.)
+// tiletune: grid OP_B && !OP_A && !SPLIT_WAVES ? min(ceil_div(N, 128) * ceil_div(M, BM), SM_COUNT) : ceil_div(OP_A && OP_B ? M : N, 128), OP_B && !OP_A && !SPLIT_WAVES ? 1 : ceil_div(OP_A && OP_B ? N : M, BM), SPLIT_WAVES ? max(min(SPLIT_WAVES * SM_COUNT / (ceil_div(M, BM) * ceil_div(N, 128)), ceil_div(K, 256)), 1) : 1
 // tiletune: zero_output SPLIT_WAVES > 0 && min(SPLIT_WAVES * SM_COUNT / (ceil_div(M, BM) * ceil_div(N, 128)), ceil_div(K, 256)) > 1
 // tiletune: shared STAGES * (BM * 128 + 32 * 136 * 4) + (OP_A && !OP_B) * 256 * BM + 1024
 
@@ -120,6 +121,12 @@ constexpr int kThreads = 384;
 constexpr bool kSwapped = TT_OP_A && TT_OP_B;
 constexpr bool kTransposedB = TT_OP_B && !TT_OP_A;
 constexpr bool kTransposedA = TT_OP_A && !TT_OP_B;
+// The op_b = t build's blocks are persistent (unless K is split): SM_COUNT blocks at most, each
+// taking every gridDim.x-th tile of the grouped order in turn, so that its producer copies the
+// next tile's first steps while the consumers finish and store the tile before. On an H200 that
+// took 8192x3072x768 nt from 122.7 to 118.5 us; the plain build, whose register operand's loads
+// leave the producer less to hide, lost 1-2% at 4096^3 and 8192x3072x768 (kernels_src/PERFORMANCE.md).
+constexpr bool kPersistent = kTransposedB && !kSplitWaves;
 // A build whose producers transpose A's tile gives them registers for a 4 x 4 block and its
 // addresses (at 40 they spilled), from the consumers.
 constexpr int kProducerRegisters = kTransposedA ? 56 : 40;
@@ -163,14 +170,13 @@ __device__ __forceinline__ KSteps k_steps(int K) {
   return {first, min(steps - first, per_slice)};
 }
 
-// The block's tile of C in the grouped order: block id b (row-major over the grid) is in group
-// b / (GROUP * tiles across); within its group, tiles go down a column of the group's rows (fewer
+// Tile `id` of C in the grouped order: tile id (row-major over the tiles) is in group
+// id / (GROUP * tiles across); within its group, tiles go down a column of the group's rows (fewer
 // in the last group) before the next column.
-__device__ __forceinline__ BlockOperands grouped_block_operands(const float* A, const float* B,
-                                                                int M, int N, int K, int lda,
-                                                                int ldb) {
-  const int tiles_n = gridDim.x, tiles_m = gridDim.y;
-  const int id = blockIdx.y * tiles_n + blockIdx.x;
+__device__ __forceinline__ BlockOperands grouped_block_operands(int id, const float* A,
+                                                                const float* B, int M, int N,
+                                                                int K, int lda, int ldb) {
+  const int tiles_n = ceil_div(N, kBN), tiles_m = ceil_div(M, kBM);
   const int first_row = id / (kGroup * tiles_n) * kGroup;
   const int rows = min(tiles_m - first_row, kGroup), in_group = id % (kGroup * tiles_n);
   return {A, B, M, N, K, lda, ldb, (first_row + in_group % rows) * kBM, in_group / rows * kBN};
@@ -179,18 +185,21 @@ __device__ __forceinline__ BlockOperands grouped_block_operands(const float* A, 
 // The producer (one thread): arms and copies each step's stage once the consumers are done with
 // the step it held before. `map_a` is of the shared operand (A's, or B's swapped) and `map_b` of
 // the register one.
+// `done`: the steps of the block's tiles before this one (a persistent block's stages and their
+// phases run on from tile to tile).
 __device__ __forceinline__ void produce(const BlockOperands& op, float* shared, StageBarriers& bars,
-                                        const tt_tensor_map* map_a, const tt_tensor_map* map_b) {
+                                        const tt_tensor_map* map_a, const tt_tensor_map* map_b,
+                                        int done) {
   const KSteps ks = k_steps(op.K);
-  for (int step = 0; step < ks.count; ++step) {
-    const int stage = step % kStages, k = (ks.first + step) * kBK;
-    if (step >= kStages) tt_mbarrier_wait(&bars.empty[stage], (step / kStages - 1) & 1);
+  for (int s = done; s < done + ks.count; ++s) {
+    const int stage = s % kStages, k = (ks.first + s - done) * kBK;
+    if (s >= kStages) tt_mbarrier_wait(&bars.empty[stage], (s / kStages - 1) & 1);
     tt_mbarrier_arrive_expect_tx(&bars.full[stage], kStageBytes);
-    tt_tensor_copy_2d(stage_tile_a(shared, step), map_a, k, op.m0, &bars.full[stage]);
+    tt_tensor_copy_2d(stage_tile_a(shared, s), map_a, k, op.m0, &bars.full[stage]);
     if (kTransposedB) {  // B stored N x K: k along the map's rows, n across them
-      tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, k, op.n0, &bars.full[stage]);
+      tt_tensor_copy_2d(stage_tile_b(shared, s), map_b, k, op.n0, &bars.full[stage]);
     } else {
-      tt_tensor_copy_2d(stage_tile_b(shared, step), map_b, op.n0, k, &bars.full[stage]);
+      tt_tensor_copy_2d(stage_tile_b(shared, s), map_b, op.n0, k, &bars.full[stage]);
     }
   }
 }
@@ -379,25 +388,26 @@ __device__ __forceinline__ void add_partial_tile(const BlockOperands& op, float*
 // A consumer warpgroup: 64 columns of C (wg 0 or 1), all BM rows, over the block's steps of K.
 __device__ __forceinline__ void consume(const BlockOperands& op, float* __restrict__ C, int ldc,
                                         float* shared, StageBarriers& bars, int wg,
-                                        int thread_in_wg, const tt_gemm_args& args) {
+                                        int thread_in_wg, const tt_gemm_args& args, int done) {
   const int steps = k_steps(op.K).count;
   const int first = first_column(wg, thread_in_wg), t = thread_in_wg % 4;
   float acc[kBM / 2];
 #pragma unroll
   for (int i = 0; i < kBM / 2; ++i) acc[i] = 0.0f;
 
-  for (int step = 0; step < steps; ++step) {
-    tt_mbarrier_wait(&bars.full[step % kStages], (step / kStages) & 1);
-    const float* const as = stage_tile_a(shared, step);
-    const float* const bs = stage_tile_b(shared, step);
+  for (int step = 0, s = done; step < steps; ++step, ++s) {
+    tt_mbarrier_wait(&bars.full[s % kStages], (s / kStages) & 1);
+    const float* const as = stage_tile_a(shared, s);
+    const float* const bs = stage_tile_b(shared, s);
     if (kTransposedB) {
       // Both operands in shared memory: the step's four k8 slices one group, the step before's
       // waited for.
       const float* const rows = bs + 64 * wg * kBK;  // the warpgroup's 64 rows of B's tile
       tt_wgmma_fence();
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        tt_wgmma_tf32_shared<kBM>(acc, tt_wgmma_descriptor(rows + 8 * s), tt_wgmma_descriptor(as + 8 * s));
+      for (int slice = 0; slice < 4; ++slice) {
+        tt_wgmma_tf32_shared<kBM>(acc, tt_wgmma_descriptor(rows + 8 * slice),
+                                  tt_wgmma_descriptor(as + 8 * slice));
       }
       tt_wgmma_commit();
       tt_wgmma_wait<1>(acc);
@@ -408,13 +418,15 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
       tt_wgmma_wait<1>(acc);
     }
     // Step - 1's wgmma are all done: its stage goes back to the producer.
-    if (step >= 1) tt_mbarrier_arrive(&bars.empty[(step - 1) % kStages]);
+    if (step >= 1) tt_mbarrier_arrive(&bars.empty[(s - 1) % kStages]);
     if (!kTransposedB) {
       issue_half_step<false>(acc, as, bs, 1, first, t);
       tt_wgmma_wait<1>(acc);
     }
   }
   tt_wgmma_wait<0>(acc);
+  // The tile's last stage goes back too: a persistent block's next tile uses it.
+  if (kPersistent && steps > 0) tt_mbarrier_arrive(&bars.empty[(done + steps - 1) % kStages]);
   if (kSplitWaves && gridDim.z > 1) {
     add_partial_tile(op, C, ldc, acc, first, t, args);
   } else if (kSwapped) {
@@ -434,9 +446,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ float4 shared_bytes[];
   __shared__ __align__(8) StageBarriers bars;
   float* const shared = tt_shared_align_1024(shared_bytes);
-  // The swapped build multiplies B (N x K) by A (K x M) into C^T (N x M).
-  const BlockOperands op = kSwapped ? grouped_block_operands(B, A, N, M, K, ldb, lda)
-                                    : grouped_block_operands(A, B, M, N, K, lda, ldb);
   if (kSplitWaves && gridDim.z > 1 && k_steps(K).count == 0) return;  // an empty slice adds nothing
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -447,20 +456,37 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     tt_mbarrier_init_fence();
   }
   __syncthreads();
+  // The block's tiles: its own, or (persistent) every gridDim.x-th from blockIdx.x on. The swapped
+  // build multiplies B (N x K) by A (K x M) into C^T (N x M).
+  const int tiles = ceil_div(kSwapped ? M : N, kBN) * ceil_div(kSwapped ? N : M, kBM);
+  const int steps = k_steps(K).count;
+  const auto operands = [&](int tile) {
+    return kSwapped ? grouped_block_operands(tile, B, A, N, M, K, ldb, lda)
+                    : grouped_block_operands(tile, A, B, M, N, K, lda, ldb);
+  };
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     tt_setmaxnreg_dec<kProducerRegisters>();
     if (kTransposedA) {
-      produce_transposing(op, shared, bars, &map_a, &map_b, threadIdx.x);
+      produce_transposing(operands(blockIdx.y * gridDim.x + blockIdx.x), shared, bars, &map_a,
+                          &map_b, threadIdx.x);
     } else if (threadIdx.x == 0) {
-      if (kSwapped) {
-        produce(op, shared, bars, &map_b, &map_a);
-      } else {
-        produce(op, shared, bars, &map_a, &map_b);
+      int tile = kPersistent ? blockIdx.x : blockIdx.y * gridDim.x + blockIdx.x;
+      for (int done = 0;; done += steps, tile += gridDim.x) {
+        if (kSwapped) {
+          produce(operands(tile), shared, bars, &map_b, &map_a, done);
+        } else {
+          produce(operands(tile), shared, bars, &map_a, &map_b, done);
+        }
+        if (!kPersistent || tile + gridDim.x >= tiles) break;
       }
     }
   } else {
     tt_setmaxnreg_inc<kConsumerRegisters>();
-    consume(op, C, ldc, shared, bars, wg - 1, threadIdx.x % 128, args);
+    int tile = kPersistent ? blockIdx.x : blockIdx.y * gridDim.x + blockIdx.x;
+    for (int done = 0;; done += steps, tile += gridDim.x) {
+      consume(operands(tile), C, ldc, shared, bars, wg - 1, threadIdx.x % 128, args, done);
+      if (!kPersistent || tile + gridDim.x >= tiles) break;
+    }
   }
 }
