@@ -31,10 +31,13 @@ void check(int error, const char* what) {
 }
 
 // A pipe whose ends sit above the descriptors the child expects, close-on-exec: dup2 onto 3 and
-// 4 in the child then never meets an end already there, and no other child inherits them.
+// 4 in the child then never meets an end already there, and no other child inherits them. The
+// first ends are close-on-exec from their creation too (pipe2): a worker that another thread
+// spawned between pipe() and close() kept a copy of this one's reply pipe, so that the pool saw
+// this worker's crash only when its request timed out (a flaky FuzzPool test under load).
 void make_pipe(int ends[2]) {
   int raw[2];
-  if (pipe(raw) != 0) fail("pipe", errno);
+  if (pipe2(raw, O_CLOEXEC) != 0) fail("pipe2", errno);
   for (int i = 0; i < 2; ++i) {
     ends[i] = fcntl(raw[i], F_DUPFD_CLOEXEC, 10);
     const int error = errno;
