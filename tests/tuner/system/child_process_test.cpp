@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -177,6 +178,7 @@ TEST(ChildProcess, AFileThatIsNotExecutableCannotBeStarted) {
   } catch (const SpawnError& e) {
     EXPECT_EQ(e.error_number(), EACCES);
   }
+  std::filesystem::remove(path);
 }
 
 }  // namespace
