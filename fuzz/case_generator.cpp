@@ -72,7 +72,6 @@ CaseRequirements::CaseRequirements(const KernelTemplate& tmpl, const Configurati
                                    const Specialization& build)
     : parameters_(tmpl.bindings(config)), contract_(tmpl.supports), specialized_(tmpl.specializes),
       build_(build), requirements_(tmpl.requirements) {
-  keeps_c_ = !tmpl.may_add_into_c(config);
   for (const std::int64_t modulus : remainder_moduli(config)) {
     const std::int64_t multiple = std::lcm(period_, modulus);
     period_ = multiple <= kLargestPeriod ? multiple : std::max(period_, modulus);
@@ -307,7 +306,6 @@ ContractDraw draw_contract(GemmProblem& p, const CaseRequirements& requirements)
   const ContractSupport& supports = requirements.contract();
   const ContractSupport& specialized = requirements.specialized();
   const Specialization& build = requirements.build();
-  const bool keeps_c = requirements.keeps_c();
   ContractDraw draw;
   const std::int64_t extra_a = p.lda - p.shape.k, extra_b = p.ldb - p.shape.n;
   const auto op = [](bool served, bool fixed, Op built) {
@@ -319,8 +317,8 @@ ContractDraw draw_contract(GemmProblem& p, const CaseRequirements& requirements)
   p.lda = p.a_columns() + extra_a;
   p.ldb = p.b_columns() + extra_b;
   if (supports.alpha) p.alpha = draw_scale(1, {-1, 0}, specialized.alpha, build.alpha);
-  if (supports.beta && keeps_c) p.beta = draw_scale(0, {1, -1}, specialized.beta, build.beta);
-  if (supports.epilogue && keeps_c) {
+  if (supports.beta) p.beta = draw_scale(0, {1, -1}, specialized.beta, build.beta);
+  if (supports.epilogue) {
     p.epilogue = specialized.epilogue ? build.epilogue : Epilogue(choice(6));
   }
   if (supports.batch) {

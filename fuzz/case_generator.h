@@ -67,9 +67,6 @@ class CaseRequirements {
   // and beta (0, 1, -1 or any), batches of 1 to 3 with gaps between entries or a broadcast A or B,
   // epilogues with a bias. Each shrinks toward the plain problem.
   const ContractSupport& contract() const { return contract_; }
-  // False where the configuration may add into a cleared C (KernelTemplate::may_add_into_c): it
-  // serves no beta and no epilogue, and its cases draw neither.
-  bool keeps_c() const { return keeps_c_; }
   // The parts fixed by the build, and their values.
   const ContractSupport& specialized() const { return specialized_; }
   const Specialization& build() const { return build_; }
@@ -85,7 +82,6 @@ class CaseRequirements {
   ContractSupport contract_;
   ContractSupport specialized_;
   Specialization build_;
-  bool keeps_c_ = true;
   std::int64_t period_ = 1;  // the tile sizes' least common multiple: a move by it keeps a partial tile
   std::vector<Expression> requirements_;
   std::vector<Conjunct> conjuncts_;

@@ -53,7 +53,7 @@
 // the tiles' blocks over the multiprocessors (one block each fits) and none shorter than 8 steps,
 // so the split follows the shape and the GPU rather than being a fixed count. Every slice adds
 // alpha times its partial product into C (add_partial_tile), which the launcher clears first
-// (zero_output): such a configuration serves no beta and no epilogue. Where the tiles already fill
+// (zero_output); the launcher applies beta and the epilogue in a pass after it. Where the tiles already fill
 // the waves the grid has one slice and the block stores as the plain build does.
 //
 // Hand-over, two mbarriers a stage (<tiletune/tensor_map.h>): FULL, which the producer arms with

@@ -33,6 +33,7 @@
 #include "tuner/core/error_bound.h"
 #include "tuner/pipeline/shape_verifier.h"
 #include "tuner/pipeline/tuning_session.h"
+#include "tuner/runtime/performance_model.h"
 
 namespace tiletune::cli {
 namespace {
@@ -228,15 +229,22 @@ int run(const BenchOptions& options) {
       continue;
     }
     // As the library chooses: the fastest record that serves the problem, of those tuned for its
-    // transposes and batch first, then of the plain product's (a split-K winner serves no
-    // epilogue).
+    // transposes and batch first, then of the plain product's; one that adds into C counts the
+    // pass over C the problem's beta or epilogue costs it (runtime::epilogue_pass_ms), so the
+    // fastest that keeps C is taken where that is cheaper.
     std::optional<std::string> cannot;  // why the fastest recorded cannot serve it
     const ResultRecord fastest = *best;
     best.reset();
+    const double pass_ms = runtime::epilogue_pass_ms(problem);
     for (const TunedFor kind : {problem.tuned_for(), TunedFor{}}) {
       for (const ResultRecord& record : store.ranking(gpu.name, shape, only, precision, kind)) {
         const KernelTemplate& candidate = template_of(record);
         const Configuration candidate_config = candidate.parse_configuration(record.config);
+        const bool adds_into_c = pass_ms > 0 && candidate.may_add_into_c(candidate_config);
+        if (best) {  // the fastest that serves adds into C: one that keeps C may cost less
+          if (adds_into_c) continue;
+          if (record.median_ms >= best->median_ms + pass_ms) break;
+        }
         std::optional<std::string> why = candidate.unsupported(problem, candidate_config);
         if (!why) {
           try {
@@ -245,11 +253,13 @@ int run(const BenchOptions& options) {
             why = e.what();
           }
         }
-        if (!why) {
-          best = record;
-          break;
+        if (why) {
+          if (!cannot && !best) cannot = std::move(why);
+          continue;
         }
-        if (!cannot) cannot = std::move(why);
+        const bool second = best.has_value();
+        best = record;
+        if (second || !adds_into_c) break;
       }
       if (best || kind.plain()) break;
     }

@@ -729,7 +729,9 @@ LaunchGeometry KernelTemplate::launch_geometry(const Configuration& config, cons
                                     "count, and this launch has no GPU to take it from",
                                     name, kSmCountName));
   }
-  return launch_geometry(values, config, shape);
+  LaunchGeometry geometry = launch_geometry(values, config, shape);
+  geometry.epilogue_pass = geometry.zero_output || may_add_into_c(config);
+  return geometry;
 }
 
 LaunchGeometry KernelTemplate::launch_geometry(const Bindings& values, const Configuration& config,
@@ -938,7 +940,7 @@ std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& proble
   // configuration; one that also reads a parameter is the configuration's (below).
   if (specializes.any()) {
     const Specialization build = specialization(problem);
-    const Bindings parts = bindings(build_configuration(Configuration{}, build));
+    const Bindings parts = bindings(with_parts(Configuration{}, build));
     for (const Expression& requirement : requirements) {
       const std::set<std::string>& names = requirement.names();
       const bool parts_only = !names.empty() && std::all_of(names.begin(), names.end(), is_specialized_part);
@@ -954,11 +956,6 @@ std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& proble
 std::optional<std::string> KernelTemplate::unsupported(const GemmProblem& problem,
                                                        const Configuration& config) const {
   if (std::optional<std::string> why = unsupported(problem)) return why;
-  if ((problem.beta != 0 || problem.epilogue != Epilogue::none) && may_add_into_c(config)) {
-    return fmt::format("{} [{}] may add into a cleared C (zero_output '{}'): it serves no beta={} "
-                       "and no epilogue={}", name, config.to_string(), zero_output.text(),
-                       problem.beta, tiletune::to_string(problem.epilogue));
-  }
   if (specializes.any()) {
     const Specialization build = specialization(problem);
     if (const Expression* unmet = unmet_build_requirement(build_configuration(config, build))) {
@@ -1013,8 +1010,20 @@ Specialization KernelTemplate::specialization(const GemmProblem& problem) const 
   return build;
 }
 
+Specialization KernelTemplate::kernel_build(const Configuration& config, Specialization build) const {
+  if ((build.beta || build.epilogue != Epilogue::none) && may_add_into_c(config)) {
+    build.beta = false;
+    build.epilogue = Epilogue::none;
+  }
+  return build;
+}
+
 Configuration KernelTemplate::build_configuration(const Configuration& config,
                                                   const Specialization& build) const {
+  return with_parts(config, kernel_build(config, build));
+}
+
+Configuration KernelTemplate::with_parts(const Configuration& config, const Specialization& build) const {
   Configuration built = config;
   const auto add = [&](std::string_view name, std::int64_t value) {
     if (value != 0) built.values.emplace_back(std::string(name), value);
@@ -1029,15 +1038,14 @@ Configuration KernelTemplate::build_configuration(const Configuration& config,
 }
 
 std::vector<Specialization> KernelTemplate::builds(const Configuration& config) const {
-  const bool keeps_c = !may_add_into_c(config);
   const auto values = [](bool part) { return part ? 2 : 1; };
   std::vector<Specialization> all;
   for (int op_a = 0; op_a < values(specializes.op_a); ++op_a) {
     for (int op_b = 0; op_b < values(specializes.op_b); ++op_b) {
       for (int alpha = 0; alpha < values(specializes.alpha); ++alpha) {
-        for (int beta = 0; beta < values(specializes.beta && keeps_c); ++beta) {
+        for (int beta = 0; beta < values(specializes.beta); ++beta) {
           for (int batch = 0; batch < values(specializes.batch); ++batch) {
-            for (int epilogue = 0; epilogue < (specializes.epilogue && keeps_c ? 6 : 1); ++epilogue) {
+            for (int epilogue = 0; epilogue < (specializes.epilogue ? 6 : 1); ++epilogue) {
               const Specialization build{Op(op_a), Op(op_b), alpha != 0, beta != 0, batch != 0,
                                          Epilogue(epilogue)};
               if (!unmet_build_requirement(build_configuration(config, build))) all.push_back(build);

@@ -197,6 +197,10 @@ struct LaunchGeometry {
   std::array<std::uint32_t, 3> block{1, 1, 1};
   std::uint32_t dynamic_shared_bytes = 0;
   bool zero_output = false;  // C's M x N elements are set to 0 before the kernel runs
+  // The configuration may add into C (KernelTemplate::may_add_into_c): its kernel computes alpha *
+  // op(A) * op(B) alone, and the launcher applies beta and the epilogue in a pass over C after it
+  // (epilogue_pass.h). Set by launch_geometry(config, shape, sm_count), which launches take.
+  bool epilogue_pass = false;
   std::vector<TensorMapBox> tensor_maps;  // passed after the contract's parameters, in order
   // The operands of the copy_unaligned declarations that hold at this launch: copied into aligned
   // rows where theirs are not (as the tensor maps declared copy_unaligned are).
@@ -261,17 +265,25 @@ struct KernelTemplate {
 
   // The problem's values of the specialized parts: the build that serves it.
   Specialization specialization(const GemmProblem& problem) const;
-  // The configuration as that build compiles it: its parameters, then OP_A, OP_B, ALPHA, BETA,
-  // BATCH or EPILOGUE for each specialized value that is not the plain one (so the plain build is the
-  // configuration itself). For compiling only: records name configurations, never builds.
+  // What the configuration's kernel is built as to serve `build`: the build itself, except where
+  // the configuration may add into C (may_add_into_c): there without beta and the epilogue, which
+  // the launcher's pass over C applies (LaunchGeometry::epilogue_pass).
+  Specialization kernel_build(const Configuration& config, Specialization build) const;
+  // The configuration as its kernel for that build compiles (kernel_build): its parameters, then
+  // OP_A, OP_B, ALPHA, BETA, BATCH or EPILOGUE for each specialized value that is not the plain one
+  // (so the plain build is the configuration itself). For compiling only: records name
+  // configurations, never builds.
   Configuration build_configuration(const Configuration& config, const Specialization& build) const;
+  // The configuration with the build's parts as they are (build_configuration without kernel_build).
+  Configuration with_parts(const Configuration& config, const Specialization& build) const;
   // The build that serves the problem: build_configuration(config, specialization(problem)).
   Configuration build_configuration(const Configuration& config, const GemmProblem& problem) const {
     return build_configuration(config, specialization(problem));
   }
   // Every build the configuration has, the plain one first: every combination of the specialized
-  // parts (beta and an epilogue only where it keeps C, !may_add_into_c) that meets the
-  // requirements reading the parts ("require OP_A == 0 || OP_B == 1": no build of op_a=t alone).
+  // parts that meets the requirements reading the parts ("require OP_A == 0 || OP_B == 1": no
+  // build of op_a=t alone). Where the configuration may add into C, the builds with beta or an
+  // epilogue share their kernel with the build without them (kernel_build).
   std::vector<Specialization> builds(const Configuration& config) const;
   // The requirement of a build's parts (and no problem size) that the build (build_configuration's)
   // does not meet, or nullptr.
@@ -280,13 +292,14 @@ struct KernelTemplate {
   // Why this template cannot serve the problem's part of the BLAS contract, in one line
   // ("tiled serves no transposed A (op_a=t) (it supports op_b batch)"), or nothing.
   std::optional<std::string> unsupported(const GemmProblem& problem) const;
-  // The same for one configuration, which also cannot serve beta != 0 or an epilogue where it may
-  // add into a cleared C (may_add_into_c): only a last pass over C could apply them.
+  // The same for one configuration: a build its requirements leave out.
   std::optional<std::string> unsupported(const GemmProblem& problem,
                                          const Configuration& config) const;
   // Whether the configuration's launch may clear C and add into it (split-K, stream-K's shares):
   // its zero_output is not 0 for the parameters alone (short-circuit evaluation, so that
-  // "SPLIT_K > 1 || (STREAM_K > 0 && ...)" is 0 without a problem where both are off).
+  // "SPLIT_K > 1 || (STREAM_K > 0 && ...)" is 0 without a problem where both are off). Such a
+  // kernel cannot read C for beta, nor apply an activation to a partial sum: it serves them
+  // through the launcher's pass (kernel_build, LaunchGeometry::epilogue_pass).
   bool may_add_into_c(const Configuration& config) const;
 
   // What NVRTC compiles for on a GPU whose own target is `device_arch` ("sm_90"): the template's

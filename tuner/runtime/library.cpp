@@ -201,8 +201,10 @@ class GemmState {
     int timed = 0, fuzz_cases = 0;
     std::string why;  // appended to the plan's
   };
+  // `pass_ms`: what a candidate that adds into C pays over the timed product for the caller's
+  // problem (runtime::epilogue_pass_ms), which the trial counts in.
   Trial first_call_trial(CUcontext context, const DeviceProperties* device, const runtime::Selection& chosen,
-                         const GemmProblem& problem);
+                         const GemmProblem& problem, double pass_ms);
   int fuzz_cases_of(const runtime::Selection& chosen, const std::string& config) const;
 
   LibraryState& library_;  // which owns this state
@@ -285,10 +287,11 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Gemm
   // B at the shape (packed where the problem is more): records are kept by shape, and the trial's
   // times are kept as records of its shape.
   const GemmProblem timed = problem.plain() ? problem : GemmProblem::packed(problem.shape);
-  Trial trial = chosen.predicted && options.trial_candidates > 1 ? first_call_trial(context, device, chosen, timed)
-                                                                 : Trial{};
+  Trial trial = chosen.predicted && options.trial_candidates > 1
+                    ? first_call_trial(context, device, chosen, timed, runtime::epilogue_pass_ms(problem))
+                    : Trial{};
   const KernelTemplate& parsed = *templ_.parsed;
-  // An earlier process's winner was found for C = A * B: a split-K one cannot keep this problem's C.
+  // An earlier process's winner was found for C = A * B: it may have no build of this problem.
   if (trial.timed > 0 && parsed.unsupported(problem, parsed.parse_configuration(trial.config))) {
     trial = Trial{};
   }
@@ -313,6 +316,10 @@ std::shared_ptr<const Prepared> GemmState::prepare(CUcontext context, const Gemm
                     ? fmt::format(" (tuned for C = A * B; serves{} at run time)", contract_parts(problem))
                     : fmt::format(" (tuned for C = A * B; serves{} in its build {})", contract_parts(problem),
                                   build.to_string());
+    if (prepared->geometry.epilogue_pass && (problem.beta != 0 || problem.epilogue != Epilogue::none)) {
+      plan.why += "; it adds into C, so its kernel computes alpha * op(A) * op(B) and a pass over C after it "
+                  "applies beta and the epilogue";
+    }
   }
   if (const runtime::RecordedChoice* choice = chosen.choice) {
     plan.gpu = library.records().gpus[choice->gpu].name;
@@ -360,7 +367,8 @@ GpuRecord trial_device_record(const DeviceProperties& device) {
 }
 
 GemmState::Trial GemmState::first_call_trial(CUcontext context, const DeviceProperties* device,
-                                             const runtime::Selection& chosen, const GemmProblem& problem) {
+                                             const runtime::Selection& chosen, const GemmProblem& problem,
+                                             double pass_ms) {
   LibraryState& library = library_;
   const bool on_gpu = device != nullptr;
   const DeviceProperties timed_on = on_gpu ? *device : cpu_backend_device();
@@ -405,8 +413,12 @@ GemmState::Trial GemmState::first_call_trial(CUcontext context, const DeviceProp
     const std::vector<runtime::TrialTime> times =
         on_gpu ? runtime::time_candidates_on_gpu(candidates, problem, std::size_t(device->l2_cache_bytes))
                : runtime::time_candidates_on_cpu(candidates, problem);
-    const auto fastest = std::min_element(times.begin(), times.end(), [](const auto& a, const auto& b) {
-      return a.median_ms < b.median_ms;
+    const auto cost = [&](const runtime::TrialTime& t) {
+      const bool adds = candidates[std::size_t(&t - times.data())].geometry.epilogue_pass;
+      return t.median_ms + (adds ? pass_ms : 0.0);
+    };
+    const auto fastest = std::min_element(times.begin(), times.end(), [&](const auto& a, const auto& b) {
+      return cost(a) < cost(b);
     });
     trial.config = fastest->config;
     trial.ms = fastest->median_ms;

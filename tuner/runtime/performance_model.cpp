@@ -47,6 +47,13 @@ double dot(const LaunchFeatures& a, const LaunchFeatures& b) {
 
 }  // namespace
 
+double epilogue_pass_ms(const GemmProblem& problem) {
+  if (problem.beta == 0 && problem.epilogue == Epilogue::none) return 0;
+  constexpr double kLaunchMs = 2.5e-3, kMsPerMegabyte = 2e-3;
+  const double megabytes = double(problem.batch) * double(problem.shape.m) * double(problem.shape.n) * 4e-6;
+  return kLaunchMs + kMsPerMegabyte * megabytes * (problem.beta != 0 ? 1.5 : 1.0);
+}
+
 SmLimits sm_limits(int cc_major, int cc_minor) {
   SmLimits limits;
   const int cc = cc_major * 10 + cc_minor;
@@ -90,6 +97,7 @@ PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, st
       find_closed_form(known);
       // One set of bindings for all its shapes: only M, N and K change.
       Bindings values = templ_.parsed->bindings(known.config, &choices.front()->shape);
+      known.may_add_into_c = templ_.parsed->may_add_into_c(known.config);
       known.measured_beyond_limits = std::any_of(choices.begin(), choices.end(), [&](const RecordedChoice* c) {
         values.find("M")->second = c->shape.m;
         values.find("N")->second = c->shape.n;
@@ -358,8 +366,13 @@ PerformanceModel::Ranking PerformanceModel::rank(const GemmProblem& problem, std
     }
   }
   ranking.predicted = int(predicted.size());
-  std::sort(predicted.begin(), predicted.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.first.prediction.ms, *a.first.config) < std::tie(b.first.prediction.ms, *b.first.config);
+  // Ranked by what the problem costs: the product, and the pass over C after one that adds into it.
+  const double pass_ms = epilogue_pass_ms(problem);
+  const auto cost = [&](const std::pair<Ranked, const Known*>& p) {
+    return p.first.prediction.ms + (p.second->may_add_into_c ? pass_ms : 0.0);
+  };
+  std::sort(predicted.begin(), predicted.end(), [&](const auto& a, const auto& b) {
+    return std::pair(cost(a), *a.first.config) < std::pair(cost(b), *b.first.config);
   });
   // A recorded configuration meets its template's requirements; only those that read the problem
   // can exclude it. One set of bindings serves every configuration: only the parameters change.

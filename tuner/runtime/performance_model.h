@@ -67,6 +67,13 @@ struct Prediction {
   bool own_fit = false;
 };
 
+// What the launcher's pass over C (epilogue_pass.h) adds to the time of a configuration that may add
+// into C, where the problem asks for beta or an epilogue; 0 where it does not. A second launch
+// after the kernel: on an H200 (.device-carry/gpu_run66.sh) bias_relu cost warp_tiled's split-K and
+// stream-K configurations 2.5 us over the plain product with 16 KB of C to 7 us with 2 MB, about
+// 2.5 us and 2 us a megabyte; where beta is not 0 the pass also reads the scratch.
+double epilogue_pass_ms(const GemmProblem& problem);
+
 class PerformanceModel {
  public:
   // The model of records.templates[templ] on records.gpus[gpu], fitted on their records or the
@@ -81,10 +88,11 @@ class PerformanceModel {
   std::optional<Prediction> predict(const std::string& config, const GemmShape& shape) const;
 
   // The `count` configurations predicted fastest at the problem's shape, fastest first (ties: by
-  // text), of those that may run it there: their requirements admit the problem (checked only
-  // where they read it) and their tuning limits (`tune_if`) admit the shape, unless they were
-  // measured beyond them too, and they serve its part of the BLAS contract (a split-K one cannot
-  // keep C: KernelTemplate::unsupported, SM_COUNT = `sm_count`). Only the fastest predictions are
+  // text; a configuration that may add into C counts the pass over C its beta or epilogue costs,
+  // epilogue_pass_ms, which its prediction leaves out), of those that may run it there: their
+  // requirements admit the problem (checked only where they read it) and their tuning limits
+  // (`tune_if`) admit the shape, unless they were measured beyond them too, and they have its
+  // build (KernelTemplate::unsupported, SM_COUNT = `sm_count`). Only the fastest predictions are
   // checked, until `count` pass: the checks, not the predictions, are what a plan's time goes to.
   struct Ranked {
     const std::string* config = nullptr;
@@ -137,6 +145,7 @@ class PerformanceModel {
     std::uint32_t split = 1;
     std::uint64_t threads = 0, dynamic_shared_bytes = 0;
     bool measured_beyond_limits = false;
+    bool may_add_into_c = false;  // beta and the epilogue then cost the launcher's pass over C
     const ConfigurationModel* model = nullptr;  // in models_; nullptr: it predicts nothing
   };
   // `scratch`: bindings of the shape (and SM_COUNT) that a launch not in closed form rebinds to

@@ -26,7 +26,7 @@ struct PlanKey {
   std::int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   Op op_a = Op::n, op_b = Op::n;
   bool scaled = false;   // alpha != 1
-  bool keeps_c = false;  // beta != 0: C is read (split-K cannot serve it)
+  bool keeps_c = false;  // beta != 0: C is read
   std::int64_t batch = 1;
   Epilogue epilogue = Epilogue::none;
 

@@ -54,7 +54,7 @@ struct GpuOutcome {
   int excluded = 0;              // faster configurations whose requirements exclude the problem
   std::string first_violation;   // the requirement the fastest of those does not meet
   int candidates = 0;            // records of the template looked at
-  int cannot_serve = 0;          // configurations that cannot serve the problem's contract (split-K)
+  int cannot_serve = 0;          // configurations without the build the problem's contract needs
   std::string first_cannot;      // why the first of those cannot
   bool had_exact_shape = false;  // some were at the problem's shape
   // Where the performance model chose: its prediction, how many configurations it predicted for
@@ -203,20 +203,40 @@ class Selector {
       return std::tie(std::get<0>(a), std::get<1>(a), std::get<2>(a)->first) <
              std::tie(std::get<0>(b), std::get<1>(b), std::get<2>(b)->first);
     });
-    const auto fits = [&](const RecordedChoice* c) { return serves(*c, outcome); };
     for (const auto& [other, distance, entry] : order) {
-      const std::vector<const RecordedChoice*>& records = entry->second;
-      const auto found = std::find_if(records.begin(), records.end(), fits);
-      if (found != records.end()) {
-        outcome.choice = *found;
-        break;
-      }
+      if ((outcome.choice = cheapest(entry->second, outcome))) break;
     }
     if (!templ_->parsed) return outcome;
     if (request_.predict && !request_.exact_only && (!outcome.choice || outcome.choice->shape != shape)) {
       predict(gpu, outcome);
     }
     return outcome;
+  }
+
+  // Of one shape's records (fastest first), the one the problem costs least with among those that
+  // fit: the fastest, unless it adds into C and the pass over C that the problem's beta or epilogue
+  // then costs (epilogue_pass_ms) makes the fastest that keeps C cheaper. nullptr: none fits. What
+  // keeps the faster ones from fitting is counted in `outcome`.
+  const RecordedChoice* cheapest(const std::vector<const RecordedChoice*>& records, GpuOutcome& outcome) const {
+    const auto fastest = std::find_if(records.begin(), records.end(),
+                                      [&](const RecordedChoice* c) { return serves(*c, outcome); });
+    if (fastest == records.end()) return nullptr;
+    const double pass_ms = epilogue_pass_ms(request_.problem);
+    if (pass_ms == 0 || !adds_into_c(**fastest)) return *fastest;
+    GpuOutcome slower;  // not counted: they are not faster
+    const auto keeping = std::find_if(fastest + 1, records.end(), [&](const RecordedChoice* c) {
+      return !adds_into_c(*c) && serves(*c, slower);
+    });
+    return keeping != records.end() && (*keeping)->median_ms < (*fastest)->median_ms + pass_ms ? *keeping
+                                                                                                 : *fastest;
+  }
+
+  bool adds_into_c(const RecordedChoice& c) const {
+    try {
+      return templ_->parsed && templ_->parsed->may_add_into_c(templ_->parsed->parse_configuration(c.config));
+    } catch (const TemplateError&) {
+      return false;
+    }
   }
 
   // Whether the recorded configuration may run the problem; what keeps it from it is counted in

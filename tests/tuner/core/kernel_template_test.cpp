@@ -970,7 +970,7 @@ TEST(KernelTemplate, ARequirementOfTheBuildsPartsLeavesBuildsOut) {
 
 // tf32_wgmma_tma's split K follows the shape and the GPU: as many slices as make SPLIT_WAVES waves
 // of the tiles' blocks over the multiprocessors (none under 8 steps of K), C cleared only where it
-// splits, and a configuration that may split serves no beta and no epilogue.
+// splits, and a configuration that may split leaves beta and the epilogue to the launcher's pass.
 TEST(KernelTemplate, TmaSplitsKIntoTheSlicesThatFillTheGpusWaves) {
   const KernelTemplate tmpl = load_template(kTemplates / "tf32_wgmma_tma.cu");
   const Configuration one = tmpl.parse_configuration("BM=64,STAGES=4,GROUP=1,SPLIT_WAVES=1");
@@ -993,10 +993,33 @@ TEST(KernelTemplate, TmaSplitsKIntoTheSlicesThatFillTheGpusWaves) {
 
   EXPECT_TRUE(tmpl.may_add_into_c(one));
   EXPECT_FALSE(tmpl.may_add_into_c(none));
+  // Where it may split, every launch passes over C after the kernel, split or not.
+  EXPECT_TRUE(tmpl.launch_geometry(one, wide, 132).epilogue_pass);
+  EXPECT_FALSE(tmpl.launch_geometry(none, decode, 132).epilogue_pass);
   GemmProblem with_beta = GemmProblem::packed(decode);
   with_beta.beta = 1;
-  EXPECT_THAT(tmpl.unsupported(with_beta, one).value_or(""), HasSubstr("may add into a cleared C"));
+  with_beta.epilogue = Epilogue::bias_gelu;
+  EXPECT_EQ(tmpl.unsupported(with_beta, one), std::nullopt);
   EXPECT_EQ(tmpl.unsupported(with_beta, none), std::nullopt);
+}
+
+// A configuration that may add into C is built without beta and the epilogue, which the launcher's
+// pass applies; its other parts stay in its build, and one that keeps C keeps them all.
+TEST(KernelTemplate, AConfigurationThatMayAddIntoCLeavesBetaAndTheEpilogueToThePass) {
+  const KernelTemplate tmpl = load_template(kTemplates / "warp_tiled.cu");
+  const Configuration split =
+      tmpl.parse_configuration("BM=32,BN=64,BK=16,TM=4,TN=4,STAGES=3,SWIZZLE=0,SPLIT_K=16,STREAM_K=0");
+  const Configuration whole =
+      tmpl.parse_configuration("BM=32,BN=64,BK=16,TM=4,TN=4,STAGES=3,SWIZZLE=0,SPLIT_K=1,STREAM_K=0");
+  const Specialization asked{Op::n, Op::t, true, true, false, Epilogue::bias_relu};
+  EXPECT_EQ(tmpl.kernel_build(split, asked), (Specialization{Op::n, Op::t, true, false, false, Epilogue::none}));
+  EXPECT_EQ(tmpl.kernel_build(whole, asked), asked);
+  EXPECT_EQ(tmpl.build_configuration(split, asked).to_string(),
+            tmpl.with_parts(split, Specialization{Op::n, Op::t, true}).to_string());
+  // Its builds still name every combination: the fuzz draws beta and epilogues for each.
+  const std::vector<Specialization> builds = tmpl.builds(split);
+  EXPECT_EQ(builds.size(), tmpl.builds(whole).size());
+  EXPECT_NE(std::find(builds.begin(), builds.end(), asked), builds.end());
 }
 
 }  // namespace

@@ -991,6 +991,68 @@ TEST_F(BlasTest, ABiasEpilogueRunsThroughGemmRunAndItsBiasIsChecked) {
   }
 }
 
+// Split-K and stream-K configurations add partial sums into a cleared C: the launcher runs their
+// kernel for alpha op(A) op(B) alone (into scratch where beta != 0) and applies beta, the bias and
+// the activation in a pass after it. Their records serve such problems as any other.
+TEST_F(BlasTest, AConfigurationThatAddsIntoCServesBetaAndEpiloguesThroughThePass) {
+  const GpuRecord gpu{kH100, 9, 0, 132, 1980000, 85000000000ull, 13000, "13.0"};
+  const std::pair<std::string, std::string> kinds[] = {
+      {"split_k", "BM=32,BN=64,BK=8,TM=4,TN=4,STAGES=3,SWIZZLE=0,SPLIT_K=4,STREAM_K=0"},
+      {"stream_k", "BM=64,BN=128,BK=16,TM=8,TN=8,STAGES=2,SWIZZLE=0,SPLIT_K=1,STREAM_K=1"}};
+  for (const auto& [kind, config] : kinds) {
+    SCOPED_TRACE(config);
+    const std::filesystem::path database = folder_ / (kind + ".db");
+    record_one(database, gpu, "warp_tiled.cu", config, {64, 64, 64});
+    const Library library = open(database);
+    const Blas blas(library);
+    // Column-major: beta read (a batch with gaps between its entries), then beta 0 over NaN.
+    const std::int64_t m = 70, n = 45, k = 300, batch = 2, lda = m + 1, ldb = k + 2, ldc = m + 3;
+    const std::int64_t stride_a = lda * k + 5, stride_b = ldb * n, stride_c = ldc * n + 7;
+    const std::vector<float> a = random_values(std::size_t(stride_a * batch), 21);
+    const std::vector<float> b = random_values(std::size_t(stride_b * batch), 22);
+    for (const float beta : {0.5f, 0.f}) {
+      const std::vector<float> before = c_buffer(m, n, ldc, stride_c, batch, beta == 0, 23);
+      std::vector<float> c = before;
+      blas.sgemm_strided_batched('N', 'N', m, n, k, -1.25f, a.data(), lda, stride_a, b.data(), ldb, stride_b,
+                                 beta, c.data(), ldc, stride_c, batch);
+      EXPECT_TRUE(matches_cublas('N', 'N', m, n, k, -1.25f, a, lda, stride_a, b, ldb, stride_b, beta, before, c,
+                                 ldc, stride_c, batch));
+    }
+    // Row-major with a bias and GELU over beta C; the padding beyond N stays as it was.
+    const Gemm gemm = library.gemm("warp_tiled");
+    Problem p{41, 37, 290, 292, 39, 40};
+    p.alpha = 1.5f;
+    p.beta = -0.5f;
+    p.epilogue = Epilogue::bias_gelu;
+    const Plan plan = gemm.plan(p);
+    EXPECT_EQ(plan.config, config);
+    EXPECT_NE(plan.why.find("a pass over C after it applies beta and the epilogue"), std::string::npos) << plan.why;
+    const std::vector<float> a2 = random_values(std::size_t(p.M * p.lda), 24), b2 = random_values(std::size_t(p.K * p.ldb), 25);
+    const std::vector<float> bias = random_values(std::size_t(p.N), 26), before = random_values(std::size_t(p.M * p.ldc), 27);
+    std::vector<float> c = before;
+    gemm.run(p, a2.data(), b2.data(), c.data(), nullptr, bias.data());
+    const double u = std::ldexp(1.0, -24), gamma = (p.K + 4) * u / (1 - (p.K + 4) * u);
+    for (std::int64_t i = 0; i < p.M; ++i) {
+      for (std::int64_t j = 0; j < p.ldc; ++j) {
+        const std::size_t at = std::size_t(i * p.ldc + j);
+        if (j >= p.N) {
+          ASSERT_EQ(c[at], before[at]) << "padding written at " << i << "," << j;
+          continue;
+        }
+        double sum = 0, magnitude = std::fabs(bias[std::size_t(j)]) + std::fabs(p.beta * before[at]);
+        for (std::int64_t q = 0; q < p.K; ++q) {
+          const double product = double(a2[std::size_t(i * p.lda + q)]) * b2[std::size_t(q * p.ldb + j)] * p.alpha;
+          sum += product;
+          magnitude += std::fabs(product);
+        }
+        const double x = sum + p.beta * double(before[at]) + bias[std::size_t(j)];
+        const double expected = 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+        ASSERT_NEAR(c[at], expected, gamma * magnitude + 1e-6) << "at " << i << "," << j;
+      }
+    }
+  }
+}
+
 TEST_F(LibraryTest, ATemplateThatServesNoTransposeIsNoConfigurationSayingWhy) {
   const Library library = Library::open(database_.string(), cpu());
   Problem p{64, 64, 64, 64, 64, 64};

@@ -44,9 +44,9 @@ constexpr const char* kGpu = "NVIDIA H200";
 
 struct Records {
   RecordSet records;
-  Records() {
-    RecordedTemplate t{"tiles", "", "tiles.cu", kTiles, std::nullopt};
-    t.parsed = parse_template(kTiles, "tiles.cu");
+  explicit Records(const char* source = kTiles) {
+    RecordedTemplate t{"tiles", "", "tiles.cu", source, std::nullopt};
+    t.parsed = parse_template(source, "tiles.cu");
     t.source_hash = t.parsed->source_hash;
     records.templates.push_back(std::move(t));
     records.gpus.push_back({kGpu, 9, 0, 132, 141'000'000'000ULL});
@@ -263,6 +263,45 @@ TEST(PerformanceModel, TheSelectionTakesTheModelsChoiceWithinTheTuningLimits) {
   EXPECT_FALSE(nearest.predicted);
   EXPECT_EQ(nearest.choice->shape, (GemmShape{2048, 2048, 512}));
   EXPECT_THAT(nearest.why, HasSubstr("nearest recorded shape 2048x2048x512"));
+}
+
+// A configuration that adds into C pays the launcher's pass over C where the problem asks for beta
+// or an epilogue (epilogue_pass_ms): the model ranks it by its prediction and that pass, and its
+// prediction stays the product's.
+TEST(PerformanceModel, TheRankingCountsThePassOverCAgainstAConfigurationThatAddsIntoIt) {
+  const std::string source = std::string(kTiles) + "// tiletune: zero_output SPLIT > 1\n" +
+                             "// tiletune: supports alpha beta epilogue\n";
+  Records seed(source.c_str());
+  for (const std::string& config : {kSmall, kSplit}) seed.add(config, kTraining[0], 1.0);
+  const PerformanceModel features(seed.records, 0, 0);
+  const LaunchFeatures small{0.08, 0.0, 0.002, 0.003, 0.0};
+  Records r(source.c_str());
+  for (const GemmShape& shape : kTraining) {
+    r.add(kSmall, shape, follows(features, kSmall, shape, small));
+    r.add(kSplit, shape, follows(features, kSplit, shape, small));
+  }
+  // Measured beyond its tuning limits at 32 x 1024 x 8192 too (32 tiles), where it splits K.
+  const GemmShape thin{32, 1024, 8192};
+  r.add(kSplit, thin, follows(features, kSplit, thin, small));
+  sort_choices(r.records);
+  const PerformanceModel model(r.records, 0, 0);
+  const GemmShape decode{32, 1024, 6144};  // 32 tiles: SPLIT 4 makes 128 blocks
+  const double split_ms = model.predict(kSplit, decode)->ms, small_ms = model.predict(kSmall, decode)->ms;
+  ASSERT_LT(split_ms, small_ms);
+  GemmProblem problem = GemmProblem::packed(decode);
+  EXPECT_EQ(*model.rank(problem, 1).fastest.front().config, kSplit);
+  problem.epilogue = Epilogue::bias_relu;
+  // The split is faster by less than the pass here (5.1 against 5.5 us, the pass 2.8 us).
+  ASSERT_GT(split_ms + epilogue_pass_ms(problem), small_ms);
+  const PerformanceModel::Ranked first = model.rank(problem, 1).fastest.front();
+  EXPECT_EQ(*first.config, kSmall);
+  EXPECT_DOUBLE_EQ(first.prediction.ms, small_ms);
+  // Over a K eight times as long the split's lead outgrows the pass.
+  const GemmShape longer{32, 1024, 49152};
+  problem.shape = longer;
+  problem.lda = longer.k;
+  ASSERT_LT(model.predict(kSplit, longer)->ms + epilogue_pass_ms(problem), model.predict(kSmall, longer)->ms);
+  EXPECT_EQ(*model.rank(problem, 1).fastest.front().config, kSplit);
 }
 
 // The first-call trial's candidates, on the H200 selection fixture at 257x4099x513, where the model

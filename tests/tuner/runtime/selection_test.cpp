@@ -386,6 +386,46 @@ TEST(Selection, ExactOnlyTakesTheExactShapeOnThisGpuAndNoDefault) {
   EXPECT_THAT(why, Not(HasSubstr("NVIDIA H200")));
 }
 
+// A configuration that adds into C serves beta and the epilogues through the launcher's pass over C,
+// which costs a launch: a problem that asks for one takes the fastest that keeps C where the pass
+// would make the split slower (epilogue_pass_ms), and the split where it stays faster.
+TEST(Selection, APassOverCCountsAgainstAConfigurationThatAddsIntoIt) {
+  constexpr const char* kSplitSource =
+      "// tiletune: name split\n"
+      "// tiletune: entry k\n"
+      "// tiletune: param SPLIT 1 4\n"
+      "// tiletune: block 32\n"
+      "// tiletune: grid ceil_div(N, 32), M, SPLIT\n"
+      "// tiletune: zero_output SPLIT > 1\n"
+      "// tiletune: supports alpha beta epilogue\n"
+      "extern \"C\" __global__ void k() {}\n";
+  RecordSetBuilder b;
+  RecordedTemplate split{"split", "", "split.cu", kSplitSource, std::nullopt};
+  split.parsed = parse_template(kSplitSource, "split.cu");
+  split.source_hash = split.parsed->source_hash;
+  b.records.templates.push_back(std::move(split));
+  const auto h100 = b.gpu("NVIDIA H100 80GB HBM3", 9, 0);
+  const GemmShape thin{64, 4096, 4096};  // 1 MB of C: the pass about 4.6 us
+  b.choice(h100, "SPLIT=4", thin, 0.030, 1);
+  b.choice(h100, "SPLIT=1", thin, 0.033, 1);
+  const GemmShape wide{64, 8192, 4096};
+  b.choice(h100, "SPLIT=4", wide, 0.030, 1);
+  b.choice(h100, "SPLIT=1", wide, 0.040, 1);
+  const RecordSet records = b.done();
+  SelectionRequest request = request_for(GemmProblem::packed(thin));
+  request.template_name = "split";
+  EXPECT_EQ(select_configuration(records, request).config, "SPLIT=4");
+  request.problem.epilogue = Epilogue::bias_relu;
+  EXPECT_EQ(select_configuration(records, request).config, "SPLIT=1");
+  request.problem.epilogue = Epilogue::none;
+  request.problem.beta = 1;
+  EXPECT_EQ(select_configuration(records, request).config, "SPLIT=1");
+  request.problem = GemmProblem::packed(wide);
+  request.problem.epilogue = Epilogue::gelu;
+  EXPECT_EQ(select_configuration(records, request).config, "SPLIT=4");
+  EXPECT_DOUBLE_EQ(epilogue_pass_ms(GemmProblem::packed(wide)), 0);
+}
+
 TEST(Selection, AnUnrecordedTemplateIsNamedWithThoseRecorded) {
   RecordSetBuilder b;
   b.gpu("NVIDIA H100 80GB HBM3", 9, 0);

@@ -20,6 +20,7 @@
 #include "tuner/backend/cpu/sanitizer_runtime.h"
 #include "tuner/backend/cpu/worker_pool.h"
 #include "tuner/backend/entry_contract.h"
+#include "tuner/backend/epilogue_pass.h"
 #include "tuner/backend/operand_staging.h"
 #include "tuner/system/private_files.h"
 
@@ -247,12 +248,19 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
     throw std::logic_error("CpuKernel::launch: a batch through tensor maps");
   }
   check_geometry(geometry);
+  // A kernel that may add into C computes alpha * op(A) * op(B) alone: into scratch where beta is
+  // not 0, and the pass after it applies beta and the epilogue (epilogue_pass.h).
+  const EpiloguePass pass = plan_epilogue_pass(geometry, problem);
+  const GemmProblem& computed = pass.kernel_problem;
+  std::vector<float> scratch(pass.scratch_floats);
+  float* const result = c;  // the caller's C
+  if (!scratch.empty()) c = scratch.data();
   const int m = int(problem.shape.m), n = int(problem.shape.n), k = int(problem.shape.k);
   int lda = int(problem.lda), ldb = int(problem.ldb);
-  const int ldc = int(problem.ldc);
+  const int ldc = int(computed.ldc);
   if (geometry.zero_output) {
-    for (std::int64_t entry = 0; entry < problem.batch; ++entry) {
-      float* const matrix = c + entry * problem.stride_c;
+    for (std::int64_t entry = 0; entry < computed.batch; ++entry) {
+      float* const matrix = c + entry * computed.stride_c;
       for (int row = 0; row < m; ++row) std::fill_n(matrix + std::size_t(row) * ldc, n, 0.0f);
     }
   }
@@ -307,8 +315,8 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
     GemmArguments part = arguments;
     part.a = a + first * problem.stride_a;
     part.b = b + first * problem.stride_b;
-    part.c = c + first * problem.stride_c;
-    part.contract_args = contract_args(problem, bias, entries);
+    part.c = c + first * computed.stride_c;
+    part.contract_args = contract_args(computed, pass.runs ? nullptr : bias, entries);
     std::array<std::uint32_t, 3> grid = geometry.grid;
     grid[2] = std::uint32_t(grid[2] * entries);
     const BlockLaunch launch{&module_, part, grid, geometry.block, schedule_seed,
@@ -319,6 +327,7 @@ void CpuKernel::launch(const LaunchGeometry& geometry, const float* a, const flo
       runner.run(launch, order(position));
     });
   }
+  if (pass.runs) apply_epilogue_pass(pass, problem, c, result, bias);
 }
 
 }  // namespace tiletune

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "tuner/backend/entry_contract.h"
+#include "tuner/backend/epilogue_pass.h"
 #include "tuner/backend/gpu/cubin_elf.h"
 #include "tuner/backend/operand_staging.h"
 
@@ -201,25 +202,33 @@ void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CU
   if (problem.batch > 1 && !geometry.tensor_maps.empty()) {
     throw std::logic_error("enqueue_gemm_launch: a batch through tensor maps");
   }
+  // A kernel that may add into C computes alpha * op(A) * op(B) alone: into scratch where beta is
+  // not 0, and the pass after it applies beta and the epilogue (epilogue_pass.h).
+  const EpiloguePass pass = plan_epilogue_pass(geometry, problem);
+  const GemmProblem& computed = pass.kernel_problem;
+  GemmProblem read = computed;  // the operands as the kernel reads them: copies where staged
+  const OperandStaging plan = plan_operand_staging(geometry, a, b, problem);
+  const std::size_t scratch_offset = (plan.floats + 63) / 64 * 64;  // 256-byte aligned
+  StagingBuffers::Staging reserved{};
+  if (!plan.copies.empty() || pass.scratch_floats > 0) {
+    reserved = staging.reserve(stream, (scratch_offset + pass.scratch_floats) * sizeof(float));
+  }
+  const CUdeviceptr result = c;  // the caller's C
+  if (pass.scratch_floats > 0) c = reserved.buffer + scratch_offset * sizeof(float);
   if (geometry.zero_output) {
-    for (std::int64_t entry = 0; entry < problem.batch; ++entry) {
-      check_cuda(cu.cuMemsetD2D32Async(c + entry * problem.stride_c * sizeof(float),
-                                       problem.ldc * sizeof(float), 0, problem.shape.n,
-                                       problem.shape.m, stream),
+    for (std::int64_t entry = 0; entry < computed.batch; ++entry) {
+      check_cuda(cu.cuMemsetD2D32Async(c + entry * computed.stride_c * sizeof(float),
+                                       computed.ldc * sizeof(float), 0, computed.shape.n,
+                                       computed.shape.m, stream),
                  "cuMemsetD2D32Async(C)");
     }
   }
-  GemmProblem read = problem;  // the operands as the kernel reads them: copies where staged
-  const OperandStaging plan = plan_operand_staging(geometry, a, b, problem);
-  if (!plan.copies.empty()) {
-    const StagingBuffers::Staging reserved = staging.reserve(stream, plan.floats * sizeof(float));
-    for (const OperandCopy& copy : plan.copies) {
-      const bool is_a = copy.operand == 'A';
-      const CUdeviceptr from = is_a ? a : b, to = reserved.buffer + copy.offset * sizeof(float);
-      staging.copier().copy(copy, from, to, reserved.max_pitch, stream);
-      (is_a ? a : b) = to;
-      (is_a ? read.lda : read.ldb) = copy.to_ld;
-    }
+  for (const OperandCopy& copy : plan.copies) {
+    const bool is_a = copy.operand == 'A';
+    const CUdeviceptr from = is_a ? a : b, to = reserved.buffer + copy.offset * sizeof(float);
+    staging.copier().copy(copy, from, to, reserved.max_pitch, stream);
+    (is_a ? a : b) = to;
+    (is_a ? read.lda : read.ldb) = copy.to_ld;
   }
   int m = int(read.shape.m), n = int(read.shape.n), k = int(read.shape.k);
   int lda = int(read.lda), ldb = int(read.ldb), ldc = int(read.ldc);
@@ -238,18 +247,19 @@ void enqueue_gemm_launch(CUfunction function, const LaunchGeometry& geometry, CU
   // The batch runs in z, the template's grid z times over; as many entries a launch as z allows.
   const std::int64_t per_launch = batch_entries_per_launch(geometry.grid[2]);
   const CUdeviceptr a0 = a, b0 = b, c0 = c;
-  for (std::int64_t first = 0; first < problem.batch; first += per_launch) {
-    const std::int64_t entries = std::min(per_launch, problem.batch - first);
-    args = contract_args(problem, reinterpret_cast<const float*>(bias), entries);
-    a = a0 + first * problem.stride_a * sizeof(float);
-    b = b0 + first * problem.stride_b * sizeof(float);
-    c = c0 + first * problem.stride_c * sizeof(float);
+  for (std::int64_t first = 0; first < computed.batch; first += per_launch) {
+    const std::int64_t entries = std::min(per_launch, computed.batch - first);
+    args = contract_args(computed, pass.runs ? nullptr : reinterpret_cast<const float*>(bias), entries);
+    a = a0 + first * computed.stride_a * sizeof(float);
+    b = b0 + first * computed.stride_b * sizeof(float);
+    c = c0 + first * computed.stride_c * sizeof(float);
     check_cuda(cu.cuLaunchKernel(function, geometry.grid[0], geometry.grid[1],
                                  std::uint32_t(geometry.grid[2] * entries), geometry.block[0],
                                  geometry.block[1], geometry.block[2],
                                  geometry.dynamic_shared_bytes, stream, arguments.data(), nullptr),
                "cuLaunchKernel");
   }
+  if (pass.runs) staging.epilogue_pass().run(pass, problem, c0, result, bias, stream);
 }
 
 void GpuKernel::launch(const LaunchGeometry& geometry, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,

@@ -12,6 +12,7 @@
 #include "tuner/backend/entry_contract.h"
 #include "tuner/backend/gpu/cuda_driver.h"
 #include "tuner/backend/gpu/device_buffer.h"
+#include "tuner/backend/gpu/epilogue_pass_kernel.h"
 #include "tuner/backend/gpu/gpu_device.h"
 #include "tuner/backend/gpu/nvrtc_compiler.h"
 #include "tuner/backend/gpu/row_copy.h"
@@ -44,10 +45,13 @@ class StagingBuffers {
   Staging reserve(CUstream stream, std::size_t bytes);
   // What copies the operands into the staging (in this kernel's context). Thread-safe.
   RowCopier& copier() { return copier_; }
+  // What applies beta and the epilogue after a kernel that adds into C (epilogue_pass.h).
+  EpiloguePassKernel& epilogue_pass() { return epilogue_pass_; }
 
  private:
   std::mutex mutex_;
   RowCopier copier_;
+  EpiloguePassKernel epilogue_pass_;
   std::vector<std::pair<CUstream, DeviceBuffer>> buffers_;
   std::size_t max_pitch_ = 0;  // 0 until the first reserve
 };
