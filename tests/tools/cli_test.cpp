@@ -766,6 +766,8 @@ pid_t start_tiletune(const fs::path& dir, const std::vector<std::string>& args, 
   const pid_t pid = fork();
   if (pid == 0) {
     if (chdir(dir.c_str()) != 0) _exit(127);
+    // Its temporary folders inside the test's, so that one a killed tuner leaves goes with it.
+    if (setenv("TMPDIR", dir.c_str(), 1) != 0) _exit(127);
     const std::string out = (dir / (tag + ".out")).string(), err = (dir / (tag + ".err")).string();
     if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(127);
     std::vector<std::string> words{kBinary.string()};
