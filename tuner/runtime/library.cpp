@@ -175,9 +175,13 @@ class GemmState {
 
   // The time the problem's choice in the context expects (0: unknown), found as its plan finds it
   // but without loading a kernel, timing a trial or recording a miss (Blas ranks templates so).
+  // With the pass over C a configuration that adds into it costs the problem (epilogue_pass_ms).
   double expected_ms(CUcontext context, const GemmProblem& problem) {
     const Selected selected = select(context, problem, 1);
-    return expected_ms_of(selected.chosen, problem);
+    const double ms = expected_ms_of(selected.chosen, problem);
+    const KernelTemplate& parsed = *templ_.parsed;
+    const bool adds_into_c = ms > 0 && parsed.may_add_into_c(parsed.parse_configuration(selected.chosen.config));
+    return adds_into_c ? ms + runtime::epilogue_pass_ms(problem) : ms;
   }
 
  private:

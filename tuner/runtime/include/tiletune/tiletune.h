@@ -170,7 +170,8 @@ class TILETUNE_API Gemm {
   friend class detail::BlasState;  // which ranks the templates by expected_ms, then plans one
   explicit Gemm(std::shared_ptr<detail::GemmState> state);
   // The time the problem's plan would expect (0: unknown), found as plan finds it but without
-  // loading a kernel, timing a first-call trial or recording a miss. Throws as plan does.
+  // loading a kernel, timing a first-call trial or recording a miss, and the pass over C after a
+  // kernel that adds into C where the problem has beta or an epilogue. Throws as plan does.
   double expected_ms(const Problem& problem) const;
   std::shared_ptr<detail::GemmState> state_;
 };
