@@ -185,12 +185,11 @@ __device__ __forceinline__ BlockOperands grouped_block_operands(int id, const fl
 // The producer (one thread): arms and copies each step's stage once the consumers are done with
 // the step it held before. `map_a` is of the shared operand (A's, or B's swapped) and `map_b` of
 // the register one.
-// `done`: the steps of the block's tiles before this one (a persistent block's stages and their
-// phases run on from tile to tile).
+// `ks`: the block's steps of K; `done`: the steps of its tiles before this one (a persistent
+// block's stages and their phases run on from tile to tile).
 __device__ __forceinline__ void produce(const BlockOperands& op, float* shared, StageBarriers& bars,
                                         const tt_tensor_map* map_a, const tt_tensor_map* map_b,
-                                        int done) {
-  const KSteps ks = k_steps(op.K);
+                                        KSteps ks, int done) {
   for (int s = done; s < done + ks.count; ++s) {
     const int stage = s % kStages, k = (ks.first + s - done) * kBK;
     if (s >= kStages) tt_mbarrier_wait(&bars.empty[stage], (s / kStages - 1) & 1);
@@ -231,8 +230,7 @@ __device__ __forceinline__ void transpose_raw_tile(const float* raw, float* as, 
 // once every producer is done with the raw buffer, brings the tile kRawBuffers steps on into it.
 __device__ __forceinline__ void produce_transposing(const BlockOperands& op, float* shared,
                                                     StageBarriers& bars, const tt_tensor_map* map_a,
-                                                    const tt_tensor_map* map_b, int tid) {
-  const KSteps ks = k_steps(op.K);
+                                                    const tt_tensor_map* map_b, KSteps ks, int tid) {
   const int steps = ks.count;
   float* const raw = shared + kStages * (kTileA + kTileB);
   const auto copy_raw = [&](int step) {
@@ -385,11 +383,12 @@ __device__ __forceinline__ void add_partial_tile(const BlockOperands& op, float*
   }
 }
 
-// A consumer warpgroup: 64 columns of C (wg 0 or 1), all BM rows, over the block's steps of K.
+// A consumer warpgroup: 64 columns of C (wg 0 or 1), all BM rows, over the block's `steps` steps of K
+// (`done`: those of its tiles before this one, as for produce).
 __device__ __forceinline__ void consume(const BlockOperands& op, float* __restrict__ C, int ldc,
                                         float* shared, StageBarriers& bars, int wg,
-                                        int thread_in_wg, const tt_gemm_args& args, int done) {
-  const int steps = k_steps(op.K).count;
+                                        int thread_in_wg, const tt_gemm_args& args, int steps,
+                                        int done) {
   const int first = first_column(wg, thread_in_wg), t = thread_in_wg % 4;
   float acc[kBM / 2];
 #pragma unroll
@@ -438,6 +437,21 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
   }
 }
 
+// The block's first tile: its own, or (persistent) the first of every gridDim.x-th.
+__device__ __forceinline__ int first_tile() {
+  return kPersistent ? blockIdx.x : blockIdx.y * gridDim.x + blockIdx.x;
+}
+
+// work(operands(tile), done) for each of the block's `tiles` tiles (one but where persistent),
+// `done` the steps of those before it.
+template <class Operands, class Work>
+__device__ __forceinline__ void for_each_tile(int tiles, int steps, const Operands& operands, const Work& work) {
+  for (int tile = first_tile(), done = 0;; tile += gridDim.x, done += steps) {
+    work(operands(tile), done);
+    if (!kPersistent || tile + gridDim.x >= tiles) break;
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     tf32_wgmma_tma_gemm(const float* __restrict__ A, const float* __restrict__ B,
                         float* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc,
@@ -446,7 +460,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ float4 shared_bytes[];
   __shared__ __align__(8) StageBarriers bars;
   float* const shared = tt_shared_align_1024(shared_bytes);
-  if (kSplitWaves && gridDim.z > 1 && k_steps(K).count == 0) return;  // an empty slice adds nothing
+  const KSteps ks = k_steps(K);
+  if (kSplitWaves && gridDim.z > 1 && ks.count == 0) return;  // an empty slice adds nothing
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       tt_mbarrier_init(&bars.full[s], kTransposedA ? 128 : 1);
@@ -456,10 +471,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     tt_mbarrier_init_fence();
   }
   __syncthreads();
-  // The block's tiles: its own, or (persistent) every gridDim.x-th from blockIdx.x on. The swapped
-  // build multiplies B (N x K) by A (K x M) into C^T (N x M).
+  // The swapped build multiplies B (N x K) by A (K x M) into C^T (N x M).
   const int tiles = ceil_div(kSwapped ? M : N, kBN) * ceil_div(kSwapped ? N : M, kBM);
-  const int steps = k_steps(K).count;
   const auto operands = [&](int tile) {
     return kSwapped ? grouped_block_operands(tile, B, A, N, M, K, ldb, lda)
                     : grouped_block_operands(tile, A, B, M, N, K, lda, ldb);
@@ -468,25 +481,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   if (wg == 0) {
     tt_setmaxnreg_dec<kProducerRegisters>();
     if (kTransposedA) {
-      produce_transposing(operands(blockIdx.y * gridDim.x + blockIdx.x), shared, bars, &map_a,
-                          &map_b, threadIdx.x);
+      produce_transposing(operands(first_tile()), shared, bars, &map_a, &map_b, ks, threadIdx.x);
     } else if (threadIdx.x == 0) {
-      int tile = kPersistent ? blockIdx.x : blockIdx.y * gridDim.x + blockIdx.x;
-      for (int done = 0;; done += steps, tile += gridDim.x) {
-        if (kSwapped) {
-          produce(operands(tile), shared, bars, &map_b, &map_a, done);
-        } else {
-          produce(operands(tile), shared, bars, &map_a, &map_b, done);
-        }
-        if (!kPersistent || tile + gridDim.x >= tiles) break;
-      }
+      for_each_tile(tiles, ks.count, operands, [&](const BlockOperands& op, int done) {
+        produce(op, shared, bars, kSwapped ? &map_b : &map_a, kSwapped ? &map_a : &map_b, ks, done);
+      });
     }
   } else {
     tt_setmaxnreg_inc<kConsumerRegisters>();
-    int tile = kPersistent ? blockIdx.x : blockIdx.y * gridDim.x + blockIdx.x;
-    for (int done = 0;; done += steps, tile += gridDim.x) {
-      consume(operands(tile), C, ldc, shared, bars, wg - 1, threadIdx.x % 128, args, done);
-      if (!kPersistent || tile + gridDim.x >= tiles) break;
-    }
+    for_each_tile(tiles, ks.count, operands, [&](const BlockOperands& op, int done) {
+      consume(op, C, ldc, shared, bars, wg - 1, threadIdx.x % 128, args, ks.count, done);
+    });
   }
 }
