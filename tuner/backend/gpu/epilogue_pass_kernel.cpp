@@ -4,10 +4,7 @@
 #include <cstdint>
 
 #include "tuner/backend/backend_errors.h"
-#include "tuner/backend/device_properties.h"
 #include "tuner/backend/entry_contract.h"
-#include "tuner/backend/gpu/nvrtc_compiler.h"
-#include "tuner/core/device_library.h"
 
 namespace tiletune {
 
@@ -36,39 +33,12 @@ constexpr std::int64_t kPassMostBlocks = 65535;  // along grid y and z
 
 }  // namespace
 
-EpiloguePassKernel::~EpiloguePassKernel() {
-  if (module_ != nullptr) cuda_driver().cuModuleUnload(module_);
-}
-
-void EpiloguePassKernel::load() {
-  const CudaDriver& cu = cuda_driver();
-  CUdevice device = 0;
-  DeviceProperties gpu;
-  if (cu.cuCtxGetDevice(&device) != CUDA_SUCCESS ||
-      cu.cuDeviceGetAttribute(&gpu.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) != CUDA_SUCCESS ||
-      cu.cuDeviceGetAttribute(&gpu.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) != CUDA_SUCCESS) {
-    why_not_ = "no current CUDA device";
-    return;
-  }
-  try {
-    const CompiledKernelImage& image =
-        compile_cuda_source_once(inline_device_library(kEpiloguePassSource), "tiletune_epilogue_pass.cu",
-                                 gpu.arch(), "tiletune_epilogue_pass", "the epilogue pass kernel");
-    check_cuda(cu.cuModuleLoadData(&module_, image.cubin.data()), "cuModuleLoadData(epilogue pass)");
-    check_cuda(cu.cuModuleGetFunction(&function_, module_, "tiletune_epilogue_pass"),
-               "cuModuleGetFunction(tiletune_epilogue_pass)");
-  } catch (const std::exception& e) {
-    function_ = nullptr;
-    why_not_ = e.what();
-  }
-}
-
 void EpiloguePassKernel::run(const EpiloguePass& pass, const GemmProblem& problem, CUdeviceptr s,
                              CUdeviceptr c, CUdeviceptr bias, CUstream stream) {
-  std::call_once(loaded_, [this] { load(); });
-  if (function_ == nullptr) {
+  CUfunction function = kernel_.function();
+  if (function == nullptr) {
     throw LaunchError("the pass that applies beta and the epilogue after a kernel that adds into C "
-                      "cannot be compiled: " + why_not_);
+                      "cannot be had: " + kernel_.why_not());
   }
   const GemmProblem& written = pass.kernel_problem;
   long long rows = problem.shape.m, columns = problem.shape.n, s_ld = written.ldc,
@@ -80,7 +50,7 @@ void EpiloguePassKernel::run(const EpiloguePass& pass, const GemmProblem& proble
   const auto blocks_x = std::uint32_t((columns + kPassThreads - 1) / kPassThreads);
   const auto blocks_y = std::uint32_t(std::min<std::int64_t>(rows, kPassMostBlocks));
   const auto blocks_z = std::uint32_t(std::min<std::int64_t>(entries, kPassMostBlocks));
-  check_cuda(cuda_driver().cuLaunchKernel(function_, blocks_x, blocks_y, blocks_z, kPassThreads, 1, 1, 0, stream,
+  check_cuda(cuda_driver().cuLaunchKernel(function, blocks_x, blocks_y, blocks_z, kPassThreads, 1, 1, 0, stream,
                                           arguments, nullptr),
              "cuLaunchKernel(epilogue pass)");
 }

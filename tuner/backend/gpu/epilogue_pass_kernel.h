@@ -4,25 +4,19 @@
 // per process and architecture.
 #pragma once
 
-#include <mutex>
-
 #include "tuner/backend/epilogue_pass.h"
 #include "tuner/backend/gpu/cuda_driver.h"
+#include "tuner/backend/gpu/own_kernel.h"
 
 namespace tiletune {
 
 // The pass kernel's CUDA source (entry tiletune_epilogue_pass), for tests that compile it.
 extern const char* const kEpiloguePassSource;
 
-// Passes in one CUDA context: the kernel's module is loaded into the context current at the first
-// pass and used on every later one, so one EpiloguePassKernel belongs to one context (GpuKernel's).
+// Passes in one CUDA context (the kernel's module is loaded into the context current at the first
+// pass, as OwnKernel's are): one EpiloguePassKernel belongs to one context (GpuKernel's).
 class EpiloguePassKernel {
  public:
-  EpiloguePassKernel() = default;
-  ~EpiloguePassKernel();
-  EpiloguePassKernel(const EpiloguePassKernel&) = delete;
-  EpiloguePassKernel& operator=(const EpiloguePassKernel&) = delete;
-
   // Enqueues the pass over every entry of the problem's C at `c` from what the kernel wrote at `s`
   // (laid out as pass.kernel_problem says; `s` is `c` where beta is 0) on `stream`. Throws
   // LaunchError where the kernel cannot be had (no NVRTC here), CudaError when the launch is refused.
@@ -30,12 +24,8 @@ class EpiloguePassKernel {
            CUdeviceptr bias, CUstream stream);
 
  private:
-  void load();  // the kernel into the current context; why_not_ says why where it cannot be had
-
-  std::once_flag loaded_;
-  CUmodule module_ = nullptr;
-  CUfunction function_ = nullptr;
-  std::string why_not_;
+  OwnKernel kernel_{kEpiloguePassSource, "tiletune_epilogue_pass.cu", "tiletune_epilogue_pass",
+                    "the epilogue pass kernel"};
 };
 
 }  // namespace tiletune

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "tuner/backend/device_properties.h"
-#include "tuner/backend/gpu/nvrtc_compiler.h"
 
 namespace tiletune {
 
@@ -63,36 +61,10 @@ void driver_copy(const OperandCopy& copy, CUdeviceptr from, CUdeviceptr to, std:
 
 }  // namespace
 
-RowCopier::~RowCopier() {
-  if (module_ != nullptr) cuda_driver().cuModuleUnload(module_);
-}
-
-void RowCopier::load() {
-  const CudaDriver& cu = cuda_driver();
-  CUdevice device = 0;
-  DeviceProperties gpu;
-  if (cu.cuCtxGetDevice(&device) != CUDA_SUCCESS ||
-      cu.cuDeviceGetAttribute(&gpu.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) != CUDA_SUCCESS ||
-      cu.cuDeviceGetAttribute(&gpu.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) != CUDA_SUCCESS) {
-    return;
-  }
-  const CompiledKernelImage* image = nullptr;
-  try {
-    image = &compile_cuda_source_once(kRowCopySource, "tiletune_copy_rows.cu", gpu.arch(),
-                                      "tiletune_copy_rows", "the operand copy kernel");
-  } catch (const std::exception&) {
-    return;  // no NVRTC here (or none for this GPU): the driver's copy serves
-  }
-  if (cu.cuModuleLoadData(&module_, image->cubin.data()) != CUDA_SUCCESS) return;
-  if (cu.cuModuleGetFunction(&function_, module_, "tiletune_copy_rows") != CUDA_SUCCESS) {
-    function_ = nullptr;
-  }
-}
-
 void RowCopier::copy(const OperandCopy& copy, CUdeviceptr from, CUdeviceptr to,
                      std::size_t max_pitch, CUstream stream) {
-  std::call_once(loaded_, [this] { load(); });
-  if (function_ == nullptr) {
+  CUfunction function = kernel_.function();
+  if (function == nullptr) {
     driver_copy(copy, from, to, max_pitch, stream);
     return;
   }
@@ -101,7 +73,7 @@ void RowCopier::copy(const OperandCopy& copy, CUdeviceptr from, CUdeviceptr to,
   const auto words = std::uint64_t(copy.to_ld) / 4;
   const auto blocks_x = std::uint32_t((words + kThreads - 1) / kThreads);
   const auto blocks_y = std::uint32_t(std::min<std::int64_t>(copy.rows, 65535));
-  check_cuda(cuda_driver().cuLaunchKernel(function_, blocks_x, blocks_y, 1, kThreads, 1, 1, 0, stream,
+  check_cuda(cuda_driver().cuLaunchKernel(function, blocks_x, blocks_y, 1, kThreads, 1, 1, 0, stream,
                                           arguments, nullptr),
              copy.operand == 'A' ? "cuLaunchKernel(copy of A into aligned rows)"
                                  : "cuLaunchKernel(copy of B into aligned rows)");

@@ -9,10 +9,10 @@
 #pragma once
 
 #include <cstddef>
-#include <mutex>
 #include <string>
 
 #include "tuner/backend/gpu/cuda_driver.h"
+#include "tuner/backend/gpu/own_kernel.h"
 #include "tuner/backend/operand_staging.h"
 
 namespace tiletune {
@@ -24,11 +24,6 @@ extern const char* const kRowCopySource;
 // copy and used on every later one, so one RowCopier belongs to one context (GpuKernel's).
 class RowCopier {
  public:
-  RowCopier() = default;
-  ~RowCopier();
-  RowCopier(const RowCopier&) = delete;
-  RowCopier& operator=(const RowCopier&) = delete;
-
   // Enqueues the copy of `copy.rows` rows from `from` (copy.from_ld floats apart) to `to`
   // (copy.to_ld apart, 16-byte aligned) on `stream`; the floats of a destination row past its width
   // are zeros from the kernel and left as they were by the driver's copy (nothing reads them).
@@ -37,14 +32,10 @@ class RowCopier {
             CUstream stream);
 
   // Whether the kernel copies (false: the driver's copy), once a copy has decided it.
-  bool uses_kernel() const { return function_ != nullptr; }
+  bool uses_kernel() { return kernel_.function() != nullptr; }
 
  private:
-  void load();  // the kernel into the current context, or nothing where it cannot be had
-
-  std::once_flag loaded_;
-  CUmodule module_ = nullptr;
-  CUfunction function_ = nullptr;  // nullptr: the driver's copy
+  OwnKernel kernel_{kRowCopySource, "tiletune_copy_rows.cu", "tiletune_copy_rows", "the operand copy kernel"};
 };
 
 }  // namespace tiletune
