@@ -15,7 +15,7 @@
 // It serves the whole BLAS contract (C = act(alpha op(A) op(B) + beta C + bias), strided batches),
 // compiled in rather than chosen at run time: `specializes` builds each configuration once per
 // combination of transposes, alpha, beta, batch and epilogue that a problem asks for (up to 192
-// builds, 16 with split K, which takes no beta and no epilogue), so the tuned plain build is the
+// builds, 16 with split K, whose beta and epilogue the launcher's pass over C applies), so the tuned plain build is the
 // code without any of it (the same registers as before the contract, checked with `tiletune
 // compile`), and each build pays only for what it serves. A transposed operand
 // keeps its stored layout in shared memory (a transposed B read by ldmatrix, a transposed A by

@@ -57,9 +57,9 @@
 // registers as before the contract. A transposed operand changes the tile's layout and the
 // fragment loads (above); alpha, beta (C read only where beta != 0), the bias (N floats, by column)
 // and the activation are applied once per element of C at the store (tt_built_epilogue), and a
-// split-K slice adds alpha times its share, never more: the tool gives split-K no beta and no
-// epilogue (KernelTemplate::may_add_into_c; a static_assert here), as an activation of each
-// slice's share is not that of the sum. A batch build (TT_BATCH) runs the grid once per entry in
+// split-K slice adds alpha times its share, never more: the tool builds split-K without beta and
+// the epilogue (KernelTemplate::kernel_build; a static_assert here), as an activation of each
+// slice's share is not that of the sum, and the launcher's pass over C applies them after it. A batch build (TT_BATCH) runs the grid once per entry in
 // z (blockIdx.z / SPLIT_K the entry, blockIdx.z % SPLIT_K the slice), and each block offsets A, B
 // and C by its entry's 64-bit strides, A and B before their alignment is tested for 16-byte
 // copies.
@@ -78,8 +78,8 @@ constexpr int kMmaN = kWN / 8;   // and across
 constexpr int kTileA = kBM * kBK;  // floats of one stage's A tile
 constexpr int kTileB = kBK * kBN;  // and B tile
 static_assert(kBK % 16 == 0 && kBK <= 32, "BK is 16 or 32: a row of A's tile fits the 32 banks");
-// The tool gives split-K (which adds into a cleared C) no beta and no epilogue
-// (KernelTemplate::may_add_into_c): only a last pass over C could apply them.
+// The tool builds split-K (which adds into a cleared C) without beta and the epilogue
+// (KernelTemplate::kernel_build): the launcher's pass over C after the kernel applies them.
 static_assert(kSplitK == 1 || (!TT_BETA && TT_EPILOGUE == TT_EPILOGUE_NONE),
               "a split-K build serves alpha only");
 

@@ -10,8 +10,9 @@
 // dimensions included) and whose tuning limits (`tune_if`) admit the shape, unless the
 // configuration was measured outside them too; where the model predicts nothing, those of the
 // nearest recorded shape (log_distance, gemm_shape.h), fastest first, the first whose
-// requirements hold. Beyond requirements, a configuration must serve the problem's part of the
-// BLAS contract (KernelTemplate::unsupported: split-K cannot keep C). Nothing fits: the declared
+// requirements hold. Beyond requirements, a configuration must have the build of the problem's part
+// of the BLAS contract (KernelTemplate::unsupported), and one that adds into C (split-K) counts the
+// pass over C that the problem's beta or epilogue costs it (epilogue_pass_ms). Nothing fits: the declared
 // default, else NoSelection. Every tie is broken by names and texts, so the
 // same records and problem always give the same answer.
 #pragma once
@@ -50,8 +51,7 @@ struct SelectionRequest {
   // Options::gpu_name: select as if this GPU were here (its compute capability is read from the
   // records); empty: `here`. Neither: the GPU with the most records of the template (ties: name).
   std::string gpu_name;
-  // The multiprocessor count a configuration's zero_output reads (SM_COUNT): where the problem
-  // keeps C (beta != 0 or an epilogue), a configuration that clears C (split-K) is passed over.
+  // The multiprocessor count a configuration's grid and zero_output read (SM_COUNT).
   int sm_count = 0;
   // A configuration to run when nothing recorded fits.
   std::optional<std::string> default_config;
