@@ -223,12 +223,15 @@ class Selector {
     if (fastest == records.end()) return nullptr;
     const double pass_ms = epilogue_pass_ms(request_.problem);
     if (pass_ms == 0 || !adds_into_c(**fastest)) return *fastest;
+    // Only those faster than the fastest with its pass (the records are in time order) are looked at.
+    const double limit_ms = (*fastest)->median_ms + pass_ms;
+    const auto beyond = std::find_if(fastest + 1, records.end(),
+                                     [&](const RecordedChoice* c) { return c->median_ms >= limit_ms; });
     GpuOutcome slower;  // not counted: they are not faster
-    const auto keeping = std::find_if(fastest + 1, records.end(), [&](const RecordedChoice* c) {
+    const auto keeping = std::find_if(fastest + 1, beyond, [&](const RecordedChoice* c) {
       return !adds_into_c(*c) && serves(*c, slower);
     });
-    return keeping != records.end() && (*keeping)->median_ms < (*fastest)->median_ms + pass_ms ? *keeping
-                                                                                                 : *fastest;
+    return keeping != beyond ? *keeping : *fastest;
   }
 
   bool adds_into_c(const RecordedChoice& c) const {
