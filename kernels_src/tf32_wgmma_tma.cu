@@ -27,7 +27,8 @@
 //   step's four k8 slices are one group (on an H200, 8192x768x3072 nt took 110.9 us against 124.9
 //   with B^T's fragments loaded into registers). A lane's two columns of C are then 8 apart, not
 //   adjacent, so its stores are of one float (store_built). The stage's bytes shrink by B's
-//   padding; the stages keep the plain build's places. Its blocks are persistent (kPersistent).
+//   padding; the stages keep the plain build's places. Its blocks are persistent (kPersistent),
+//   and with BM <= 128 its two consumer warpgroups take whole tiles in turn (kPingPong).
 // - op_a = t with op_b = t (A stored K x M, B stored N x K) is the plain product of the swapped
 //   operands, C^T = B A with B (N x K, K-major) as the
 //   shared operand and A (K x M, M-major) as B^T's was: the block's BM rows are C's columns and its
@@ -127,6 +128,16 @@ constexpr bool kTransposedA = TT_OP_A && !TT_OP_B;
 // took 8192x3072x768 nt from 122.7 to 118.5 us; the plain build, whose register operand's loads
 // leave the producer less to hide, lost 1-2% at 4096^3 and 8192x3072x768 (kernels_src/PERFORMANCE.md).
 constexpr bool kPersistent = kTransposedB && !kSplitWaves;
+// Ping-pong, where a whole tile's accumulators fit one warpgroup (BM <= 128): each consumer
+// warpgroup multiplies whole tiles (both 64-column halves of B's tile), the two take the block's
+// tiles in turn, and one multiplies while the other stores, as cuBLAS's Hopper kernel does at
+// 8192x3072x768 nt (Nsight Compute: 128 x 128 tiles, a warpgroup each). A warpgroup starts a
+// tile's steps only once the other has waited for all of its tile's stages (named barriers 2 and
+// 3): the tensor cores go to one at a time, and no warpgroup waits for a stage more than a phase
+// ahead of the last one it saw complete. On an H200 this took 8192x3072x768 nt from 120.5 us
+// (256-row tiles, both warpgroups on one) to 113.2; at 8192x768x3072 128-row tiles lost 2%
+// against both warpgroups on one (109.9 against 107.7 us); 256-row tiles keep that schedule.
+constexpr bool kPingPong = kPersistent && kBM <= 128;
 // A build whose producers transpose A's tile gives them registers for a 4 x 4 block and its
 // addresses (at 40 they spilled), from the consumers.
 constexpr int kProducerRegisters = kTransposedA ? 56 : 40;
@@ -383,57 +394,78 @@ __device__ __forceinline__ void add_partial_tile(const BlockOperands& op, float*
   }
 }
 
-// A consumer warpgroup: 64 columns of C (wg 0 or 1), all BM rows, over the block's `steps` steps of K
-// (`done`: those of its tiles before this one, as for produce).
+// A consumer warpgroup's share of a tile: 64 columns of C (wg 0 or 1) and all BM rows or, in
+// ping-pong, the whole tile (both halves of B's tile, acc[h] for half h), over the block's `steps`
+// steps of K (`done`: those of its tiles before this one, as for produce). In ping-pong
+// `wait_turn` and `pass_turn` order its steps after the other warpgroup's tile before it and
+// before its tile after (kPingPong's named barriers).
+constexpr int kHalves = kPingPong ? 2 : 1;
+
+template <class WaitTurn, class PassTurn>
 __device__ __forceinline__ void consume(const BlockOperands& op, float* __restrict__ C, int ldc,
                                         float* shared, StageBarriers& bars, int wg,
                                         int thread_in_wg, const tt_gemm_args& args, int steps,
-                                        int done) {
+                                        int done, const WaitTurn& wait_turn,
+                                        const PassTurn& pass_turn) {
   const int first = first_column(wg, thread_in_wg), t = thread_in_wg % 4;
-  float acc[kBM / 2];
+  float acc[kHalves][kBM / 2];
 #pragma unroll
-  for (int i = 0; i < kBM / 2; ++i) acc[i] = 0.0f;
+  for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+    for (int i = 0; i < kBM / 2; ++i) acc[h][i] = 0.0f;
+  }
 
+  wait_turn();
   for (int step = 0, s = done; step < steps; ++step, ++s) {
     tt_mbarrier_wait(&bars.full[s % kStages], (s / kStages) & 1);
     const float* const as = stage_tile_a(shared, s);
     const float* const bs = stage_tile_b(shared, s);
     if (kTransposedB) {
-      // Both operands in shared memory: the step's four k8 slices one group, the step before's
-      // waited for.
-      const float* const rows = bs + 64 * wg * kBK;  // the warpgroup's 64 rows of B's tile
+      // Both operands in shared memory: the step's four k8 slices (of each half) one group, the
+      // step before's waited for.
       tt_wgmma_fence();
 #pragma unroll
       for (int slice = 0; slice < 4; ++slice) {
-        tt_wgmma_tf32_shared<kBM>(acc, tt_wgmma_descriptor(rows + 8 * slice),
-                                  tt_wgmma_descriptor(as + 8 * slice));
+#pragma unroll
+        for (int h = 0; h < kHalves; ++h) {
+          const int half = kPingPong ? h : wg;  // which 64 rows of B's tile (C's columns)
+          tt_wgmma_tf32_shared<kBM>(acc[h], tt_wgmma_descriptor(bs + 64 * half * kBK + 8 * slice),
+                                    tt_wgmma_descriptor(as + 8 * slice));
+        }
       }
       tt_wgmma_commit();
-      tt_wgmma_wait<1>(acc);
+#pragma unroll
+      for (int h = 0; h < kHalves; ++h) tt_wgmma_wait<1>(acc[h]);
     } else {
       // Two wgmma groups of two k8 slices, each waited for (but the newest) before the next is
       // issued, so that a slice's register operands are rewritten only once its wgmma is done.
-      issue_half_step<false>(acc, as, bs, 0, first, t);
-      tt_wgmma_wait<1>(acc);
+      issue_half_step<false>(acc[0], as, bs, 0, first, t);
+      tt_wgmma_wait<1>(acc[0]);
     }
     // Step - 1's wgmma are all done: its stage goes back to the producer.
     if (step >= 1) tt_mbarrier_arrive(&bars.empty[(s - 1) % kStages]);
     if (!kTransposedB) {
-      issue_half_step<false>(acc, as, bs, 1, first, t);
-      tt_wgmma_wait<1>(acc);
+      issue_half_step<false>(acc[0], as, bs, 1, first, t);
+      tt_wgmma_wait<1>(acc[0]);
     }
   }
-  tt_wgmma_wait<0>(acc);
+  pass_turn();
+#pragma unroll
+  for (int h = 0; h < kHalves; ++h) tt_wgmma_wait<0>(acc[h]);
   // The tile's last stage goes back too: a persistent block's next tile uses it.
   if (kPersistent && steps > 0) tt_mbarrier_arrive(&bars.empty[(done + steps - 1) % kStages]);
-  if (kSplitWaves && gridDim.z > 1) {
-    add_partial_tile(op, C, ldc, acc, first, t, args);
-  } else if (kSwapped) {
-    store_swapped(op, C, ldc, acc, first, t, args);
-  } else if (kBuiltEpilogue || kTransposedB) {
-    store_built(op, C, ldc, acc, first, t, args);
-  } else {
-    store_tile_pairs(op, C, ldc, acc, first, t);
+#pragma unroll
+  for (int h = 0; h < kHalves; ++h) {
+    const int columns = kPingPong ? first_column(h, thread_in_wg) : first;
+    if (kSplitWaves && gridDim.z > 1) {
+      add_partial_tile(op, C, ldc, acc[h], columns, t, args);
+    } else if (kSwapped) {
+      store_swapped(op, C, ldc, acc[h], columns, t, args);
+    } else if (kBuiltEpilogue || kTransposedB) {
+      store_built(op, C, ldc, acc[h], columns, t, args);
+    } else {
+      store_tile_pairs(op, C, ldc, acc[h], columns, t);
+    }
   }
 }
 
@@ -442,13 +474,17 @@ __device__ __forceinline__ int first_tile() {
   return kPersistent ? blockIdx.x : blockIdx.y * gridDim.x + blockIdx.x;
 }
 
-// work(operands(tile), done) for each of the block's `tiles` tiles (one but where persistent),
-// `done` the steps of those before it.
+// work(operands(tile), done, j) for the block's j-th tiles, j = first, first + every, ... (one tile,
+// j = 0, but where persistent), `done` the steps of the tiles before it.
 template <class Operands, class Work>
-__device__ __forceinline__ void for_each_tile(int tiles, int steps, const Operands& operands, const Work& work) {
-  for (int tile = first_tile(), done = 0;; tile += gridDim.x, done += steps) {
-    work(operands(tile), done);
-    if (!kPersistent || tile + gridDim.x >= tiles) break;
+__device__ __forceinline__ void for_each_tile(int tiles, int steps, const Operands& operands,
+                                              const Work& work, int first = 0, int every = 1) {
+  if (kPersistent) {
+    for (int j = first; first_tile() + j * gridDim.x < tiles; j += every) {
+      work(operands(first_tile() + j * gridDim.x), j * steps, j);
+    }
+  } else {
+    work(operands(first_tile()), 0, 0);
   }
 }
 
@@ -465,7 +501,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       tt_mbarrier_init(&bars.full[s], kTransposedA ? 128 : 1);
-      tt_mbarrier_init(&bars.empty[s], 256);
+      tt_mbarrier_init(&bars.empty[s], kPingPong ? 128 : 256);
     }
     for (int r = 0; r < kRawBuffers; ++r) tt_mbarrier_init(&bars.raw_full[r], 1);
     tt_mbarrier_init_fence();
@@ -483,14 +519,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     if (kTransposedA) {
       produce_transposing(operands(first_tile()), shared, bars, &map_a, &map_b, ks, threadIdx.x);
     } else if (threadIdx.x == 0) {
-      for_each_tile(tiles, ks.count, operands, [&](const BlockOperands& op, int done) {
+      for_each_tile(tiles, ks.count, operands, [&](const BlockOperands& op, int done, int) {
         produce(op, shared, bars, kSwapped ? &map_b : &map_a, kSwapped ? &map_a : &map_b, ks, done);
       });
     }
   } else {
     tt_setmaxnreg_inc<kConsumerRegisters>();
-    for_each_tile(tiles, ks.count, operands, [&](const BlockOperands& op, int done) {
-      consume(op, C, ldc, shared, bars, wg - 1, threadIdx.x % 128, args, ks.count, done);
-    });
+    // In ping-pong warpgroup w takes tiles j = w, w + 2, ...; tile j's steps wait for tile j - 1's
+    // (barrier 2 + w, at which the other warpgroup arrives when it has a tile after).
+    const int w = wg - 1;
+    for_each_tile(tiles, ks.count, operands, [&](const BlockOperands& op, int done, int j) {
+      const bool next = first_tile() + (j + 1) * gridDim.x < tiles;
+      consume(op, C, ldc, shared, bars, w, threadIdx.x % 128, args, ks.count, done,
+              [&] { if (kPingPong && j > 0) tt_bar_sync(2 + w, 256); },
+              [&] { if (kPingPong && next) tt_bar_arrive(3 - w, 256); });
+    }, kPingPong ? w : 0, kPingPong ? 2 : 1);
   }
 }
