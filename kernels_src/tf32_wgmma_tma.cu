@@ -136,7 +136,8 @@ constexpr bool kPersistent = kTransposedB && !kSplitWaves;
 // 3): the tensor cores go to one at a time, and no warpgroup waits for a stage more than a phase
 // ahead of the last one it saw complete. On an H200 this took 8192x3072x768 nt from 120.5 us
 // (256-row tiles, both warpgroups on one) to 113.2; at 8192x768x3072 128-row tiles lost 2%
-// against both warpgroups on one (109.9 against 107.7 us); 256-row tiles keep that schedule.
+// against both warpgroups on one (109.9 against 107.7 us); 256-row tiles keep that schedule, and
+// so does a launch whose blocks do not all have two tiles (`ping_pong` in the kernel).
 constexpr bool kPingPong = kPersistent && kBM <= 128;
 // A build whose producers transpose A's tile gives them registers for a 4 x 4 block and its
 // addresses (at 40 they spilled), from the consumers.
@@ -399,14 +400,13 @@ __device__ __forceinline__ void add_partial_tile(const BlockOperands& op, float*
 // steps of K (`done`: those of its tiles before this one, as for produce). In ping-pong
 // `wait_turn` and `pass_turn` order its steps after the other warpgroup's tile before it and
 // before its tile after (kPingPong's named barriers).
-constexpr int kHalves = kPingPong ? 2 : 1;
-
-template <class WaitTurn, class PassTurn>
+template <bool PingPong, class WaitTurn, class PassTurn>
 __device__ __forceinline__ void consume(const BlockOperands& op, float* __restrict__ C, int ldc,
                                         float* shared, StageBarriers& bars, int wg,
                                         int thread_in_wg, const tt_gemm_args& args, int steps,
                                         int done, const WaitTurn& wait_turn,
                                         const PassTurn& pass_turn) {
+  constexpr int kHalves = PingPong ? 2 : 1;
   const int first = first_column(wg, thread_in_wg), t = thread_in_wg % 4;
   float acc[kHalves][kBM / 2];
 #pragma unroll
@@ -428,7 +428,7 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
       for (int slice = 0; slice < 4; ++slice) {
 #pragma unroll
         for (int h = 0; h < kHalves; ++h) {
-          const int half = kPingPong ? h : wg;  // which 64 rows of B's tile (C's columns)
+          const int half = PingPong ? h : wg;  // which 64 rows of B's tile (C's columns)
           tt_wgmma_tf32_shared<kBM>(acc[h], tt_wgmma_descriptor(bs + 64 * half * kBK + 8 * slice),
                                     tt_wgmma_descriptor(as + 8 * slice));
         }
@@ -456,7 +456,7 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
   if (kPersistent && steps > 0) tt_mbarrier_arrive(&bars.empty[(done + steps - 1) % kStages]);
 #pragma unroll
   for (int h = 0; h < kHalves; ++h) {
-    const int columns = kPingPong ? first_column(h, thread_in_wg) : first;
+    const int columns = PingPong ? first_column(h, thread_in_wg) : first;
     if (kSplitWaves && gridDim.z > 1) {
       add_partial_tile(op, C, ldc, acc[h], columns, t, args);
     } else if (kSwapped) {
@@ -488,6 +488,21 @@ __device__ __forceinline__ void for_each_tile(int tiles, int steps, const Operan
   }
 }
 
+// A consumer warpgroup's tiles: each of the block's (both warpgroups on each) or, in ping-pong,
+// tiles j = w, w + 2, ..., tile j's steps after tile j - 1's (barrier 2 + w, at which the other
+// warpgroup arrives when it has a tile after).
+template <bool PingPong, class Operands>
+__device__ __forceinline__ void consume_tiles(int tiles, KSteps ks, const Operands& operands,
+                                              float* __restrict__ C, int ldc, float* shared,
+                                              StageBarriers& bars, int w, const tt_gemm_args& args) {
+  for_each_tile(tiles, ks.count, operands, [&](const BlockOperands& op, int done, int j) {
+    const bool next = first_tile() + (j + 1) * gridDim.x < tiles;
+    consume<PingPong>(op, C, ldc, shared, bars, w, threadIdx.x % 128, args, ks.count, done,
+                      [&] { if (PingPong && j > 0) tt_bar_sync(2 + w, 256); },
+                      [&] { if (PingPong && next) tt_bar_arrive(3 - w, 256); });
+  }, PingPong ? w : 0, PingPong ? 2 : 1);
+}
+
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     tf32_wgmma_tma_gemm(const float* __restrict__ A, const float* __restrict__ B,
                         float* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc,
@@ -498,17 +513,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   float* const shared = tt_shared_align_1024(shared_bytes);
   const KSteps ks = k_steps(K);
   if (kSplitWaves && gridDim.z > 1 && ks.count == 0) return;  // an empty slice adds nothing
+  // The swapped build multiplies B (N x K) by A (K x M) into C^T (N x M).
+  const int tiles = ceil_div(kSwapped ? M : N, kBN) * ceil_div(kSwapped ? N : M, kBM);
+  // Ping-pong only where every block has two tiles or more: with one, a warpgroup would idle
+  // (on an H200, 17x33x65 took 1.16x as long, 1024^3 with 128-row tiles 1.05x).
+  const bool ping_pong = kPingPong && tiles >= 2 * (int)gridDim.x;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       tt_mbarrier_init(&bars.full[s], kTransposedA ? 128 : 1);
-      tt_mbarrier_init(&bars.empty[s], kPingPong ? 128 : 256);
+      tt_mbarrier_init(&bars.empty[s], ping_pong ? 128 : 256);
     }
     for (int r = 0; r < kRawBuffers; ++r) tt_mbarrier_init(&bars.raw_full[r], 1);
     tt_mbarrier_init_fence();
   }
   __syncthreads();
-  // The swapped build multiplies B (N x K) by A (K x M) into C^T (N x M).
-  const int tiles = ceil_div(kSwapped ? M : N, kBN) * ceil_div(kSwapped ? N : M, kBM);
   const auto operands = [&](int tile) {
     return kSwapped ? grouped_block_operands(tile, B, A, N, M, K, ldb, lda)
                     : grouped_block_operands(tile, A, B, M, N, K, lda, ldb);
@@ -525,14 +543,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     }
   } else {
     tt_setmaxnreg_inc<kConsumerRegisters>();
-    // In ping-pong warpgroup w takes tiles j = w, w + 2, ...; tile j's steps wait for tile j - 1's
-    // (barrier 2 + w, at which the other warpgroup arrives when it has a tile after).
-    const int w = wg - 1;
-    for_each_tile(tiles, ks.count, operands, [&](const BlockOperands& op, int done, int j) {
-      const bool next = first_tile() + (j + 1) * gridDim.x < tiles;
-      consume(op, C, ldc, shared, bars, w, threadIdx.x % 128, args, ks.count, done,
-              [&] { if (kPingPong && j > 0) tt_bar_sync(2 + w, 256); },
-              [&] { if (kPingPong && next) tt_bar_arrive(3 - w, 256); });
-    }, kPingPong ? w : 0, kPingPong ? 2 : 1);
+    if (ping_pong) {
+      consume_tiles<kPingPong>(tiles, ks, operands, C, ldc, shared, bars, wg - 1, args);
+    } else {
+      consume_tiles<false>(tiles, ks, operands, C, ldc, shared, bars, wg - 1, args);
+    }
   }
 }
