@@ -34,6 +34,7 @@
 #include "tuner/pipeline/shape_verifier.h"
 #include "tuner/pipeline/tuning_session.h"
 #include "tuner/runtime/performance_model.h"
+#include "tuner/runtime/selection.h"
 
 namespace tiletune::cli {
 namespace {
@@ -228,39 +229,36 @@ int run(const BenchOptions& options) {
                  "tune)\n", shape.to_string(), to_string(precision));
       continue;
     }
-    // As the library chooses: the fastest record that serves the problem, of those tuned for its
-    // transposes and batch first, then of the plain product's; one that adds into C counts the
-    // pass over C the problem's beta or epilogue costs it (runtime::epilogue_pass_ms), so the
-    // fastest that keeps C is taken where that is cheaper.
+    // As the library chooses (runtime::cheapest_serving): the fastest record that serves the
+    // problem, of those tuned for its transposes and batch first, then of the plain product's,
+    // unless it adds into C and one that keeps C is faster with the pass over C counted.
     std::optional<std::string> cannot;  // why the fastest recorded cannot serve it
     const ResultRecord fastest = *best;
     best.reset();
-    const double pass_ms = runtime::epilogue_pass_ms(problem);
-    for (const TunedFor kind : {problem.tuned_for(), TunedFor{}}) {
-      for (const ResultRecord& record : store.ranking(gpu.name, shape, only, precision, kind)) {
-        const KernelTemplate& candidate = template_of(record);
-        const Configuration candidate_config = candidate.parse_configuration(record.config);
-        const bool adds_into_c = pass_ms > 0 && candidate.may_add_into_c(candidate_config);
-        if (best) {  // the fastest that serves adds into C: one that keeps C may cost less
-          if (adds_into_c) continue;
-          if (record.median_ms >= best->median_ms + pass_ms) break;
+    const auto serves = [&](const ResultRecord& record, bool seeking) {
+      const KernelTemplate& candidate = template_of(record);
+      const Configuration candidate_config = candidate.parse_configuration(record.config);
+      std::optional<std::string> why = candidate.unsupported(problem, candidate_config);
+      if (!why) {
+        try {
+          candidate.check_requirements(candidate_config, problem);
+        } catch (const RequirementNotMet& e) {
+          why = e.what();
         }
-        std::optional<std::string> why = candidate.unsupported(problem, candidate_config);
-        if (!why) {
-          try {
-            candidate.check_requirements(candidate_config, problem);
-          } catch (const RequirementNotMet& e) {
-            why = e.what();
-          }
-        }
-        if (why) {
-          if (!cannot && !best) cannot = std::move(why);
-          continue;
-        }
-        const bool second = best.has_value();
-        best = record;
-        if (second || !adds_into_c) break;
       }
+      if (why && seeking && !cannot) cannot = std::move(why);
+      return !why;
+    };
+    const auto adds_into_c = [&](const ResultRecord& record) {
+      const KernelTemplate& candidate = template_of(record);
+      return candidate.may_add_into_c(candidate.parse_configuration(record.config));
+    };
+    for (const TunedFor kind : {problem.tuned_for(), TunedFor{}}) {
+      const std::vector<ResultRecord> ranking = store.ranking(gpu.name, shape, only, precision, kind);
+      const auto chosen = runtime::cheapest_serving(
+          ranking.begin(), ranking.end(), runtime::epilogue_pass_ms(problem),
+          [](const ResultRecord& record) { return record.median_ms; }, serves, adds_into_c);
+      if (chosen != ranking.end()) best = *chosen;
       if (best || kind.plain()) break;
     }
     if (!best) {

@@ -213,25 +213,17 @@ class Selector {
     return outcome;
   }
 
-  // Of one shape's records (fastest first), the one the problem costs least with among those that
-  // fit: the fastest, unless it adds into C and the pass over C that the problem's beta or epilogue
-  // then costs (epilogue_pass_ms) makes the fastest that keeps C cheaper. nullptr: none fits. What
-  // keeps the faster ones from fitting is counted in `outcome`.
+  // Of one shape's records (fastest first), the one the problem costs least with
+  // (cheapest_serving); nullptr: none fits. What keeps the faster ones from fitting is counted in
+  // `outcome`.
   const RecordedChoice* cheapest(const std::vector<const RecordedChoice*>& records, GpuOutcome& outcome) const {
-    const auto fastest = std::find_if(records.begin(), records.end(),
-                                      [&](const RecordedChoice* c) { return serves(*c, outcome); });
-    if (fastest == records.end()) return nullptr;
-    const double pass_ms = epilogue_pass_ms(request_.problem);
-    if (pass_ms == 0 || !adds_into_c(**fastest)) return *fastest;
-    // Only those faster than the fastest with its pass (the records are in time order) are looked at.
-    const double limit_ms = (*fastest)->median_ms + pass_ms;
-    const auto beyond = std::find_if(fastest + 1, records.end(),
-                                     [&](const RecordedChoice* c) { return c->median_ms >= limit_ms; });
-    GpuOutcome slower;  // not counted: they are not faster
-    const auto keeping = std::find_if(fastest + 1, beyond, [&](const RecordedChoice* c) {
-      return !adds_into_c(*c) && serves(*c, slower);
-    });
-    return keeping != beyond ? *keeping : *fastest;
+    GpuOutcome slower;  // those after the fastest are not counted: they are not faster
+    const auto chosen = cheapest_serving(
+        records.begin(), records.end(), epilogue_pass_ms(request_.problem),
+        [](const RecordedChoice* c) { return c->median_ms; },
+        [&](const RecordedChoice* c, bool seeking) { return serves(*c, seeking ? outcome : slower); },
+        [&](const RecordedChoice* c) { return adds_into_c(*c); });
+    return chosen != records.end() ? *chosen : nullptr;
   }
 
   bool adds_into_c(const RecordedChoice& c) const {

@@ -17,6 +17,7 @@
 // same records and problem always give the same answer.
 #pragma once
 
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -94,5 +95,25 @@ struct Selection {
 // are fitted for this call.
 Selection select_configuration(const RecordSet& records, const SelectionRequest& request,
                                PerformanceModels* models = nullptr);
+
+// Of candidates in time order (ms(c) never falls), the one a problem costs least with: the
+// fastest that serves it, unless that one adds into C and one that keeps C, serves it and is
+// faster than the fastest with the pass over C the problem then costs (pass_ms, from
+// epilogue_pass_ms; 0: no pass). `serves(c, seeking)`: whether c may run the problem, `seeking`
+// true while the fastest is sought (what keeps c from it may be counted then) and false for the
+// ones after it. Returns `last` where none serves. The rule of select_configuration, and of
+// `tiletune bench`'s choice among templates.
+template <class It, class Ms, class Serves, class AddsIntoC>
+It cheapest_serving(It first, It last, double pass_ms, const Ms& ms, const Serves& serves,
+                    const AddsIntoC& adds_into_c) {
+  It fastest = first;
+  while (fastest != last && !serves(*fastest, true)) ++fastest;
+  if (fastest == last || pass_ms == 0 || !adds_into_c(*fastest)) return fastest;
+  const double limit_ms = ms(*fastest) + pass_ms;
+  for (It c = std::next(fastest); c != last && ms(*c) < limit_ms; ++c) {
+    if (!adds_into_c(*c) && serves(*c, false)) return c;
+  }
+  return fastest;
+}
 
 }  // namespace tiletune::runtime

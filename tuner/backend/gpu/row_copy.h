@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstddef>
-#include <string>
 
 #include "tuner/backend/gpu/cuda_driver.h"
 #include "tuner/backend/gpu/own_kernel.h"
