@@ -135,9 +135,9 @@ constexpr bool kPersistent = kTransposedB && !kSplitWaves;
 // tile's steps only once the other has waited for all of its tile's stages (named barriers 2 and
 // 3): the tensor cores go to one at a time, and no warpgroup waits for a stage more than a phase
 // ahead of the last one it saw complete. On an H200 this took 8192x3072x768 nt from 120.5 us
-// (256-row tiles, both warpgroups on one) to 113.2; at 8192x768x3072 128-row tiles lost 2%
-// against both warpgroups on one (109.9 against 107.7 us); 256-row tiles keep that schedule, and
-// so does a launch whose blocks do not all have two tiles (`ping_pong` in the kernel).
+// (256-row tiles, both warpgroups on one) to 113.2. 256-row tiles keep the schedule of both
+// warpgroups on one tile, and so does a launch whose blocks do not all have two tiles or whose
+// tiles have more than 64 steps of K (`ping_pong` in the kernel).
 constexpr bool kPingPong = kPersistent && kBM <= 128;
 // A build whose producers transpose A's tile gives them registers for a 4 x 4 block and its
 // addresses (at 40 they spilled), from the consumers.
@@ -516,8 +516,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   // The swapped build multiplies B (N x K) by A (K x M) into C^T (N x M).
   const int tiles = ceil_div(kSwapped ? M : N, kBN) * ceil_div(kSwapped ? N : M, kBM);
   // Ping-pong only where every block has two tiles or more: with one, a warpgroup would idle
-  // (on an H200, 17x33x65 took 1.16x as long, 1024^3 with 128-row tiles 1.05x).
-  const bool ping_pong = kPingPong && tiles >= 2 * (int)gridDim.x;
+  // (on an H200, 17x33x65 took 1.16x as long, 1024^3 with 128-row tiles 1.05x). And only where
+  // a tile has at most 64 steps of K: the store it hides is then a larger share than what one
+  // warpgroup's wgmma at a time costs (8192x768x3072 nt, 96 steps: 106.6-108.8 us without it,
+  // 110.4-111.1 with; 8192x3072x1536, 48 steps: 211.9-213.8 with, 214.5-214.7 without).
+  const bool ping_pong = kPingPong && tiles >= 2 * (int)gridDim.x && ks.count <= 64;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       tt_mbarrier_init(&bars.full[s], kTransposedA ? 128 : 1);
