@@ -85,7 +85,12 @@
 // tiletune: require SPLIT_WAVES == 0 || (GROUP == 1 && STAGES % 2 == 0)
 // (The tuning limits are the plain build's: a swapped build's BM runs along N.)
 // tiletune: tune_if BM <= 2 * max(M, 32)
-// tiletune: tune_if GROUP == 1 || GROUP < ceil_div(M, BM)
+// Over two rows of tiles or more, every GROUP from the rows of tiles up is one order, down each
+// whole column, so that the blocks reading a panel of B run together and it comes from memory
+// once: the first such GROUP is tuned, the larger ones not. On an H200 that order took
+// 256x8192x4096 from 71.9-76.9 to 63.4-65.2 us, 384x16384x2048 from 121-123 to 105 and
+// 1024x12288x4096 from 277 to 262 (kernels_src/PERFORMANCE.md).
+// tiletune: tune_if GROUP == 1 || (GROUP == 4 && ceil_div(M, BM) > 1) || GROUP < 2 * ceil_div(M, BM)
 // (A split where the tiles nearly fill the waves, or K is short, only adds the clearing of C.)
 // tiletune: tune_if SPLIT_WAVES == 0 || (ceil_div(M, BM) * ceil_div(N, 128) <= 64 * SPLIT_WAVES && K >= 512)
 // A split of 256-row tiles only at a long K: on an H200 it took 0.79x the time of every other
