@@ -45,8 +45,11 @@
 // At most 160 KiB of shared memory.
 // tiletune: require STAGES * BK * (BM + BN) * 4 <= 160 * 1024
 // Three times the mma of tf32_mma, hence a smaller space still: no 128 x 256 tile, BK 32 and 3
-// steps in flight, split K into 16 slices only with the 64 x 64 tile.
-// tiletune: require BK == 32 && STAGES == 3 && BM * BN <= 128 * 128
+// steps in flight, split K into 16 slices only with the 64 x 64 tile. BK 16 with 4 stages only
+// for the 128 x 64 tiles: on an H200 it took a transformer MLP's up projection (8192x3072x768,
+// op_b t, bias_relu) from 816-818 to 786 us; at K 3072 and 4096 BK 32 stayed fastest
+// (kernels_src/PERFORMANCE.md).
+// tiletune: require (BK == 32 && STAGES == 3 || BK == 16 && STAGES == 4 && BM * BN == 128 * 64) && BM * BN <= 128 * 128
 // tiletune: require SPLIT_K == 1 || (SPLIT_K == 16 && BM * BN == 64 * 64)
 // Tuning limits, not preconditions (every configuration is correct at every shape, and is fuzzed
 // so): no tile more than twice the matrix it covers, and split K only where C's tiles are too few
