@@ -88,6 +88,12 @@ void read_models(Bundle& bundle, const json& models) {
         })) {
       fail(bundle, kBundleManifest, of + " is listed twice");
     }
+    const std::string work_share = m.at("work_share").get<std::string>();
+    if (work_share == to_string(WorkShare::even)) {
+      model.work_share = WorkShare::even;
+    } else if (work_share != to_string(WorkShare::busiest_sm)) {
+      fail(bundle, kBundleManifest, of + " has work_share '" + work_share + "', not busiest_sm or even");
+    }
     for (const json& c : m.at("configurations")) {
       const std::string config = c.at("config").get<std::string>();
       if (!chosen.contains({model.gpu, model.templ, config})) {

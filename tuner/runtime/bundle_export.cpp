@@ -351,6 +351,7 @@ RecordSet select_for_export(const RecordSet& all, const ExportSelection& selecti
                                 return g.name == all.gpus[gpu].name;
                               }) - result.gpus.begin());
     carried.templ = std::size_t(result.find_template(all.templates[templ].name) - result.templates.data());
+    carried.work_share = model.work_share();
     for (const auto& [config, fitted] : model.configurations()) {
       if (!kept.contains({gpu, templ, config})) continue;
       carried.configurations[config] = {fitted.coefficients, fitted.shapes, fitted.own_fit,
@@ -431,6 +432,7 @@ BundleContents build_bundle(const RecordSet& records, const std::string& databas
     }
     models.push_back({{"gpu", {{"name", g.name}, {"cc_major", g.cc_major}, {"cc_minor", g.cc_minor}}},
                       {"template", records.templates[m.templ].name},
+                      {"work_share", to_string(m.work_share)},
                       {"configurations", std::move(configurations)}});
   }
   manifest["gpus"] = gpus;

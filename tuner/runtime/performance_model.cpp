@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -37,6 +38,30 @@ LaunchFeatures fit_relative(const Eigen::MatrixXd& rows) {
     active.erase(active.begin() + most_negative);
   }
   return {};
+}
+
+// How well a template's configurations predict their own records: the root mean square of the
+// log of predicted over recorded time, each record predicted by a fit without it, over the
+// configurations with records enough for their own fit without it.
+double leave_one_out_error(const std::map<std::string, Eigen::MatrixXd>& rows, Eigen::Index own_fit_rows) {
+  double sum = 0;
+  int count = 0;
+  for (const auto& [config, a] : rows) {
+    if (a.rows() <= own_fit_rows) continue;
+    Eigen::MatrixXd rest(a.rows() - 1, a.cols());
+    for (Eigen::Index out = 0; out < a.rows(); ++out) {
+      for (Eigen::Index r = 0, kept = 0; r < a.rows(); ++r) {
+        if (r != out) rest.row(kept++) = a.row(r);
+      }
+      const LaunchFeatures c = fit_relative(rest);
+      double predicted = 0;  // over the recorded time: each row is the features over it
+      for (std::size_t j = 0; j < kLaunchFeatures; ++j) predicted += c[j] * a(out, Eigen::Index(j));
+      if (!(predicted > 0)) return std::numeric_limits<double>::infinity();  // predicts nothing
+      sum += std::pow(std::log(predicted), 2);
+      ++count;
+    }
+  }
+  return count > 0 ? std::sqrt(sum / count) : 0;
 }
 
 double dot(const LaunchFeatures& a, const LaunchFeatures& b) {
@@ -112,20 +137,33 @@ PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, st
   if (take_carried_model(records, gpu, templ)) return;
 
   // Each configuration's rows, scaled by its times: a row x / t against 1 weighs relative error.
-  std::map<std::string, Eigen::MatrixXd> rows;
-  for (const auto& [config, choices] : recorded) {
-    if (!known_.contains(config)) continue;
-    Eigen::MatrixXd a(Eigen::Index(choices.size()), Eigen::Index(kLaunchFeatures));
-    Eigen::Index used = 0;
-    const Known& known = known_.at(config);
-    Bindings scratch = shape_bindings(choices.front()->shape);
-    for (const RecordedChoice* c : choices) {
-      const std::optional<LaunchFeatures> x = launch_features(known, c->shape, &scratch);
-      if (!x) continue;
-      for (std::size_t j = 0; j < kLaunchFeatures; ++j) a(used, Eigen::Index(j)) = (*x)[j] / c->median_ms;
-      ++used;
+  const auto fit_rows = [&] {
+    std::map<std::string, Eigen::MatrixXd> rows;
+    for (const auto& [config, choices] : recorded) {
+      if (!known_.contains(config)) continue;
+      Eigen::MatrixXd a(Eigen::Index(choices.size()), Eigen::Index(kLaunchFeatures));
+      Eigen::Index used = 0;
+      const Known& known = known_.at(config);
+      Bindings scratch = shape_bindings(choices.front()->shape);
+      for (const RecordedChoice* c : choices) {
+        const std::optional<LaunchFeatures> x = launch_features(known, c->shape, &scratch);
+        if (!x) continue;
+        for (std::size_t j = 0; j < kLaunchFeatures; ++j) a(used, Eigen::Index(j)) = (*x)[j] / c->median_ms;
+        ++used;
+      }
+      if (used > 0) rows.emplace(config, a.topRows(used));
     }
-    if (used > 0) rows.emplace(config, a.topRows(used));
+    return rows;
+  };
+  // The work share whose fits predict the template's records better, each left out in turn (the
+  // busiest SM's where they tie).
+  std::map<std::string, Eigen::MatrixXd> rows = fit_rows();
+  work_share_ = WorkShare::even;
+  std::map<std::string, Eigen::MatrixXd> even_rows = fit_rows();
+  if (leave_one_out_error(even_rows, kOwnFitShapes) < leave_one_out_error(rows, kOwnFitShapes)) {
+    rows = std::move(even_rows);
+  } else {
+    work_share_ = WorkShare::busiest_sm;
   }
 
   std::vector<LaunchFeatures> own;
@@ -178,6 +216,7 @@ bool PerformanceModel::take_carried_model(const RecordSet& records, std::size_t 
   const auto carried = std::find_if(records.models.begin(), records.models.end(),
                                     [&](const RecordedModel& m) { return m.gpu == gpu && m.templ == templ; });
   if (carried == records.models.end()) return false;
+  work_share_ = carried->work_share;
   for (const auto& [config, fitted] : carried->configurations) {
     const auto known = known_.find(config);
     if (known == known_.end()) continue;  // no record to serve it from (a bundle refuses that)
@@ -263,7 +302,8 @@ LaunchFeatures PerformanceModel::features_of(const Known& c, double blocks, doub
   const double sms = std::max(gpu_.sm_count, 1);
   const double busiest = std::ceil(blocks / sms);  // blocks of the busiest SM
   const double waves = std::ceil(blocks / (sms * double(resident)));
-  return LaunchFeatures{busiest * work * 1e-9, waves * work * 1e-9, waves, 1.0, busiest * tile * 1e-6};
+  const double throughput = work_share_ == WorkShare::even ? blocks / sms * work : busiest * work;
+  return LaunchFeatures{throughput * 1e-9, waves * work * 1e-9, waves, 1.0, busiest * tile * 1e-6};
 }
 
 std::optional<LaunchFeatures> PerformanceModel::launch_features(const std::string& config,

@@ -13,6 +13,10 @@
 // tiles of the template's declared `tile` (whole tiles, as stream-K computes them), else C itself.
 // Where the tile declares the step a block walks K in, each slice of K counts in whole steps.
 //
+// The throughput term counts the busiest SM's blocks, or the launch's work spread evenly over the
+// SMs (WorkShare): per template, whichever predicts its own records better when each is left out
+// of the fit in turn (on an H200, the even share for tf32_wgmma_tma, one block an SM, whose last
+// partial wave ran faster than full ones; the busiest SM for the other templates).
 // The coefficients, none negative, are fitted per configuration by least squares on the relative
 // error of its recorded times. One recorded at fewer than kOwnFitShapes shapes takes the template's
 // typical coefficients (the median of those fitted on their own), scaled to its times. Where the
@@ -42,8 +46,9 @@ inline constexpr int kOwnFitShapes = 5;  // recorded shapes a configuration need
 // The version of what the launch features, and so the coefficients, mean (a bundle's
 // "performance_model"): a carried model of another version is not used, the bundle's choices are
 // fitted again. Raised when launch_features or what the coefficients multiply changes.
-// 2: persistent schedules' work in whole tiles; 3: K in whole steps of the declared tile's depth
-inline constexpr int kPerformanceModelVersion = 3;
+// 2: persistent schedules' work in whole tiles; 3: K in whole steps of the declared tile's depth;
+// 4: the throughput term's WorkShare, chosen per template
+inline constexpr int kPerformanceModelVersion = 4;
 
 // What one SM holds at most, by compute capability (the CUDA programming guide's table): blocks
 // resident on an SM are limited by these, by the block's registers and by its shared memory.
@@ -115,6 +120,8 @@ class PerformanceModel {
   std::vector<Ranked> trial_candidates(const GemmShape& shape, const std::vector<Ranked>& ranked,
                                        std::size_t count) const;
 
+  // How its throughput term counts a launch's work (chosen when fitted, or carried).
+  WorkShare work_share() const { return work_share_; }
   // The configurations it predicts for, in text order.
   const std::map<std::string, ConfigurationModel>& configurations() const { return models_; }
   // A configuration recorded on this GPU, parsed, and its records; nullptr when it is not.
@@ -178,6 +185,7 @@ class PerformanceModel {
   SmLimits limits_;
   std::map<std::string, Known> known_;
   std::map<std::string, ConfigurationModel> models_;
+  WorkShare work_share_ = WorkShare::busiest_sm;  // fixed once constructed
 };
 
 // A (GPU, template) pair's records by shape, in shape order, each shape's fastest first (ties: by

@@ -68,11 +68,18 @@ struct FittedConfiguration {
   bool measured_beyond_limits = false;  // at a shape its tuning limits (`tune_if`) leave out
 };
 
+// How a template's model counts a launch's throughput limit (performance_model.h): the work of its
+// busiest SM (ceil(blocks / SMs) blocks), or the launch's work spread evenly over the SMs, where a
+// last partial wave's blocks finish sooner than full ones.
+enum class WorkShare { busiest_sm, even };
+inline const char* to_string(WorkShare share) { return share == WorkShare::even ? "even" : "busiest_sm"; }
+
 // A (GPU, template) pair's performance model fitted on all of a database's records, carried where
 // only some of them are (a bundle's): fitted again on those, most configurations would be seen at
 // too few shapes for their own fit, and the model would choose worse than from the database.
 struct RecordedModel {
   std::size_t gpu = 0, templ = 0;  // as in RecordedChoice
+  WorkShare work_share = WorkShare::busiest_sm;
   std::map<std::string, FittedConfiguration> configurations;  // by Configuration::to_string()
 };
 

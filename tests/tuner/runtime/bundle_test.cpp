@@ -709,6 +709,7 @@ TEST_F(BundleModel, TheModelFittedOnTheDatabaseRoundTripsThroughTheManifest) {
     beyond_kept_records += c.shapes > records;
   }
   EXPECT_EQ(int(carried.configurations.size()), kept);
+  EXPECT_EQ(carried.work_share, fitted.work_share());
   EXPECT_GT(own, kept / 2) << "most kept configurations have their own fit in the database";
   EXPECT_GT(beyond_kept_records, kept / 2) << "fitted on records the bundle does not keep";
 
@@ -816,6 +817,10 @@ TEST_F(BundleModel, ADamagedModelIsOneLineNamingTheManifest) {
               HasSubstr("' twice"));
   EXPECT_THAT(refusal([&](nlohmann::json& m) { m["models"].push_back(m["models"][0]); }),
               EndsWith("NVIDIA H200 is listed twice"));
+  EXPECT_EQ(refusal([&](nlohmann::json& m) { m["models"][0]["work_share"] = "busiest"; }),
+            where + "has work_share 'busiest', not busiest_sm or even");
+  EXPECT_THAT(refusal([&](nlohmann::json& m) { m["models"][0].erase("work_share"); }),
+              StartsWith(manifest.string() + ": malformed: "));
   EXPECT_EQ(refusal([&](nlohmann::json& m) { m["models"][0]["template"] = "tiles"; }),
             manifest.string() + ": a model names an unknown template 'tiles'");
   EXPECT_EQ(refusal([&](nlohmann::json& m) { m["models"][0]["gpu"]["cc_minor"] = 9; }),

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <filesystem>
 #include <map>
@@ -181,6 +182,7 @@ TEST(PerformanceModel, AnOwnFitRecoversTimesThatFollowTheFeatures) {
     r.add(kSmall, shape, follows(features, kSmall, shape, small));
   }
   const PerformanceModel model(r.records, 0, 0);
+  EXPECT_EQ(model.work_share(), WorkShare::busiest_sm);
   for (const GemmShape shape : {GemmShape{333, 777, 2049}, GemmShape{6000, 128, 4096}}) {
     const std::optional<Prediction> p = model.predict(kBig, shape);
     ASSERT_TRUE(p);
@@ -188,6 +190,23 @@ TEST(PerformanceModel, AnOwnFitRecoversTimesThatFollowTheFeatures) {
     EXPECT_TRUE(p->own_fit);
     EXPECT_EQ(p->shapes, 6);
     EXPECT_NEAR(model.predict(kSmall, shape)->ms, follows(features, kSmall, shape, small), 1e-9);
+  }
+}
+
+// Times that follow the launch's work spread evenly over the SMs (a last partial wave no slower
+// than its share) are fitted with that share: it predicts each record left out of the fit exactly,
+// the busiest SM's work does not. (Times that follow the busiest SM's keep it: above.)
+TEST(PerformanceModel, TheWorkShareIsTheOneThatPredictsTheTemplatesOwnRecordsLeftOut) {
+  const auto even_ms = [](const GemmShape& s) {  // 128 x 128 tiles on 132 SMs
+    const double blocks = std::ceil(double(s.n) / 128) * std::ceil(double(s.m) / 128);
+    return 10.0 * blocks / 132 * 128 * 128 * double(s.k) * 1e-9 + 0.004;
+  };
+  Records r;
+  for (const GemmShape& shape : kTraining) r.add(kBig, shape, even_ms(shape));
+  const PerformanceModel model(r.records, 0, 0);
+  EXPECT_EQ(model.work_share(), WorkShare::even);
+  for (const GemmShape shape : {GemmShape{333, 777, 2049}, GemmShape{6000, 128, 4096}}) {
+    EXPECT_NEAR(model.predict(kBig, shape)->ms, even_ms(shape), 1e-9 * even_ms(shape));
   }
 }
 
