@@ -253,10 +253,11 @@ int run(const BenchOptions& options) {
       const KernelTemplate& candidate = template_of(record);
       return candidate.may_add_into_c(candidate.parse_configuration(record.config));
     };
+    const double pass_ms = runtime::epilogue_pass_ms(problem);
     for (const TunedFor kind : {problem.tuned_for(), TunedFor{}}) {
       const std::vector<ResultRecord> ranking = store.ranking(gpu.name, shape, only, precision, kind);
       const auto chosen = runtime::cheapest_serving(
-          ranking.begin(), ranking.end(), runtime::epilogue_pass_ms(problem),
+          ranking.begin(), ranking.end(), pass_ms,
           [](const ResultRecord& record) { return record.median_ms; }, serves, adds_into_c);
       if (chosen != ranking.end()) best = *chosen;
       if (best || kind.plain()) break;

@@ -136,34 +136,36 @@ PerformanceModel::PerformanceModel(const RecordSet& records, std::size_t gpu, st
 
   if (take_carried_model(records, gpu, templ)) return;
 
-  // Each configuration's rows, scaled by its times: a row x / t against 1 weighs relative error.
-  const auto fit_rows = [&] {
-    std::map<std::string, Eigen::MatrixXd> rows;
-    for (const auto& [config, choices] : recorded) {
-      if (!known_.contains(config)) continue;
-      Eigen::MatrixXd a(Eigen::Index(choices.size()), Eigen::Index(kLaunchFeatures));
-      Eigen::Index used = 0;
-      const Known& known = known_.at(config);
-      Bindings scratch = shape_bindings(choices.front()->shape);
-      for (const RecordedChoice* c : choices) {
-        const std::optional<LaunchFeatures> x = launch_features(known, c->shape, &scratch);
-        if (!x) continue;
-        for (std::size_t j = 0; j < kLaunchFeatures; ++j) a(used, Eigen::Index(j)) = (*x)[j] / c->median_ms;
-        ++used;
+  // Each configuration's rows under each work share, scaled by its times: a row x / t against 1
+  // weighs relative error. Each launch is computed once; the shares weigh it differently.
+  std::map<std::string, Eigen::MatrixXd> rows, even_rows;
+  for (const auto& [config, choices] : recorded) {
+    if (!known_.contains(config)) continue;
+    Eigen::MatrixXd a(Eigen::Index(choices.size()), Eigen::Index(kLaunchFeatures)), even = a;
+    Eigen::Index used = 0;
+    const Known& known = known_.at(config);
+    Bindings scratch = shape_bindings(choices.front()->shape);
+    for (const RecordedChoice* c : choices) {
+      const std::optional<Launch> launch = launch_at(known, c->shape, &scratch);
+      if (!launch) continue;
+      const LaunchFeatures x = features_of(known, *launch, WorkShare::busiest_sm);
+      const LaunchFeatures y = features_of(known, *launch, WorkShare::even);
+      for (std::size_t j = 0; j < kLaunchFeatures; ++j) {
+        a(used, Eigen::Index(j)) = x[j] / c->median_ms;
+        even(used, Eigen::Index(j)) = y[j] / c->median_ms;
       }
-      if (used > 0) rows.emplace(config, a.topRows(used));
+      ++used;
     }
-    return rows;
-  };
+    if (used > 0) {
+      rows.emplace(config, a.topRows(used));
+      even_rows.emplace(config, even.topRows(used));
+    }
+  }
   // The work share whose fits predict the template's records better, each left out in turn (the
   // busiest SM's where they tie).
-  std::map<std::string, Eigen::MatrixXd> rows = fit_rows();
-  work_share_ = WorkShare::even;
-  std::map<std::string, Eigen::MatrixXd> even_rows = fit_rows();
   if (leave_one_out_error(even_rows, kOwnFitShapes) < leave_one_out_error(rows, kOwnFitShapes)) {
+    work_share_ = WorkShare::even;
     rows = std::move(even_rows);
-  } else {
-    work_share_ = WorkShare::busiest_sm;
   }
 
   std::vector<LaunchFeatures> own;
@@ -285,9 +287,8 @@ double PerformanceModel::slice_of_k(const Known& c, std::int64_t k, std::uint64_
   return double(ceil_div(std::uint64_t(k), slices * depth) * depth);
 }
 
-LaunchFeatures PerformanceModel::features_of(const Known& c, double blocks, double work, double tile,
-                                             std::uint64_t threads,
-                                             std::uint64_t dynamic_shared_bytes) const {
+LaunchFeatures PerformanceModel::features_of(const Known& c, const Launch& launch, WorkShare share) const {
+  const auto [blocks, work, tile, threads, dynamic_shared_bytes] = launch;
   const std::uint64_t warps = ceil_div(threads, 32);
   const std::uint64_t registers_per_warp = ceil_div(std::uint64_t(c.registers) * 32, 256) * 256;
   std::uint64_t resident = std::min<std::uint64_t>(limits_.blocks, limits_.threads / (warps * 32));
@@ -302,7 +303,7 @@ LaunchFeatures PerformanceModel::features_of(const Known& c, double blocks, doub
   const double sms = std::max(gpu_.sm_count, 1);
   const double busiest = std::ceil(blocks / sms);  // blocks of the busiest SM
   const double waves = std::ceil(blocks / (sms * double(resident)));
-  const double throughput = work_share_ == WorkShare::even ? blocks / sms * work : busiest * work;
+  const double throughput = share == WorkShare::even ? blocks / sms * work : busiest * work;
   return LaunchFeatures{throughput * 1e-9, waves * work * 1e-9, waves, 1.0, busiest * tile * 1e-6};
 }
 
@@ -333,12 +334,18 @@ Bindings PerformanceModel::shape_bindings(const GemmShape& shape) const {
 
 std::optional<LaunchFeatures> PerformanceModel::launch_features(const Known& c, const GemmShape& shape,
                                                                 Bindings* scratch) const {
+  const std::optional<Launch> launch = launch_at(c, shape, scratch);
+  if (!launch) return std::nullopt;
+  return features_of(c, *launch, work_share_);
+}
+
+std::optional<PerformanceModel::Launch> PerformanceModel::launch_at(const Known& c, const GemmShape& shape,
+                                                                    Bindings* scratch) const {
   const double tile = c.tile_m * c.tile_n;  // a block's elements of C, where the grid counts tiles
   if (c.closed_form) {
     const double blocks = double(ceil_div(std::uint64_t(shape.n), std::uint64_t(c.tile_n))) *
                           double(ceil_div(std::uint64_t(shape.m), std::uint64_t(c.tile_m))) * c.split;
-    const double work = tile * slice_of_k(c, shape.k, c.split);
-    return features_of(c, blocks, work, tile, c.threads, c.dynamic_shared_bytes);
+    return Launch{blocks, tile * slice_of_k(c, shape.k, c.split), tile, c.threads, c.dynamic_shared_bytes};
   }
   LaunchGeometry geometry;
   try {
@@ -350,16 +357,16 @@ std::optional<LaunchFeatures> PerformanceModel::launch_features(const Known& c, 
   }
   const double blocks = double(geometry.grid[0]) * geometry.grid[1] * geometry.grid[2];
   if (tile > 0) {
-    return features_of(c, blocks, tile * slice_of_k(c, shape.k, geometry.grid[2]),
-                       tile, geometry.threads_per_block(), geometry.dynamic_shared_bytes);
+    return Launch{blocks, tile * slice_of_k(c, shape.k, geometry.grid[2]), tile, geometry.threads_per_block(),
+                  geometry.dynamic_shared_bytes};
   }
   // A persistent schedule: the work spread evenly over its blocks, in whole tiles where declared.
   const auto padded = [](std::int64_t size, std::int64_t tile) {
     return double(tile > 0 ? (size + tile - 1) / tile * tile : size);
   };
   const double mn = padded(shape.m, c.declared_tile.rows) * padded(shape.n, c.declared_tile.columns);
-  return features_of(c, blocks, mn * padded(shape.k, c.declared_tile.depth) / blocks, mn / blocks,
-                     geometry.threads_per_block(), geometry.dynamic_shared_bytes);
+  return Launch{blocks, mn * padded(shape.k, c.declared_tile.depth) / blocks, mn / blocks,
+                geometry.threads_per_block(), geometry.dynamic_shared_bytes};
 }
 
 const Configuration* PerformanceModel::configuration(const std::string& config) const {

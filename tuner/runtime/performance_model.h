@@ -167,10 +167,17 @@ class PerformanceModel {
   // The busiest block's share of K where K is cut into `slices` of whole steps (the declared
   // tile's depth): only a slice's last step is partial, and it costs as much as a whole one.
   static double slice_of_k(const Known& c, std::int64_t k, std::uint64_t slices);
-  // The features of a launch of `blocks` blocks of `threads`, each `work` multiply-adds and `tile`
-  // elements of C.
-  LaunchFeatures features_of(const Known& c, double blocks, double work, double tile,
-                             std::uint64_t threads, std::uint64_t dynamic_shared_bytes) const;
+  // What a launch does, before it is weighed: `blocks` blocks of `threads`, each `work`
+  // multiply-adds and `tile` elements of C.
+  struct Launch {
+    double blocks = 0, work = 0, tile = 0;
+    std::uint64_t threads = 0, dynamic_shared_bytes = 0;
+  };
+  // The configuration's launch at the shape (scratch as for launch_features); none when its
+  // geometry cannot be computed there.
+  std::optional<Launch> launch_at(const Known& c, const GemmShape& shape, Bindings* scratch) const;
+  // The launch's features, its throughput term counted by `share`.
+  LaunchFeatures features_of(const Known& c, const Launch& launch, WorkShare share) const;
   // Points each Known at its ConfigurationModel, once models_ is final.
   void link_models();
   // Takes the pair's model where the records carry it (RecordSet::models); false where they do not.
