@@ -1,11 +1,11 @@
 // What the wgmma templates (tf32_wgmma.cu, tf32_wgmma_specialized.cu, tf32_wgmma_rounded_loads.cu,
 // tf32_wgmma_transposed_b.cu, tf32x3_wgmma.cu) share: the block's tiles in shared memory, the
 // copies that fill them, the rounding (or 3xTF32 split) of A's tile, B^T's fragments, split K, the
-// epilogue, and the block of a kernel whose every thread copies and multiplies (every_thread_gemm).
-// The including template defines kBM (C rows per block: wgmma's N), kBN (C columns per block: 64
-// per consumer warpgroup), kStages, kCopyThreads (the threads that copy: the whole block, or
-// producer warpgroups), kUnrollMaskedCopies (copy_a_masked, copy_b_masked) and includes
-// <tiletune/async_copy.h> and <tiletune/warpgroup_mma.h> first.
+// epilogue (with the BLAS contract's, store_built), and the block of a kernel whose every thread
+// copies and multiplies (every_thread_gemm). The including template defines kBM (C rows per block:
+// wgmma's N), kBN (C columns per block: 64 per consumer warpgroup), kStages, kCopyThreads (the
+// threads that copy: the whole block, or producer warpgroups), kUnrollMaskedCopies (copy_a_masked,
+// copy_b_masked) and includes <tiletune/async_copy.h> and <tiletune/warpgroup_mma.h> first.
 //
 // Roles. TF32 wgmma reads only K-major operands from shared memory: the register operand (64 x 8)
 // may come from anywhere, the shared one must have each of its N columns' 8 k contiguous. A is
@@ -27,7 +27,16 @@
 // wgmma truncates its inputs to TF32 and its shared operand cannot be rounded on its way, so the
 // thread that copied a chunk of A rounds it in place once it has landed (round_own_copies), then
 // fences it for wgmma's proxy (tt_fence_proxy_async) before a barrier makes it everyone's.
+//
+// B stored N x K (op_b = t; StageCopies<Vectors, true>, tf32x3_wgmma): B^T is then K-major, as A
+// is, and its tile takes A's layout (BN rows of 32 floats, 128-byte swizzle: offset_a) in the
+// place of B's plain tile, which is larger. A lane's fragment rows g and g + 8 are then the
+// tile's rows 16w + g and 16w + g + 8 (k_major_fragment_columns), 4-byte loads that the swizzle
+// puts in 8 different chunks for the 8 rows a load reads: no conflict. Its two columns of C are 8
+// apart, so its stores are of one float (store_built<8>).
 #pragma once
+
+#include <tiletune/gemm_contract.h>  // store_built
 
 constexpr int kBK = 32;
 constexpr int kRowB = kBN + 8;  // floats of a row of B's tile
@@ -105,6 +114,12 @@ struct CopyShare {
     k = e / kBN;
     n = e % kBN;
   }
+  // Element (n, k) of a K-major B^T's tile (op_b = t) that starts the chunk: a row's k4, as A's.
+  __device__ __forceinline__ static void bt_chunk(int tid, int p, int& n, int& k) {
+    const int e = (tid + p * kCopyThreads) * 4;
+    n = e / kBK;
+    k = e % kBK;
+  }
 };
 
 // Copies a chunk of which `floats` (0 to 4) exist, zero-filling the rest.
@@ -136,6 +151,16 @@ __device__ __forceinline__ int masked_chunk_of_b(const BlockOperands& op, int k,
                                                  const float*& src) {
   const int row = k0 + k, col = op.n0 + n;
   const int floats = row < op.K ? max(0, min(4, op.N - col)) : 0;
+  src = floats > 0 ? op.B + (size_t)row * op.ldb + col : op.B;
+  return floats;
+}
+
+// The same for the chunk of a K-major B^T's tile (B stored N x K) at (n, k): none past N, fewer
+// past K.
+__device__ __forceinline__ int masked_chunk_of_bt(const BlockOperands& op, int n, int k, int k0,
+                                                  const float*& src) {
+  const int row = op.n0 + n, col = k0 + k;
+  const int floats = row < op.N ? max(0, min(4, op.K - col)) : 0;
   src = floats > 0 ? op.B + (size_t)row * op.ldb + col : op.B;
   return floats;
 }
@@ -182,9 +207,23 @@ __device__ __forceinline__ void copy_b_masked(const BlockOperands& op, float* bs
   }
 }
 
-// The same for a step whose tiles lie wholly inside A and B: no masks, and the sources walk from
-// pointers set once, so that a step costs little more than its copy instructions.
+// The same for a K-major B^T's tile (B stored N x K): zero-filled past N and K.
 template <bool Vectors>
+__device__ __forceinline__ void copy_bt_masked(const BlockOperands& op, float* bs, int k0, int tid) {
+#pragma unroll(kUnrollMaskedCopies ? CopyShare::kPassesB : 1)
+  for (int p = 0; p < CopyShare::kPassesB; ++p) {
+    int n, k;
+    CopyShare::bt_chunk(tid, p, n, k);
+    const float* src;
+    const int floats = masked_chunk_of_bt(op, n, k, k0, src);
+    copy_chunk<Vectors, false>(bs + offset_a(n, k), src, floats);
+  }
+}
+
+// The same for a step whose tiles lie wholly inside A and B: no masks, and the sources walk from
+// pointers set once, so that a step costs little more than its copy instructions. TransposedB: B
+// is stored N x K (op_b = t), its tile K-major.
+template <bool Vectors, bool TransposedB = false>
 struct FullCopies {
   const float* a;  // this thread's first A element of step 0 (pass 0), and B's
   const float* b;
@@ -199,6 +238,12 @@ struct FullCopies {
     b = op.B + (size_t)k * op.ldb + op.n0 + n;
     b_pass = (size_t)(kCopyThreads * 4 / kBN) * op.ldb;
     b_step = (size_t)kBK * op.ldb;
+    if constexpr (TransposedB) {  // a row of B's is a column of C: its chunks run along k
+      CopyShare::bt_chunk(tid, 0, n, k);
+      b = op.B + (size_t)(op.n0 + n) * op.ldb + k;
+      b_pass = (size_t)(kCopyThreads * 4 / kBK) * op.ldb;
+      b_step = kBK;
+    }
   }
 
   __device__ __forceinline__ void copy_a(float* as, int step, int tid) const {
@@ -215,19 +260,26 @@ struct FullCopies {
     const float* src = b + step * b_step;
 #pragma unroll
     for (int p = 0; p < CopyShare::kPassesB; ++p, src += b_pass) {
-      int k, n;
-      CopyShare::b_chunk(tid, p, k, n);
-      copy_chunk<Vectors, true>(bs + k * kRowB + n, src, 4);
+      if constexpr (TransposedB) {
+        int n, k;
+        CopyShare::bt_chunk(tid, p, n, k);
+        copy_chunk<Vectors, true>(bs + offset_a(n, k), src, 4);
+      } else {
+        int k, n;
+        CopyShare::b_chunk(tid, p, k, n);
+        copy_chunk<Vectors, true>(bs + k * kRowB + n, src, 4);
+      }
     }
   }
 };
 
 // A copying thread's copies of every step into the stages: the unmasked ones where the block is
-// inside C and the step inside K, else the masked ones.
-template <bool Vectors>
+// inside C and the step inside K, else the masked ones. TransposedB: B is stored N x K (op_b = t).
+template <bool Vectors, bool TransposedB = false>
 struct StageCopies {
+  static constexpr bool kTransposedB = TransposedB;
   BlockOperands op;
-  FullCopies<Vectors> full;
+  FullCopies<Vectors, TransposedB> full;
   bool interior;  // the block is inside C: only the last step of K takes masked copies
   float* shared;  // the stages (stage_tile_a, stage_tile_b)
   int steps, tid;
@@ -251,7 +303,11 @@ struct StageCopies {
       full.copy_b(bs, step, tid);
     } else {
       copy_a_masked<Vectors>(op, as, step * kBK, tid);
-      copy_b_masked<Vectors>(op, bs, step * kBK, tid);
+      if constexpr (TransposedB) {
+        copy_bt_masked<Vectors>(op, bs, step * kBK, tid);
+      } else {
+        copy_b_masked<Vectors>(op, bs, step * kBK, tid);
+      }
     }
   }
   // B's tile only (tf32_wgmma_rounded_loads brings A's through registers).
@@ -364,6 +420,12 @@ __device__ __forceinline__ int fragment_columns(int wg, int thread_in_wg) {
   return 64 * wg + 16 * (thread_in_wg / 32) + 2 * (thread_in_wg % 32 / 4);
 }
 
+// The same where B^T's tile is K-major (B stored N x K): the lane's rows g and g + 8 of warp w are
+// the tile's rows 16w + g and 16w + g + 8, columns of C 8 apart.
+__device__ __forceinline__ int k_major_fragment_columns(int wg, int thread_in_wg) {
+  return 64 * wg + 16 * (thread_in_wg / 32) + thread_in_wg % 32 / 4;
+}
+
 // B^T's fragment of k8 slice s of a stage, as stored: the lane's rows g and g + 8 are B's columns
 // n_pair and n_pair + 1 (one 8-byte load per k), k = 8s + t and 8s + t + 4.
 __device__ __forceinline__ void load_fragment_unrounded(const float* bs, int s, int n_pair, int t,
@@ -375,6 +437,16 @@ __device__ __forceinline__ void load_fragment_unrounded(const float* bs, int s, 
   fragment[1] = k_t.y;
   fragment[2] = k_t4.x;
   fragment[3] = k_t4.y;
+}
+
+// The same from a K-major B^T's tile (op_b = t): the lane's rows `row` and row + 8 (its columns of
+// C, k_major_fragment_columns), k = 8s + t and 8s + t + 4.
+__device__ __forceinline__ void load_k_major_fragment_unrounded(const float* bts, int s, int row,
+                                                                int t, float (&fragment)[4]) {
+  fragment[0] = bts[offset_a(row, 8 * s + t)];
+  fragment[1] = bts[offset_a(row + 8, 8 * s + t)];
+  fragment[2] = bts[offset_a(row, 8 * s + t + 4)];
+  fragment[3] = bts[offset_a(row + 8, 8 * s + t + 4)];
 }
 
 // The same, rounded to TF32.
@@ -463,15 +535,66 @@ __device__ __forceinline__ void store_tile_pairs(const BlockOperands& op, float*
   }
 }
 
+// The store of a build with an epilogue (alpha, beta, a bias, an activation) or a K-major B (op_b =
+// t): acc[4j + 2c + r] is the element of row 8j + 2t + r and column first + c ColumnStep (1:
+// fragment_columns' adjacent pair, 8: k_major_fragment_columns'). A lane's two columns as one
+// 8-byte word where they are adjacent, ldc and C allow and both exist, as store_tile_pairs, else
+// one float at a time; each element act(alpha * acc + beta * C + bias)
+// (tt_built_epilogue_with_bias: C read only where beta != 0), each column's bias read once.
+template <int ColumnStep>
+__device__ __forceinline__ void store_built(const BlockOperands& op, float* __restrict__ C, int ldc,
+                                            const float (&acc)[kBM / 2], int first, int t,
+                                            const tt_gemm_args& args) {
+  const int rows = op.M - op.m0, cols = op.N - op.n0, second = first + ColumnStep;
+  const bool pairs = ColumnStep == 1 && ldc % 2 == 0 && reinterpret_cast<size_t>(C) % 8 == 0 &&
+                     second < cols;
+  // (Columns past N are computed from nothing and never stored: the bias has N floats.)
+  const float bias0 = first < cols ? tt_built_bias(op.n0 + first, args) : 0.0f;
+  const float bias1 = second < cols ? tt_built_bias(op.n0 + second, args) : 0.0f;
+  float* const corner = C + (size_t)(op.m0 + 2 * t) * ldc + op.n0 + first;
+#pragma unroll
+  for (int j = 0; j < kBM / 8; ++j) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if (8 * j + 2 * t + r >= rows) continue;
+      float* const c = corner + (size_t)(8 * j + r) * ldc;
+      // C's two elements read (beta only) and the epilogue applied once, whichever store follows:
+      // an epilogue in both branches was twice the code (GELU's: past the instruction cache).
+      float2 c0 = make_float2(0.0f, 0.0f);
+      if (TT_BETA) {
+        if (pairs) {
+          c0 = *reinterpret_cast<const float2*>(c);
+        } else {
+          if (first < cols) c0.x = c[0];
+          if (second < cols) c0.y = c[ColumnStep];
+        }
+      }
+      const float e0 = tt_built_epilogue_with_bias(acc[4 * j + r], &c0.x, bias0, args);
+      const float e1 = tt_built_epilogue_with_bias(acc[4 * j + r + 2], &c0.y, bias1, args);
+      if (pairs) {
+        *reinterpret_cast<float2*>(c) = make_float2(e0, e1);
+      } else {
+        if (first < cols) c[0] = e0;
+        if (second < cols) c[ColumnStep] = e1;
+      }
+    }
+  }
+}
+
 // The block of a kernel whose every thread copies and multiplies (tf32_wgmma, tf32x3_wgmma), on its
 // main loop: Loop<Vectors> holds `copies` (StageCopies), the lane's n_pair and t, and provides
-// land<Pending>(step) (wait for a step's copies, prepare A, fence) and step(step, acc).
-template <template <bool> class Loop, bool Vectors>
+// land<Pending>(step) (wait for a step's copies, prepare A, fence) and step(step, acc). The
+// product goes to store(op, C, ldc, acc, n_pair, t); n_pair is the lane's first column
+// (k_major_fragment_columns where B's tile is K-major, else fragment_columns).
+template <template <bool> class Loop, bool Vectors, class Store>
 __device__ __forceinline__ void every_thread_gemm(const BlockOperands& op, float* __restrict__ C,
-                                                  int ldc, float* shared) {
+                                                  int ldc, float* shared, const Store& store) {
+  using Copies = decltype(Loop<Vectors>::copies);
   const int tid = threadIdx.x;
-  const Loop<Vectors> loop = {StageCopies<Vectors>(op, shared, tid),
-                              fragment_columns(tid / 128, tid % 128), tid % 4};
+  const Loop<Vectors> loop = {Copies(op, shared, tid),
+                              Copies::kTransposedB ? k_major_fragment_columns(tid / 128, tid % 128)
+                                                   : fragment_columns(tid / 128, tid % 128),
+                              tid % 4};
   float acc[kBM / 2];
 #pragma unroll
   for (int i = 0; i < kBM / 2; ++i) acc[i] = 0.0f;
@@ -481,19 +604,27 @@ __device__ __forceinline__ void every_thread_gemm(const BlockOperands& op, float
   loop.template land<kStages - 3>(0);
   for (int step = 0; step < loop.copies.steps; ++step) loop.step(step, acc);
   tt_wgmma_wait<0>(acc);  // the last step's wgmma, where it left them in flight
-  store_tile(op, C, ldc, acc, loop.n_pair, loop.t);
+  store(op, C, ldc, acc, loop.n_pair, loop.t);
 }
 
-// Such a kernel's body: its block's operands, and the main loop of the launch's copy width.
-template <template <bool> class Loop>
+// Such a kernel's body: its block's operands, and the main loop of the launch's copy width. By
+// default C = A B stored as it is (store_tile).
+struct PlainStore {
+  __device__ __forceinline__ void operator()(const BlockOperands& op, float* __restrict__ C, int ldc,
+                                             const float (&acc)[kBM / 2], int n_pair, int t) const {
+    store_tile(op, C, ldc, acc, n_pair, t);
+  }
+};
+
+template <template <bool> class Loop, class Store = PlainStore>
 __device__ __forceinline__ void every_thread_gemm(const float* A, const float* B, float* C, int M,
                                                   int N, int K, int lda, int ldb, int ldc,
-                                                  float4* shared_bytes) {
+                                                  float4* shared_bytes, const Store& store = {}) {
   float* const shared = tt_shared_align_1024(shared_bytes);
   const BlockOperands op = block_operands(A, B, M, N, K, lda, ldb);
   if (vector_copies(A, B, lda, ldb)) {
-    every_thread_gemm<Loop, true>(op, C, ldc, shared);
+    every_thread_gemm<Loop, true>(op, C, ldc, shared, store);
   } else {
-    every_thread_gemm<Loop, false>(op, C, ldc, shared);
+    every_thread_gemm<Loop, false>(op, C, ldc, shared, store);
   }
 }

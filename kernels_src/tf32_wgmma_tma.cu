@@ -46,7 +46,7 @@
 //   The raw buffers take 2 x 32 x BM floats more (`shared`, and `require` leaves the build out of
 //   the configurations that do not fit).
 // - alpha, beta (C read only where beta != 0), the bias (N floats, by column) and ReLU or GELU are
-//   applied once per element of C as it is stored (store_built, the plain build's pair stores and
+//   applied once per element of C as it is stored (tiles.h's store_built, the plain build's pair stores and
 //   masks); the main loop is the plain build's.
 //
 // Split K (SPLIT_WAVES > 0), for shapes whose tiles are too few to fill the GPU (decoding's few
@@ -284,51 +284,8 @@ __device__ __forceinline__ void produce_transposing(const BlockOperands& op, flo
 constexpr int kColumnStep = kTransposedB ? 8 : 1;
 
 __device__ __forceinline__ int first_column(int wg, int thread_in_wg) {
-  if (!kTransposedB) return fragment_columns(wg, thread_in_wg);
-  return 64 * wg + 16 * (thread_in_wg / 32) + thread_in_wg % 32 / 4;
-}
-
-// The store of a build with an epilogue (kBuiltEpilogue) or a K-major B (op_b = t): a lane's two
-// columns (first_column) as one 8-byte word where they are adjacent, ldc and C allow and both
-// exist, as store_tile_pairs, else one float at a time; each element act(alpha * acc + beta * C +
-// bias) (tt_built_epilogue_with_bias: C read only where beta != 0), each column's bias read once.
-__device__ __forceinline__ void store_built(const BlockOperands& op, float* __restrict__ C, int ldc,
-                                            const float (&acc)[kBM / 2], int first, int t,
-                                            const tt_gemm_args& args) {
-  const int rows = op.M - op.m0, cols = op.N - op.n0, second = first + kColumnStep;
-  const bool pairs = kColumnStep == 1 && ldc % 2 == 0 && reinterpret_cast<size_t>(C) % 8 == 0 &&
-                     second < cols;
-  // (Columns past N are computed from nothing and never stored: the bias has N floats.)
-  const float bias0 = first < cols ? tt_built_bias(op.n0 + first, args) : 0.0f;
-  const float bias1 = second < cols ? tt_built_bias(op.n0 + second, args) : 0.0f;
-  float* const corner = C + (size_t)(op.m0 + 2 * t) * ldc + op.n0 + first;
-#pragma unroll
-  for (int j = 0; j < kBM / 8; ++j) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      if (8 * j + 2 * t + r >= rows) continue;
-      float* const c = corner + (size_t)(8 * j + r) * ldc;
-      // C's two elements read (beta only) and the epilogue applied once, whichever store follows:
-      // an epilogue in both branches was twice the code (GELU's: past the instruction cache).
-      float2 c0 = make_float2(0.0f, 0.0f);
-      if (TT_BETA) {
-        if (pairs) {
-          c0 = *reinterpret_cast<const float2*>(c);
-        } else {
-          if (first < cols) c0.x = c[0];
-          if (second < cols) c0.y = c[kColumnStep];
-        }
-      }
-      const float e0 = tt_built_epilogue_with_bias(acc[4 * j + r], &c0.x, bias0, args);
-      const float e1 = tt_built_epilogue_with_bias(acc[4 * j + r + 2], &c0.y, bias1, args);
-      if (pairs) {
-        *reinterpret_cast<float2*>(c) = make_float2(e0, e1);
-      } else {
-        if (first < cols) c[0] = e0;
-        if (second < cols) c[kColumnStep] = e1;
-      }
-    }
-  }
+  return kTransposedB ? k_major_fragment_columns(wg, thread_in_wg)
+                      : fragment_columns(wg, thread_in_wg);
 }
 
 // The store of a swapped build (op_a = t): `op` is the swapped product's, whose rows (m0 + 8j + 2t
@@ -467,7 +424,7 @@ __device__ __forceinline__ void consume(const BlockOperands& op, float* __restri
     } else if (kSwapped) {
       store_swapped(op, C, ldc, acc[h], columns, t, args);
     } else if (kBuiltEpilogue || kTransposedB) {
-      store_built(op, C, ldc, acc[h], columns, t, args);
+      store_built<kColumnStep>(op, C, ldc, acc[h], columns, t, args);
     } else {
       store_tile_pairs(op, C, ldc, acc[h], columns, t);
     }

@@ -22,6 +22,15 @@
 // the copies of step + STAGES - 2 are issued after its first half, step + 1 landed and split
 // after its second, while the wgmma run.
 //
+// The BLAS contract (<tiletune/gemm_contract.h>): op_b, alpha, beta, batches and the epilogue are
+// compiled in (`specializes`), one build per combination; the plain build, which defines none of
+// their macros, has the main loop and store it had before the contract. op_b = t (B stored N x K,
+// a linear layer's weights) makes B^T K-major: its tile takes A's swizzled layout and its
+// fragments are loaded from that (tf32_wgmma_tiles.h), the rest of the step as the plain build's.
+// alpha, beta (C read only where beta != 0), the bias and ReLU or GELU are applied once per
+// element as the tile is stored (store_built); a batch's entry is blockIdx.z's. op_a = t is not
+// served: A's tile is wgmma's shared operand, which TF32 wgmma reads only K-major.
+//
 // tiletune: name tf32x3_wgmma
 // tiletune: entry tf32x3_wgmma_gemm
 // tiletune: precision tf32x3
@@ -37,8 +46,11 @@
 // tiletune: block 128 * WARPGROUPS
 // tiletune: grid ceil_div(N, 64 * WARPGROUPS), ceil_div(M, BM)
 // tiletune: shared STAGES * (2 * BM * 128 + 32 * (64 * WARPGROUPS + 8) * 4) + 1024
+// tiletune: supports op_b alpha beta batch epilogue
+// tiletune: specializes op_b alpha beta batch epilogue
 
 #include <tiletune/async_copy.h>
+#include <tiletune/gemm_contract.h>
 #include <tiletune/warpgroup_mma.h>
 
 constexpr int kBM = TT_BM, kWarpgroups = TT_WARPGROUPS, kStages = TT_STAGES;
@@ -46,13 +58,18 @@ constexpr int kBN = 64 * kWarpgroups;
 constexpr int kThreads = 128 * kWarpgroups, kCopyThreads = kThreads;
 constexpr bool kUnrollMaskedCopies = true;
 static_assert(kStages >= 3, "copies run STAGES - 2 steps ahead of the step whose wgmma run");
+// op_b = t: B stored N x K, its tile K-major; a lane's two columns of C are then 8 apart.
+constexpr bool kTransposedB = TT_OP_B;
+constexpr int kColumnStep = kTransposedB ? 8 : 1;
+// What a build stores: alpha, beta, the bias or the activation (else acc as it is).
+constexpr bool kBuiltEpilogue = TT_ALPHA || TT_BETA || TT_EPILOGUE != TT_EPILOGUE_NONE;
 
 #include "tf32_wgmma_tiles.h"
 
 // The main loop's state, fixed for the block.
 template <bool Vectors>
 struct MainLoop {
-  StageCopies<Vectors> copies;
+  StageCopies<Vectors, kTransposedB> copies;
   int n_pair, t;
 
   // The step's tile of A's small parts: kStages of them after B's tiles.
@@ -88,7 +105,11 @@ struct MainLoop {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         float fragment[4];
-        load_fragment_unrounded(bs, 2 * half + i, n_pair, t, fragment);
+        if (kTransposedB) {
+          load_k_major_fragment_unrounded(bs, 2 * half + i, n_pair, t, fragment);
+        } else {
+          load_fragment_unrounded(bs, 2 * half + i, n_pair, t, fragment);
+        }
 #pragma unroll
         for (int r = 0; r < 4; ++r) tf32_split(fragment[r], big[i][r], small[i][r]);
       }
@@ -114,9 +135,28 @@ struct MainLoop {
   }
 };
 
+// The store of every build: the plain one's (store_tile), else store_built's.
+struct BuiltStore {
+  const tt_gemm_args& args;
+  __device__ __forceinline__ void operator()(const BlockOperands& op, float* __restrict__ C, int ldc,
+                                             const float (&acc)[kBM / 2], int first, int t) const {
+    if (kTransposedB || kBuiltEpilogue) {
+      store_built<kColumnStep>(op, C, ldc, acc, first, t, args);
+    } else {
+      store_tile(op, C, ldc, acc, first, t);
+    }
+  }
+};
+
 extern "C" __global__ void __launch_bounds__(kThreads)
     tf32x3_wgmma_gemm(const float* __restrict__ A, const float* __restrict__ B,
-                      float* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc) {
+                      float* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc,
+                      const __grid_constant__ tt_gemm_args args) {
   extern __shared__ float4 shared_bytes[];
-  every_thread_gemm<MainLoop>(A, B, C, M, N, K, lda, ldb, ldc, shared_bytes);
+  if (TT_BATCH) {  // the grid's z is the batch: this block's entry
+    A = tt_batch_a(A, args);
+    B = tt_batch_b(B, args);
+    C = tt_batch_c(C, args);
+  }
+  every_thread_gemm<MainLoop>(A, B, C, M, N, K, lda, ldb, ldc, shared_bytes, BuiltStore{args});
 }
