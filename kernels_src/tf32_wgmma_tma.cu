@@ -46,8 +46,8 @@
 //   The raw buffers take 2 x 32 x BM floats more (`shared`, and `require` leaves the build out of
 //   the configurations that do not fit).
 // - alpha, beta (C read only where beta != 0), the bias (N floats, by column) and ReLU or GELU are
-//   applied once per element of C as it is stored (tiles.h's store_built, the plain build's pair stores and
-//   masks); the main loop is the plain build's.
+//   applied once per element of C as it is stored (tf32_wgmma_tiles.h's store_built, the plain
+//   build's pair stores and masks); the main loop is the plain build's.
 //
 // Split K (SPLIT_WAVES > 0), for shapes whose tiles are too few to fill the GPU (decoding's few
 // rows of C, a long K): the grid's z slices K's steps, as many slices as make SPLIT_WAVES waves of
