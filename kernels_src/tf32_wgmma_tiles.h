@@ -194,29 +194,24 @@ __device__ __forceinline__ void copy_a_masked(const BlockOperands& op, float* as
   }
 }
 
-// The same for B's tile: zero-filled past K and N.
-template <bool Vectors>
+// The same for B's tile: zero-filled past K and N; TransposedB, a K-major B^T's tile (B stored
+// N x K), zero-filled past N and K.
+template <bool Vectors, bool TransposedB = false>
 __device__ __forceinline__ void copy_b_masked(const BlockOperands& op, float* bs, int k0, int tid) {
 #pragma unroll(kUnrollMaskedCopies ? CopyShare::kPassesB : 1)
   for (int p = 0; p < CopyShare::kPassesB; ++p) {
-    int k, n;
-    CopyShare::b_chunk(tid, p, k, n);
     const float* src;
-    const int floats = masked_chunk_of_b(op, k, n, k0, src);
-    copy_chunk<Vectors, false>(bs + k * kRowB + n, src, floats);
-  }
-}
-
-// The same for a K-major B^T's tile (B stored N x K): zero-filled past N and K.
-template <bool Vectors>
-__device__ __forceinline__ void copy_bt_masked(const BlockOperands& op, float* bs, int k0, int tid) {
-#pragma unroll(kUnrollMaskedCopies ? CopyShare::kPassesB : 1)
-  for (int p = 0; p < CopyShare::kPassesB; ++p) {
-    int n, k;
-    CopyShare::bt_chunk(tid, p, n, k);
-    const float* src;
-    const int floats = masked_chunk_of_bt(op, n, k, k0, src);
-    copy_chunk<Vectors, false>(bs + offset_a(n, k), src, floats);
+    if constexpr (TransposedB) {
+      int n, k;
+      CopyShare::bt_chunk(tid, p, n, k);
+      const int floats = masked_chunk_of_bt(op, n, k, k0, src);
+      copy_chunk<Vectors, false>(bs + offset_a(n, k), src, floats);
+    } else {
+      int k, n;
+      CopyShare::b_chunk(tid, p, k, n);
+      const int floats = masked_chunk_of_b(op, k, n, k0, src);
+      copy_chunk<Vectors, false>(bs + k * kRowB + n, src, floats);
+    }
   }
 }
 
@@ -234,15 +229,16 @@ struct FullCopies {
     CopyShare::a_chunk(tid, 0, m, k);
     a = op.A + (size_t)(op.m0 + m) * op.lda + k;
     a_pass = (size_t)(kCopyThreads * 4 / kBK) * op.lda;
-    CopyShare::b_chunk(tid, 0, k, n);
-    b = op.B + (size_t)k * op.ldb + op.n0 + n;
-    b_pass = (size_t)(kCopyThreads * 4 / kBN) * op.ldb;
-    b_step = (size_t)kBK * op.ldb;
     if constexpr (TransposedB) {  // a row of B's is a column of C: its chunks run along k
       CopyShare::bt_chunk(tid, 0, n, k);
       b = op.B + (size_t)(op.n0 + n) * op.ldb + k;
       b_pass = (size_t)(kCopyThreads * 4 / kBK) * op.ldb;
       b_step = kBK;
+    } else {
+      CopyShare::b_chunk(tid, 0, k, n);
+      b = op.B + (size_t)k * op.ldb + op.n0 + n;
+      b_pass = (size_t)(kCopyThreads * 4 / kBN) * op.ldb;
+      b_step = (size_t)kBK * op.ldb;
     }
   }
 
@@ -303,11 +299,7 @@ struct StageCopies {
       full.copy_b(bs, step, tid);
     } else {
       copy_a_masked<Vectors>(op, as, step * kBK, tid);
-      if constexpr (TransposedB) {
-        copy_bt_masked<Vectors>(op, bs, step * kBK, tid);
-      } else {
-        copy_b_masked<Vectors>(op, bs, step * kBK, tid);
-      }
+      copy_b_masked<Vectors, TransposedB>(op, bs, step * kBK, tid);
     }
   }
   // B's tile only (tf32_wgmma_rounded_loads brings A's through registers).
@@ -316,7 +308,7 @@ struct StageCopies {
     if (inside(step)) {
       full.copy_b(bs, step, tid);
     } else {
-      copy_b_masked<Vectors>(op, bs, step * kBK, tid);
+      copy_b_masked<Vectors, TransposedB>(op, bs, step * kBK, tid);
     }
   }
 
